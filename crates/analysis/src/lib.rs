@@ -1,0 +1,1 @@
+//! Statistics and attribution over recorded runs.

@@ -1,0 +1,24 @@
+//! The engine loop every load generator shares: the parts of `tare http` and
+//! `tare pg` that are not protocol.
+//!
+//! - [`poller`]: a thin level-triggered epoll wrapper (one per worker thread).
+//! - [`endpoint`]: where load goes (TCP or Unix socket) and non-blocking connect.
+//! - [`recorder`]: per-thread latency histogram, timeline and counters, merged
+//!   into a [`tare_record::LoadResult`] at the end.
+//! - [`cpu`]: CPU seconds of the calling thread (getrusage `RUSAGE_THREAD`).
+//! - [`progress`]: per-thread counters a progress line can read without
+//!   slowing the workers, and the line itself.
+//! - [`clock`]: one monotonic nanosecond clock for the whole run.
+
+pub mod clock;
+pub mod cpu;
+pub mod endpoint;
+pub mod poller;
+pub mod progress;
+pub mod rate;
+pub mod recorder;
+
+pub use clock::Clock;
+pub use endpoint::Endpoint;
+pub use poller::{Interest, Poller};
+pub use recorder::Recorder;

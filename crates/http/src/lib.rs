@@ -1,0 +1,1 @@
+//! tare http: the HTTP/1.1 load engine.

@@ -1,0 +1,1 @@
+//! nginx configuration: crossplane-compatible parser and builder, and the tuning advisor.

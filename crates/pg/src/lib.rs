@@ -1,0 +1,1 @@
+//! tare pg: the PostgreSQL load engine.

@@ -1,0 +1,19 @@
+//! Records: what a load run leaves behind, and nothing else.
+//!
+//! Engines *write* these types; the runner stores them as JSON lines; analysis
+//! and reports *read* them back (STYLE.md, "record, then report"). Nothing here
+//! knows how load is generated.
+//!
+//! - [`result`]: [`LoadResult`], one load run, the JSON contract of DESIGN.md.
+//! - [`latency`]: the HDR histogram (nanoseconds) every engine records into,
+//!   its base64 codec and the [`LatencySummary`] derived from it.
+//! - [`trial`]: [`TrialRecord`], one trial of one experiment cell (a line of
+//!   a run directory's `trials.jsonl`).
+
+pub mod latency;
+pub mod result;
+pub mod trial;
+
+pub use latency::{Latency, LatencySummary};
+pub use result::{Errors, LoadResult, PgDetails, RateSummary, StatementLatency};
+pub use trial::TrialRecord;

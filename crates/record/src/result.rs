@@ -1,0 +1,162 @@
+//! [`LoadResult`]: one load run, as `tare http --json` and `tare pg --json`
+//! print it and as the runner stores it (one JSON line per trial).
+//!
+//! Field names are the JSON contract of DESIGN.md and `docs/json-schema.json`;
+//! adding fields is fine, renaming or removing one is a breaking change.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::latency::LatencySummary;
+
+/// Errors by kind, counted as wrk counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Errors {
+    /// Connections that could not be established (refused, unreachable).
+    pub connect: u64,
+    /// Reads that failed, hit EOF mid-response, or returned an unparsable response.
+    pub read: u64,
+    /// Writes that failed (reset, broken pipe).
+    pub write: u64,
+    /// Requests with no complete response within `--timeout`.
+    pub timeout: u64,
+    /// Completed responses with HTTP status >= 400 (for `pg`: failed transactions).
+    pub status: u64,
+}
+
+impl Errors {
+    pub fn total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout + self.status
+    }
+
+    pub fn add(&mut self, o: &Errors) {
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        self.status += o.status;
+    }
+}
+
+/// One load run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// `"http"` or `"pg"`.
+    pub engine: String,
+    /// What was loaded: the URL (with `unix:PATH` when over a Unix socket) or
+    /// the PostgreSQL connection (`host=… port=… dbname=…`).
+    pub target: String,
+    /// `"tcp"` or `"unix"`.
+    pub transport: String,
+    /// Seconds since the Unix epoch when the measured period began.
+    pub started_unix_s: f64,
+    /// Measured wall time in seconds (the deadline, or the time the last of
+    /// `-n` requests completed).
+    pub duration_s: f64,
+    pub connections: u64,
+    pub threads: u64,
+    /// Keep-alive (`true`) or a new connection per request (`false`).
+    pub keepalive: bool,
+    /// Completed requests (HTTP responses or PostgreSQL transactions), errors
+    /// with a complete response (status >= 400) included, as wrk counts them.
+    pub requests: u64,
+    /// Requests written but not answered when the deadline struck: neither
+    /// completed nor errors, reported so counts reconcile with server logs.
+    pub in_flight: u64,
+    pub errors: Errors,
+    /// Completed requests per second (`http`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rps: Option<f64>,
+    /// Completed transactions per second (`pg`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tps: Option<f64>,
+    /// Response bytes read (headers and bodies).
+    pub bytes_read: u64,
+    /// Request-to-complete-response latency.
+    pub latency_us: LatencySummary,
+    /// base64 HdrHistogram V2+DEFLATE of the latency, in nanoseconds.
+    pub hdr: String,
+    /// With a new connection per request: time to establish the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_us: Option<LatencySummary>,
+    /// With a new connection per request: time from sending the request to
+    /// its first response byte (http_load's msecs/first-response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_us: Option<LatencySummary>,
+    /// Completions in each second of the measured period.
+    pub timeline: Vec<u64>,
+    /// User + system CPU seconds of the load generator's worker threads.
+    pub generator_cpu_s: f64,
+    pub generator_cpu_user_s: f64,
+    pub generator_cpu_system_s: f64,
+    /// HTTP status counts of completed responses (`"200"`, `"404"`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status_codes: BTreeMap<String, u64>,
+    /// Per-thread completion rate sampled every 100 ms (wrk's `Req/Sec` row).
+    #[serde(default)]
+    pub thread_rate: RateSummary,
+    /// PostgreSQL-specific results (`pg` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pg: Option<PgDetails>,
+    /// tare's version.
+    pub tare_version: String,
+}
+
+impl LoadResult {
+    /// Requests (or transactions) per second, whichever this engine reports.
+    pub fn throughput(&self) -> f64 {
+        self.rps.or(self.tps).unwrap_or(0.0)
+    }
+
+    /// Generator CPU microseconds per completed request.
+    pub fn generator_cpu_us_per_request(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.generator_cpu_s * 1e6 / self.requests as f64
+        }
+    }
+}
+
+/// PostgreSQL details: what pgbench reports beyond the common fields.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PgDetails {
+    /// `simple`, `extended` or `prepared`.
+    pub query_mode: String,
+    /// The scripts run, with their weights (`builtin: select only@1`, ...).
+    pub scripts: Vec<String>,
+    /// `-C`: a new connection per transaction.
+    pub connect_per_transaction: bool,
+    /// Transactions per second excluding connection set-up time.
+    pub tps_excluding_connect: f64,
+    /// Time to open the initial connections (or the mean per-transaction
+    /// connection time with `-C`), in milliseconds.
+    pub connection_time_ms: f64,
+    /// Failed transactions by SQLSTATE class (`"23"`, `"40"`, ...).
+    #[serde(default)]
+    pub failed_by_sqlstate_class: BTreeMap<String, u64>,
+    /// `-r`: per-statement latency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statements: Vec<StatementLatency>,
+}
+
+/// `-r`: one script command's latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatementLatency {
+    pub script: String,
+    pub line: u64,
+    pub command: String,
+    pub mean_ms: f64,
+    pub failures: u64,
+}
+
+/// Mean, standard deviation and maximum of a set of rate samples, and the
+/// share of samples within one standard deviation of the mean.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateSummary {
+    pub mean: f64,
+    pub stdev: f64,
+    pub max: f64,
+    pub within_stdev_pct: f64,
+}

@@ -1,0 +1,1 @@
+//! Reports: terminal tables and the self-contained HTML report.

@@ -1,0 +1,1 @@
+//! Experiments: the TOML file, the interleaved runner, run directories and provenance.

@@ -1,0 +1,1 @@
+//! tare serve: a small, fast built-in HTTP/1.1 server.
