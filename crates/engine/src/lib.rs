@@ -9,14 +9,18 @@
 //! - [`progress`]: per-thread counters a progress line can read without
 //!   slowing the workers, and the line itself.
 //! - [`clock`]: one monotonic nanosecond clock for the whole run.
+//! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
+//! - [`netns`]: moving a worker thread into a network namespace (`lab-client`).
 
 pub mod clock;
 pub mod cpu;
 pub mod endpoint;
+pub mod netns;
 pub mod poller;
 pub mod progress;
 pub mod rate;
 pub mod recorder;
+pub mod units;
 
 pub use clock::Clock;
 pub use endpoint::Endpoint;

@@ -74,6 +74,21 @@ impl Poller {
         self.ctl(libc::EPOLL_CTL_ADD, fd, token, interest)
     }
 
+    /// Registers a listening socket shared by several pollers: `EPOLLEXCLUSIVE`
+    /// wakes one waiting thread per new connection instead of all of them.
+    pub fn add_listener(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32,
+            u64: token,
+        };
+        // SAFETY: `ev` lives across the call; epoll copies it.
+        let rc = unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     pub fn modify(&self, fd: RawFd, token: u64, interest: Interest) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_MOD, fd, token, interest)
     }

@@ -1,1 +1,41 @@
-//! tare http: the HTTP/1.1 load engine.
+//! `tare http`: HTTP/1.1 load, closed loop, keep-alive or a new connection per
+//! request, over TCP or a Unix socket.
+//!
+//! The pipeline of one run:
+//! - [`target`]: the URL (or Unix socket) parsed and resolved once.
+//! - [`request`]: the request bytes, serialized once and reused for every send.
+//! - [`response`]: an incremental response parser (Content-Length, chunked,
+//!   close-delimited) that never allocates per response.
+//! - [`worker`]: one epoll loop per thread owning its share of connections.
+//! - [`run`]: spawns the workers, merges their recorders into a
+//!   [`tare_record::LoadResult`].
+//! - [`wrk_text`]: the wrk 4.x text layout of a result.
+
+pub mod config;
+pub mod request;
+pub mod response;
+pub mod target;
+mod worker;
+pub mod wrk_text;
+
+mod engine;
+
+pub use config::HttpConfig;
+pub use engine::{run, run_with_stop};
+pub use target::Target;
+
+/// Why a run could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Url(String),
+    #[error("{addr} is not a loopback address; load goes only to loopback, Unix sockets, or (with --allow-remote) addresses you own")]
+    NotLocal { addr: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}

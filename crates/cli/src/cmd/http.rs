@@ -1,15 +1,119 @@
-//! `tare http URL`: see the http crate.
+//! `tare http URL`: HTTP/1.1 load with wrk's flags, wrk's text, and the JSON contract.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
+use tare_engine::units::parse_duration;
+use tare_http::request::parse_header;
+use tare_http::{HttpConfig, Target};
 
 #[derive(Args, Debug)]
 pub struct HttpArgs {
-    /// Target URL (http://HOST[:PORT]/PATH).
+    /// Target URL: http://HOST[:PORT]/PATH (with --unix, only Host and path are used).
     pub url: String,
+    /// Threads, each with its own event loop.
+    #[arg(short = 't', long, default_value_t = 2)]
+    pub threads: usize,
+    /// Connections kept open, shared among the threads.
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub connections: usize,
+    /// Test duration (10s, 500ms, 2m; a bare number is seconds). Default 10s unless -n is given.
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Total requests to send instead of (or as well as) a duration.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Load applied before measuring; its requests are not counted.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Print the latency distribution (with p99.9 and p99.99).
+    #[arg(long)]
+    pub latency: bool,
+    /// A new connection per request (as ab and http_load), reporting connect and first-byte times.
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Connect to this Unix socket instead of the URL's host.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// Add a request header (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "K: V", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Request method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request body.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// A request without a complete response after this long counts as a timeout.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Write the JSON result to PATH ('-': stdout, replacing the text).
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<String>,
+    /// Allow a target that is not loopback or a Unix socket (only addresses you own).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Run the generator's threads inside this network namespace (a name from `ip netns`, or a path).
+    #[arg(long, value_name = "NAME|PATH")]
+    pub netns: Option<String>,
 }
 
-pub fn run(_args: HttpArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("tare http is being written")
+pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
+    let target = Target::new(&args.url, args.unix.clone(), args.allow_remote)?;
+    let mut config = HttpConfig::new(target);
+    config.method = args.method.clone();
+    config.headers = args.headers.clone();
+    config.body = args.body.clone().unwrap_or_default().into_bytes();
+    config.threads = args.threads;
+    config.connections = args.connections;
+    config.duration = match (args.duration, args.requests) {
+        (None, None) => Some(Duration::from_secs(10)),
+        (d, _) => d,
+    };
+    config.requests = args.requests;
+    config.warmup = args.warmup;
+    config.keepalive = !args.no_keepalive;
+    config.timeout = args.timeout;
+    config.netns = args.netns.as_deref().map(|n| {
+        if n.contains('/') {
+            PathBuf::from(n)
+        } else {
+            tare_engine::netns::named(n)
+        }
+    });
+    let json_stdout = args.json.as_deref() == Some("-");
+    config.progress = !json_stdout;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    // Ctrl-C ends the run early; the summary of what was measured still prints.
+    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
+        .context("installing the Ctrl-C handler")?;
+    let result = tare_http::run_with_stop(&config, stop)?;
+
+    if json_stdout {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!(
+            "{}",
+            tare_http::wrk_text::render(&result, config.duration, args.latency)
+        );
+        if let Some(path) = &args.json {
+            let text = serde_json::to_string_pretty(&result)? + "\n";
+            std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
+        }
+    }
+    if result.requests == 0 {
+        let e = &result.errors;
+        eprintln!(
+            "tare: no request completed against {} ({} connect, {} read, {} write, {} timeout errors)",
+            config.target.endpoint, e.connect, e.read, e.write, e.timeout
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }

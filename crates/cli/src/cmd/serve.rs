@@ -1,12 +1,64 @@
-//! `tare serve`: see the serve crate.
+//! `tare serve`: the built-in HTTP/1.1 server, until interrupted.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
+use tare_engine::units::{parse_duration, parse_size};
+use tare_serve::{ServeConfig, Server};
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// TCP address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Listen on this Unix socket instead of TCP.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Response body size (e.g. 13, 4k, 1m).
+    #[arg(long, default_value = "13", value_parser = parse_size)]
+    pub body_size: usize,
+    /// HTTP status of every response.
+    #[arg(long, default_value_t = 200)]
+    pub status: u16,
+    /// Send bodies with chunked transfer encoding.
+    #[arg(long)]
+    pub chunked: bool,
+    /// Hold each response this long (e.g. 2ms): a known latency to check tare against.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub delay: Duration,
+    /// Pause all responses for --stall once every this long (a known stall).
+    #[arg(long, value_parser = parse_duration, requires = "stall")]
+    pub stall_every: Option<Duration>,
+    /// Length of each pause (with --stall-every).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub stall: Duration,
+}
 
-pub fn run(_args: ServeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("tare serve is being written")
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = ServeConfig {
+        listen: args.listen,
+        unix: args.unix,
+        threads: args.threads,
+        body_size: args.body_size,
+        status: args.status,
+        chunked: args.chunked,
+        delay: args.delay,
+        stall_every: args.stall_every,
+        stall: args.stall,
+    };
+    let server = Server::start(config).context("tare serve")?;
+    match (server.local_addr(), server.unix_path()) {
+        (_, Some(p)) => eprintln!("tare serve: listening on unix:{}", p.display()),
+        (Some(a), _) => eprintln!("tare serve: listening on http://{a}/"),
+        _ => {}
+    }
+    server.wait();
+    Ok(ExitCode::SUCCESS)
 }

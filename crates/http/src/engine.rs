@@ -1,0 +1,183 @@
+//! A whole run: plan, spawn one worker per thread, merge what they recorded.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use tare_engine::cpu::CpuTime;
+use tare_engine::progress::{Board, Line};
+use tare_engine::{Clock, Endpoint, Recorder};
+use tare_record::LoadResult;
+
+use crate::config::HttpConfig;
+use crate::request;
+use crate::worker::{Outcome, Plan, Worker};
+use crate::HttpError;
+
+/// Splits `total` into `parts` shares differing by at most one.
+fn share(total: u64, parts: usize, i: usize) -> u64 {
+    total / parts as u64 + u64::from((i as u64) < total % parts as u64)
+}
+
+/// Runs the load described by `config` and returns its result. Errors are
+/// only for runs that could not happen (bad config, no threads); failed
+/// requests are counted in the result.
+pub fn run(config: &HttpConfig) -> Result<LoadResult, HttpError> {
+    run_with_stop(config, Arc::new(AtomicBool::new(false)))
+}
+
+/// As [`run`], ending early when `stop` is set (Ctrl-C); the result covers
+/// the time actually measured.
+pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, HttpError> {
+    config.validate()?;
+    let t = &config.target;
+    let request = request::build(
+        &config.method,
+        &t.path,
+        &t.authority,
+        &config.headers,
+        &config.body,
+        config.keepalive,
+    );
+    let origin = Instant::now();
+    let start_ns = config.warmup.as_nanos() as u64;
+    let end_ns = config.duration.map(|d| start_ns + d.as_nanos() as u64);
+    let plan = Plan {
+        endpoint: t.endpoint.clone(),
+        request,
+        head_request: config.method == "HEAD",
+        keepalive: config.keepalive,
+        timeout_ns: config.timeout.as_nanos() as u64,
+        clock: Clock::new(origin),
+        start_ns,
+        end_ns,
+        expected_ns: config.duration.map_or(10_000_000_000, |d| d.as_nanos() as u64),
+        netns: config.netns.clone(),
+        stop,
+    };
+    let board = Board::new(config.threads);
+    let line = config
+        .progress
+        .then(|| Line::start(board.clone(), "req", config.duration.map(|d| d + config.warmup)));
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        + config.warmup.as_secs_f64();
+
+    let outcomes: Vec<std::io::Result<Outcome>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..config.threads)
+            .map(|i| {
+                let conns = share(config.connections as u64, config.threads, i) as usize;
+                let quota = config.requests.map(|n| share(n, config.threads, i));
+                let plan = &plan;
+                let counters = &board.threads[i];
+                std::thread::Builder::new()
+                    .name(format!("tare-http-{i}"))
+                    .spawn_scoped(s, move || Worker::new(plan, conns, quota, counters)?.run())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(std::io::Error::other("worker thread panicked"))
+                }),
+                Err(e) => Err(e),
+            })
+            .collect()
+    });
+    if let Some(l) = line {
+        l.finish();
+    }
+
+    let mut total: Option<Recorder> = None;
+    let mut cpu = CpuTime::default();
+    let mut finished_ns = 0;
+    let mut last_completion_ns = 0;
+    let mut rate_samples = Vec::new();
+    let mut per_thread = Vec::new();
+    for o in outcomes {
+        let o = o.map_err(|source| HttpError::Io {
+            context: "load worker".into(),
+            source,
+        })?;
+        cpu.add(&o.cpu);
+        finished_ns = finished_ns.max(o.finished_ns);
+        last_completion_ns = last_completion_ns.max(o.last_completion_ns);
+        per_thread.push(o.recorder);
+    }
+    // With only a request count, the run ends with its last response.
+    let end = if config.duration.is_some() {
+        finished_ns
+    } else {
+        last_completion_ns.max(start_ns + 1)
+    };
+    let duration_ns = end.saturating_sub(start_ns).max(1);
+    for r in &per_thread {
+        rate_samples.extend(r.rate_samples(duration_ns));
+    }
+    for r in per_thread {
+        match total.as_mut() {
+            None => total = Some(r),
+            Some(t) => t.merge(&r),
+        }
+    }
+    let rec = total.expect("at least one thread");
+    Ok(result_of(config, &rec, duration_ns, cpu, started_unix_s, &rate_samples))
+}
+
+fn result_of(
+    config: &HttpConfig,
+    rec: &Recorder,
+    duration_ns: u64,
+    cpu: CpuTime,
+    started_unix_s: f64,
+    rate_samples: &[f64],
+) -> LoadResult {
+    let secs = duration_ns as f64 / 1e9;
+    let target = match &config.target.endpoint {
+        Endpoint::Unix(p) => format!("{} via unix:{}", config.target.url, p.display()),
+        Endpoint::Tcp(_) => config.target.url.clone(),
+    };
+    LoadResult {
+        engine: "http".into(),
+        target,
+        transport: config.target.endpoint.transport().into(),
+        started_unix_s,
+        duration_s: secs,
+        connections: config.connections as u64,
+        threads: config.threads as u64,
+        keepalive: config.keepalive,
+        requests: rec.requests,
+        in_flight: rec.in_flight,
+        errors: rec.errors,
+        rps: Some(rec.requests as f64 / secs),
+        tps: None,
+        bytes_read: rec.bytes_read,
+        latency_us: rec.latency.summary(),
+        hdr: rec.latency.encode().unwrap_or_default(),
+        connect_us: rec.connect.as_ref().map(|l| l.summary()),
+        first_byte_us: rec.first_byte.as_ref().map(|l| l.summary()),
+        timeline: rec.timeline(duration_ns),
+        generator_cpu_s: cpu.total_s(),
+        generator_cpu_user_s: cpu.user.as_secs_f64(),
+        generator_cpu_system_s: cpu.system.as_secs_f64(),
+        status_codes: rec.status_codes(),
+        thread_rate: tare_engine::rate::summarize(rate_samples),
+        pg: None,
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up() {
+        for (total, parts) in [(10u64, 3usize), (1, 4), (100, 1), (7, 7)] {
+            let sum: u64 = (0..parts).map(|i| share(total, parts, i)).sum();
+            assert_eq!(sum, total);
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! One worker thread: an epoll loop that owns its share of the connections.
+//!
+//! A keep-alive request costs one `send`, one `read` (a response that fits in
+//! the 64 KiB buffer arrives whole) and a share of one `epoll_wait`; the clock
+//! is read once per completion, and that reading is also the send time of the
+//! next request on the connection.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tare_engine::cpu::CpuTime;
+use tare_engine::poller::Ready;
+use tare_engine::progress::Counters;
+use tare_engine::{endpoint::Socket, Clock, Endpoint, Interest, Poller, Recorder};
+
+use crate::response::{Parser, Progress};
+
+/// How often connections are checked for timeouts and due retries.
+const SCAN_NS: u64 = 10_000_000;
+/// Back-off after a failed connect, doubling up to the maximum, so an
+/// unreachable server is retried steadily instead of in a busy loop.
+const BACKOFF_MIN_NS: u64 = 1_000_000;
+const BACKOFF_MAX_NS: u64 = 100_000_000;
+const READ_BUF: usize = 64 * 1024;
+
+/// What every worker of a run shares (read-only).
+pub(crate) struct Plan {
+    pub endpoint: Endpoint,
+    pub request: Vec<u8>,
+    pub head_request: bool,
+    pub keepalive: bool,
+    pub timeout_ns: u64,
+    pub clock: Clock,
+    /// Measurement starts here (after the warm-up).
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+    pub expected_ns: u64,
+    pub netns: Option<std::path::PathBuf>,
+    pub stop: Arc<AtomicBool>,
+}
+
+pub(crate) struct Outcome {
+    pub recorder: Recorder,
+    pub cpu: CpuTime,
+    /// Clock reading when the worker stopped measuring.
+    pub finished_ns: u64,
+    /// Clock reading of the last completion.
+    pub last_completion_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// No socket; (re)connect at `retry_at`.
+    Idle { retry_at: u64 },
+    Connecting,
+    /// Request partly written.
+    Writing { written: usize },
+    /// Request written, response not complete.
+    Reading,
+    /// Quota used up.
+    Done,
+}
+
+struct Conn {
+    sock: Option<Socket>,
+    phase: Phase,
+    parser: Parser,
+    /// When the current request began: its send time with keep-alive, its
+    /// connect start with a connection per request (latency includes connect).
+    began_ns: u64,
+    sent_ns: u64,
+    got_first_byte: bool,
+    backoff_ns: u64,
+}
+
+pub(crate) struct Worker<'a> {
+    plan: &'a Plan,
+    poller: Poller,
+    conns: Vec<Conn>,
+    quota: Option<u64>,
+    rec: Recorder,
+    buf: Vec<u8>,
+    board: &'a Counters,
+    last_completion_ns: u64,
+}
+
+impl<'a> Worker<'a> {
+    pub(crate) fn new(plan: &'a Plan, conns: usize, quota: Option<u64>, board: &'a Counters) -> io::Result<Self> {
+        let conns = (0..conns)
+            .map(|_| Conn {
+                sock: None,
+                phase: Phase::Idle { retry_at: 0 },
+                parser: Parser::new(plan.head_request),
+                began_ns: 0,
+                sent_ns: 0,
+                got_first_byte: false,
+                backoff_ns: BACKOFF_MIN_NS,
+            })
+            .collect::<Vec<_>>();
+        Ok(Self {
+            plan,
+            poller: Poller::new(conns.len().clamp(1, 1024))?,
+            conns,
+            quota,
+            rec: Recorder::new(plan.start_ns, plan.expected_ns, !plan.keepalive),
+            buf: vec![0; READ_BUF],
+            board,
+            last_completion_ns: 0,
+        })
+    }
+
+    #[inline]
+    fn measuring(&self, now: u64) -> bool {
+        now >= self.plan.start_ns
+    }
+
+    pub(crate) fn run(mut self) -> io::Result<Outcome> {
+        if let Some(ns) = &self.plan.netns {
+            tare_engine::netns::enter(ns)?;
+        }
+        let clock = self.plan.clock;
+        let mut cpu_start = (self.plan.start_ns == 0).then(CpuTime::thread);
+        let now = clock.now_ns();
+        for i in 0..self.conns.len() {
+            self.open(i, now);
+        }
+        let mut ready: Vec<Ready> = Vec::with_capacity(1024);
+        let mut next_scan = now + SCAN_NS;
+        let mut finished_ns;
+        loop {
+            let now = clock.now_ns();
+            finished_ns = now;
+            if cpu_start.is_none() && self.measuring(now) {
+                cpu_start = Some(CpuTime::thread());
+            }
+            if self.plan.end_ns.is_some_and(|e| now >= e) || self.plan.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if self.conns.iter().all(|c| c.phase == Phase::Done) {
+                break;
+            }
+            if now >= next_scan {
+                self.scan(now);
+                next_scan = now + SCAN_NS;
+            }
+            let mut wait_ns = next_scan.saturating_sub(now);
+            if let Some(e) = self.plan.end_ns {
+                wait_ns = wait_ns.min(e - now);
+            }
+            ready.clear();
+            self.poller
+                .wait(Some(Duration::from_nanos(wait_ns)), |r| ready.push(r))?;
+            for r in &ready {
+                self.handle(r);
+            }
+            self.board
+                .publish(self.rec.requests, self.rec.errors.total());
+        }
+        self.rec.in_flight = self
+            .conns
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Writing { .. } | Phase::Reading))
+            .count() as u64;
+        let cpu = CpuTime::thread().since(&cpu_start.unwrap_or_else(CpuTime::thread));
+        Ok(Outcome {
+            recorder: self.rec,
+            cpu,
+            finished_ns,
+            last_completion_ns: self.last_completion_ns,
+        })
+    }
+
+    fn handle(&mut self, r: &Ready) {
+        let i = r.token as usize;
+        match self.conns[i].phase {
+            Phase::Connecting if r.writable || r.hangup => {
+                let failed = match self.conns[i].sock.as_ref().map(|s| s.take_error()) {
+                    Some(Ok(None)) => false,
+                    _ => true,
+                };
+                let now = self.plan.clock.now_ns();
+                if failed {
+                    self.connect_failed(i, now);
+                } else {
+                    self.connected(i, now);
+                }
+            }
+            Phase::Writing { written } if r.writable || r.hangup => self.write(i, written),
+            Phase::Reading if r.readable || r.hangup => self.read(i),
+            _ => {}
+        }
+    }
+
+    /// Opens a new connection for slot `i`.
+    fn open(&mut self, i: usize, now: u64) {
+        if self.quota == Some(0) {
+            self.conns[i].phase = Phase::Done;
+            self.conns[i].sock = None;
+            return;
+        }
+        let c = &mut self.conns[i];
+        c.sock = None;
+        c.began_ns = now;
+        match self.plan.endpoint.connect() {
+            Err(_) => self.connect_failed(i, now),
+            Ok(sock) => {
+                let interest = if sock.connecting {
+                    Interest::Write
+                } else {
+                    Interest::Read
+                };
+                if self.poller.add(sock.fd(), i as u64, interest).is_err() {
+                    return self.connect_failed(i, now);
+                }
+                let connecting = sock.connecting;
+                c.sock = Some(sock);
+                if connecting {
+                    c.phase = Phase::Connecting;
+                } else {
+                    self.connected(i, now);
+                }
+            }
+        }
+    }
+
+    fn connect_failed(&mut self, i: usize, now: u64) {
+        if self.measuring(now) {
+            self.rec.errors.connect += 1;
+        }
+        // A failed attempt uses quota, as ab counts failed requests in -n,
+        // so a count-bounded run against a dead server still ends.
+        if let Some(q) = self.quota.as_mut() {
+            *q = q.saturating_sub(1);
+        }
+        let c = &mut self.conns[i];
+        c.sock = None;
+        c.phase = Phase::Idle {
+            retry_at: now + c.backoff_ns,
+        };
+        c.backoff_ns = (c.backoff_ns * 2).min(BACKOFF_MAX_NS);
+    }
+
+    fn connected(&mut self, i: usize, now: u64) {
+        let measuring = self.measuring(now);
+        let c = &mut self.conns[i];
+        c.backoff_ns = BACKOFF_MIN_NS;
+        if c.phase == Phase::Connecting {
+            if let Some(s) = &c.sock {
+                let _ = self.poller.modify(s.fd(), i as u64, Interest::Read);
+            }
+        }
+        if measuring {
+            if let Some(l) = self.rec.connect.as_mut() {
+                l.record_ns(now - c.began_ns);
+            }
+        }
+        self.send(i, now);
+    }
+
+    /// Starts the next request on an established connection.
+    fn send(&mut self, i: usize, now: u64) {
+        if let Some(q) = self.quota.as_mut() {
+            if *q == 0 {
+                let c = &mut self.conns[i];
+                c.phase = Phase::Done;
+                c.sock = None;
+                return;
+            }
+            *q -= 1;
+        }
+        let c = &mut self.conns[i];
+        if self.plan.keepalive {
+            c.began_ns = now;
+        }
+        c.sent_ns = now;
+        c.got_first_byte = false;
+        c.parser.reset();
+        self.write(i, 0);
+    }
+
+    /// Writes the request from byte `written` on; arms writability only
+    /// when the socket buffer is full (rare for requests of a few hundred bytes).
+    fn write(&mut self, i: usize, written: usize) {
+        let req = &self.plan.request;
+        let c = &mut self.conns[i];
+        let Some(sock) = c.sock.as_ref() else {
+            return;
+        };
+        let mut at = written;
+        loop {
+            match sock.write(&req[at..]) {
+                Ok(n) => {
+                    at += n;
+                    if at == req.len() {
+                        if matches!(c.phase, Phase::Writing { .. }) {
+                            let _ = self.poller.modify(sock.fd(), i as u64, Interest::Read);
+                        }
+                        c.phase = Phase::Reading;
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !matches!(c.phase, Phase::Writing { .. }) {
+                        let _ = self.poller.modify(sock.fd(), i as u64, Interest::Write);
+                    }
+                    c.phase = Phase::Writing { written: at };
+                    return;
+                }
+                Err(_) => {
+                    let now = self.plan.clock.now_ns();
+                    if self.measuring(now) {
+                        self.rec.errors.write += 1;
+                    }
+                    return self.open(i, now);
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(sock) = c.sock.as_ref() else {
+                return;
+            };
+            let outcome = match sock.read(&mut self.buf) {
+                Ok(0) => Err(c.parser.eof()),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => Err(Err(crate::response::ParseError::Truncated)),
+            };
+            match outcome {
+                Ok(n) => {
+                    self.rec.bytes_read += n as u64;
+                    if !c.got_first_byte {
+                        c.got_first_byte = true;
+                        if let Some(fb) = self.rec.first_byte.as_mut() {
+                            let now = self.plan.clock.now_ns();
+                            if now >= self.plan.start_ns {
+                                fb.record_ns(now - c.sent_ns);
+                            }
+                        }
+                    }
+                    match c.parser.feed(&self.buf[..n]) {
+                        Ok(Progress::Done { used }) => {
+                            // Bytes past the response were never asked for.
+                            let junk = used < n;
+                            return self.complete(i, junk);
+                        }
+                        Ok(Progress::More) if n == self.buf.len() => continue,
+                        Ok(Progress::More) => return,
+                        Err(_) => return self.failed_read(i),
+                    }
+                }
+                Err(Ok(Progress::Done { .. })) => return self.complete(i, false),
+                Err(_) => return self.failed_read(i),
+            }
+        }
+    }
+
+    fn failed_read(&mut self, i: usize) {
+        let now = self.plan.clock.now_ns();
+        if self.measuring(now) {
+            self.rec.errors.read += 1;
+        }
+        self.open(i, now);
+    }
+
+    /// A response completed; `junk`: the server sent more than one response.
+    fn complete(&mut self, i: usize, junk: bool) {
+        let now = self.plan.clock.now_ns();
+        let c = &mut self.conns[i];
+        if now >= self.plan.start_ns {
+            self.rec.complete(now, now - c.began_ns);
+            self.rec.status(c.parser.status);
+            if c.parser.status >= 400 {
+                self.rec.errors.status += 1;
+            }
+            if junk {
+                self.rec.errors.read += 1;
+            }
+            self.last_completion_ns = now;
+        }
+        if c.parser.close || !self.plan.keepalive || junk {
+            self.open(i, now);
+        } else {
+            self.send(i, now);
+        }
+    }
+
+    /// Times out stuck requests and retries failed connects.
+    fn scan(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            match c.phase {
+                Phase::Idle { retry_at } if retry_at <= now => self.open(i, now),
+                Phase::Connecting | Phase::Writing { .. } | Phase::Reading
+                    if now - c.began_ns > self.plan.timeout_ns =>
+                {
+                    if self.measuring(now) {
+                        self.rec.errors.timeout += 1;
+                    }
+                    self.open(i, now);
+                }
+                _ => {}
+            }
+        }
+    }
+}
