@@ -7,10 +7,25 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: clap's full text, success.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line, as every other error: clap's first line, then where to look.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("tare: {first} (see tare --help)");
+            return ExitCode::from(2);
+        }
+    };
     match cmd::dispatch(cli.command) {
         Ok(code) => code,
         Err(err) => {

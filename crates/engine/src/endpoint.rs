@@ -212,11 +212,13 @@ impl Socket {
         Ok((v != 0).then(|| io::Error::from_raw_os_error(v)))
     }
 
-    /// `read(2)`; `Ok(0)` is end of stream.
+    /// `recv(2)`; `Ok(0)` is end of stream. `recv` rather than `read`: it
+    /// goes straight to the socket layer, skipping the VFS (~1% of a
+    /// loopback request's kernel time in a profile).
     #[inline]
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: buf is valid for writes of its length.
-        let n = unsafe { libc::read(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
         if n < 0 {
             Err(io::Error::last_os_error())
         } else {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tare http vs wrk against nginx: requests/s and generator CPU per request.
+#
+# nginx (Debian's, one worker, access_log off) pinned to CPU 1; the generator
+# pinned to CPU 0; 1 thread, 50 connections; ROUNDS interleaved runs of each
+# tool (wrk, tare, wrk, tare, ...). Prints per-run numbers and the median
+# ratios tare/wrk. Goals (issue 2): rps ratio >= 1.0, CPU/request ratio <= 0.8.
+# Then the same load on nginx's Unix socket (tare only; wrk cannot).
+#
+# Usage: bench/vs-wrk.sh [ROUNDS] [DURATION]     (as root; needs nginx, wrk)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+DUR=${2:-5s}
+PORT=${PORT:-18480}
+
+command -v nginx >/dev/null && command -v wrk >/dev/null || bash scripts/setup.sh
+cargo build --release -q -p tare
+TARE=$PWD/target/release/tare
+
+dir=$(mktemp -d /tmp/tare-bench-XXXXXX)
+trap 'kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; sleep 0.2; rm -rf "$dir"' EXIT
+mkdir -p "$dir/html"
+printf 'hello, world\n' > "$dir/html/index.html"
+cat > "$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+user root;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$PORT;
+    listen unix:$dir/nginx.sock;
+    root $dir/html;
+  }
+}
+CONF
+taskset -c 1 nginx -p "$dir" -c "$dir/nginx.conf" &
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null && break; sleep 0.1; done
+
+URL="http://127.0.0.1:$PORT/"
+declare -a wrk_rps wrk_cpu tare_rps tare_cpu unix_rps unix_cpu
+for i in $(seq "$ROUNDS"); do
+  read -r w < <(taskset -c 0 python3 bench/measure.py wrk -- wrk -t1 -c50 -d"$DUR" "$URL")
+  read -r t < <(taskset -c 0 python3 bench/measure.py tare -- "$TARE" http -t1 -c50 -d"$DUR" --json - "$URL")
+  read -r u < <(taskset -c 0 python3 bench/measure.py tare -- "$TARE" http -t1 -c50 -d"$DUR" --json - --unix "$dir/nginx.sock" "$URL")
+  echo "round $i: wrk $w | tare $t | tare-unix $u"
+  for kv in $w; do eval "w_${kv%%=*}=${kv#*=}"; done
+  for kv in $t; do eval "t_${kv%%=*}=${kv#*=}"; done
+  for kv in $u; do eval "u_${kv%%=*}=${kv#*=}"; done
+  wrk_rps+=("$w_rps"); wrk_cpu+=("$(python3 -c "print($w_cpu_s/$w_requests*1e6)")")
+  tare_rps+=("$t_rps"); tare_cpu+=("$(python3 -c "print($t_cpu_s/$t_requests*1e6)")")
+  unix_rps+=("$u_rps"); unix_cpu+=("$(python3 -c "print($u_cpu_s/$u_requests*1e6)")")
+done
+
+python3 - "${wrk_rps[*]}" "${tare_rps[*]}" "${wrk_cpu[*]}" "${tare_cpu[*]}" "${unix_rps[*]}" "${unix_cpu[*]}" <<'PY'
+import statistics, sys
+w_rps, t_rps, w_cpu, t_cpu, u_rps, u_cpu = ([float(x) for x in a.split()] for a in sys.argv[1:7])
+m = statistics.median
+print(f"median req/s:          wrk {m(w_rps):10.0f}   tare {m(t_rps):10.0f}   ratio tare/wrk {m(t_rps)/m(w_rps):.3f} (goal >= 1.0)")
+print(f"median CPU us/request: wrk {m(w_cpu):10.2f}   tare {m(t_cpu):10.2f}   ratio tare/wrk {m(t_cpu)/m(w_cpu):.3f} (goal <= 0.8)")
+print(f"unix socket (tare only): {m(u_rps):.0f} req/s, {m(u_cpu):.2f} us CPU/request")
+PY

@@ -1,0 +1,122 @@
+//! `tare http` as a user runs it: real binary, real server, real output.
+
+use std::process::{Command, Output};
+
+use tare_serve::{ServeConfig, Server};
+
+fn tare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tare"))
+        .args(args)
+        .output()
+        .expect("tare runs")
+}
+
+fn server() -> (Server, String) {
+    let s = Server::start(ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = format!("http://{}/", s.local_addr().unwrap());
+    (s, url)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn json_output_matches_the_documented_schema() {
+    let (_s, url) = server();
+    for extra in [&[][..], &["--no-keepalive"][..]] {
+        let mut args = vec!["http", "-t1", "-c2", "-d300ms", "--json", "-"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = tare(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
+        let schema_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json-schema.json")).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+        let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert!(value["requests"].as_u64().unwrap() > 0);
+        assert_eq!(value["engine"], "http");
+        // The schema is not vacuous: a result missing a required field fails.
+        let mut broken = value.clone();
+        broken.as_object_mut().unwrap().remove("latency_us");
+        assert!(!validator.is_valid(&broken));
+    }
+}
+
+#[test]
+fn text_output_has_wrks_lines() {
+    let (_s, url) = server();
+    let out = tare(&["http", "-t1", "-c2", "-d300ms", "--latency", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("Running 300.00us test @ ") || lines[0].starts_with("Running 0s test @ "), "{}", lines[0]);
+    assert_eq!(lines[1], "  1 threads and 2 connections");
+    assert_eq!(lines[2], "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
+    assert!(lines[3].starts_with("    Latency "));
+    assert!(lines[4].starts_with("    Req/Sec "));
+    assert_eq!(lines[5], "  Latency Distribution");
+    for (i, p) in ["50%", "75%", "90%", "99%", "99.9%", "99.99%"].iter().enumerate() {
+        assert_eq!(lines[6 + i].trim_start().split_whitespace().next(), Some(*p));
+    }
+    assert!(text.contains(" requests in "));
+    assert!(text.contains("\nRequests/sec: "));
+    assert!(text.contains("\nTransfer/sec: "));
+}
+
+#[test]
+fn json_to_a_file_keeps_the_text() {
+    let (_s, url) = server();
+    let dir = std::env::temp_dir().join(format!("tare-cli-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.json");
+    let out = tare(&["http", "-t1", "-c1", "-n", "25", "--json", path.to_str().unwrap(), &url]);
+    let json = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Requests/sec:"));
+    let v: serde_json::Value = serde_json::from_str(&json.unwrap()).unwrap();
+    assert_eq!(v["requests"], 25);
+}
+
+#[test]
+fn bad_input_is_one_line_and_nonzero() {
+    for (args, needle) in [
+        (vec!["http", "not a url"], "invalid URL"),
+        (vec!["http", "https://127.0.0.1/"], "https is not supported"),
+        (vec!["http", "-d", "0", "http://127.0.0.1:1/"], "greater than zero"),
+        (vec!["http", "-d", "-1s", "http://127.0.0.1:1/"], "-1"),
+        (vec!["http", "-d=-1s", "http://127.0.0.1:1/"], "invalid duration"),
+        (vec!["http", "-d", "ten", "http://127.0.0.1:1/"], "invalid duration"),
+        (vec!["http", "-c", "0", "http://127.0.0.1:1/"], "connections"),
+        (vec!["http", "--bogus", "http://127.0.0.1:1/"], "--bogus"),
+        (vec!["http", "-H", "no colon", "http://127.0.0.1:1/"], "invalid header"),
+        (vec!["http", "http://192.0.2.1/"], "not a loopback address"),
+    ] {
+        let out = tare(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("RUST_BACKTRACE"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn unreachable_port_prints_the_summary_and_fails() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = tare(&["http", "-t1", "-c2", "-d200ms", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Socket errors: connect "), "{text}");
+    assert!(text.contains("Requests/sec:"), "{text}");
+    assert!(stderr(&out).contains("no request completed"));
+}
