@@ -12,6 +12,8 @@ packages=(
   strace             # syscall counts in bench/
   procps             # ps, sysctl
   python3-pip        # crossplane, the reference nginx parser
+  chromium           # headless check of the HTML report (tare-report tests)
+  fonts-dejavu-core  # a font for chromium's report screenshots
 )
 
 missing=()
@@ -37,4 +39,12 @@ for svc in nginx postgresql; do
 done
 pkill -x nginx 2>/dev/null || true
 
-python3 -c 'import crossplane' 2>/dev/null || pip install -q crossplane==0.5.8 2>/dev/null || pip install -q crossplane
+# cargo-fuzz: the test suite runs the response-parser fuzz target briefly.
+command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
+
+# crossplane 0.5.8: the reference the nginx parser's tests compare against
+# (crates/nginx/tests/crossplane.rs). Debian 12's system pip refuses to install
+# into the system Python (PEP 668) unless told to.
+python3 -c 'import crossplane' 2>/dev/null \
+  || python3 -m pip install -q crossplane==0.5.8 2>/dev/null \
+  || python3 -m pip install -q --break-system-packages crossplane==0.5.8

@@ -9,6 +9,7 @@
 //! - [`progress`]: per-thread counters a progress line can read without
 //!   slowing the workers, and the line itself.
 //! - [`clock`]: one monotonic nanosecond clock for the whole run.
+//! - [`schedule`]: intended send times of an open loop (constant, Poisson, ramp).
 //! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
 //! - [`netns`]: moving a worker thread into a network namespace (`lab-client`).
 
@@ -20,6 +21,7 @@ pub mod poller;
 pub mod progress;
 pub mod rate;
 pub mod recorder;
+pub mod schedule;
 pub mod units;
 
 pub use clock::Clock;

@@ -103,16 +103,26 @@ impl Poller {
         Ok(())
     }
 
-    /// Waits up to `timeout` (rounded up to whole milliseconds; `None` blocks)
-    /// and calls `f` for each ready registration. Returns how many were ready.
+    /// Waits up to `timeout` (`None` blocks) and calls `f` for each ready
+    /// registration. Returns how many were ready. Uses `epoll_pwait2`, whose
+    /// timeout is in nanoseconds: an open-loop schedule sending every 100 us
+    /// cannot live with `epoll_wait`'s whole milliseconds.
     pub fn wait(&mut self, timeout: Option<Duration>, mut f: impl FnMut(Ready)) -> io::Result<usize> {
-        let ms = match timeout {
-            None => -1,
-            Some(d) => d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
-        };
-        // SAFETY: the buffer holds `len` initialised events and outlives the call.
+        let ts = timeout.map(|d| libc::timespec {
+            tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        });
+        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: the buffer holds `len` initialised events and outlives the
+        // call; `ts_ptr` is null or points at `ts`, alive for the call.
         let n = unsafe {
-            libc::epoll_wait(self.epfd, self.events.as_mut_ptr(), self.events.len() as i32, ms)
+            libc::epoll_pwait2(
+                self.epfd,
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                ts_ptr,
+                std::ptr::null(),
+            )
         };
         if n < 0 {
             let err = io::Error::last_os_error();

@@ -6,6 +6,10 @@ use std::collections::BTreeMap;
 
 use tare_record::{Errors, Latency};
 
+/// A send more than 1 ms behind its schedule is late: below that, timer and
+/// scheduler jitter, above it, a generator that cannot keep up.
+pub const LATE_NS: u64 = 1_000_000;
+
 /// Completions are bucketed at 100 ms, wrk's `RECORD_INTERVAL_MS`, so the
 /// per-thread `Req/Sec` distribution matches what wrk prints; the per-second
 /// timeline is the sum of ten buckets.
@@ -23,6 +27,18 @@ pub struct Recorder {
     pub bytes_read: u64,
     /// Requests outstanding when the run stopped.
     pub in_flight: u64,
+    /// Open loop: latency from the actual send time, beside the corrected
+    /// latency (from the intended send time) kept in `latency`.
+    pub uncorrected: Option<Latency>,
+    /// Open loop: sends that left more than [`LATE_NS`] after their intended time.
+    pub late_sends: u64,
+    /// Open loop: sum and maximum of send lag (actual minus intended), ns.
+    pub lag_sum_ns: u64,
+    pub lag_max_ns: u64,
+    /// Open loop: requests sent during measurement.
+    pub sends: u64,
+    /// Completions per second before measurement began (the ramp and warm-up).
+    pre: Vec<u64>,
     /// Completions per 100 ms bucket since `start_ns`.
     buckets: Vec<u64>,
     start_ns: u64,
@@ -43,6 +59,12 @@ impl Recorder {
             errors: Errors::default(),
             bytes_read: 0,
             in_flight: 0,
+            uncorrected: None,
+            late_sends: 0,
+            lag_sum_ns: 0,
+            lag_max_ns: 0,
+            sends: 0,
+            pre: Vec::new(),
             buckets: Vec::with_capacity(buckets.min(1 << 20)),
             start_ns,
             statuses: vec![0; 600],
@@ -61,6 +83,36 @@ impl Recorder {
         self.buckets[b] += 1;
     }
 
+    /// A completion before measurement began: counted per second for the
+    /// ramp timeline, not recorded.
+    #[inline]
+    pub fn complete_early(&mut self, end_ns: u64) {
+        let s = (end_ns / 1_000_000_000) as usize;
+        if s >= self.pre.len() {
+            self.pre.resize(s + 1, 0);
+        }
+        self.pre[s] += 1;
+    }
+
+    /// Open loop: a request sent at `sent_ns`, intended for `intended_ns`.
+    #[inline]
+    pub fn lag(&mut self, intended_ns: u64, sent_ns: u64) {
+        self.sends += 1;
+        let lag = sent_ns.saturating_sub(intended_ns);
+        if lag > LATE_NS {
+            self.late_sends += 1;
+        }
+        self.lag_sum_ns += lag;
+        self.lag_max_ns = self.lag_max_ns.max(lag);
+    }
+
+    /// Completions per second from the start of the run to `until_ns`
+    /// (the ramp, shown in the timeline but excluded from the summary).
+    pub fn early_timeline(&self, until_ns: u64) -> Vec<u64> {
+        let secs = until_ns.div_ceil(1_000_000_000) as usize;
+        (0..secs).map(|i| self.pre.get(i).copied().unwrap_or(0)).collect()
+    }
+
     #[inline]
     pub fn status(&mut self, code: u16) {
         if let Some(c) = self.statuses.get_mut(code as usize) {
@@ -68,15 +120,15 @@ impl Recorder {
         }
     }
 
-    /// Completions per whole second; a trailing partial second is kept only
-    /// if `duration_ns` reaches into it.
+    /// Completions per second of the measured period: `round(duration)`
+    /// seconds (at least one), completions in a trailing sliver past the last
+    /// whole second folded into it, so a 10 s run has 10 entries even when
+    /// the deadline is observed a fraction of a millisecond late.
     pub fn timeline(&self, duration_ns: u64) -> Vec<u64> {
-        let secs = duration_ns.div_ceil(1_000_000_000) as usize;
+        let secs = ((duration_ns + 500_000_000) / 1_000_000_000).max(1) as usize;
         let mut out = vec![0u64; secs];
         for (i, n) in self.buckets.iter().enumerate() {
-            if let Some(slot) = out.get_mut(i / 10) {
-                *slot += n;
-            }
+            out[(i / 10).min(secs - 1)] += n;
         }
         out
     }
@@ -113,6 +165,19 @@ impl Recorder {
         self.errors.add(&o.errors);
         self.bytes_read += o.bytes_read;
         self.in_flight += o.in_flight;
+        if let (Some(a), Some(b)) = (self.uncorrected.as_mut(), o.uncorrected.as_ref()) {
+            a.merge(b);
+        }
+        self.late_sends += o.late_sends;
+        self.lag_sum_ns += o.lag_sum_ns;
+        self.lag_max_ns = self.lag_max_ns.max(o.lag_max_ns);
+        self.sends += o.sends;
+        if o.pre.len() > self.pre.len() {
+            self.pre.resize(o.pre.len(), 0);
+        }
+        for (a, b) in self.pre.iter_mut().zip(&o.pre) {
+            *a += b;
+        }
         if o.buckets.len() > self.buckets.len() {
             self.buckets.resize(o.buckets.len(), 0);
         }
@@ -137,6 +202,9 @@ mod tests {
         r.complete(1_000 + 1_000_000_000, 5);
         r.complete(1_000 + 2_500_000_000, 5);
         assert_eq!(r.timeline(3_000_000_000), vec![2, 1, 1]);
+        // A deadline observed slightly late does not add a near-empty second.
+        assert_eq!(r.timeline(3_000_400_000), vec![2, 1, 1]);
+        assert_eq!(r.timeline(2_400_000_000), vec![2, 2]);
         assert_eq!(r.requests, 4);
     }
 

@@ -31,6 +31,15 @@ pub struct HttpConfig {
     pub netns: Option<PathBuf>,
     /// Show a live progress line when stdout is a terminal.
     pub progress: bool,
+    /// Open loop: requests per second in total (`--rate`); `None` is a
+    /// closed loop.
+    pub rate: Option<f64>,
+    /// Open loop: evenly spaced or Poisson arrivals.
+    pub arrivals: tare_engine::schedule::Arrivals,
+    /// Connections (closed loop) or the rate (open loop) rise linearly over
+    /// this long before measurement starts (then `warmup`, then the measured
+    /// `duration`).
+    pub ramp: Duration,
 }
 
 impl HttpConfig {
@@ -50,6 +59,9 @@ impl HttpConfig {
             timeout: Duration::from_secs(2),
             netns: None,
             progress: false,
+            rate: None,
+            arrivals: Default::default(),
+            ramp: Duration::ZERO,
         }
     }
 
@@ -72,6 +84,14 @@ impl HttpConfig {
             (Some(d), _) if d.is_zero() => return bad("duration (-d) must be greater than zero"),
             (_, Some(0)) => return bad("request count (-n) must be at least 1"),
             _ => {}
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return bad("rate (--rate) must be a positive number of requests per second");
+            }
+            if r > 10_000_000.0 {
+                return bad("rate (--rate) above 10M requests per second");
+            }
         }
         if self.timeout.is_zero() {
             return bad("timeout must be greater than zero");

@@ -40,7 +40,8 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         config.keepalive,
     );
     let origin = Instant::now();
-    let start_ns = config.warmup.as_nanos() as u64;
+    let ramp_ns = config.ramp.as_nanos() as u64;
+    let start_ns = ramp_ns + config.warmup.as_nanos() as u64;
     let end_ns = config.duration.map(|d| start_ns + d.as_nanos() as u64);
     let plan = Plan {
         endpoint: t.endpoint.clone(),
@@ -54,15 +55,22 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         expected_ns: config.duration.map_or(10_000_000_000, |d| d.as_nanos() as u64),
         netns: config.netns.clone(),
         stop,
+        rate: config.rate,
+        arrivals: config.arrivals,
+        ramp_ns,
+        threads: config.threads,
     };
     let board = Board::new(config.threads);
     let line = config
         .progress
-        .then(|| Line::start(board.clone(), "req", config.duration.map(|d| d + config.warmup)));
+        .then(|| {
+            let total = config.duration.map(|d| d + config.warmup + config.ramp);
+            Line::start(board.clone(), "req", total)
+        });
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-        + config.warmup.as_secs_f64();
+        + (config.warmup + config.ramp).as_secs_f64();
 
     let outcomes: Vec<std::io::Result<Outcome>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..config.threads)
@@ -73,7 +81,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
                 let counters = &board.threads[i];
                 std::thread::Builder::new()
                     .name(format!("tare-http-{i}"))
-                    .spawn_scoped(s, move || Worker::new(plan, conns, quota, counters)?.run())
+                    .spawn_scoped(s, move || Worker::new(plan, i, conns, quota, counters)?.run())
             })
             .collect();
         handles
@@ -96,6 +104,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     let mut last_completion_ns = 0;
     let mut rate_samples = Vec::new();
     let mut per_thread = Vec::new();
+    let mut unsent = 0;
     for o in outcomes {
         let o = o.map_err(|source| HttpError::Io {
             context: "load worker".into(),
@@ -104,6 +113,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         cpu.add(&o.cpu);
         finished_ns = finished_ns.max(o.finished_ns);
         last_completion_ns = last_completion_ns.max(o.last_completion_ns);
+        unsent += o.unsent;
         per_thread.push(o.recorder);
     }
     // With only a request count, the run ends with its last response.
@@ -123,7 +133,41 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         }
     }
     let rec = total.expect("at least one thread");
-    Ok(result_of(config, &rec, duration_ns, cpu, started_unix_s, &rate_samples))
+    let mut result = result_of(config, &rec, duration_ns, cpu, started_unix_s, &rate_samples);
+    result.schedule = schedule_report(config, &rec, duration_ns, unsent);
+    Ok(result)
+}
+
+/// How the load was paced, for open loops and ramps.
+fn schedule_report(
+    config: &HttpConfig,
+    rec: &Recorder,
+    duration_ns: u64,
+    unsent: u64,
+) -> Option<tare_record::ScheduleReport> {
+    if config.rate.is_none() && config.ramp.is_zero() {
+        return None;
+    }
+    let secs = duration_ns as f64 / 1e9;
+    let sent = if config.rate.is_some() { rec.sends } else { rec.requests };
+    let uncorrected = rec.uncorrected.as_ref();
+    Some(tare_record::ScheduleReport {
+        target_rate: config.rate,
+        arrivals: match (config.rate, config.arrivals) {
+            (None, _) => String::new(),
+            (Some(_), tare_engine::schedule::Arrivals::Constant) => "constant".into(),
+            (Some(_), tare_engine::schedule::Arrivals::Poisson) => "poisson".into(),
+        },
+        achieved_send_rate: sent as f64 / secs,
+        latency_uncorrected_us: uncorrected.map(|l| l.summary()),
+        hdr_uncorrected: uncorrected.and_then(|l| l.encode().ok()).unwrap_or_default(),
+        late_sends: rec.late_sends,
+        mean_lag_us: if sent > 0 { rec.lag_sum_ns as f64 / sent as f64 / 1e3 } else { 0.0 },
+        max_lag_us: rec.lag_max_ns as f64 / 1e3,
+        unsent,
+        ramp_s: config.ramp.as_secs_f64(),
+        ramp_timeline: rec.early_timeline(config.ramp.as_nanos() as u64),
+    })
 }
 
 fn result_of(
@@ -164,6 +208,7 @@ fn result_of(
         generator_cpu_system_s: cpu.system.as_secs_f64(),
         status_codes: rec.status_codes(),
         thread_rate: tare_engine::rate::summarize(rate_samples),
+        schedule: None,
         pg: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

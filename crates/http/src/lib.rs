@@ -10,8 +10,10 @@
 //! - [`run`]: spawns the workers, merges their recorders into a
 //!   [`tare_record::LoadResult`].
 //! - [`wrk_text`]: the wrk 4.x text layout of a result.
+//! - [`find_max`]: the highest open-loop rate meeting a latency objective.
 
 pub mod config;
+pub mod find_max;
 pub mod request;
 pub mod response;
 pub mod target;

@@ -173,6 +173,9 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
             out.push('\n');
         }
     }
+    if let Some(sch) = &r.schedule {
+        schedule_lines(&mut out, sch);
+    }
     let _ = writeln!(
         out,
         "  {} requests in {}, {}B read",
@@ -198,6 +201,44 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
     let _ = writeln!(out, "Requests/sec: {:9.2}", r.requests as f64 / secs);
     let _ = writeln!(out, "Transfer/sec: {:>10}B", format_binary(r.bytes_read as f64 / secs));
     out
+}
+
+/// Open loop and ramp: what the schedule asked, what was sent, how late, and
+/// the latency without the coordinated-omission correction (wrk2 prints the
+/// same pair: "Recorded Latency" and "Uncorrected Latency").
+fn schedule_lines(out: &mut String, s: &tare_record::ScheduleReport) {
+    if let Some(rate) = s.target_rate {
+        let _ = writeln!(
+            out,
+            "  Schedule: {rate:.0} req/s {}, sent {:.0}/s, {} sends late (> 1ms), lag mean {} max {}, {} unsent",
+            s.arrivals,
+            s.achieved_send_rate,
+            s.late_sends,
+            format_time_us(s.mean_lag_us),
+            format_time_us(s.max_lag_us),
+            s.unsent
+        );
+        if let Some(u) = &s.latency_uncorrected_us {
+            let _ = writeln!(
+                out,
+                "  Uncorrected latency (from actual send): p50 {} p90 {} p99 {} p99.9 {} max {}",
+                format_time_us(u.p50),
+                format_time_us(u.p90),
+                format_time_us(u.p99),
+                format_time_us(u.p999),
+                format_time_us(u.max)
+            );
+        }
+    }
+    if s.ramp_s > 0.0 {
+        let per_s: Vec<String> = s.ramp_timeline.iter().map(|n| n.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "  Ramp: {} (not in the summary), completions per second: {}",
+            format_time_us(s.ramp_s * 1e6),
+            per_s.join(" ")
+        );
+    }
 }
 
 /// Connect/TTFB rows have no meaningful "+/- Stdev" share: print a dash.

@@ -12,8 +12,10 @@
 
 pub mod latency;
 pub mod result;
+pub mod schedule;
 pub mod trial;
 
 pub use latency::{Latency, LatencySummary};
 pub use result::{Errors, LoadResult, PgDetails, RateSummary, StatementLatency};
+pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;

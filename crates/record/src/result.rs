@@ -96,6 +96,10 @@ pub struct LoadResult {
     /// Per-thread completion rate sampled every 100 ms (wrk's `Req/Sec` row).
     #[serde(default)]
     pub thread_rate: RateSummary,
+    /// Pacing: open-loop rate and its lag, ramp-up (absent for a plain
+    /// closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::ScheduleReport>,
     /// PostgreSQL-specific results (`pg` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg: Option<PgDetails>,
@@ -139,6 +143,47 @@ pub struct PgDetails {
     /// `-r`: per-statement latency.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub statements: Vec<StatementLatency>,
+    /// Failed transactions (an SQL error; counted, the run goes on).
+    #[serde(default)]
+    pub failed: u64,
+    /// Transactions per second including connection set-up time (the
+    /// initial connections; with `-C`, every reconnection).
+    #[serde(default)]
+    pub tps_including_connect: f64,
+    /// The `:scale` variable (pgbench's "scaling factor").
+    #[serde(default)]
+    pub scale: u32,
+    /// `-T`: the planned duration in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_duration_s: Option<f64>,
+    /// `-t`: transactions per client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions_per_client: Option<u64>,
+    /// Clients stopped by an error they could not continue from (a dead
+    /// server, a script error); their partial work is still counted.
+    #[serde(default)]
+    pub aborted_clients: u64,
+    /// The first client abort, in pgbench's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_error: Option<String>,
+    /// `server_version` as the server reported it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server_version: String,
+    /// Per-script results (pgbench prints them when several scripts run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script_results: Vec<PgScriptResult>,
+}
+
+/// One script's share of a `pg` run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PgScriptResult {
+    pub name: String,
+    pub weight: u32,
+    pub transactions: u64,
+    pub failed: u64,
+    pub latency_mean_ms: f64,
+    pub latency_stdev_ms: f64,
+    pub tps: f64,
 }
 
 /// `-r`: one script command's latency.

@@ -61,6 +61,26 @@ pub struct HttpArgs {
     /// Run the generator's threads inside this network namespace (a name from `ip netns`, or a path).
     #[arg(long, value_name = "NAME|PATH")]
     pub netns: Option<String>,
+    /// Open loop: send this many requests per second in total, on schedule,
+    /// measuring latency from each request's intended send time.
+    #[arg(long, value_name = "REQ/S")]
+    pub rate: Option<f64>,
+    /// Open loop arrivals: constant spacing or a Poisson process.
+    #[arg(long, default_value = "constant", requires = "rate")]
+    pub arrivals: tare_engine::schedule::Arrivals,
+    /// Raise connections (closed loop) or the rate (open loop) linearly over
+    /// this long before measuring; shown in the timeline, not in the summary.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub ramp: Duration,
+    /// Search for the highest rate that meets --slo (each probe runs for -d).
+    #[arg(long, requires = "slo")]
+    pub find_max: bool,
+    /// Objectives for --find-max: 'p99<10ms', 'p50<1ms,p999<50ms,errors<1%'.
+    #[arg(long)]
+    pub slo: Option<tare_http::find_max::Slo>,
+    /// Most open-loop probes --find-max may run.
+    #[arg(long, default_value_t = 8)]
+    pub max_runs: usize,
 }
 
 pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
@@ -77,6 +97,9 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     };
     config.requests = args.requests;
     config.warmup = args.warmup;
+    config.rate = args.rate;
+    config.arrivals = args.arrivals;
+    config.ramp = args.ramp;
     config.keepalive = !args.no_keepalive;
     config.timeout = args.timeout;
     config.netns = args.netns.as_deref().map(|n| {
@@ -88,6 +111,10 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     });
     let json_stdout = args.json.as_deref() == Some("-");
     config.progress = !json_stdout;
+
+    if args.find_max {
+        return find_max(&args, config, json_stdout);
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     // Ctrl-C ends the run early; the summary of what was measured still prints.
@@ -116,4 +143,31 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn find_max(args: &HttpArgs, mut config: HttpConfig, json_stdout: bool) -> anyhow::Result<ExitCode> {
+    if args.rate.is_some() {
+        anyhow::bail!("--find-max searches the rate itself; drop --rate");
+    }
+    if config.duration.is_none() {
+        anyhow::bail!("--find-max needs a duration per probe (-d), not -n");
+    }
+    config.requests = None;
+    config.progress = false;
+    let slo = args.slo.clone().map(|s| s.0).unwrap_or_default();
+    let found = tare_http::find_max::find_max(&config, &slo, args.max_runs, 0.05)?;
+    if json_stdout {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else {
+        print!("{}", tare_http::find_max::render(&found));
+        if let Some(path) = &args.json {
+            let text = serde_json::to_string_pretty(&found)? + "\n";
+            std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
+        }
+    }
+    Ok(if found.best_rate.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -1,0 +1,173 @@
+//! When requests are meant to be sent: the pacing half of an open-loop engine.
+//!
+//! A closed loop has no schedule: each connection sends its next request the
+//! moment the previous one completes, so a slow server slows the generator and
+//! hides its own stalls (coordinated omission: wrk issue #485, vegeta #223).
+//! An open loop follows a [`Schedule`] of *intended* send times, independent of
+//! the server; latency is measured from the intended time (as oha and wrk2 do),
+//! so a stall shows up in every request that should have been sent during it.
+//!
+//! As vegeta's `Pacer`, the schedule is a pure function of the arrival index:
+//! no clock inside, so it is tested exactly.
+
+/// How inter-arrival gaps are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Arrivals {
+    /// Evenly spaced: gap = 1/rate.
+    #[default]
+    Constant,
+    /// A Poisson process: exponential gaps with mean 1/rate (independent users).
+    Poisson,
+}
+
+impl std::str::FromStr for Arrivals {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "constant" => Ok(Arrivals::Constant),
+            "poisson" => Ok(Arrivals::Poisson),
+            other => Err(format!(
+                "unknown arrivals {other:?}: use constant or poisson"
+            )),
+        }
+    }
+}
+
+/// Intended send times for one worker thread, in clock nanoseconds.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// Arrivals per second at full rate (this thread's share).
+    rate: f64,
+    arrivals: Arrivals,
+    /// The rate rises linearly from 0 to `rate` over this long.
+    ramp_ns: u64,
+    /// Clock reading of the schedule's time zero.
+    origin_ns: u64,
+    /// Unit-rate time of the next arrival (Poisson accumulates gaps here).
+    next_unit: f64,
+    index: u64,
+    rng: SplitMix64,
+}
+
+impl Schedule {
+    /// `seed` makes Poisson gaps reproducible (and different per thread).
+    pub fn new(rate: f64, arrivals: Arrivals, ramp_ns: u64, origin_ns: u64, seed: u64) -> Self {
+        let mut s = Self {
+            rate: rate.max(1e-9),
+            arrivals,
+            ramp_ns,
+            origin_ns,
+            next_unit: 0.0,
+            index: 0,
+            rng: SplitMix64(seed),
+        };
+        s.next_unit = s.gap();
+        s
+    }
+
+    fn gap(&mut self) -> f64 {
+        match self.arrivals {
+            Arrivals::Constant => 1.0,
+            Arrivals::Poisson => {
+                // Inverse-CDF of Exp(1); (0,1] avoids ln(0).
+                let u = 1.0 - self.rng.next_f64();
+                -u.ln()
+            }
+        }
+    }
+
+    /// Maps "arrivals so far" (in units of 1/rate at full rate) to a time:
+    /// the inverse of the cumulative arrival count N(t). During a linear ramp
+    /// N(t) = rate t^2 / (2T), so t = sqrt(2 T k / rate); after it
+    /// N(t) = rate T/2 + rate (t - T).
+    fn time_of(&self, k: f64) -> u64 {
+        let t_ramp = self.ramp_ns as f64 / 1e9;
+        let in_ramp = self.rate * t_ramp / 2.0;
+        let secs = if k < in_ramp {
+            (2.0 * t_ramp * k / self.rate).sqrt()
+        } else {
+            t_ramp + (k - in_ramp) / self.rate
+        };
+        self.origin_ns + (secs * 1e9) as u64
+    }
+
+    /// The intended time of the next arrival, without consuming it.
+    pub fn peek(&self) -> u64 {
+        self.time_of(self.next_unit)
+    }
+
+    /// Consumes and returns the next intended send time.
+    pub fn next(&mut self) -> u64 {
+        let t = self.peek();
+        self.index += 1;
+        self.next_unit += self.gap();
+        t
+    }
+
+    /// Arrivals handed out so far.
+    pub fn issued(&self) -> u64 {
+        self.index
+    }
+}
+
+/// A small, fast, seedable generator (Steele et al., "Fast splittable
+/// pseudorandom number generators", 2014): enough for arrival gaps.
+#[derive(Clone, Debug)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_rate_is_evenly_spaced() {
+        let mut s = Schedule::new(1000.0, Arrivals::Constant, 0, 5_000, 1);
+        let t: Vec<u64> = (0..4).map(|_| s.next()).collect();
+        assert_eq!(t, vec![5_000 + 1_000_000, 5_000 + 2_000_000, 5_000 + 3_000_000, 5_000 + 4_000_000]);
+    }
+
+    #[test]
+    fn poisson_mean_gap_is_one_over_rate() {
+        let mut s = Schedule::new(10_000.0, Arrivals::Poisson, 0, 0, 42);
+        let n = 200_000;
+        let mut last = 0;
+        for _ in 0..n {
+            last = s.next();
+        }
+        let mean_gap_us = last as f64 / n as f64 / 1e3;
+        assert!((mean_gap_us - 100.0).abs() < 1.5, "{mean_gap_us}");
+    }
+
+    #[test]
+    fn ramp_rises_linearly_then_holds() {
+        // 1000/s reached after a 2 s ramp: 1000 arrivals during the ramp,
+        // a quarter of them in its first half, then 1000 per second.
+        let mut s = Schedule::new(1000.0, Arrivals::Constant, 2_000_000_000, 0, 1);
+        let times: Vec<u64> = (0..3000).map(|_| s.next()).collect();
+        let before = |ns: u64| times.iter().filter(|t| **t <= ns).count();
+        assert!((before(1_000_000_000) as i64 - 250).abs() <= 1);
+        assert!((before(2_000_000_000) as i64 - 1000).abs() <= 1);
+        assert!((before(3_000_000_000) as i64 - 2000).abs() <= 1);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn parses_arrivals() {
+        assert_eq!("poisson".parse::<Arrivals>(), Ok(Arrivals::Poisson));
+        assert!("bursty".parse::<Arrivals>().is_err());
+    }
+}

@@ -1,0 +1,154 @@
+//! Open-loop load (issue 6): schedules kept, coordinated omission corrected,
+//! ramps visible, and the max-rate search bounded. Against `tare serve`
+//! told to stall or delay by known amounts, so theory gives the answers.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tare_engine::schedule::Arrivals;
+use tare_http::find_max::{find_max, parse_slo};
+use tare_http::{run, HttpConfig, Target};
+use tare_serve::{ServeConfig, Server};
+
+/// These tests measure time: run them one at a time, not against each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn serve(config: ServeConfig) -> Server {
+    Server::start(ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..config
+    })
+    .unwrap()
+}
+
+fn config(server: &Server, connections: usize, secs: f64) -> HttpConfig {
+    let url = format!("http://{}/", server.local_addr().unwrap());
+    let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
+    c.threads = 1;
+    c.connections = connections;
+    c.duration = Some(Duration::from_secs_f64(secs));
+    c
+}
+
+/// A server that answers nothing for 200 ms of every second. An open-loop
+/// request arriving in a stall waits for its end, so corrected latency is
+/// uniform on (0, 200 ms] for 20% of requests: p90 = 200 (1 - 0.1/0.2) = 100 ms
+/// and p99 = 200 (1 - 0.01/0.2) = 190 ms. A closed-loop view (latency from
+/// the actual send) sees only the few requests in flight when a stall began.
+/// Measurement starts 50 ms in, so the window [0.05 s, 3.05 s] holds three
+/// whole stalls (at 0.8, 1.8 and 2.8 s after the server starts), the last one
+/// ending before the deadline: a stalled fraction of exactly 20%.
+#[test]
+fn stalls_show_in_corrected_latency_only() {
+    let _serial = serial();
+    let server = serve(ServeConfig {
+        stall_every: Some(Duration::from_secs(1)),
+        stall: Duration::from_millis(200),
+        ..Default::default()
+    });
+    let mut c = config(&server, 4, 3.0);
+    c.warmup = Duration::from_millis(50);
+    c.rate = Some(2000.0);
+    let r = run(&c).unwrap();
+    let p90 = r.latency_us.p90 / 1e3;
+    let p99 = r.latency_us.p99 / 1e3;
+    assert!((80.0..=120.0).contains(&p90), "corrected p90 {p90:.1} ms, theory 100 ms");
+    assert!((175.0..=205.0).contains(&p99), "corrected p99 {p99:.1} ms, theory 190 ms");
+    let s = r.schedule.as_ref().unwrap();
+    let u = s.latency_uncorrected_us.unwrap();
+    assert!(u.p99 / 1e3 < 20.0, "uncorrected p99 {:.1} ms should not see the stalls", u.p99 / 1e3);
+    assert!(u.max / 1e3 > 150.0, "the requests caught in a stall still show in the max");
+    // The generator says it fell behind during the stalls (its connections were all busy).
+    assert!(s.late_sends > 0);
+    assert_eq!(r.errors.total(), 0);
+}
+
+#[test]
+fn achieved_rate_is_within_one_percent() {
+    let _serial = serial();
+    let server = serve(ServeConfig::default());
+    for (rate, arrivals) in [(2_000.0, Arrivals::Constant), (8_000.0, Arrivals::Constant), (4_000.0, Arrivals::Poisson)] {
+        let mut c = config(&server, 16, 2.0);
+        c.rate = Some(rate);
+        c.arrivals = arrivals;
+        let r = run(&c).unwrap();
+        let s = r.schedule.as_ref().unwrap();
+        // Poisson counts vary: sd of a count over 2 s is sqrt(8000) ~ 1.1%.
+        let tolerance = if arrivals == Arrivals::Poisson { 0.035 } else { 0.01 };
+        let off = (s.achieved_send_rate - rate).abs() / rate;
+        assert!(off <= tolerance, "{arrivals:?} {rate}: sent {:.1}/s", s.achieved_send_rate);
+        let off = (r.rps.unwrap() - rate).abs() / rate;
+        assert!(off <= tolerance, "{arrivals:?} {rate}: completed {:.1}/s", r.rps.unwrap());
+        assert_eq!(r.errors.total(), 0);
+    }
+}
+
+#[test]
+fn open_loop_ramp_rises_linearly_and_is_excluded() {
+    let _serial = serial();
+    let server = serve(ServeConfig::default());
+    let mut c = config(&server, 8, 1.0);
+    c.rate = Some(2000.0);
+    c.ramp = Duration::from_secs(2);
+    let r = run(&c).unwrap();
+    let s = r.schedule.as_ref().unwrap();
+    // N(t) = rate t^2 / (2T): 500 in the first second, 1500 in the second.
+    assert_eq!(s.ramp_timeline.len(), 2, "{:?}", s.ramp_timeline);
+    let (a, b) = (s.ramp_timeline[0] as f64, s.ramp_timeline[1] as f64);
+    assert!((a - 500.0).abs() <= 30.0 && (b - 1500.0).abs() <= 30.0, "{:?}", s.ramp_timeline);
+    // The summary covers only the measured second at full rate.
+    assert!((r.requests as f64 - 2000.0).abs() <= 40.0, "{}", r.requests);
+    assert_eq!(r.timeline.len(), 1);
+}
+
+#[test]
+fn closed_loop_ramp_staggers_connections() {
+    let _serial = serial();
+    let server = serve(ServeConfig {
+        delay: Duration::from_millis(10),
+        ..Default::default()
+    });
+    let mut c = config(&server, 10, 1.0);
+    c.ramp = Duration::from_secs(2);
+    let r = run(&c).unwrap();
+    let s = r.schedule.as_ref().unwrap();
+    // Connections open evenly over the ramp: ~1/4 of full throughput in the
+    // first second (connections 0-4 of 10, each for part of it), more after.
+    assert_eq!(s.ramp_timeline.len(), 2);
+    let full = r.requests as f64;
+    assert!(full > 500.0, "{full}");
+    assert!((s.ramp_timeline[0] as f64) < full * 0.5, "{:?} vs {full}", s.ramp_timeline);
+    assert!(s.ramp_timeline[0] < s.ramp_timeline[1], "{:?}", s.ramp_timeline);
+    assert!(s.target_rate.is_none());
+}
+
+/// A server whose capacity is set by a delay (8 connections x 5 ms = 1600/s
+/// at most), so the answer is stable: the search converges within its run
+/// budget, below capacity, and twice to the same place within the noise.
+#[test]
+fn find_max_converges_and_reproduces() {
+    let _serial = serial();
+    let server = serve(ServeConfig {
+        delay: Duration::from_millis(5),
+        ..Default::default()
+    });
+    let c = config(&server, 8, 0.7);
+    let slo = parse_slo("p99<20ms").unwrap();
+    let a = find_max(&c, &slo, 7, 0.05).unwrap();
+    let b = find_max(&c, &slo, 7, 0.05).unwrap();
+    for f in [&a, &b] {
+        assert!(f.probes.len() <= 1 + 7 + 1, "{} probes", f.probes.len());
+        let best = f.best_rate.expect("a rate meets the objective");
+        assert!(best <= f.capacity_rps * 1.1, "{best} vs capacity {}", f.capacity_rps);
+        assert!(best >= 700.0, "{best}");
+        // A probe above the answer failed (the bracket is real).
+        let (lo, hi) = f.bracket;
+        assert!(lo.is_some() && hi.is_some_and(|h| h > best));
+    }
+    let (x, y) = (a.best_rate.unwrap(), b.best_rate.unwrap());
+    assert!((x - y).abs() / x.max(y) <= 0.20, "{x} vs {y}");
+}
