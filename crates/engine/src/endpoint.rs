@@ -121,7 +121,10 @@ fn connect_unix(path: &OsStr) -> io::Result<Socket> {
     if bytes.len() >= sun.sun_path.len() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("Unix socket path is longer than {} bytes", sun.sun_path.len() - 1),
+            format!(
+                "Unix socket path is longer than {} bytes",
+                sun.sun_path.len() - 1
+            ),
         ));
     }
     for (dst, src) in sun.sun_path.iter_mut().zip(bytes) {

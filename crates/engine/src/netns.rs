@@ -16,8 +16,12 @@ pub fn named(name: &str) -> PathBuf {
 
 /// Moves the calling thread into the network namespace at `path`.
 pub fn enter(path: &Path) -> io::Result<()> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("network namespace {}: {e}", path.display())))?;
+    let f = std::fs::File::open(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("network namespace {}: {e}", path.display()),
+        )
+    })?;
     // SAFETY: plain syscall on an fd we hold open for its duration.
     let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if rc != 0 {

@@ -96,7 +96,8 @@ impl Poller {
     /// Closing an fd removes it from the set; call this only for fds kept open.
     pub fn delete(&self, fd: RawFd) -> io::Result<()> {
         // SAFETY: a null event pointer is allowed for EPOLL_CTL_DEL since 2.6.9.
-        let rc = unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        let rc =
+            unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -107,12 +108,18 @@ impl Poller {
     /// registration. Returns how many were ready. Uses `epoll_pwait2`, whose
     /// timeout is in nanoseconds: an open-loop schedule sending every 100 us
     /// cannot live with `epoll_wait`'s whole milliseconds.
-    pub fn wait(&mut self, timeout: Option<Duration>, mut f: impl FnMut(Ready)) -> io::Result<usize> {
+    pub fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+        mut f: impl FnMut(Ready),
+    ) -> io::Result<usize> {
         let ts = timeout.map(|d| libc::timespec {
             tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
             tv_nsec: d.subsec_nanos() as libc::c_long,
         });
-        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: the buffer holds `len` initialised events and outlives the
         // call; `ts_ptr` is null or points at `ts`, alive for the call.
         let n = unsafe {

@@ -110,7 +110,9 @@ impl Recorder {
     /// (the ramp, shown in the timeline but excluded from the summary).
     pub fn early_timeline(&self, until_ns: u64) -> Vec<u64> {
         let secs = until_ns.div_ceil(1_000_000_000) as usize;
-        (0..secs).map(|i| self.pre.get(i).copied().unwrap_or(0)).collect()
+        (0..secs)
+            .map(|i| self.pre.get(i).copied().unwrap_or(0))
+            .collect()
     }
 
     #[inline]

@@ -97,7 +97,7 @@ impl Schedule {
     }
 
     /// Consumes and returns the next intended send time.
-    pub fn next(&mut self) -> u64 {
+    pub fn take(&mut self) -> u64 {
         let t = self.peek();
         self.index += 1;
         self.next_unit += self.gap();
@@ -136,8 +136,16 @@ mod tests {
     #[test]
     fn constant_rate_is_evenly_spaced() {
         let mut s = Schedule::new(1000.0, Arrivals::Constant, 0, 5_000, 1);
-        let t: Vec<u64> = (0..4).map(|_| s.next()).collect();
-        assert_eq!(t, vec![5_000 + 1_000_000, 5_000 + 2_000_000, 5_000 + 3_000_000, 5_000 + 4_000_000]);
+        let t: Vec<u64> = (0..4).map(|_| s.take()).collect();
+        assert_eq!(
+            t,
+            vec![
+                5_000 + 1_000_000,
+                5_000 + 2_000_000,
+                5_000 + 3_000_000,
+                5_000 + 4_000_000
+            ]
+        );
     }
 
     #[test]
@@ -146,7 +154,7 @@ mod tests {
         let n = 200_000;
         let mut last = 0;
         for _ in 0..n {
-            last = s.next();
+            last = s.take();
         }
         let mean_gap_us = last as f64 / n as f64 / 1e3;
         assert!((mean_gap_us - 100.0).abs() < 1.5, "{mean_gap_us}");
@@ -157,7 +165,7 @@ mod tests {
         // 1000/s reached after a 2 s ramp: 1000 arrivals during the ramp,
         // a quarter of them in its first half, then 1000 per second.
         let mut s = Schedule::new(1000.0, Arrivals::Constant, 2_000_000_000, 0, 1);
-        let times: Vec<u64> = (0..3000).map(|_| s.next()).collect();
+        let times: Vec<u64> = (0..3000).map(|_| s.take()).collect();
         let before = |ns: u64| times.iter().filter(|t| **t <= ns).count();
         assert!((before(1_000_000_000) as i64 - 250).abs() <= 1);
         assert!((before(2_000_000_000) as i64 - 1000).abs() <= 1);

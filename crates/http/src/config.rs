@@ -96,7 +96,12 @@ impl HttpConfig {
         if self.timeout.is_zero() {
             return bad("timeout must be greater than zero");
         }
-        if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_') {
+        if self.method.is_empty()
+            || !self
+                .method
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_')
+        {
             return bad("method (-m) must be an uppercase token such as GET or POST");
         }
         Ok(())

@@ -52,7 +52,9 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         clock: Clock::new(origin),
         start_ns,
         end_ns,
-        expected_ns: config.duration.map_or(10_000_000_000, |d| d.as_nanos() as u64),
+        expected_ns: config
+            .duration
+            .map_or(10_000_000_000, |d| d.as_nanos() as u64),
         netns: config.netns.clone(),
         stop,
         rate: config.rate,
@@ -61,12 +63,10 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         threads: config.threads,
     };
     let board = Board::new(config.threads);
-    let line = config
-        .progress
-        .then(|| {
-            let total = config.duration.map(|d| d + config.warmup + config.ramp);
-            Line::start(board.clone(), "req", total)
-        });
+    let line = config.progress.then(|| {
+        let total = config.duration.map(|d| d + config.warmup + config.ramp);
+        Line::start(board.clone(), "req", total)
+    });
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -81,15 +81,17 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
                 let counters = &board.threads[i];
                 std::thread::Builder::new()
                     .name(format!("tare-http-{i}"))
-                    .spawn_scoped(s, move || Worker::new(plan, i, conns, quota, counters)?.run())
+                    .spawn_scoped(s, move || {
+                        Worker::new(plan, i, conns, quota, counters)?.run()
+                    })
             })
             .collect();
         handles
             .into_iter()
             .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| {
-                    Err(std::io::Error::other("worker thread panicked"))
-                }),
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("worker thread panicked"))),
                 Err(e) => Err(e),
             })
             .collect()
@@ -133,7 +135,14 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         }
     }
     let rec = total.expect("at least one thread");
-    let mut result = result_of(config, &rec, duration_ns, cpu, started_unix_s, &rate_samples);
+    let mut result = result_of(
+        config,
+        &rec,
+        duration_ns,
+        cpu,
+        started_unix_s,
+        &rate_samples,
+    );
     result.schedule = schedule_report(config, &rec, duration_ns, unsent);
     Ok(result)
 }
@@ -149,7 +158,11 @@ fn schedule_report(
         return None;
     }
     let secs = duration_ns as f64 / 1e9;
-    let sent = if config.rate.is_some() { rec.sends } else { rec.requests };
+    let sent = if config.rate.is_some() {
+        rec.sends
+    } else {
+        rec.requests
+    };
     let uncorrected = rec.uncorrected.as_ref();
     Some(tare_record::ScheduleReport {
         target_rate: config.rate,
@@ -160,9 +173,15 @@ fn schedule_report(
         },
         achieved_send_rate: sent as f64 / secs,
         latency_uncorrected_us: uncorrected.map(|l| l.summary()),
-        hdr_uncorrected: uncorrected.and_then(|l| l.encode().ok()).unwrap_or_default(),
+        hdr_uncorrected: uncorrected
+            .and_then(|l| l.encode().ok())
+            .unwrap_or_default(),
         late_sends: rec.late_sends,
-        mean_lag_us: if sent > 0 { rec.lag_sum_ns as f64 / sent as f64 / 1e3 } else { 0.0 },
+        mean_lag_us: if sent > 0 {
+            rec.lag_sum_ns as f64 / sent as f64 / 1e3
+        } else {
+            0.0
+        },
         max_lag_us: rec.lag_max_ns as f64 / 1e3,
         unsent,
         ramp_s: config.ramp.as_secs_f64(),

@@ -43,9 +43,9 @@ impl std::str::FromStr for Slo {
 pub fn parse_slo(text: &str) -> Result<Vec<Objective>, String> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (metric, bound) = part
-            .split_once('<')
-            .ok_or_else(|| format!("invalid objective {part:?}: expected e.g. p99<10ms or errors<1%"))?;
+        let (metric, bound) = part.split_once('<').ok_or_else(|| {
+            format!("invalid objective {part:?}: expected e.g. p99<10ms or errors<1%")
+        })?;
         let metric = metric.trim().to_ascii_lowercase();
         let bound = bound.trim();
         let below = match metric.as_str() {
@@ -67,7 +67,9 @@ pub fn parse_slo(text: &str) -> Result<Vec<Objective>, String> {
             }
         };
         if below <= 0.0 {
-            return Err(format!("invalid objective {part:?}: the bound must be positive"));
+            return Err(format!(
+                "invalid objective {part:?}: the bound must be positive"
+            ));
         }
         out.push(Objective { metric, below });
     }
@@ -112,7 +114,11 @@ pub struct FindMax {
 fn judge(r: &LoadResult, rate: Option<f64>, slo: &[Objective]) -> Probe {
     let s = r.schedule.as_ref();
     let sent = r.requests + r.errors.total() - r.errors.status;
-    let error_rate = if sent == 0 { 1.0 } else { r.errors.total() as f64 / sent as f64 };
+    let error_rate = if sent == 0 {
+        1.0
+    } else {
+        r.errors.total() as f64 / sent as f64
+    };
     let mut failures = Vec::new();
     for o in slo {
         let value = match o.metric.as_str() {
@@ -170,7 +176,9 @@ pub fn find_max(
     let capacity_rps = capacity.throughput();
     probes.push(judge(&capacity, None, slo));
     if capacity.requests == 0 {
-        return Err(HttpError::Config("the capacity probe completed no request".into()));
+        return Err(HttpError::Config(
+            "the capacity probe completed no request".into(),
+        ));
     }
 
     let measure = |rate: f64| -> Result<(Probe, LoadResult), HttpError> {
@@ -262,10 +270,18 @@ pub fn render(f: &FindMax) -> String {
         })
         .collect();
     let _ = writeln!(out, "Highest rate meeting {}:", slo.join(", "));
-    let _ = writeln!(out, "  {:>12} {:>10} {:>10} {:>10} {:>8}  result", "rate", "req/s", "p50", "p99", "errors");
+    let _ = writeln!(
+        out,
+        "  {:>12} {:>10} {:>10} {:>10} {:>8}  result",
+        "rate", "req/s", "p50", "p99", "errors"
+    );
     for p in &f.probes {
         let rate = p.rate.map_or("closed".to_string(), |r| format!("{r:.0}/s"));
-        let verdict = if p.passed { "ok".to_string() } else { p.failures.join("; ") };
+        let verdict = if p.passed {
+            "ok".to_string()
+        } else {
+            p.failures.join("; ")
+        };
         let _ = writeln!(
             out,
             "  {:>12} {:>10.0} {:>10} {:>10} {:>7.2}%  {}",
@@ -289,7 +305,11 @@ pub fn render(f: &FindMax) -> String {
             );
         }
         None => {
-            let _ = writeln!(out, "No rate met the objectives (lowest tried: {:.0} req/s).", f.bracket.1.unwrap_or(0.0));
+            let _ = writeln!(
+                out,
+                "No rate met the objectives (lowest tried: {:.0} req/s).",
+                f.bracket.1.unwrap_or(0.0)
+            );
         }
     }
     out
@@ -303,7 +323,13 @@ mod tests {
     fn parses_objectives() {
         let o = parse_slo("p99<10ms, p50<500us,errors<1%").unwrap();
         assert_eq!(o.len(), 3);
-        assert_eq!(o[0], Objective { metric: "p99".into(), below: 10_000.0 });
+        assert_eq!(
+            o[0],
+            Objective {
+                metric: "p99".into(),
+                below: 10_000.0
+            }
+        );
         assert_eq!(o[1].below, 500.0);
         assert!((o[2].below - 0.01).abs() < 1e-12);
         for bad in ["", "p99", "p98<1ms", "p99<fast", "errors<1", "p99<0ms"] {

@@ -37,12 +37,21 @@ pub enum Progress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// Reading hex digits of a chunk size.
-    Size { value: u64, digits: u8 },
+    Size {
+        value: u64,
+        digits: u8,
+    },
     /// Skipping a chunk extension up to CR/LF.
-    Ext { value: u64 },
+    Ext {
+        value: u64,
+    },
     /// Expecting the LF of a size line.
-    SizeLf { value: u64 },
-    Data { remaining: u64 },
+    SizeLf {
+        value: u64,
+    },
+    Data {
+        remaining: u64,
+    },
     DataCr,
     DataLf,
     /// At the start of a trailer line (or the final empty line).
@@ -173,7 +182,9 @@ impl Parser {
                 }
                 return Ok((data.len(), false));
             }
-            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::Head("too many headers")),
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(ParseError::Head("too many headers"))
+            }
             Err(_) => return Err(ParseError::Head("not an HTTP/1.x response")),
         };
         let status = resp.code.unwrap_or(0);
@@ -214,7 +225,10 @@ impl Parser {
         self.state = if no_body {
             State::Length { remaining: 0 }
         } else if chunked_te {
-            State::Chunked(Chunk::Size { value: 0, digits: 0 })
+            State::Chunked(Chunk::Size {
+                value: 0,
+                digits: 0,
+            })
         } else if let Some(n) = length {
             State::Length { remaining: n }
         } else {
@@ -283,11 +297,17 @@ fn chunked(mut c: Chunk, data: &[u8]) -> Result<(usize, Option<Chunk>), ParseErr
             },
             Chunk::DataCr => match b {
                 b'\r' => Chunk::DataLf,
-                b'\n' => Chunk::Size { value: 0, digits: 0 },
+                b'\n' => Chunk::Size {
+                    value: 0,
+                    digits: 0,
+                },
                 _ => return Err(ParseError::Chunk),
             },
             Chunk::DataLf => match b {
-                b'\n' => Chunk::Size { value: 0, digits: 0 },
+                b'\n' => Chunk::Size {
+                    value: 0,
+                    digits: 0,
+                },
                 _ => return Err(ParseError::Chunk),
             },
             Chunk::TrailerStart => match b {
@@ -366,7 +386,10 @@ mod tests {
     #[test]
     fn body_until_close_ends_at_eof() {
         let mut p = Parser::new(false);
-        assert_eq!(p.feed(b"HTTP/1.1 200 OK\r\n\r\nabc").unwrap(), Progress::More);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\n\r\nabc").unwrap(),
+            Progress::More
+        );
         assert_eq!(p.feed(b"def").unwrap(), Progress::More);
         assert_eq!(p.eof().unwrap(), Progress::Done { used: 0 });
         assert!(p.close);
@@ -391,13 +414,19 @@ mod tests {
     fn reports_only_its_own_bytes() {
         let mut p = Parser::new(false);
         let two = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1";
-        assert_eq!(p.feed(two).unwrap(), Progress::Done { used: two.len() - 8 });
+        assert_eq!(
+            p.feed(two).unwrap(),
+            Progress::Done {
+                used: two.len() - 8
+            }
+        );
     }
 
     #[test]
     fn truncated_and_garbage_are_errors() {
         let mut p = Parser::new(false);
-        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc").unwrap();
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+            .unwrap();
         assert_eq!(p.eof(), Err(ParseError::Truncated));
         assert!(Parser::new(false).feed(b"garbage\r\n\r\n").is_err());
         assert!(Parser::new(false)

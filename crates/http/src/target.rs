@@ -38,13 +38,20 @@ pub fn split_url(url: &str) -> Result<(String, String, u16, String), HttpError> 
         return Err(bad("missing host"));
     }
     if authority.contains('@') {
-        return Err(bad("user information in URLs is not supported; use -H 'Authorization: ...'"));
+        return Err(bad(
+            "user information in URLs is not supported; use -H 'Authorization: ...'",
+        ));
     }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed '[' in host"))?;
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| bad("unclosed '[' in host"))?;
         let port = match after {
             "" => None,
-            p => Some(p.strip_prefix(':').ok_or_else(|| bad("garbage after ']'"))?),
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or_else(|| bad("garbage after ']'"))?,
+            ),
         };
         (h.to_string(), port)
     } else {
@@ -73,7 +80,9 @@ pub fn split_url(url: &str) -> Result<(String, String, u16, String), HttpError> 
         tail.to_string()
     };
     if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad("spaces or control characters in the path (percent-encode them)"));
+        return Err(bad(
+            "spaces or control characters in the path (percent-encode them)",
+        ));
     }
     Ok((authority.to_string(), host, port, path))
 }
@@ -122,7 +131,10 @@ mod tests {
     #[test]
     fn splits_urls() {
         let (a, h, p, path) = split_url("http://127.0.0.1:8080/x?y=1").unwrap();
-        assert_eq!((a.as_str(), h.as_str(), p, path.as_str()), ("127.0.0.1:8080", "127.0.0.1", 8080, "/x?y=1"));
+        assert_eq!(
+            (a.as_str(), h.as_str(), p, path.as_str()),
+            ("127.0.0.1:8080", "127.0.0.1", 8080, "/x?y=1")
+        );
         let (_, h, p, path) = split_url("http://localhost").unwrap();
         assert_eq!((h.as_str(), p, path.as_str()), ("localhost", 80, "/"));
         let (_, h, p, _) = split_url("http://[::1]:81/").unwrap();

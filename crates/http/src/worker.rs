@@ -65,10 +65,14 @@ pub(crate) struct Outcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     /// No socket; (re)connect at `retry_at`.
-    Idle { retry_at: u64 },
+    Idle {
+        retry_at: u64,
+    },
     Connecting,
     /// Request partly written.
-    Writing { written: usize },
+    Writing {
+        written: usize,
+    },
     /// Request written, response not complete.
     Reading,
     /// Open loop: free for the next scheduled request (connected with
@@ -127,7 +131,11 @@ impl<'a> Worker<'a> {
                 sock: None,
                 // A closed-loop ramp staggers connection starts evenly.
                 phase: Phase::Idle {
-                    retry_at: if open_loop { 0 } else { plan.ramp_ns * j as u64 / n as u64 },
+                    retry_at: if open_loop {
+                        0
+                    } else {
+                        plan.ramp_ns * j as u64 / n as u64
+                    },
                 },
                 parser: Parser::new(plan.head_request),
                 began_ns: 0,
@@ -140,7 +148,13 @@ impl<'a> Worker<'a> {
             .collect::<Vec<_>>();
         let schedule = plan.rate.map(|rate| {
             let seed = 0x7a7e_0000 + index as u64;
-            Schedule::new(rate / plan.threads as f64, plan.arrivals, plan.ramp_ns, 0, seed)
+            Schedule::new(
+                rate / plan.threads as f64,
+                plan.arrivals,
+                plan.ramp_ns,
+                0,
+                seed,
+            )
         });
         let mut rec = Recorder::new(plan.start_ns, plan.expected_ns, !plan.keepalive);
         if open_loop {
@@ -199,7 +213,8 @@ impl<'a> Worker<'a> {
             if cpu_start.is_none() && self.measuring(now) {
                 cpu_start = Some(CpuTime::thread());
             }
-            if self.plan.end_ns.is_some_and(|e| now >= e) || self.plan.stop.load(Ordering::Relaxed) {
+            if self.plan.end_ns.is_some_and(|e| now >= e) || self.plan.stop.load(Ordering::Relaxed)
+            {
                 break;
             }
             if self.finished() {
@@ -222,11 +237,14 @@ impl<'a> Worker<'a> {
             let now = clock.now_ns();
             ready.clear();
             self.poller
-                .wait(Some(Duration::from_nanos(wake.saturating_sub(now))), |r| ready.push(r))?;
+                .wait(Some(Duration::from_nanos(wake.saturating_sub(now))), |r| {
+                    ready.push(r)
+                })?;
             for r in &ready {
                 self.handle(r);
             }
-            self.board.publish(self.rec.requests, self.rec.errors.total());
+            self.board
+                .publish(self.rec.requests, self.rec.errors.total());
         }
         self.rec.in_flight = self
             .conns
@@ -237,7 +255,7 @@ impl<'a> Worker<'a> {
         let mut unsent = self.backlog.len() as u64;
         if let (Some(s), Some(end)) = (self.schedule.as_mut(), self.plan.end_ns) {
             while s.peek() <= end && self.quota.is_none_or(|q| s.issued() < q) {
-                s.next();
+                s.take();
                 unsent += 1;
             }
         }
@@ -272,7 +290,7 @@ impl<'a> Worker<'a> {
             return;
         };
         while s.peek() <= now && self.quota.is_none_or(|q| s.issued() < q) {
-            self.backlog.push_back(s.next());
+            self.backlog.push_back(s.take());
         }
         while !self.backlog.is_empty() {
             let Some(i) = self.idle.pop() else {
@@ -323,10 +341,10 @@ impl<'a> Worker<'a> {
         let i = r.token as usize;
         match self.conns[i].phase {
             Phase::Connecting if r.writable || r.hangup => {
-                let failed = match self.conns[i].sock.as_ref().map(|s| s.take_error()) {
-                    Some(Ok(None)) => false,
-                    _ => true,
-                };
+                let failed = !matches!(
+                    self.conns[i].sock.as_ref().map(|s| s.take_error()),
+                    Some(Ok(None))
+                );
                 let now = self.plan.clock.now_ns();
                 if failed {
                     self.connect_failed(i, now);

@@ -100,7 +100,11 @@ fn latency_row(out: &mut String, name: &str, s: &LatencySummary, within: f64) {
     stats_row(
         out,
         name,
-        [format_time_us(s.mean), format_time_us(s.stdev), format_time_us(s.max)],
+        [
+            format_time_us(s.mean),
+            format_time_us(s.stdev),
+            format_time_us(s.max),
+        ],
         within,
     );
 }
@@ -133,20 +137,47 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
     let mut out = String::new();
     match planned {
         Some(d) => {
-            let _ = writeln!(out, "Running {} test @ {}", format_time_s(d.as_secs_f64()), r.target);
+            let _ = writeln!(
+                out,
+                "Running {} test @ {}",
+                format_time_s(d.as_secs_f64()),
+                r.target
+            );
         }
         None => {
-            let _ = writeln!(out, "Running {} requests @ {}", r.requests + r.errors.connect, r.target);
+            let _ = writeln!(
+                out,
+                "Running {} requests @ {}",
+                r.requests + r.errors.connect,
+                r.target
+            );
         }
     }
-    let _ = writeln!(out, "  {} threads and {} connections", r.threads, r.connections);
-    let _ = writeln!(out, "  Thread Stats{:>6}{:>11}{:>8}{:>12}", "Avg", "Stdev", "Max", "+/- Stdev");
-    latency_row(&mut out, "Latency", &r.latency_us, within_stdev(&r.hdr, &r.latency_us));
+    let _ = writeln!(
+        out,
+        "  {} threads and {} connections",
+        r.threads, r.connections
+    );
+    let _ = writeln!(
+        out,
+        "  Thread Stats{:>6}{:>11}{:>8}{:>12}",
+        "Avg", "Stdev", "Max", "+/- Stdev"
+    );
+    latency_row(
+        &mut out,
+        "Latency",
+        &r.latency_us,
+        within_stdev(&r.hdr, &r.latency_us),
+    );
     let t = &r.thread_rate;
     stats_row(
         &mut out,
         "Req/Sec",
-        [format_metric(t.mean), format_metric(t.stdev), format_metric(t.max)],
+        [
+            format_metric(t.mean),
+            format_metric(t.stdev),
+            format_metric(t.max),
+        ],
         t.within_stdev_pct,
     );
     if let Some(c) = &r.connect_us {
@@ -195,11 +226,19 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
         let _ = writeln!(out, "  Non-2xx or 3xx responses: {}", e.status);
     }
     if r.in_flight > 0 {
-        let _ = writeln!(out, "  {} requests in flight at the deadline (not counted)", r.in_flight);
+        let _ = writeln!(
+            out,
+            "  {} requests in flight at the deadline (not counted)",
+            r.in_flight
+        );
     }
     let secs = r.duration_s.max(1e-9);
     let _ = writeln!(out, "Requests/sec: {:9.2}", r.requests as f64 / secs);
-    let _ = writeln!(out, "Transfer/sec: {:>10}B", format_binary(r.bytes_read as f64 / secs));
+    let _ = writeln!(
+        out,
+        "Transfer/sec: {:>10}B",
+        format_binary(r.bytes_read as f64 / secs)
+    );
     out
 }
 
@@ -279,7 +318,12 @@ mod tests {
         );
         assert_eq!(out, "    Latency   635.91us    0.89ms  12.92ms   93.69%\n");
         let mut out = String::new();
-        stats_row(&mut out, "Req/Sec", ["56.20k".into(), "8.07k".into(), "62.00k".into()], 86.54);
+        stats_row(
+            &mut out,
+            "Req/Sec",
+            ["56.20k".into(), "8.07k".into(), "62.00k".into()],
+            86.54,
+        );
         assert_eq!(out, "    Req/Sec    56.20k     8.07k   62.00k    86.54%\n");
         let mut out = String::new();
         let _ = write!(out, "{:>7}%", "50");
@@ -289,7 +333,10 @@ mod tests {
 
     #[test]
     fn header_line_matches_wrk() {
-        let h = format!("  Thread Stats{:>6}{:>11}{:>8}{:>12}", "Avg", "Stdev", "Max", "+/- Stdev");
+        let h = format!(
+            "  Thread Stats{:>6}{:>11}{:>8}{:>12}",
+            "Avg", "Stdev", "Max", "+/- Stdev"
+        );
         assert_eq!(h, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
     }
 }

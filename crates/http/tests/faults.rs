@@ -87,7 +87,11 @@ fn read_request(s: &mut TcpStream) -> bool {
 #[test]
 fn unreachable_port_counts_connect_errors() {
     // Bind then drop: the port is very likely closed now.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/");
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
     c.threads = 1;
@@ -102,7 +106,11 @@ fn unreachable_port_counts_connect_errors() {
 
 #[test]
 fn request_count_against_a_dead_port_still_ends() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/");
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
     c.threads = 1;
@@ -174,7 +182,8 @@ fn a_response_never_finished_is_a_timeout() {
 fn connection_close_responses_reconnect_without_errors() {
     let f = Fake::start(|mut s| {
         if read_request(&mut s) {
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
         }
     });
     let r = run(&f.config()).unwrap();
@@ -201,7 +210,11 @@ fn keepalive_server_serving_many_requests_per_connection() {
             if !read_request(&mut s) {
                 return;
             }
-            if s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n").is_err() {
+            if s.write_all(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            )
+            .is_err()
+            {
                 return;
             }
         }

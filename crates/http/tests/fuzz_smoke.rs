@@ -33,7 +33,14 @@ fn response_parser_survives_bounded_fuzzing() {
     assert!(
         out.status.success(),
         "fuzzing found a failure:\n{}",
-        log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        log.lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     assert!(log.contains("Done "), "fuzzer did not run:\n{log}");
 }

@@ -20,11 +20,19 @@ impl Nginx {
             .into_iter()
             .find(|p| Path::new(p).exists())
             .expect("nginx is not installed: run scripts/setup.sh (installs nginx-light)");
-        let dir = std::env::temp_dir().join(format!("tare-nginx-count-{}-{:?}", std::process::id(), Instant::now()));
+        let dir = std::env::temp_dir().join(format!(
+            "tare-nginx-count-{}-{:?}",
+            std::process::id(),
+            Instant::now()
+        ));
         let dir = PathBuf::from(dir.to_string_lossy().replace([' ', '{', '}', ':', ','], ""));
         std::fs::create_dir_all(dir.join("html")).unwrap();
         std::fs::write(dir.join("html/index.html"), "hello\n").unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let conf = format!(
             "worker_processes 1;\ndaemon off;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
              events {{ worker_connections 1024; }}\n\

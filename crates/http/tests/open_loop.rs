@@ -56,12 +56,25 @@ fn stalls_show_in_corrected_latency_only() {
     let r = run(&c).unwrap();
     let p90 = r.latency_us.p90 / 1e3;
     let p99 = r.latency_us.p99 / 1e3;
-    assert!((80.0..=120.0).contains(&p90), "corrected p90 {p90:.1} ms, theory 100 ms");
-    assert!((175.0..=205.0).contains(&p99), "corrected p99 {p99:.1} ms, theory 190 ms");
+    assert!(
+        (80.0..=120.0).contains(&p90),
+        "corrected p90 {p90:.1} ms, theory 100 ms"
+    );
+    assert!(
+        (175.0..=205.0).contains(&p99),
+        "corrected p99 {p99:.1} ms, theory 190 ms"
+    );
     let s = r.schedule.as_ref().unwrap();
     let u = s.latency_uncorrected_us.unwrap();
-    assert!(u.p99 / 1e3 < 20.0, "uncorrected p99 {:.1} ms should not see the stalls", u.p99 / 1e3);
-    assert!(u.max / 1e3 > 150.0, "the requests caught in a stall still show in the max");
+    assert!(
+        u.p99 / 1e3 < 20.0,
+        "uncorrected p99 {:.1} ms should not see the stalls",
+        u.p99 / 1e3
+    );
+    assert!(
+        u.max / 1e3 > 150.0,
+        "the requests caught in a stall still show in the max"
+    );
     // The generator says it fell behind during the stalls (its connections were all busy).
     assert!(s.late_sends > 0);
     assert_eq!(r.errors.total(), 0);
@@ -71,18 +84,34 @@ fn stalls_show_in_corrected_latency_only() {
 fn achieved_rate_is_within_one_percent() {
     let _serial = serial();
     let server = serve(ServeConfig::default());
-    for (rate, arrivals) in [(2_000.0, Arrivals::Constant), (8_000.0, Arrivals::Constant), (4_000.0, Arrivals::Poisson)] {
+    for (rate, arrivals) in [
+        (2_000.0, Arrivals::Constant),
+        (8_000.0, Arrivals::Constant),
+        (4_000.0, Arrivals::Poisson),
+    ] {
         let mut c = config(&server, 16, 2.0);
         c.rate = Some(rate);
         c.arrivals = arrivals;
         let r = run(&c).unwrap();
         let s = r.schedule.as_ref().unwrap();
         // Poisson counts vary: sd of a count over 2 s is sqrt(8000) ~ 1.1%.
-        let tolerance = if arrivals == Arrivals::Poisson { 0.035 } else { 0.01 };
+        let tolerance = if arrivals == Arrivals::Poisson {
+            0.035
+        } else {
+            0.01
+        };
         let off = (s.achieved_send_rate - rate).abs() / rate;
-        assert!(off <= tolerance, "{arrivals:?} {rate}: sent {:.1}/s", s.achieved_send_rate);
+        assert!(
+            off <= tolerance,
+            "{arrivals:?} {rate}: sent {:.1}/s",
+            s.achieved_send_rate
+        );
         let off = (r.rps.unwrap() - rate).abs() / rate;
-        assert!(off <= tolerance, "{arrivals:?} {rate}: completed {:.1}/s", r.rps.unwrap());
+        assert!(
+            off <= tolerance,
+            "{arrivals:?} {rate}: completed {:.1}/s",
+            r.rps.unwrap()
+        );
         assert_eq!(r.errors.total(), 0);
     }
 }
@@ -99,7 +128,11 @@ fn open_loop_ramp_rises_linearly_and_is_excluded() {
     // N(t) = rate t^2 / (2T): 500 in the first second, 1500 in the second.
     assert_eq!(s.ramp_timeline.len(), 2, "{:?}", s.ramp_timeline);
     let (a, b) = (s.ramp_timeline[0] as f64, s.ramp_timeline[1] as f64);
-    assert!((a - 500.0).abs() <= 30.0 && (b - 1500.0).abs() <= 30.0, "{:?}", s.ramp_timeline);
+    assert!(
+        (a - 500.0).abs() <= 30.0 && (b - 1500.0).abs() <= 30.0,
+        "{:?}",
+        s.ramp_timeline
+    );
     // The summary covers only the measured second at full rate.
     assert!((r.requests as f64 - 2000.0).abs() <= 40.0, "{}", r.requests);
     assert_eq!(r.timeline.len(), 1);
@@ -121,8 +154,16 @@ fn closed_loop_ramp_staggers_connections() {
     assert_eq!(s.ramp_timeline.len(), 2);
     let full = r.requests as f64;
     assert!(full > 500.0, "{full}");
-    assert!((s.ramp_timeline[0] as f64) < full * 0.5, "{:?} vs {full}", s.ramp_timeline);
-    assert!(s.ramp_timeline[0] < s.ramp_timeline[1], "{:?}", s.ramp_timeline);
+    assert!(
+        (s.ramp_timeline[0] as f64) < full * 0.5,
+        "{:?} vs {full}",
+        s.ramp_timeline
+    );
+    assert!(
+        s.ramp_timeline[0] < s.ramp_timeline[1],
+        "{:?}",
+        s.ramp_timeline
+    );
     assert!(s.target_rate.is_none());
 }
 
@@ -143,7 +184,11 @@ fn find_max_converges_and_reproduces() {
     for f in [&a, &b] {
         assert!(f.probes.len() <= 1 + 7 + 1, "{} probes", f.probes.len());
         let best = f.best_rate.expect("a rate meets the objective");
-        assert!(best <= f.capacity_rps * 1.1, "{best} vs capacity {}", f.capacity_rps);
+        assert!(
+            best <= f.capacity_rps * 1.1,
+            "{best} vs capacity {}",
+            f.capacity_rps
+        );
         assert!(best >= 700.0, "{best}");
         // A probe above the answer failed (the bracket is real).
         let (lo, hi) = f.bracket;

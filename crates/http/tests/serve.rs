@@ -34,7 +34,10 @@ fn keepalive_run_counts_every_response() {
     assert!(r.generator_cpu_s > 0.0);
     assert!(r.in_flight <= 4);
     assert!(r.latency_us.p50 > 0.0 && r.latency_us.p50 <= r.latency_us.p99);
-    assert_eq!(tare_record::Latency::decode(&r.hdr).unwrap().count(), r.requests);
+    assert_eq!(
+        tare_record::Latency::decode(&r.hdr).unwrap().count(),
+        r.requests
+    );
     assert!((r.duration_s - 0.8).abs() < 0.1, "{}", r.duration_s);
 }
 
@@ -102,7 +105,12 @@ fn chunked_and_large_bodies_complete() {
         c.requests = Some(40);
         let r = run(&c).unwrap();
         assert_eq!(r.requests, 40, "chunked={chunked} size={size}");
-        assert_eq!(r.errors.total(), 0, "chunked={chunked} size={size}: {:?}", r.errors);
+        assert_eq!(
+            r.errors.total(),
+            0,
+            "chunked={chunked} size={size}: {:?}",
+            r.errors
+        );
         assert!(r.bytes_read >= 40 * size as u64);
     }
 }

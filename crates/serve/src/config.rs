@@ -49,7 +49,10 @@ impl ServeConfig {
             return Err("threads must be at least 1".into());
         }
         if !(100..=599).contains(&self.status) {
-            return Err(format!("status {} is not an HTTP status (100-599)", self.status));
+            return Err(format!(
+                "status {} is not an HTTP status (100-599)",
+                self.status
+            ));
         }
         if self.body_size > 1 << 30 {
             return Err("body size above 1 GiB".into());

@@ -32,7 +32,11 @@ fn reason(status: u16) -> &'static str {
 }
 
 fn build(c: &ServeConfig, close: bool, head: bool) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {} {}\r\nServer: tare\r\n", c.status, reason(c.status));
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\nServer: tare\r\n",
+        c.status,
+        reason(c.status)
+    );
     out.push_str("Content-Type: text/plain\r\n");
     if c.chunked {
         out.push_str("Transfer-Encoding: chunked\r\n");
@@ -109,6 +113,9 @@ mod tests {
             ..Default::default()
         });
         let s = String::from_utf8(r.keep.clone()).unwrap();
-        assert!(s.ends_with("\r\n\r\n2\r\nxx\r\n3\r\nxxx\r\n0\r\n\r\n"), "{s:?}");
+        assert!(
+            s.ends_with("\r\n\r\n2\r\nxx\r\n3\r\nxxx\r\n0\r\n\r\n"),
+            "{s:?}"
+        );
     }
 }

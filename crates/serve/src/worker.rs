@@ -140,7 +140,11 @@ impl Worker {
                 self.conns.push(None);
                 self.conns.len() - 1
             });
-            if self.poller.add(fd.as_raw_fd(), slot as u64, Interest::Read).is_err() {
+            if self
+                .poller
+                .add(fd.as_raw_fd(), slot as u64, Interest::Read)
+                .is_err()
+            {
                 self.free.push(slot);
                 continue;
             }
@@ -197,7 +201,8 @@ impl Worker {
         let mut answers: [(bool, bool); 32] = [(false, false); 32];
         let (consumed, count, bad) = parse_requests(data, &mut answers);
         if bad {
-            let resp = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            let resp =
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
             conn.out.extend_from_slice(resp);
             conn.closing = true;
             conn.inbuf.clear();
@@ -266,7 +271,8 @@ impl Worker {
                 continue;
             }
             conn.delayed -= 1;
-            conn.out.extend_from_slice(self.responses.get(d.close, d.head));
+            conn.out
+                .extend_from_slice(self.responses.get(d.close, d.head));
             conn.closing |= d.close;
             self.flush(d.slot);
         }
@@ -291,7 +297,11 @@ impl Worker {
                 if e.kind() == io::ErrorKind::WouldBlock {
                     if !conn.writable_armed {
                         conn.writable_armed = true;
-                        let _ = self.poller.modify(conn.fd.as_raw_fd(), slot as u64, Interest::ReadWrite);
+                        let _ = self.poller.modify(
+                            conn.fd.as_raw_fd(),
+                            slot as u64,
+                            Interest::ReadWrite,
+                        );
                     }
                     return;
                 }
@@ -309,7 +319,9 @@ impl Worker {
         }
         if conn.writable_armed {
             conn.writable_armed = false;
-            let _ = self.poller.modify(conn.fd.as_raw_fd(), slot as u64, Interest::Read);
+            let _ = self
+                .poller
+                .modify(conn.fd.as_raw_fd(), slot as u64, Interest::Read);
         }
         if conn.closing && conn.delayed == 0 {
             self.close(slot);
@@ -339,7 +351,10 @@ fn parse_requests(data: &[u8], answers: &mut [(bool, bool)]) -> (usize, usize, b
                             close = false;
                         }
                     } else if h.name.eq_ignore_ascii_case("content-length") {
-                        match std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse().ok()) {
+                        match std::str::from_utf8(h.value)
+                            .ok()
+                            .and_then(|s| s.trim().parse().ok())
+                        {
                             Some(n) => body = n,
                             None => return (consumed, count, true),
                         }
