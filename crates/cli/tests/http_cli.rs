@@ -120,3 +120,28 @@ fn unreachable_port_prints_the_summary_and_fails() {
     assert!(text.contains("Requests/sec:"), "{text}");
     assert!(stderr(&out).contains("no request completed"));
 }
+
+#[test]
+fn progress_line_only_on_a_terminal() {
+    let (_s, url) = server();
+    // Not a terminal: no escape codes, no progress.
+    let out = tare(&["http", "-t1", "-c1", "-d600ms", &url]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
+    // A pseudo-terminal, through util-linux's `script`.
+    let cmd = format!("{} http -t1 -c1 -d600ms {url}", env!("CARGO_BIN_EXE_tare"));
+    let dir = std::env::temp_dir().join(format!("tare-tty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("tty.log");
+    let status = Command::new("script")
+        .args(["-qec", &cmd])
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("script (util-linux) runs");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.success());
+    assert!(text.contains("\x1b[2K"), "{text}");
+    assert!(text.contains(" req/s "), "{text}");
+    assert!(text.contains("Requests/sec:"), "{text}");
+}
