@@ -1,1 +1,46 @@
 //! Statistics and attribution over recorded runs.
+//!
+//! Analysis only *reads* what the runner recorded (STYLE.md, "record, then
+//! report"), so any old run directory can be re-analysed or compared without
+//! generating load again. `docs/analysis.md` explains every method and why.
+//!
+//! - [`stats`]: pure functions on slices: the median and its exact
+//!   order-statistic interval, the Mann-Whitney U test, a seeded bootstrap,
+//!   and the contrast of two samples (ratio, interval, p-value, call).
+//! - [`run`]: [`load_run`] reads a run directory into a [`Run`]
+//!   (`trials.jsonl`, `plan.json`, `provenance.json`, `findings.json`).
+//! - [`plan`]: the parts of the runner's files analysis reads, including the
+//!   [`AttributionChain`].
+//! - [`cell`]: [`CellStats`], one cell's trials summarised.
+//! - [`attribution`]: the waterfall along a chain of one-factor steps.
+//! - [`compare`]: two runs side by side, benchstat-style.
+//! - [`synthetic`] (feature `synthetic`): deterministic fake runs for tests.
+//!
+//! ```no_run
+//! let run = tare_analysis::load_run("runs/2026-11-22T02-30-00")?;
+//! for cell in run.cells() {
+//!     println!("{} {:.0} {}", cell.cell, cell.throughput.median, cell.unit);
+//! }
+//! if let Some(chain) = run.chain() {
+//!     let waterfall = tare_analysis::attribution(&run, chain)?;
+//!     println!("gap {:.0}", waterfall.gap);
+//! }
+//! # Ok::<(), tare_analysis::AnalysisError>(())
+//! ```
+
+pub mod attribution;
+pub mod cell;
+pub mod compare;
+pub mod error;
+pub mod plan;
+pub mod run;
+pub mod stats;
+#[cfg(any(test, feature = "synthetic"))]
+pub mod synthetic;
+
+pub use attribution::{attribution, attribution_of_cells, Attribution, FactorChange, Step};
+pub use cell::{CellStats, NOISY_SPREAD};
+pub use compare::{compare, CompareRow, Comparison};
+pub use error::{AnalysisError, AttributionError};
+pub use plan::{AttributionChain, Finding, PlanView};
+pub use run::{load_run, FailedCell, Run};

@@ -16,6 +16,25 @@ pub struct Cli {
 pub enum Command {
     /// HTTP/1.1 load: closed loop, keep-alive or a connection per request, TCP or Unix socket.
     Http(cmd::http::HttpArgs),
+    /// PostgreSQL load over the wire protocol: pgbench's flags and text, plus percentiles.
+    #[command(disable_help_flag = true)]
+    Pg(cmd::pg::PgArgs),
     /// The built-in HTTP/1.1 server (the embedded default target).
     Serve(cmd::serve::ServeArgs),
+    /// Run an experiment (none given: the built-in quick one): interleaved trials, recorded as they finish, then the report.
+    Run(cmd::run::RunArgs),
+    /// Re-analyse a recorded run: per-cell medians with intervals, the attribution waterfall, fairness findings.
+    Report(cmd::report::ReportArgs),
+    /// Compare two recorded runs cell by cell, as benchstat does.
+    Compare(cmd::compare::CompareArgs),
+    /// nginx configuration: parse (crossplane JSON), build, advise.
+    Nginx(cmd::nginx::NginxArgs),
+    /// Tune an nginx config by measurement: each recommendation alone, kept only if it helps beyond the noise.
+    Tune(cmd::tune::TuneArgs),
+    /// Docker images of the host's own server binaries (no registry): `tare image build nginx`.
+    Image(cmd::image::ImageArgs),
+    /// What this machine can run (placements) and what would make measurements noisy.
+    Doctor(cmd::doctor::DoctorArgs),
+    /// Remove everything killed tare runs left behind (and nothing else).
+    Cleanup(cmd::cleanup::CleanupArgs),
 }

@@ -1,1 +1,36 @@
-//! nginx configuration: crossplane-compatible parser and builder, and the tuning advisor.
+//! nginx configuration: a crossplane-compatible parser and builder, and the
+//! tuning advisor (DESIGN.md part 7).
+//!
+//! The pipeline, one module per step:
+//! - [`lexer`]: text to tokens, exactly as crossplane 0.5.8 cuts them.
+//! - [`analyzer`]: is a directive allowed here, with these arguments (crossplane's table).
+//! - [`parser`]: files (with `include` globs) to a [`Payload`], the crossplane JSON.
+//! - [`combine`]: the `--combine` form, includes spliced in.
+//! - [`builder`]: a [`Payload`] back to configuration text.
+//! - [`glob`]: include patterns expanded as Python's `glob` does.
+//! - [`relocate`]: a parsed configuration moved to another directory before building.
+//! - [`python`]: Python's `repr` and `json.dumps`, which crossplane's output inherits.
+//! - [`advise`]: the seeds' tuning list as rules over a parsed configuration, each
+//!   with a machine-applicable [`advise::Change`].
+
+pub mod advise;
+pub mod analyzer;
+pub mod builder;
+pub mod combine;
+pub mod glob;
+pub mod lexer;
+pub mod parser;
+pub mod payload;
+pub mod python;
+pub mod relocate;
+
+pub use builder::{build, build_file, build_files, BuildOptions};
+pub use parser::{parse, ParseOptions};
+pub use payload::{ConfigFile, FileError, Payload, PayloadError, Statement, Status};
+pub use relocate::relocate;
+
+/// The payload as `crossplane parse` prints it (compact, or indented with `-i N`),
+/// without the trailing newline.
+pub fn to_json(payload: &Payload, indent: Option<usize>) -> String {
+    python::dumps(payload, indent)
+}

@@ -1,1 +1,40 @@
-//! Reports: terminal tables and the self-contained HTML report.
+//! Reports: terminal tables, JSON for machines, and the self-contained HTML
+//! report. Reports know nothing of how load is made: they lay out what
+//! [`tare_analysis`] computed from a run directory.
+//!
+//! - [`report`]: [`Report`], everything one run's report shows, computed once.
+//! - [`export`]: the [`Exporter`] trait, one implementation per format.
+//! - [`text`]: the text layout (cells, attribution waterfall, comparisons).
+//! - [`html`]: the HTML document and its charts.
+//! - [`table`], [`units`]: aligned columns and how numbers are written.
+//!
+//! The runner calls [`render_text`] (or an [`exporter`]) at the end of
+//! `tare run`; `tare report` and `tare compare` go through [`exporter`].
+
+pub mod export;
+pub mod html;
+pub mod report;
+pub mod table;
+pub mod text;
+pub mod units;
+
+pub use export::{exporter, Exporter, Format};
+pub use report::{AttributionOutcome, Report};
+
+use tare_analysis::{Comparison, Run};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot serialize the report: {0}")]
+    Json(serde_json::Error),
+}
+
+/// The text report of `run`, attribution along its plan's chain.
+pub fn render_text(run: &Run) -> String {
+    text::report(&Report::new(run))
+}
+
+/// The text comparison of two runs.
+pub fn render_comparison_text(comparison: &Comparison) -> String {
+    text::comparison(comparison)
+}

@@ -1,1 +1,31 @@
-//! Experiments: the TOML file, the interleaved runner, run directories and provenance.
+//! Experiments: the TOML file, the interleaved runner, run directories and
+//! provenance. The pipeline, in the order a run uses it:
+//!
+//! - [`experiment`]: the experiment file, checked, expanded into cells.
+//! - [`plan`]: which cells run here, the seed, the interleaved order (`plan.json`).
+//! - [`executor`]: the measurement trait (deploy a cell, load it), with
+//!   [`mock::MockExecutor`] for tests and [`real::RealExecutor`] for real runs.
+//! - [`schedule`]: runs the trials, records each durably, adds adaptive
+//!   rounds ([`adaptive`]), stops cleanly on an interrupt.
+//! - [`rundir`]: the run directory and its files; [`provenance`]: what
+//!   produced the run; [`observer`]: progress for people.
+//! - [`session`]: the above wired together for `tare run` and `--resume`.
+
+pub mod adaptive;
+pub mod executor;
+pub mod experiment;
+pub mod interrupt;
+pub mod mock;
+pub mod observer;
+pub mod plan;
+pub mod provenance;
+pub mod real;
+pub mod rundir;
+pub mod schedule;
+pub mod session;
+
+pub use executor::{ExecError, Executor, Finding, RunningCell};
+pub use experiment::{Cell, Experiment, ExperimentError, LoadSettings};
+pub use plan::Plan;
+pub use rundir::RunDir;
+pub use schedule::{Outcome, Schedule, Summary};

@@ -1,0 +1,108 @@
+//! [`CellStats`]: one cell's trials summarised: the median and interval of
+//! throughput and of each trial's p50 and p99, errors, and the generator's
+//! own CPU cost, with a noise flag when the spread is too wide to resolve
+//! the effects tare is asked about.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tare_record::{Errors, TrialRecord};
+
+use crate::stats::{median_ci, MedianCi, CONFIDENCE};
+
+/// A cell whose throughput interval spans more than ±5% of its median is
+/// flagged noisy: seed 000's "true container cost" is 7-8% and DESIGN.md's
+/// seccomp factor ~2 points, so a ±5% cell cannot resolve the factors tare
+/// exists to measure.
+pub const NOISY_SPREAD: f64 = 0.05;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellStats {
+    pub cell: String,
+    pub factors: BTreeMap<String, String>,
+    /// `req/s` for HTTP, `tps` for PostgreSQL.
+    pub unit: String,
+    /// Trials recorded, failed ones included.
+    pub trials: usize,
+    /// Failed trials' error messages, in trial order.
+    pub failures: Vec<String>,
+    /// Successful trials' throughput, in trial order: what the interval and
+    /// every test is computed from.
+    pub throughput_samples: Vec<f64>,
+    /// Each successful trial's p50 and p99 latency (µs), in trial order.
+    pub p50_samples_us: Vec<f64>,
+    pub p99_samples_us: Vec<f64>,
+    pub throughput: MedianCi,
+    pub p50_us: MedianCi,
+    pub p99_us: MedianCi,
+    /// Completed requests over all successful trials.
+    pub requests: u64,
+    pub errors: Errors,
+    /// Errors over attempts (completed requests plus requests that never
+    /// completed: connect, read, write and timeout errors).
+    pub error_rate: f64,
+    /// The load generator's user + system CPU per completed request, over all
+    /// successful trials (total CPU / total requests, not a mean of ratios).
+    pub generator_cpu_us_per_request: Option<f64>,
+}
+
+impl CellStats {
+    /// `None` when no trial of the cell succeeded (the report lists it as
+    /// failed, with its errors).
+    pub fn from_trials(cell: &str, trials: &[&TrialRecord]) -> Option<CellStats> {
+        let ok: Vec<_> = trials.iter().filter_map(|t| t.result.as_ref()).collect();
+        let failures = trials
+            .iter()
+            .filter(|t| t.result.is_none())
+            .map(|t| {
+                t.error
+                    .clone()
+                    .unwrap_or_else(|| "no result recorded".into())
+            })
+            .collect();
+        let throughput_samples: Vec<f64> = ok.iter().map(|r| r.throughput()).collect();
+        let p50_samples_us: Vec<f64> = ok.iter().map(|r| r.latency_us.p50).collect();
+        let p99_samples_us: Vec<f64> = ok.iter().map(|r| r.latency_us.p99).collect();
+        let mut errors = Errors::default();
+        ok.iter().for_each(|r| errors.add(&r.errors));
+        let requests: u64 = ok.iter().map(|r| r.requests).sum();
+        let attempts = requests + errors.total() - errors.status;
+        let cpu_s: f64 = ok.iter().map(|r| r.generator_cpu_s).sum();
+        let unit = match ok.first().map(|r| r.engine.as_str()) {
+            Some("pg") => "tps",
+            _ => "req/s",
+        };
+        Some(CellStats {
+            cell: cell.to_string(),
+            factors: trials.first()?.factors.clone(),
+            unit: unit.to_string(),
+            trials: trials.len(),
+            failures,
+            throughput: median_ci(&throughput_samples, CONFIDENCE)?,
+            p50_us: median_ci(&p50_samples_us, CONFIDENCE)?,
+            p99_us: median_ci(&p99_samples_us, CONFIDENCE)?,
+            throughput_samples,
+            p50_samples_us,
+            p99_samples_us,
+            requests,
+            errors,
+            error_rate: if attempts == 0 {
+                0.0
+            } else {
+                errors.total() as f64 / attempts as f64
+            },
+            generator_cpu_us_per_request: (requests > 0 && cpu_s > 0.0)
+                .then(|| cpu_s * 1e6 / requests as f64),
+        })
+    }
+
+    /// Successful trials.
+    pub fn ok(&self) -> usize {
+        self.throughput_samples.len()
+    }
+
+    /// True when the throughput interval is wider than ±[`NOISY_SPREAD`].
+    pub fn is_noisy(&self) -> bool {
+        self.throughput.relative_spread() > NOISY_SPREAD
+    }
+}

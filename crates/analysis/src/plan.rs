@@ -1,0 +1,132 @@
+//! What analysis reads from the runner's `plan.json` and `findings.json`.
+//!
+//! The runner owns both files (`tare_runner::plan::Plan`); analysis cannot
+//! depend on the runner (the runner calls analysis at the end of `tare run`),
+//! so this is a *view*: only the fields analysis needs, each defaulted, so a
+//! plan with more fields, or an older plan with fewer, still reads.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The parts of `plan.json` analysis uses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanView {
+    #[serde(default)]
+    pub run_id: String,
+    #[serde(default)]
+    pub experiment: String,
+    /// Every planned cell in the experiment's order: reports list cells in
+    /// this order, and say why skipped ones have no trials.
+    #[serde(default)]
+    pub cells: Vec<PlannedCellView>,
+    #[serde(default)]
+    pub attribution: AttributionChain,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlannedCellView {
+    pub id: String,
+    #[serde(default)]
+    pub factors: BTreeMap<String, String>,
+    /// Why this machine could not run the cell.
+    #[serde(default)]
+    pub skipped: Option<String>,
+}
+
+/// The ordered chain of cells for the attribution waterfall, baseline first:
+/// each cell differs from the one before by exactly one factor. This is the
+/// `attribution` object of `plan.json`: `{"chain": [cell ids],
+/// "dropped": [cell ids skipped on this machine]}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AttributionChain {
+    #[serde(default)]
+    pub chain: Vec<String>,
+    /// Chain cells the runner could not run here; with any dropped, the
+    /// remaining neighbours may differ by two factors and the chain is
+    /// refused with that reason.
+    #[serde(default)]
+    pub dropped: Vec<String>,
+}
+
+/// A fairness finding: a difference between cells that no factor under test
+/// explains (`tare_deploy::facts::Finding` as the runner writes it to
+/// `findings.json`). Read leniently: plain strings and objects with only a
+/// message are findings too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The fact that differs (`binary_sha256`, `log_fs`, ...), when known.
+    #[serde(default)]
+    pub fact: String,
+    pub message: String,
+}
+
+/// Reads `findings.json`: an array of findings, or an object holding one
+/// under `findings`. Anything else is `None` (the caller warns).
+pub fn parse_findings(value: &serde_json::Value) -> Option<Vec<Finding>> {
+    let list = match value {
+        serde_json::Value::Array(list) => list,
+        serde_json::Value::Object(map) => map.get("findings")?.as_array()?,
+        _ => return None,
+    };
+    list.iter()
+        .map(|item| match item {
+            serde_json::Value::String(s) => Some(Finding {
+                fact: String::new(),
+                message: s.clone(),
+            }),
+            serde_json::Value::Object(o) => {
+                let text = |k: &str| o.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                Some(Finding {
+                    fact: text("fact").unwrap_or_default(),
+                    message: text("message").or_else(|| text("text"))?,
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn runner_plan_reads_with_unknown_fields() {
+        let plan: PlanView = serde_json::from_value(json!({
+            "run_id": "r1", "experiment": "quick", "seed": 7, "target": "serve",
+            "cells": [{"id": "placement=native", "factors": {"placement": "native"}},
+                      {"id": "placement=docker-host", "factors": {"placement": "docker-host"},
+                       "skipped": "docker is not running"}],
+            "rounds": [["placement=native"]],
+            "attribution": {"chain": ["placement=native", "placement=docker-host"]}
+        }))
+        .unwrap();
+        assert_eq!(plan.cells.len(), 2);
+        assert_eq!(
+            plan.cells[1].skipped.as_deref(),
+            Some("docker is not running")
+        );
+        assert_eq!(plan.attribution.chain.len(), 2);
+        assert!(plan.attribution.dropped.is_empty());
+    }
+
+    #[test]
+    fn findings_in_every_shape_the_runner_may_write() {
+        let deploy_shape =
+            json!([{"fact": "log_fs", "values": [["a", "ext4"]], "message": "log_fs differs"}]);
+        let f = parse_findings(&deploy_shape).unwrap();
+        assert_eq!(
+            (f[0].fact.as_str(), f[0].message.as_str()),
+            ("log_fs", "log_fs differs")
+        );
+        let wrapped = json!({"findings": ["binary differs"]});
+        assert_eq!(
+            parse_findings(&wrapped).unwrap()[0].message,
+            "binary differs"
+        );
+        assert!(parse_findings(&json!(42)).is_none());
+        assert!(parse_findings(&json!([{"fact": "x"}])).is_none());
+    }
+}

@@ -1,0 +1,61 @@
+//! `tare report DIR`: re-analyse a recorded run and print its report: the
+//! per-cell table, the attribution waterfall and the fairness findings.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use tare_analysis::load_run;
+use tare_report::{exporter, Format, Report};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run directory (`tare run --out DIR`).
+    pub dir: PathBuf,
+    /// Also write the self-contained HTML report to PATH (opens offline).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+    /// Write the analysis as JSON to PATH (`-` for stdout, instead of the text).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Attribution chain, one cell id per flag, baseline first (overrides
+    /// the plan's chain), e.g. `--chain placement=docker-publish --chain placement=native`.
+    #[arg(long = "chain", value_name = "CELL")]
+    pub chain: Vec<String>,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let run = load_run(&args.dir)?;
+    let report = if args.chain.is_empty() {
+        Report::new(&run)
+    } else {
+        Report::with_chain(&run, &args.chain)
+    };
+    if let Some(path) = &args.html {
+        std::fs::write(path, tare_report::html::render_report(&run, &report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("tare: HTML report written to {}", path.display());
+    }
+    match args.json {
+        Some(path) if path.as_os_str() == "-" => emit_stdout(&exporter(Format::Json).run(&report)?),
+        Some(path) => {
+            std::fs::write(&path, exporter(Format::Json).run(&report)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            emit_stdout(&exporter(Format::Text).run(&report)?)
+        }
+        None => emit_stdout(&exporter(Format::Text).run(&report)?),
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+pub(crate) fn emit_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

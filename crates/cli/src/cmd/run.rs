@@ -1,0 +1,134 @@
+//! `tare run [EXPERIMENT.toml] [--out DIR]`, `tare run --resume DIR`: runs an
+//! experiment (the built-in quick one without a file) into a run directory,
+//! then prints its report. See `docs/experiments.md`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use tare_report::{exporter, Format, Report};
+use tare_runner::observer::{Bars, Observer};
+use tare_runner::provenance::Provenance;
+use tare_runner::real::RealExecutor;
+use tare_runner::session::{self, Session};
+use tare_runner::{Experiment, Outcome, RunDir};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The experiment file (TOML, see docs/experiments.md); none: the built-in quick experiment.
+    pub experiment: Option<PathBuf>,
+    /// The run directory (default: runs/<UTC date>-<host>-<id> in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted run in DIR where it stopped.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "out"])]
+    pub resume: Option<PathBuf>,
+    /// Check the experiment file and print its cells, without running anything.
+    #[arg(long, conflicts_with = "resume")]
+    pub check: bool,
+    /// No progress bar (notes and the report still print).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if args.check {
+        let exp = experiment(&args)?;
+        println!("{}: {} cells", exp.path.display(), exp.cells.len());
+        for c in &exp.cells {
+            println!("  {}", c.id);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let interrupt = tare_runner::interrupt::install(tare_deploy::teardown_all)
+        .context("cannot install the Ctrl-C handler")?;
+    let mut notes = Notes;
+    let (session, mut exec) = match &args.resume {
+        Some(dir) => {
+            let s = session::resume(dir)?;
+            let exec = RealExecutor::new(&s.exp, &s.dir.path, interrupt.clone());
+            eprintln!(
+                "tare run: resuming {} in {}",
+                s.exp.name,
+                s.dir.path.display()
+            );
+            (s, exec)
+        }
+        None => {
+            let exp = experiment(&args)?;
+            let cwd = std::env::current_dir().context("no current directory")?;
+            let dir = RunDir::create(args.out.as_deref(), &cwd)?;
+            let mut exec = RealExecutor::new(&exp, &dir.path, interrupt.clone());
+            eprintln!(
+                "tare run: {}: {} cells x {} trials ({} load each, {} warm-up) into {}",
+                exp.name,
+                exp.cells.len(),
+                exp.trials.count,
+                humantime::format_duration(exp.load.duration),
+                humantime::format_duration(exp.load.warmup),
+                dir.path.display()
+            );
+            let s = session::begin(exp, dir, &mut exec, &mut notes, &Provenance::collect())?;
+            (s, exec)
+        }
+    };
+    let mut observer: Box<dyn Observer> = if args.quiet {
+        Box::new(Notes)
+    } else {
+        Box::new(Bars::new())
+    };
+    let summary = session.run(&mut exec, observer.as_mut(), &interrupt)?;
+    drop(observer);
+    let dir = session.dir.path.display().to_string();
+    if summary.outcome == Outcome::Interrupted {
+        eprintln!(
+            "tare run: interrupted; {} trials are on disk in {dir}\n  resume with: tare run --resume {dir}",
+            summary.trials_on_disk
+        );
+        return Ok(ExitCode::from(130));
+    }
+    eprintln!(
+        "tare run: {} trials ({} failed) in {:.1} s, {:.1} s of it load; results in {dir}",
+        summary.trials_run,
+        summary.failed,
+        summary.wall_time.as_secs_f64(),
+        summary.load_time.as_secs_f64()
+    );
+    report(&session)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn experiment(args: &RunArgs) -> anyhow::Result<Experiment> {
+    Ok(match &args.experiment {
+        Some(path) => Experiment::load(path)?,
+        None => Experiment::quick(),
+    })
+}
+
+/// The report of the finished run: printed, and kept in the run directory
+/// as `report.txt` and `report.json`.
+fn report(session: &Session) -> anyhow::Result<()> {
+    let run = tare_analysis::load_run(&session.dir.path)?;
+    let report = Report::new(&run);
+    let text = exporter(Format::Text).run(&report)?;
+    let json = exporter(Format::Json).run(&report)?;
+    session.dir.write_file("report.txt", &text)?;
+    session.dir.write_file("report.json", &json)?;
+    super::report::emit_stdout(&text)?;
+    Ok(())
+}
+
+/// Prints notes (skipped cells) and fairness findings on stderr, nothing else.
+struct Notes;
+
+impl Observer for Notes {
+    fn note(&mut self, line: &str) {
+        eprintln!("{line}");
+    }
+    fn findings(&mut self, findings: &[tare_runner::Finding]) {
+        for f in findings {
+            eprintln!("fairness: {f}");
+        }
+    }
+}

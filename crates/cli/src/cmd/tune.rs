@@ -1,0 +1,90 @@
+//! `tare tune FILE`: apply each nginx recommendation alone, measure it in an
+//! interleaved experiment, keep what helps beyond the noise (seed 003's method).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use tare_engine::units::parse_duration;
+use tare_tune::{TuneOptions, Tuning};
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The nginx config to start from (the baseline).
+    pub config: PathBuf,
+    /// Where nginx runs while measured (native, docker-host, lab-bridge, ...).
+    #[arg(long, default_value = "native")]
+    pub placement: String,
+    /// Connections of the load.
+    #[arg(short = 'c', long, default_value_t = 200)]
+    pub connections: u32,
+    /// Generator threads.
+    #[arg(short = 't', long, default_value_t = 2)]
+    pub threads: u32,
+    /// Measured load per trial.
+    #[arg(short = 'd', long, default_value = "3s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Warm-up before each trial.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Trials per config (5 or more: 3 against 3 can never be significant).
+    #[arg(long, default_value_t = 5)]
+    pub trials: u32,
+    /// Idle time after each trial.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub cooldown: Duration,
+    /// Most rounds: each starts from the config tuned so far and measures what is still recommended.
+    #[arg(long, default_value_t = tare_tune::MAX_ROUNDS)]
+    pub rounds: usize,
+    /// Work directory: candidate configs, both runs, tuned.conf (default: tune-<file name>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write the findings as JSON ('-': stdout instead of the table).
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<String>,
+}
+
+pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    if args.trials < 2 {
+        anyhow::bail!("--trials must be at least 2 (5 or more to ever be significant)");
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stem = args
+            .config
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "nginx".into());
+        PathBuf::from(format!("tune-{stem}"))
+    });
+    let opts = TuneOptions {
+        config: args.config.clone(),
+        placement: args.placement.clone(),
+        connections: args.connections,
+        threads: args.threads,
+        duration: args.duration,
+        warmup: args.warmup,
+        trials: args.trials,
+        cooldown: args.cooldown,
+        max_rounds: args.rounds,
+        out,
+    };
+    let interrupt = tare_runner::interrupt::install(tare_deploy::teardown_all)
+        .context("cannot install the Ctrl-C handler")?;
+    let mut exec = |toml: &std::path::Path, dir: &std::path::Path| {
+        tare_tune::run_experiment(toml, dir, interrupt.clone())
+    };
+    let tuning: Tuning = tare_tune::tune(&opts, &mut exec, &mut |line| eprintln!("{line}"))?;
+    let json = serde_json::to_string_pretty(&tuning)?;
+    match args.json.as_deref() {
+        Some("-") => println!("{json}"),
+        other => {
+            print!("{}", tare_tune::table::render(&tuning));
+            if let Some(path) = other {
+                std::fs::write(path, json + "\n").with_context(|| format!("writing {path}"))?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,126 @@
+//! `tare cleanup`: remove what killed runs left behind, found by tare's labels
+//! and name prefixes alone, and nothing else. A resource whose owner process
+//! still runs (a measuring `tare run` beside this one) is left alone.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::deployment::{OWNER_FILE, PREFIX};
+use crate::docker;
+use crate::error::DeployError;
+use crate::lab;
+use crate::placement::process::PIDS_FILE;
+use crate::procfs;
+use crate::teardown::signal_group;
+
+#[derive(Debug, Default, Serialize)]
+pub struct CleanupReport {
+    /// What was removed, one line each ("container tare-x-1", "process 1234", …).
+    pub removed: Vec<String>,
+    /// tare resources left alone because their owner still runs.
+    pub live: Vec<String>,
+    /// What could not be checked or removed (e.g. Docker not reachable).
+    pub notes: Vec<String>,
+}
+
+/// Removes every tare leftover whose owner is gone: server processes and
+/// deployment directories, Docker containers and volumes labelled `tare`, and
+/// lab namespaces, links and nftables tables. Images are a cache, not
+/// leftovers: they stay (remove them with `docker rmi` by the `tare` label).
+pub fn cleanup() -> Result<CleanupReport, DeployError> {
+    let mut report = CleanupReport::default();
+    clean_dirs(&mut report);
+    match docker::list_labelled() {
+        Ok((containers, volumes)) => {
+            for c in containers {
+                if c.owner.as_deref().is_some_and(procfs::owner_alive) {
+                    report.live.push(format!("container {}", c.name));
+                    continue;
+                }
+                match docker::remove_container(&c.id) {
+                    Ok(()) => report.removed.push(format!("container {}", c.name)),
+                    Err(e) => report.notes.push(format!("container {}: {e}", c.name)),
+                }
+            }
+            for v in volumes {
+                if v.owner.as_deref().is_some_and(procfs::owner_alive) {
+                    report.live.push(format!("volume {}", v.name));
+                    continue;
+                }
+                match docker::remove_volume(&v.name) {
+                    Ok(()) => report.removed.push(format!("volume {}", v.name)),
+                    Err(e) => report.notes.push(format!("volume {}: {e}", v.name)),
+                }
+            }
+        }
+        Err(e) => report.notes.push(e.to_string()),
+    }
+    match lab::cleanup_all() {
+        Ok(removed) => report.removed.extend(removed),
+        Err(e) => report.notes.push(format!("lab: {e}")),
+    }
+    Ok(report)
+}
+
+/// Deployment directories (`$TMPDIR/tare-*` holding an owner file) of dead
+/// owners: stop the processes they list, then remove them.
+fn clean_dirs(report: &mut CleanupReport) {
+    let mut bases = vec![std::env::temp_dir()];
+    if !bases.contains(&PathBuf::from("/tmp")) {
+        bases.push("/tmp".into());
+    }
+    for base in bases {
+        let Ok(rd) = std::fs::read_dir(&base) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let path = e.path();
+            let is_ours = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(PREFIX))
+                && path.join(OWNER_FILE).is_file();
+            if !is_ours {
+                continue;
+            }
+            let owner = std::fs::read_to_string(path.join(OWNER_FILE)).unwrap_or_default();
+            if procfs::owner_alive(owner.trim()) {
+                report.live.push(format!("directory {}", path.display()));
+                continue;
+            }
+            for pid in listed_processes(&path) {
+                stop_foreign_group(pid);
+                report.removed.push(format!("process {pid}"));
+            }
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => report.removed.push(format!("directory {}", path.display())),
+                Err(e) => report.notes.push(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+}
+
+/// Processes a deployment directory lists that still run (same pid, same start).
+fn listed_processes(dir: &Path) -> Vec<libc::pid_t> {
+    std::fs::read_to_string(dir.join(PIDS_FILE))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| procfs::owner_alive(l.trim()))
+        .filter_map(|l| l.split_once(':').and_then(|(p, _)| p.parse().ok()))
+        .collect()
+}
+
+/// Stops a process group that is not our child: TERM, bounded wait, KILL.
+fn stop_foreign_group(pgid: libc::pid_t) {
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && crate::teardown::group_alive(pgid) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if crate::teardown::group_alive(pgid) {
+        signal_group(pgid, libc::SIGKILL);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,269 @@
+//! One server container: created with tare's labels, given its files
+//! according to the storage option, started, and described by inspection.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+
+use bollard::container::{
+    Config, CreateContainerOptions, LogsOptions, StartContainerOptions, UploadToContainerOptions,
+};
+use bollard::models::{HostConfig, PortBinding, ResourcesUlimits};
+use bollard::volume::CreateVolumeOptions;
+use futures_util::StreamExt;
+
+use super::{with, LABEL, LABEL_OWNER, LABEL_RUN};
+use crate::error::DeployError;
+use crate::spec::{ContainerOptions, Storage};
+use crate::target::Server;
+use crate::teardown::{Resource, Teardown};
+
+/// How the container is networked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Network {
+    /// `--network host`.
+    Host,
+    /// The default bridge, reached at the container's IP.
+    Bridge,
+    /// The default bridge with `-p 127.0.0.1:host_port:container_port`.
+    Publish { host_port: u16, container_port: u16 },
+}
+
+pub(crate) struct Request<'a> {
+    pub name: String,
+    pub image: String,
+    pub server: &'a Server,
+    /// The deployment directory; the same path inside the container.
+    pub dir: &'a Path,
+    pub network: Network,
+    pub options: &'a ContainerOptions,
+    pub cpuset: Option<String>,
+    pub run_id: &'a str,
+    pub owner: &'a str,
+    /// Open-file limit (soft, hard) to give the server: the same as a native
+    /// server inherits from tare, so nofile is not a hidden difference (seed
+    /// 000's `--ulimit nofile=65535:65535` fixes the same thing by hand).
+    pub nofile: (u64, u64),
+    /// Bind-mount `dir/sock` for Unix transport when the rest is not shared.
+    pub share_socket_dir: bool,
+}
+
+pub(crate) struct Started {
+    pub id: String,
+    /// Host pid of the container's first process (the server).
+    pub pid: i32,
+    pub ip: Option<IpAddr>,
+    pub nano_cpus: Option<i64>,
+    pub memory: Option<i64>,
+}
+
+pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, DeployError> {
+    let labels = HashMap::from([
+        (LABEL.to_string(), "1".to_string()),
+        (LABEL_RUN.to_string(), req.run_id.to_string()),
+        (LABEL_OWNER.to_string(), req.owner.to_string()),
+    ]);
+    let dir = req.dir.display().to_string();
+    let mut binds = Vec::new();
+    match req.options.storage {
+        Storage::HostPath => binds.push(format!("{dir}:{dir}")),
+        Storage::Volume => {
+            let vol = req.name.clone();
+            let (v, l) = (vol.clone(), labels.clone());
+            with(|d| async move {
+                d.create_volume(CreateVolumeOptions {
+                    name: v,
+                    labels: l,
+                    ..Default::default()
+                })
+                .await?;
+                Ok(())
+            })?;
+            teardown.push(Resource::Volume(vol.clone()));
+            binds.push(format!("{vol}:{dir}"));
+        }
+        Storage::Image => {}
+    }
+    if req.share_socket_dir && req.options.storage != Storage::HostPath {
+        binds.push(format!("{dir}/sock:{dir}/sock"));
+    }
+    let (network_mode, port_bindings, exposed) = match req.network {
+        Network::Host => ("host", None, None),
+        Network::Bridge => ("bridge", None, None),
+        Network::Publish {
+            host_port,
+            container_port,
+        } => {
+            let key = format!("{container_port}/tcp");
+            let binding = PortBinding {
+                // Loopback only (DESIGN.md): on 127.0.0.1 this is docker-proxy.
+                host_ip: Some("127.0.0.1".into()),
+                host_port: Some(host_port.to_string()),
+            };
+            (
+                "bridge",
+                Some(HashMap::from([(key.clone(), Some(vec![binding]))])),
+                Some(HashMap::from([(key, HashMap::new())])),
+            )
+        }
+    };
+    let mut cmd = vec![req.server.binary.display().to_string()];
+    cmd.extend(req.server.args.iter().cloned());
+    let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let host_config = HostConfig {
+        network_mode: Some(network_mode.into()),
+        port_bindings,
+        binds: (!binds.is_empty()).then_some(binds),
+        security_opt: req
+            .options
+            .seccomp_unconfined
+            .then(|| vec!["seccomp=unconfined".into()]),
+        nano_cpus: req.options.cpus.map(|c| (c * 1e9) as i64),
+        memory: req.options.memory.map(to_i64),
+        cpuset_cpus: req.cpuset.clone(),
+        ulimits: Some(vec![ResourcesUlimits {
+            name: Some("nofile".into()),
+            soft: Some(to_i64(req.nofile.0)),
+            hard: Some(to_i64(req.nofile.1)),
+        }]),
+        ..Default::default()
+    };
+    let config = Config {
+        image: Some(req.image.clone()),
+        cmd: Some(cmd),
+        user: req.server.run_as.map(|(u, g)| format!("{u}:{g}")),
+        labels: Some(labels),
+        exposed_ports: exposed,
+        host_config: Some(host_config),
+        ..Default::default()
+    };
+    let name = req.name.clone();
+    let id = with(|d| async move {
+        let r = d
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: name.as_str(),
+                    platform: None,
+                }),
+                config,
+            )
+            .await?;
+        Ok(r.id)
+    })?;
+    teardown.push(Resource::Container(id.clone()));
+    if req.options.storage != Storage::HostPath {
+        // Into the container's own filesystem (overlay) or onto the volume
+        // mounted at the same path: the archive API writes through mounts.
+        let archive = dir_tar(req.dir)
+            .map_err(|e| DeployError::io("archiving the deployment directory", e))?;
+        let id2 = id.clone();
+        with(|d| async move {
+            d.upload_to_container(
+                &id2,
+                Some(UploadToContainerOptions {
+                    path: "/".to_string(),
+                    ..Default::default()
+                }),
+                archive.into(),
+            )
+            .await?;
+            Ok(())
+        })?;
+    }
+    let id2 = id.clone();
+    with(|d| async move {
+        d.start_container(&id2, None::<StartContainerOptions<String>>)
+            .await?;
+        let info = d.inspect_container(&id2, None).await?;
+        let pid = info.state.as_ref().and_then(|s| s.pid).unwrap_or(0) as i32;
+        let ns = info.network_settings.as_ref();
+        let ip = ns
+            .and_then(|n| n.networks.as_ref())
+            .and_then(|n| n.values().find_map(|e| e.ip_address.clone()))
+            .or_else(|| ns.and_then(|n| n.ip_address.clone()))
+            .and_then(|s| s.parse().ok());
+        let hc = info.host_config.as_ref();
+        Ok(Started {
+            id: id2,
+            pid,
+            ip,
+            nano_cpus: hc.and_then(|h| h.nano_cpus).filter(|&n| n > 0),
+            memory: hc.and_then(|h| h.memory).filter(|&n| n > 0),
+        })
+    })
+}
+
+/// The deployment directory as a tar with absolute paths (minus the leading
+/// slash), ownership and modes kept (postgres needs its data dir its own).
+fn dir_tar(dir: &Path) -> std::io::Result<Vec<u8>> {
+    let mut b = tar::Builder::new(Vec::new());
+    append_tree(&mut b, dir)?;
+    b.into_inner()
+}
+
+fn append_tree(b: &mut tar::Builder<Vec<u8>>, path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::symlink_metadata(path)?;
+    let name = path.strip_prefix("/").unwrap_or(path);
+    if md.is_dir() {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(md.mode() & 0o7777);
+        h.set_uid(md.uid().into());
+        h.set_gid(md.gid().into());
+        h.set_mtime(md.mtime().max(0) as u64);
+        h.set_size(0);
+        b.append_data(&mut h, name, std::io::empty())?;
+        for e in std::fs::read_dir(path)? {
+            append_tree(b, &e?.path())?;
+        }
+        Ok(())
+    } else if md.is_file() {
+        super::append_regular(b, name, path)
+    } else {
+        // Sockets, symlinks: nothing a server needs from the host copy.
+        Ok(())
+    }
+}
+
+/// True while the container runs; else its exit code and last log lines.
+pub(crate) fn state(id: &str) -> Result<(), String> {
+    let id = id.to_string();
+    let r = with(|d| async move {
+        let info = d.inspect_container(&id, None).await?;
+        let st = info.state.unwrap_or_default();
+        if st.running == Some(true) {
+            return Ok(Ok(()));
+        }
+        Ok(Err(format!(
+            "container exited with code {}",
+            st.exit_code.unwrap_or(-1)
+        )))
+    });
+    match r {
+        Ok(r) => r,
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The last lines the container wrote (for error messages).
+pub(crate) fn logs_tail(id: &str, lines: usize) -> String {
+    let id = id.to_string();
+    with(|d| async move {
+        let mut s = d.logs(
+            &id,
+            Some(LogsOptions::<String> {
+                stdout: true,
+                stderr: true,
+                tail: lines.to_string(),
+                ..Default::default()
+            }),
+        );
+        let mut out = String::new();
+        while let Some(Ok(chunk)) = s.next().await {
+            out.push_str(&chunk.to_string());
+        }
+        Ok(out)
+    })
+    .unwrap_or_default()
+}

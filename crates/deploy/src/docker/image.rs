@@ -1,0 +1,297 @@
+//! `tare image build`: a local image made from the host's own server binary,
+//! so native and container runs use the identical binary, with no registry.
+//!
+//! The build context is a tar holding `FROM scratch` + `COPY rootfs/ /` and the
+//! binary with its shared-library closure (from `ldd`), the loader, and the
+//! few files the server reads (passwd/group, nginx mime.types, postgres share
+//! files). Files keep their host paths. The tag carries a hash of the binary
+//! and of this recipe, so the same binary is built once and reused.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use bollard::image::BuildImageOptions;
+use futures_util::StreamExt;
+
+use super::{with, LABEL};
+use crate::error::DeployError;
+use crate::spec::TargetKind;
+use crate::target::{self, sha256_hex};
+
+/// Bump when the image layout below changes, so old tags are not reused.
+const RECIPE: &str = "tare-image-1";
+
+/// What `tare image build` made (or found already built).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ImageInfo {
+    pub tag: String,
+    pub binary: PathBuf,
+    pub binary_sha256: String,
+    /// Files copied into the image.
+    pub files: usize,
+    pub context_bytes: u64,
+    /// false: an image with this tag already existed and was reused.
+    pub built: bool,
+}
+
+/// The tag for a binary: `tare/<target>:<hash of binary and recipe>`.
+pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
+    let bin_hash = target::file_sha256(binary)?;
+    let h = sha256_hex(format!("{RECIPE}\n{bin_hash}").as_bytes());
+    Ok((format!("tare/{}:{}", kind.name(), &h[..16]), bin_hash))
+}
+
+/// Builds the image for `kind` from `binary` unless its tag exists (or `force`).
+pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, DeployError> {
+    let (tag, binary_sha256) = tag_for(kind, binary)?;
+    let failed = |reason: String| DeployError::ImageBuild {
+        target: kind.name().into(),
+        reason,
+    };
+    if !force && exists(&tag)? {
+        return Ok(ImageInfo {
+            tag,
+            binary: binary.to_path_buf(),
+            binary_sha256,
+            files: 0,
+            context_bytes: 0,
+            built: false,
+        });
+    }
+    let files = closure(kind, binary).map_err(&failed)?;
+    let context = context_tar(&files).map_err(|e| failed(format!("build context: {e}")))?;
+    let context_bytes = context.len() as u64;
+    let labels = HashMap::from([
+        (LABEL.to_string(), "1".to_string()),
+        ("tare.target".to_string(), kind.name().to_string()),
+        ("tare.binary".to_string(), binary.display().to_string()),
+        ("tare.binary_sha256".to_string(), binary_sha256.clone()),
+    ]);
+    let t = tag.clone();
+    with(|d| async move {
+        let opts = BuildImageOptions {
+            dockerfile: "Dockerfile".to_string(),
+            t,
+            rm: true,
+            forcerm: true,
+            labels,
+            ..Default::default()
+        };
+        let mut stream = d.build_image(opts, None, Some(context.into()));
+        let mut log = String::new();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| failed(e.to_string()))?;
+            if let Some(err) = info.error {
+                return Err(failed(format!("{err} {}", log.trim())));
+            }
+            if let Some(s) = info.stream {
+                log.push_str(&s);
+            }
+        }
+        Ok(())
+    })?;
+    if !exists(&tag)? {
+        return Err(failed(
+            "the engine reported success but the tag is missing".into(),
+        ));
+    }
+    Ok(ImageInfo {
+        tag,
+        binary: binary.to_path_buf(),
+        binary_sha256,
+        files: files.len(),
+        context_bytes,
+        built: true,
+    })
+}
+
+pub(crate) fn exists(tag: &str) -> Result<bool, DeployError> {
+    let tag = tag.to_string();
+    with(|d| async move {
+        match d.inspect_image(&tag).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    })
+}
+
+/// Every host file the image needs, by absolute path.
+fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBuf>, String> {
+    let mut files = BTreeSet::new();
+    files.insert(binary.to_path_buf());
+    files.extend(shared_libraries(binary)?);
+    for f in [
+        "/etc/passwd",
+        "/etc/group",
+        "/etc/nsswitch.conf",
+        "/etc/ld.so.cache",
+    ] {
+        if Path::new(f).exists() {
+            files.insert(f.into());
+        }
+    }
+    match kind {
+        TargetKind::Nginx => {
+            if Path::new("/etc/nginx/mime.types").exists() {
+                files.insert("/etc/nginx/mime.types".into());
+            }
+        }
+        TargetKind::Postgres => {
+            // /usr/lib/postgresql/15/bin/postgres → version dir /usr/lib/postgresql/15
+            let version_dir = binary
+                .parent()
+                .and_then(Path::parent)
+                .ok_or("unexpected postgres path")?;
+            let version = version_dir.file_name().ok_or("unexpected postgres path")?;
+            walk(
+                &Path::new("/usr/share/postgresql").join(version),
+                &mut files,
+            );
+            // Loadable modules (plpgsql is loaded by every database); llvmjit
+            // is JIT only and pulls in 100 MB of LLVM.
+            let mut libs = BTreeSet::new();
+            walk(&version_dir.join("lib"), &mut libs);
+            for lib in libs
+                .into_iter()
+                .filter(|p| !p.to_string_lossy().contains("llvmjit"))
+            {
+                if let Ok(deps) = shared_libraries(&lib) {
+                    files.extend(deps);
+                }
+                files.insert(lib);
+            }
+            for z in ["/usr/share/zoneinfo/UTC", "/usr/share/zoneinfo/Etc/UTC"] {
+                if Path::new(z).exists() {
+                    files.insert(z.into());
+                }
+            }
+        }
+        TargetKind::TareServe => {}
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, out: &mut BTreeSet<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.is_file() {
+            out.insert(p);
+        }
+    }
+}
+
+/// The shared libraries and loader of an ELF file, as `ldd` resolves them.
+fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, String> {
+    let out = std::process::Command::new("ldd")
+        .arg(binary)
+        .output()
+        .map_err(|e| format!("running ldd: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        // A static binary: nothing to add.
+        if text.contains("not a dynamic executable")
+            || String::from_utf8_lossy(&out.stderr).contains("not a dynamic")
+        {
+            return Ok(Vec::new());
+        }
+        return Err(format!(
+            "ldd {}: {}",
+            binary.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    parse_ldd(&text)
+}
+
+fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, String> {
+    let mut libs = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.contains("=> not found") {
+            return Err(format!("missing shared library: {line}"));
+        }
+        let path = match line.split_once("=>") {
+            Some((_, rhs)) => rhs.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        if let Some(p) = path.filter(|p| p.starts_with('/')) {
+            libs.push(PathBuf::from(p));
+        }
+    }
+    Ok(libs)
+}
+
+/// The build context: Dockerfile + rootfs/<host path> for each file
+/// (symlinks followed: the image gets the file under the name the loader asks for).
+fn context_tar(files: &BTreeSet<PathBuf>) -> std::io::Result<Vec<u8>> {
+    let mut b = tar::Builder::new(Vec::new());
+    let dockerfile = b"FROM scratch\nCOPY rootfs/ /\n";
+    let mut h = tar::Header::new_gnu();
+    h.set_size(dockerfile.len() as u64);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append_data(&mut h, "Dockerfile", &dockerfile[..])?;
+    // Directories servers expect to exist (tmp is world-writable, sticky).
+    for (dir, mode) in [
+        ("tmp", 0o1777),
+        ("run", 0o755),
+        ("var/log/nginx", 0o755),
+        ("var/lib/nginx", 0o755),
+    ] {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(mode);
+        h.set_size(0);
+        h.set_cksum();
+        b.append_data(&mut h, format!("rootfs/{dir}/"), std::io::empty())?;
+    }
+    for f in files {
+        let rel = f.strip_prefix("/").unwrap_or(f);
+        crate::docker::append_regular(&mut b, &Path::new("rootfs").join(rel), f)?;
+    }
+    b.into_inner()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ldd_output() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n\t/lib64/ld-linux-x86-64.so.2 (0x7f)\n";
+        let libs = parse_ldd(text).unwrap();
+        assert_eq!(
+            libs,
+            vec![
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2")
+            ]
+        );
+        assert!(parse_ldd("\tlibfoo.so => not found\n").is_err());
+    }
+
+    #[test]
+    fn context_has_dockerfile_and_files() {
+        let files = BTreeSet::from([PathBuf::from("/etc/passwd")]);
+        let tar = context_tar(&files).unwrap();
+        let mut a = tar::Archive::new(&tar[..]);
+        let names: Vec<String> = a
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert!(names.contains(&"Dockerfile".to_string()));
+        assert!(
+            names.contains(&"rootfs/etc/passwd".to_string()),
+            "{names:?}"
+        );
+    }
+}

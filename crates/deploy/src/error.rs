@@ -1,0 +1,54 @@
+//! One error type for the library: each variant says what failed and where,
+//! in one line, so the CLI can print it as is.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{binary}: not found ({hint})")]
+    MissingBinary { binary: PathBuf, hint: String },
+    #[error(
+        "Docker is not reachable ({reason}); placements that need it: docker-host, docker-bridge, docker-publish (native and lab-* still work)"
+    )]
+    DockerUnavailable { reason: String },
+    #[error("docker: {0}")]
+    Docker(String),
+    #[error("{placement} is not available: {reason}")]
+    PlacementUnavailable { placement: String, reason: String },
+    #[error(
+        "{target} did not become healthy within {waited_s:.0} s at {endpoint}: {last_error}{log}"
+    )]
+    Unhealthy {
+        target: String,
+        endpoint: String,
+        waited_s: f64,
+        last_error: String,
+        /// The tail of the server's own log, where the real reason usually is.
+        log: String,
+    },
+    #[error("image build for {target}: {reason}")]
+    ImageBuild { target: String, reason: String },
+}
+
+impl DeployError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        DeployError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+impl From<bollard::errors::Error> for DeployError {
+    fn from(e: bollard::errors::Error) -> Self {
+        DeployError::Docker(e.to_string())
+    }
+}

@@ -1,0 +1,200 @@
+//! The fairness check: every measured difference between placements that is
+//! not the factor under test. Seed 000's "unfair comparison" table (different
+//! worker_connections, epoll, log target between host and Docker) is what this
+//! catches before any load runs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a running deployment is, measured where possible (from /proc of the
+/// server process, for host and container alike) rather than assumed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Facts {
+    pub target: String,
+    pub placement: String,
+    pub variant: String,
+    pub transport: String,
+    pub endpoint: String,
+    /// The image the server ran from (docker placements).
+    pub image: Option<String>,
+    /// The server binary's path (inside the container, for docker placements).
+    pub binary_path: String,
+    /// sha256 of the binary (hex); `None` for a user image tare did not build.
+    pub binary_sha256: Option<String>,
+    pub server_version: Option<String>,
+    /// sha256 of the effective config with the listen address and the
+    /// deployment's own paths blanked, so placements compare by content.
+    pub config_sha256: String,
+    pub access_log: String,
+    /// Open-file limit (soft, hard) of the server process; `None` is unlimited.
+    pub nofile_soft: Option<u64>,
+    pub nofile_hard: Option<u64>,
+    /// `Cpus_allowed_list` of the server process.
+    pub cpus_allowed: Option<String>,
+    pub cpus_visible: Option<usize>,
+    /// CPU quota in CPUs (cgroup limit, `--cpus`), `None` if unlimited.
+    pub cpu_limit: Option<f64>,
+    /// Memory limit in bytes, `None` if unlimited.
+    pub memory_limit: Option<u64>,
+    /// `image` (overlayfs), `volume` or `host-path` (bind mount; native and lab too).
+    pub storage: String,
+    /// Filesystem type of the access log / served content as the server sees it.
+    pub log_fs: Option<String>,
+    pub content_fs: Option<String>,
+    /// `filter` (a seccomp profile applies), `disabled`, or unknown.
+    pub seccomp: Option<String>,
+    /// Host pid of the server (master) process.
+    pub server_pid: Option<i32>,
+}
+
+impl Facts {
+    /// The facts compared by [`fairness`], by name, as display strings.
+    pub fn compared(&self) -> BTreeMap<&'static str, String> {
+        fn opt<T: ToString>(v: &Option<T>) -> String {
+            v.as_ref()
+                .map_or_else(|| "unknown".into(), |v| v.to_string())
+        }
+        fn limit<T: ToString>(v: &Option<T>) -> String {
+            v.as_ref()
+                .map_or_else(|| "unlimited".into(), |v| v.to_string())
+        }
+        let mut m = BTreeMap::new();
+        m.insert("binary_path", self.binary_path.clone());
+        m.insert("binary_sha256", opt(&self.binary_sha256));
+        m.insert("server_version", opt(&self.server_version));
+        m.insert("config_sha256", self.config_sha256.clone());
+        m.insert("access_log", self.access_log.clone());
+        m.insert(
+            "nofile",
+            format!("{}/{}", limit(&self.nofile_soft), limit(&self.nofile_hard)),
+        );
+        m.insert("cpus_visible", opt(&self.cpus_visible));
+        m.insert("cpu_limit", limit(&self.cpu_limit));
+        m.insert("memory_limit", limit(&self.memory_limit));
+        m.insert("storage", self.storage.clone());
+        m.insert("log_fs", opt(&self.log_fs));
+        m.insert("content_fs", opt(&self.content_fs));
+        m.insert("seccomp", opt(&self.seccomp));
+        m.insert("transport", self.transport.clone());
+        m
+    }
+}
+
+/// One difference the factors under test do not explain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub fact: String,
+    /// (cell name, value) for every cell.
+    pub values: Vec<(String, String)>,
+    pub message: String,
+}
+
+/// Facts a factor is allowed to change. A factor not listed here excuses only
+/// the fact of the same name.
+fn excused_by(factor: &str) -> &'static [&'static str] {
+    match factor {
+        // Placement changes where the server runs, not what it is: storage and
+        // log filesystem are separate factors (DESIGN.md reference measurements:
+        // ~11 of the 17 points of --network host were overlayfs).
+        "placement" => &[],
+        "variant" | "config" => &["config_sha256", "access_log"],
+        "access_log" => &["config_sha256", "access_log"],
+        "storage" => &["storage", "log_fs", "content_fs"],
+        "seccomp" => &["seccomp"],
+        "cpus" | "cpu_limit" | "server_cpus" => &["cpus_visible", "cpu_limit"],
+        "memory" | "memory_limit" => &["memory_limit"],
+        "limits" => &["cpus_visible", "cpu_limit", "memory_limit", "nofile"],
+        "image" | "binary" => &["binary_path", "binary_sha256", "server_version"],
+        "transport" => &["transport"],
+        _ => &[],
+    }
+}
+
+/// Every fact that differs between cells and is not excused by a factor under test.
+pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<Finding> {
+    let excused: Vec<&str> = factors_under_test
+        .iter()
+        .flat_map(|f| excused_by(f).iter().copied().chain(std::iter::once(*f)))
+        .collect();
+    let maps: Vec<(&str, BTreeMap<&str, String>)> = cells
+        .iter()
+        .map(|(n, f)| (n.as_str(), f.compared()))
+        .collect();
+    let Some((_, first)) = maps.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for fact in first.keys() {
+        if excused.contains(fact) {
+            continue;
+        }
+        let values: Vec<(String, String)> = maps
+            .iter()
+            .map(|(n, m)| (n.to_string(), m.get(fact).cloned().unwrap_or_default()))
+            .collect();
+        if values.iter().all(|(_, v)| *v == values[0].1) {
+            continue;
+        }
+        let listed: Vec<String> = values.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        out.push(Finding {
+            fact: fact.to_string(),
+            message: format!(
+                "{fact} differs between cells ({}) and is not a factor under test",
+                listed.join("; ")
+            ),
+            values,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(name: &str, log_fs: &str, placement: &str) -> (String, Facts) {
+        (
+            name.to_string(),
+            Facts {
+                placement: placement.into(),
+                log_fs: Some(log_fs.into()),
+                config_sha256: "abc".into(),
+                ..Facts::default()
+            },
+        )
+    }
+
+    #[test]
+    fn log_on_tmpfs_vs_overlay_is_reported_when_placement_is_the_factor() {
+        let cells = [
+            cell("native", "tmpfs", "native"),
+            cell("docker-host", "overlay", "docker-host"),
+        ];
+        let f = fairness(&cells, &["placement"]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].fact, "log_fs");
+        assert!(f[0].message.contains("tmpfs") && f[0].message.contains("overlay"));
+        // ...and excused when storage is itself under test.
+        assert!(fairness(&cells, &["placement", "storage"]).is_empty());
+    }
+
+    #[test]
+    fn identical_cells_have_no_findings() {
+        let cells = [
+            cell("a", "ext4", "native"),
+            cell("b", "ext4", "docker-host"),
+        ];
+        assert!(fairness(&cells, &["placement"]).is_empty());
+        assert!(fairness(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn config_difference_is_excused_only_by_variant() {
+        let mut b = cell("b", "ext4", "native");
+        b.1.config_sha256 = "def".into();
+        let cells = [cell("a", "ext4", "native"), b];
+        assert_eq!(fairness(&cells, &["placement"])[0].fact, "config_sha256");
+        assert!(fairness(&cells, &["variant"]).is_empty());
+    }
+}

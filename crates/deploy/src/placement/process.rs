@@ -1,0 +1,140 @@
+//! A server as a plain process: native, or inside a lab namespace.
+//! Its own process group, so stopping it stops its workers too.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::error::DeployError;
+use crate::procfs;
+use crate::target::Server;
+
+/// Name of the file in a deployment directory listing its processes
+/// ("pid:starttime" per line), for `tare cleanup` after a SIGKILL.
+pub(crate) const PIDS_FILE: &str = ".tare-pids";
+
+/// Starts the server. `netns`: enter this network namespace first (lab
+/// placements); `cpus`: pin to this CPU list (taskset-style).
+pub(crate) fn spawn(
+    server: &Server,
+    dir: &Path,
+    netns: Option<&Path>,
+    cpus: Option<&str>,
+) -> Result<Child, DeployError> {
+    let log_dir = dir.join("log");
+    std::fs::create_dir_all(&log_dir)
+        .map_err(|e| DeployError::io("creating the log directory", e))?;
+    let out = File::create(log_dir.join("server.out"))
+        .map_err(|e| DeployError::io("creating the server output file", e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| DeployError::io("server output file", e))?;
+    let ns = netns
+        .map(|p| {
+            File::open(p)
+                .map_err(|e| DeployError::io(format!("network namespace {}", p.display()), e))
+        })
+        .transpose()?;
+    let cpu_set = cpus.map(parse_cpu_list).transpose()?;
+    let run_as = server.run_as;
+
+    let mut cmd = Command::new(&server.binary);
+    cmd.args(&server.args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
+    // SAFETY: only async-signal-safe syscalls between fork and exec. The order
+    // matters: setns and affinity need root, so identity changes come last.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = ns_fd {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(set) = &cpu_set {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some((uid, gid)) = run_as {
+                let groups = [gid];
+                if libc::setgroups(1, groups.as_ptr()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    };
+    let child = cmd
+        .spawn()
+        .map_err(|e| DeployError::io(format!("starting {}", server.binary.display()), e))?;
+    if let Some(id) = procfs::identity(child.id() as libc::pid_t) {
+        use std::io::Write;
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(PIDS_FILE))
+            .and_then(|mut f| writeln!(f, "{id}"));
+    }
+    Ok(child)
+}
+
+/// "0-1,3" → a cpu_set_t.
+pub(crate) fn parse_cpu_list(list: &str) -> Result<libc::cpu_set_t, DeployError> {
+    let bad = || {
+        DeployError::Invalid(format!(
+            "bad CPU list {list:?}: expected e.g. \"1\" or \"0-1,3\""
+        ))
+    };
+    // SAFETY: cpu_set_t is plain data; zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut any = false;
+    for part in list.split(',').map(str::trim) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse::<usize>().map_err(|_| bad())?,
+                b.trim().parse::<usize>().map_err(|_| bad())?,
+            ),
+            None => {
+                let a = part.parse::<usize>().map_err(|_| bad())?;
+                (a, a)
+            }
+        };
+        if b < a || b >= libc::CPU_SETSIZE as usize {
+            return Err(bad());
+        }
+        for c in a..=b {
+            // SAFETY: c < CPU_SETSIZE, checked above.
+            unsafe { libc::CPU_SET(c, &mut set) };
+            any = true;
+        }
+    }
+    if !any {
+        return Err(bad());
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_or_fail_clearly() {
+        assert!(parse_cpu_list("0").is_ok());
+        assert!(parse_cpu_list("0-1,3").is_ok());
+        for bad in ["", "x", "3-1", "99999"] {
+            let e = parse_cpu_list(bad).unwrap_err().to_string();
+            assert!(e.contains("bad CPU list"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Facts about a process read from /proc: they hold for host and container
+//! processes alike (a container's server is a host pid), so native and Docker
+//! placements are described by the same measurements, not by what we asked for.
+
+use std::path::Path;
+
+pub(crate) struct Stat {
+    pub state: char,
+    pub ppid: libc::pid_t,
+    pub pgrp: libc::pid_t,
+    /// Clock ticks since boot: with the pid, names one process across pid reuse.
+    pub starttime: u64,
+}
+
+pub(crate) fn stat(pid: libc::pid_t) -> Option<Stat> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: parse after the last ')'.
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields after comm: state(3) ppid(4) pgrp(5) ... starttime(22); index = field - 3.
+    Some(Stat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        starttime: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// "PID:STARTTIME" of a process: the owner label written on everything a run creates.
+pub(crate) fn identity(pid: libc::pid_t) -> Option<String> {
+    stat(pid).map(|s| format!("{pid}:{}", s.starttime))
+}
+
+/// The owner label of this process.
+pub(crate) fn own_identity() -> String {
+    identity(std::process::id() as libc::pid_t)
+        .unwrap_or_else(|| format!("{}:0", std::process::id()))
+}
+
+/// True if the process named by an owner label still runs (same pid, same start).
+pub(crate) fn owner_alive(owner: &str) -> bool {
+    let Some((pid, start)) = owner.split_once(':') else {
+        return false;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<libc::pid_t>(), start.parse::<u64>()) else {
+        return false;
+    };
+    stat(pid).is_some_and(|s| s.starttime == start && s.state != 'Z')
+}
+
+/// All pids on the host (the host's pid namespace view).
+pub(crate) fn pids() -> Vec<libc::pid_t> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The lowest-numbered child of `pid`, if any (an nginx worker of its master).
+pub(crate) fn first_child(pid: libc::pid_t) -> Option<libc::pid_t> {
+    pids()
+        .into_iter()
+        .filter(|&p| stat(p).is_some_and(|s| s.ppid == pid))
+        .min()
+}
+
+/// (soft, hard) open-file limit of a process; `None` means unlimited.
+pub(crate) fn nofile(pid: libc::pid_t) -> Option<(Option<u64>, Option<u64>)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("Max open files"))?;
+    let f: Vec<&str> = line["Max open files".len()..].split_whitespace().collect();
+    Some((f.first()?.parse().ok(), f.get(1)?.parse().ok()))
+}
+
+/// A field of /proc/PID/status, e.g. `Cpus_allowed_list` or `Seccomp`.
+pub(crate) fn status_field(pid: libc::pid_t, key: &str) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines().find_map(|l| {
+        l.strip_prefix(key)?
+            .strip_prefix(':')
+            .map(|v| v.trim().to_string())
+    })
+}
+
+/// Number of CPUs in a list like "0-1,3".
+pub(crate) fn count_cpus(list: &str) -> usize {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => match (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => 1,
+        })
+        .sum()
+}
+
+/// The filesystem type of `path` as process `pid` sees it (its mount
+/// namespace): the longest mount point of /proc/PID/mountinfo that contains it.
+/// Inside a container this says `overlay` or `fuse.fuse-overlayfs`; on a bind
+/// mount or a volume, the host's filesystem.
+pub(crate) fn fs_type(pid: libc::pid_t, path: &Path) -> Option<String> {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
+    let mut best: Option<(usize, String)> = None;
+    for line in info.lines() {
+        let (pre, post) = line.split_once(" - ")?;
+        let mount_point = unescape(pre.split_whitespace().nth(4)?);
+        let fstype = post.split_whitespace().next()?.to_string();
+        let mp = Path::new(&mount_point);
+        if path.starts_with(mp) {
+            let len = mount_point.len();
+            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
+                best = Some((len, fstype));
+            }
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal `\NNN`.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_cpu_lists() {
+        assert_eq!(count_cpus("0-1"), 2);
+        assert_eq!(count_cpus("0,2-5,7"), 6);
+        assert_eq!(count_cpus("3"), 1);
+    }
+
+    #[test]
+    fn own_process_is_alive_and_described() {
+        let me = own_identity();
+        assert!(owner_alive(&me));
+        assert!(!owner_alive("1:1"));
+        assert!(!owner_alive("garbage"));
+        let pid = std::process::id() as libc::pid_t;
+        assert!(nofile(pid).is_some());
+        assert!(status_field(pid, "Cpus_allowed_list").is_some());
+        assert!(fs_type(pid, Path::new("/")).is_some());
+    }
+
+    #[test]
+    fn unescapes_mountinfo() {
+        assert_eq!(unescape("/a\\040b"), "/a b");
+    }
+}

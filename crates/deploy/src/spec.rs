@@ -1,0 +1,258 @@
+//! What to deploy: the target (server, config variant, access log) and the
+//! placement (where it runs and how load reaches it). Plain data, so the
+//! experiment runner can build one per cell and record it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One deployment request: everything that decides how the server runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeploySpec {
+    /// Names every resource this deployment creates (`tare-<run_id>-…`), so a
+    /// killed run's leftovers can be found and parallel runs never collide.
+    pub run_id: String,
+    pub target: TargetSpec,
+    pub placement: PlacementKind,
+    pub transport: Transport,
+    /// One-way delay added with netem on lab placements (a known ground truth).
+    pub netem: Option<Duration>,
+    /// A user-named image instead of the one `tare image build` makes from the
+    /// host's binary. The fairness check then cannot vouch for the binary.
+    pub image: Option<String>,
+    pub container: ContainerOptions,
+    /// CPUs the server may use (taskset/cpuset list, e.g. "1" or "0-1"), so
+    /// the generator and the server do not fight for one core.
+    pub server_cpus: Option<String>,
+}
+
+impl DeploySpec {
+    /// A spec with the defaults: native placement, TCP, no limits.
+    pub fn new(run_id: impl Into<String>, target: TargetSpec, placement: PlacementKind) -> Self {
+        DeploySpec {
+            run_id: run_id.into(),
+            target,
+            placement,
+            transport: Transport::Tcp,
+            netem: None,
+            image: None,
+            container: ContainerOptions::default(),
+            server_cpus: None,
+        }
+    }
+}
+
+/// The server under test and its configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TargetSpec {
+    pub kind: TargetKind,
+    /// `default`, `tuned`, or the path of a user config file.
+    pub variant: String,
+    /// nginx only: overrides whatever the variant says about `access_log`.
+    pub access_log: Option<AccessLog>,
+    /// Size in bytes of the file nginx serves / the body tare-serve answers.
+    pub body_size: usize,
+    /// The server binary. `None`: nginx and postgres from the host's install,
+    /// tare-serve from the running executable (`tare serve`).
+    #[serde(default)]
+    pub binary: Option<PathBuf>,
+}
+
+impl TargetSpec {
+    pub fn new(kind: TargetKind) -> Self {
+        TargetSpec {
+            kind,
+            variant: "default".into(),
+            access_log: None,
+            body_size: 612, // the size of nginx's stock index.html (Debian 1.22)
+            binary: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    Nginx,
+    Postgres,
+    TareServe,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessLog {
+    On,
+    Off,
+    /// `buffer=32k flush=5s`, seed 000's suggested middle ground.
+    Buffered,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementKind {
+    Native,
+    DockerHost,
+    DockerBridge,
+    DockerPublish,
+    LabVeth,
+    LabBridge,
+    LabNat,
+    LabClient,
+}
+
+impl PlacementKind {
+    pub const ALL: [PlacementKind; 8] = [
+        PlacementKind::Native,
+        PlacementKind::DockerHost,
+        PlacementKind::DockerBridge,
+        PlacementKind::DockerPublish,
+        PlacementKind::LabVeth,
+        PlacementKind::LabBridge,
+        PlacementKind::LabNat,
+        PlacementKind::LabClient,
+    ];
+
+    pub fn is_docker(self) -> bool {
+        matches!(
+            self,
+            PlacementKind::DockerHost | PlacementKind::DockerBridge | PlacementKind::DockerPublish
+        )
+    }
+
+    pub fn is_lab(self) -> bool {
+        matches!(
+            self,
+            PlacementKind::LabVeth
+                | PlacementKind::LabBridge
+                | PlacementKind::LabNat
+                | PlacementKind::LabClient
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    Tcp,
+    Unix,
+}
+
+/// Container factors (DESIGN.md: "container factors are factors too").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerOptions {
+    /// Where the served content, config and logs live inside the container.
+    pub storage: Storage,
+    /// `--security-opt seccomp=unconfined`: ~2 points of the host-network gap
+    /// in DESIGN.md's reference measurements.
+    pub seccomp_unconfined: bool,
+    /// CPU limit in CPUs (`--cpus`), e.g. 1.5.
+    pub cpus: Option<f64>,
+    /// Memory limit in bytes (`--memory`).
+    pub memory: Option<u64>,
+}
+
+/// Where a container's content and logs live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Storage {
+    /// Copied into the container's own filesystem (overlayfs), as a stock
+    /// image serves its files.
+    #[default]
+    Image,
+    /// A Docker named volume (the daemon's host filesystem, no overlay).
+    Volume,
+    /// The deployment's host directory, bind-mounted (identical to native).
+    HostPath,
+}
+
+/// A name that did not parse; the message lists the accepted names.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown {what} {given:?}: expected one of {expected}")]
+pub struct ParseNameError {
+    what: &'static str,
+    given: String,
+    expected: String,
+}
+
+macro_rules! kebab_names {
+    ($ty:ty, $what:literal, [$($variant:path => $name:literal),+ $(,)?]) => {
+        impl $ty {
+            pub fn name(self) -> &'static str {
+                match self { $($variant => $name),+ }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+        impl FromStr for $ty {
+            type Err = ParseNameError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($name => Ok($variant),)+
+                    _ => Err(ParseNameError {
+                        what: $what,
+                        given: s.to_string(),
+                        expected: [$($name),+].join(", "),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+kebab_names!(PlacementKind, "placement", [
+    PlacementKind::Native => "native",
+    PlacementKind::DockerHost => "docker-host",
+    PlacementKind::DockerBridge => "docker-bridge",
+    PlacementKind::DockerPublish => "docker-publish",
+    PlacementKind::LabVeth => "lab-veth",
+    PlacementKind::LabBridge => "lab-bridge",
+    PlacementKind::LabNat => "lab-nat",
+    PlacementKind::LabClient => "lab-client",
+]);
+kebab_names!(TargetKind, "target", [
+    TargetKind::Nginx => "nginx",
+    TargetKind::Postgres => "postgres",
+    TargetKind::TareServe => "tare-serve",
+]);
+kebab_names!(AccessLog, "access_log setting", [
+    AccessLog::On => "on",
+    AccessLog::Off => "off",
+    AccessLog::Buffered => "buffered",
+]);
+kebab_names!(Transport, "transport", [
+    Transport::Tcp => "tcp",
+    Transport::Unix => "unix",
+]);
+kebab_names!(Storage, "storage", [
+    Storage::Image => "image",
+    Storage::Volume => "volume",
+    Storage::HostPath => "host-path",
+]);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_names_round_trip() {
+        for p in PlacementKind::ALL {
+            assert_eq!(p.to_string().parse::<PlacementKind>().unwrap(), p);
+        }
+        let err = "docker".parse::<PlacementKind>().unwrap_err().to_string();
+        assert!(err.contains("docker-host"), "{err}");
+    }
+
+    #[test]
+    fn serde_uses_the_same_names_as_display() {
+        let json = serde_json::to_string(&PlacementKind::DockerPublish).unwrap();
+        assert_eq!(json, "\"docker-publish\"");
+        let t: TargetKind = serde_json::from_str("\"tare-serve\"").unwrap();
+        assert_eq!(t, TargetKind::TareServe);
+    }
+}

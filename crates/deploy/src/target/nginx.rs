@@ -1,0 +1,233 @@
+//! nginx: the built-in config variants and the user-config rewrite.
+//!
+//! `default` is the conservative stock configuration seed 000 found in the
+//! official image (worker_connections 1024, no epoll/multi_accept, no
+//! tcp_nopush/tcp_nodelay, access_log on); `tuned` is seed 000's optimised
+//! config (the same list seed 003 measured). Paths are placeholders so the
+//! config hash compares the configuration, not where a deployment lives.
+
+use std::path::Path;
+
+use crate::error::DeployError;
+use crate::spec::AccessLog;
+
+/// nginx.org's stock nginx.conf, minus what does not apply to a benchmark
+/// (no mime.types include: one HTML file is served).
+const DEFAULT: &str = "\
+worker_processes 1;
+
+events {
+    worker_connections 1024;
+}
+
+http {
+    default_type application/octet-stream;
+    types { text/html html; }
+    sendfile on;
+    #tcp_nopush on;
+    keepalive_timeout 65;
+    {{access_log}}
+    server {
+        listen {{listen}};
+        server_name _;
+        root {{dir}}/www;
+        index index.html;
+    }
+}
+";
+
+/// Seed 000's optimised configuration (its comments are its reasons).
+const TUNED: &str = "\
+worker_processes auto;
+worker_rlimit_nofile 65535;
+
+events {
+    worker_connections 4096;
+    use epoll;
+    multi_accept on;
+}
+
+http {
+    default_type application/octet-stream;
+    types { text/html html; }
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65;
+    keepalive_requests 1000;
+    client_body_buffer_size 16k;
+    client_header_buffer_size 1k;
+    gzip on;
+    gzip_comp_level 2;
+    gzip_types text/plain text/css application/json application/javascript;
+    {{access_log}}
+    server {
+        listen {{listen}};
+        server_name _;
+        root {{dir}}/www;
+        index index.html;
+    }
+}
+";
+
+/// Lines every variant gets: the deployment's own paths, foreground, root.
+/// nginx runs as root here, so `user root` keeps workers able to read the
+/// deployment directory in every placement alike.
+const PREAMBLE: &str = "\
+user root;
+daemon off;
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/log/error.log;
+";
+
+const TEMP_PATHS: &str = "\
+    client_body_temp_path {{dir}}/tmp/body;
+    proxy_temp_path {{dir}}/tmp/proxy;
+    fastcgi_temp_path {{dir}}/tmp/fastcgi;
+    uwsgi_temp_path {{dir}}/tmp/uwsgi;
+    scgi_temp_path {{dir}}/tmp/scgi;
+";
+
+/// The config template (placeholders `{{dir}}`, `{{listen}}`) and the
+/// access_log setting in force.
+pub(crate) fn template(
+    variant: &str,
+    access_log: Option<AccessLog>,
+) -> Result<(String, AccessLog), DeployError> {
+    let (body, variant_log) = match variant {
+        "default" => (DEFAULT.to_string(), AccessLog::On),
+        "tuned" => (TUNED.to_string(), AccessLog::Off),
+        path => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                DeployError::io(
+                    format!("nginx config {path:?} (variants: default, tuned, or a file)"),
+                    e,
+                )
+            })?;
+            (rewrite_user_config(&text), AccessLog::On)
+        }
+    };
+    let log = access_log.unwrap_or(variant_log);
+    let log_line = match log {
+        AccessLog::On => "access_log {{dir}}/log/access.log;",
+        AccessLog::Off => "access_log off;",
+        // seed 000: "access_log ... buffer=32k flush=5s"
+        AccessLog::Buffered => "access_log {{dir}}/log/access.log combined buffer=32k flush=5s;",
+    };
+    let mut text = String::from(PREAMBLE);
+    text.push_str(&body.replace("{{access_log}}", log_line));
+    // The temp paths go inside `http {`, right after its opening line.
+    if let Some(at) = text
+        .find("http {")
+        .and_then(|i| text[i..].find('\n').map(|j| i + j + 1))
+    {
+        text.insert_str(at, TEMP_PATHS);
+    }
+    Ok((text, log))
+}
+
+/// A user's nginx.conf: its `listen` directives point at our address, and the
+/// directives the preamble owns (user, daemon, pid, error_log at top level,
+/// access_log) are dropped so they are not duplicated. `{{access_log}}` is
+/// put where the first `http {` opens.
+fn rewrite_user_config(text: &str) -> String {
+    let mut out = String::new();
+    let mut http_seen = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let first = t.split_whitespace().next().unwrap_or("");
+        match first {
+            "user" | "daemon" | "pid" | "error_log" | "access_log" => continue,
+            "listen" => out.push_str("        listen {{listen}};\n"),
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+                if !http_seen && first == "http" && t.contains('{') {
+                    http_seen = true;
+                    out.push_str("    {{access_log}}\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The served file: `body_size` bytes of HTML.
+pub(crate) fn index_html(body_size: usize) -> Vec<u8> {
+    let head = b"<!DOCTYPE html><html><body>tare";
+    let tail = b"</body></html>\n";
+    let mut v = Vec::with_capacity(body_size);
+    if body_size >= head.len() + tail.len() {
+        v.extend_from_slice(head);
+        v.resize(body_size - tail.len(), b'.');
+        v.extend_from_slice(tail);
+    } else {
+        v.resize(body_size, b'.');
+    }
+    v
+}
+
+/// Directories nginx needs before it starts.
+pub(crate) fn make_dirs(dir: &Path) -> std::io::Result<()> {
+    for sub in ["www", "log", "tmp"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_differ_in_the_seed_000_settings() {
+        let (d, dl) = template("default", None).unwrap();
+        let (t, tl) = template("tuned", None).unwrap();
+        assert_eq!(dl, AccessLog::On);
+        assert_eq!(tl, AccessLog::Off);
+        assert!(d.contains("worker_connections 1024;") && !d.contains("use epoll"));
+        for s in [
+            "worker_connections 4096;",
+            "use epoll;",
+            "multi_accept on;",
+            "tcp_nodelay on;",
+        ] {
+            assert!(t.contains(s), "{s}");
+        }
+        assert!(d.contains("client_body_temp_path {{dir}}/tmp/body;"));
+    }
+
+    #[test]
+    fn access_log_switch_overrides_the_variant() {
+        let (t, l) = template("tuned", Some(AccessLog::Buffered)).unwrap();
+        assert_eq!(l, AccessLog::Buffered);
+        assert!(t.contains("buffer=32k flush=5s"));
+        let (d, _) = template("default", Some(AccessLog::Off)).unwrap();
+        assert!(d.contains("access_log off;"));
+    }
+
+    #[test]
+    fn user_config_listen_is_rewritten() {
+        let user = "user nginx;\nevents {}\nhttp {\n access_log /var/log/x;\n server {\n  listen 80 default_server;\n }\n}\n";
+        let r = rewrite_user_config(user);
+        assert!(r.contains("listen {{listen}};"));
+        assert!(!r.contains("user nginx"));
+        assert!(r.contains("{{access_log}}"));
+        assert!(!r.contains("/var/log/x"));
+    }
+
+    #[test]
+    fn index_has_the_asked_size() {
+        for n in [0, 10, 612, 4096] {
+            assert_eq!(index_html(n).len(), n);
+        }
+    }
+
+    #[test]
+    fn missing_user_config_is_a_clear_error() {
+        let e = template("/nonexistent/nginx.conf", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("variants: default, tuned"), "{e}");
+    }
+}

@@ -1,0 +1,222 @@
+//! Docker placements through the Engine API: each target in docker-host,
+//! docker-bridge and docker-publish, loaded and stopped, nothing left; the
+//! storage and seccomp options show up in the measured facts.
+//! Without a reachable Docker engine the error must name the placements.
+
+mod support;
+
+use std::time::Duration;
+
+use tare_deploy::{deploy, DeploySpec, PlacementKind, Storage, TargetKind, TargetSpec, Transport};
+use tare_engine::Endpoint;
+
+const DOCKER: [PlacementKind; 3] = [
+    PlacementKind::DockerHost,
+    PlacementKind::DockerBridge,
+    PlacementKind::DockerPublish,
+];
+
+fn skip_without_docker() -> bool {
+    if support::docker_available() {
+        return false;
+    }
+    // The message a user gets instead names what needs Docker.
+    let spec = DeploySpec::new(
+        support::run_id("nodock"),
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::DockerHost,
+    );
+    let e = deploy(&spec).unwrap_err().to_string();
+    assert!(e.contains("docker-host") && e.contains("native"), "{e}");
+    eprintln!("Docker not reachable here: checked the error message only");
+    true
+}
+
+#[test]
+fn nginx_in_every_docker_placement() {
+    if skip_without_docker() {
+        return;
+    }
+    for placement in DOCKER {
+        let run = support::run_id(&format!(
+            "dn{}",
+            placement.name().trim_start_matches("docker-")
+        ));
+        let before = support::machine_state();
+        let mut target = TargetSpec::new(TargetKind::Nginx);
+        target.body_size = 2048;
+        let d = deploy(&DeploySpec::new(&run, target, placement)).unwrap();
+        let ep = d.endpoint().clone();
+        match (placement, &ep) {
+            (PlacementKind::DockerBridge, Endpoint::Tcp(a)) => {
+                assert!(!a.ip().is_loopback(), "{a}")
+            }
+            (_, Endpoint::Tcp(a)) => assert!(a.ip().is_loopback(), "{a}"),
+            _ => panic!("unexpected endpoint {ep}"),
+        }
+        assert_eq!(
+            support::http_load(&d, "/index.html", 2048, 1000, Duration::from_secs(3)),
+            1000
+        );
+        let f = d.facts().clone();
+        assert!(
+            f.image.as_deref().unwrap_or("").starts_with("tare/nginx:"),
+            "{f:?}"
+        );
+        // The identical binary: same path and hash as the host's nginx.
+        let host = tare_deploy::target_binary(&TargetSpec::new(TargetKind::Nginx)).unwrap();
+        assert_eq!(f.binary_path, host.display().to_string());
+        assert_eq!(f.storage, "image");
+        assert_eq!(f.seccomp.as_deref(), Some("filter"), "{f:?}");
+        d.stop().unwrap();
+        assert_eq!(
+            support::left_behind(&before, &support::machine_state(), &run),
+            Vec::<String>::new()
+        );
+    }
+}
+
+#[test]
+fn postgres_in_docker_over_tcp_and_unix() {
+    if skip_without_docker() {
+        return;
+    }
+    for (placement, transport, storage) in [
+        (PlacementKind::DockerBridge, Transport::Tcp, Storage::Image),
+        (
+            PlacementKind::DockerPublish,
+            Transport::Tcp,
+            Storage::Volume,
+        ),
+        (
+            PlacementKind::DockerHost,
+            Transport::Unix,
+            Storage::HostPath,
+        ),
+    ] {
+        let run = support::run_id(&format!(
+            "dp{}",
+            placement.name().trim_start_matches("docker-")
+        ));
+        let before = support::machine_state();
+        let mut spec = DeploySpec::new(&run, TargetSpec::new(TargetKind::Postgres), placement);
+        spec.transport = transport;
+        spec.container.storage = storage;
+        let d = deploy(&spec).unwrap();
+        let (host, port) = match d.endpoint() {
+            Endpoint::Tcp(a) => (a.ip().to_string(), a.port().to_string()),
+            Endpoint::Unix(p) => (
+                p.parent().unwrap().display().to_string(),
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .trim_start_matches(".s.PGSQL.")
+                    .to_string(),
+            ),
+        };
+        // A real client: pgbench, one second of select 1.
+        let script = d.dir().join("select1.sql");
+        std::fs::write(&script, "select 1;\n").unwrap();
+        let out = std::process::Command::new("pgbench")
+            .args([
+                "-n", "-M", "prepared", "-c", "2", "-T", "1", "-h", &host, "-p", &port, "-U",
+                "postgres", "-f",
+            ])
+            .arg(&script)
+            .arg("postgres")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("tps"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(d.facts().storage, storage.to_string());
+        d.stop().unwrap();
+        assert_eq!(
+            support::left_behind(&before, &support::machine_state(), &run),
+            Vec::<String>::new()
+        );
+    }
+}
+
+#[test]
+fn storage_and_seccomp_are_measured_facts() {
+    if skip_without_docker() {
+        return;
+    }
+    let native = deploy(&DeploySpec::new(
+        support::run_id("fnat"),
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::Native,
+    ))
+    .unwrap();
+    let mut spec = DeploySpec::new(
+        support::run_id("fimg"),
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::DockerHost,
+    );
+    let image = deploy(&spec).unwrap();
+    spec.run_id = support::run_id("fhost");
+    spec.container.storage = Storage::HostPath;
+    spec.container.seccomp_unconfined = true;
+    spec.container.memory = Some(512 << 20);
+    spec.container.cpus = Some(1.5);
+    let hostpath = deploy(&spec).unwrap();
+
+    let (n, i, h) = (native.facts(), image.facts(), hostpath.facts());
+    // Content and log in the image live on the container's overlay; on a
+    // bind mount, on the same filesystem as native.
+    assert!(i.log_fs.as_deref().unwrap().contains("overlay"), "{i:?}");
+    assert_eq!(h.log_fs, n.log_fs, "{h:?}");
+    assert_eq!(h.seccomp.as_deref(), Some("disabled"));
+    assert_eq!(h.memory_limit, Some(512 << 20));
+    assert_eq!(h.cpu_limit, Some(1.5));
+    assert_eq!(i.cpu_limit, n.cpu_limit);
+    // Same binary and config everywhere; the fairness check names the rest.
+    assert_eq!(n.binary_sha256, i.binary_sha256);
+    assert_eq!(n.config_sha256, i.config_sha256);
+    assert_eq!(
+        n.nofile_soft, i.nofile_soft,
+        "nofile is matched by construction"
+    );
+    let cells = [
+        ("native".to_string(), n.clone()),
+        ("docker-host".to_string(), i.clone()),
+    ];
+    let findings = tare_deploy::fairness(&cells, &["placement"]);
+    // The log on overlayfs and the default seccomp profile are differences
+    // the user did not ask for: both reported, both excused once under test.
+    assert!(findings.iter().any(|f| f.fact == "log_fs"), "{findings:?}");
+    assert!(findings.iter().any(|f| f.fact == "seccomp"), "{findings:?}");
+    let under_test = ["placement", "storage", "seccomp"];
+    let rest = tare_deploy::fairness(&cells, &under_test);
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn cleanup_leaves_a_live_runs_resources_alone() {
+    if skip_without_docker() {
+        return;
+    }
+    let run = support::run_id("live");
+    let d = deploy(&DeploySpec::new(
+        &run,
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::DockerBridge,
+    ))
+    .unwrap();
+    // This test process owns the deployment and still runs: nothing of it goes.
+    let report = tare_deploy::cleanup().unwrap();
+    assert!(
+        report.removed.iter().all(|r| !r.contains(&run)),
+        "{report:?}"
+    );
+    assert!(report.live.iter().any(|r| r.contains(&run)), "{report:?}");
+    assert_eq!(
+        support::http_load(&d, "/index.html", 612, 100, Duration::from_secs(2)),
+        100
+    );
+}

@@ -1,0 +1,181 @@
+//! Native placement: each target started, loaded, stopped, nothing left.
+
+mod support;
+
+use std::time::Duration;
+
+use tare_deploy::{
+    deploy, AccessLog, DeploySpec, PlacementKind, TargetKind, TargetSpec, Transport,
+};
+use tare_engine::Endpoint;
+
+#[test]
+fn nginx_default_and_tuned_serve_the_file_and_leave_nothing() {
+    for (variant, log) in [("default", None), ("tuned", Some(AccessLog::Buffered))] {
+        let run = support::run_id(&format!("ng{variant}"));
+        let before = support::machine_state();
+        let mut target = TargetSpec::new(TargetKind::Nginx);
+        target.variant = variant.into();
+        target.access_log = log;
+        target.body_size = 1000;
+        let spec = DeploySpec::new(&run, target, PlacementKind::Native);
+        let d = deploy(&spec).unwrap();
+        let dir = d.dir().to_path_buf();
+        assert!(d.url().starts_with("http://127.0.0.1:"), "{}", d.url());
+        assert_eq!(
+            support::http_load(&d, "/index.html", 1000, 2000, Duration::from_secs(2)),
+            2000
+        );
+        let f = d.facts().clone();
+        assert_eq!(f.placement, "native");
+        assert!(
+            f.server_version.as_deref().unwrap_or("").contains("nginx/"),
+            "{f:?}"
+        );
+        assert_eq!(f.binary_sha256.as_ref().map(String::len), Some(64));
+        assert!(
+            f.log_fs.is_some() && f.nofile_soft.is_some() && f.cpus_visible.is_some(),
+            "{f:?}"
+        );
+        assert_eq!(
+            f.access_log,
+            if variant == "default" {
+                "on"
+            } else {
+                "buffered"
+            }
+        );
+        if variant == "default" {
+            // access_log on: every request is in the log.
+            let log = std::fs::read_to_string(dir.join("log/access.log")).unwrap();
+            assert!(log.lines().count() >= 2000);
+        }
+        let pid = f.server_pid.unwrap();
+        d.stop().unwrap();
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "server still runs"
+        );
+        assert!(!dir.exists());
+        assert_eq!(
+            support::left_behind(&before, &support::machine_state(), &run),
+            Vec::<String>::new()
+        );
+    }
+}
+
+#[test]
+fn nginx_over_a_unix_socket() {
+    let run = support::run_id("ngunix");
+    let mut spec = DeploySpec::new(
+        &run,
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::Native,
+    );
+    spec.transport = Transport::Unix;
+    let d = deploy(&spec).unwrap();
+    assert!(matches!(d.endpoint(), Endpoint::Unix(_)));
+    assert_eq!(
+        support::http_load(&d, "/index.html", 612, 500, Duration::from_secs(2)),
+        500
+    );
+}
+
+#[test]
+fn config_hash_ignores_where_the_deployment_lives() {
+    let a = deploy(&DeploySpec::new(
+        support::run_id("hasha"),
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::Native,
+    ))
+    .unwrap();
+    let b = deploy(&DeploySpec::new(
+        support::run_id("hashb"),
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::Native,
+    ))
+    .unwrap();
+    assert_ne!(a.endpoint(), b.endpoint());
+    assert_eq!(a.facts().config_sha256, b.facts().config_sha256);
+    let cells = [
+        ("a".to_string(), a.facts().clone()),
+        ("b".to_string(), b.facts().clone()),
+    ];
+    assert!(tare_deploy::fairness(&cells, &["placement"]).is_empty());
+}
+
+#[test]
+fn postgres_cluster_over_tcp_and_unix_socket() {
+    for transport in [Transport::Tcp, Transport::Unix] {
+        let run = support::run_id(&format!("pg{transport}"));
+        let before = support::machine_state();
+        let mut spec = DeploySpec::new(
+            &run,
+            TargetSpec::new(TargetKind::Postgres),
+            PlacementKind::Native,
+        );
+        spec.transport = transport;
+        let d = deploy(&spec).unwrap();
+        assert!(d.url().starts_with("postgres://"), "{}", d.url());
+        assert!(
+            d.facts()
+                .server_version
+                .as_deref()
+                .unwrap_or("")
+                .contains("PostgreSQL"),
+            "{:?}",
+            d.facts()
+        );
+        // A real client: psql runs select 1 against the endpoint.
+        let (host, port) = match d.endpoint() {
+            Endpoint::Tcp(a) => (a.ip().to_string(), a.port().to_string()),
+            Endpoint::Unix(p) => (
+                p.parent().unwrap().display().to_string(),
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .trim_start_matches(".s.PGSQL.")
+                    .to_string(),
+            ),
+        };
+        let out = std::process::Command::new("psql")
+            .args([
+                "-h", &host, "-p", &port, "-U", "postgres", "-d", "postgres", "-Atc", "select 1",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "1",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        d.stop().unwrap();
+        assert_eq!(
+            support::left_behind(&before, &support::machine_state(), &run),
+            Vec::<String>::new()
+        );
+    }
+}
+
+#[test]
+fn bad_specs_are_clear_errors() {
+    let mut spec = DeploySpec::new(
+        "bad id!",
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::Native,
+    );
+    assert!(deploy(&spec).unwrap_err().to_string().contains("run id"));
+    spec.run_id = support::run_id("bad");
+    spec.netem = Some(Duration::from_millis(1));
+    assert!(deploy(&spec).unwrap_err().to_string().contains("lab-*"));
+    spec.netem = None;
+    spec.target.variant = "/nonexistent.conf".into();
+    let e = deploy(&spec).unwrap_err().to_string();
+    assert!(e.contains("nonexistent"), "{e}");
+    // Nothing of the failed attempt is left.
+    assert!(support::machine_state()
+        .iter()
+        .all(|l| !l.contains(&spec.run_id)));
+}

@@ -1,0 +1,53 @@
+//! Docker absent or unreachable: docker placements fail with a message that
+//! names them and says native and lab still work; native still works.
+//! (Its own test binary: it points DOCKER_HOST at a socket that does not exist.)
+
+mod support;
+
+use std::time::Duration;
+
+use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
+
+#[test]
+fn unreachable_docker_is_named_and_native_still_works() {
+    std::env::set_var("DOCKER_HOST", "unix:///nonexistent/tare-test/docker.sock");
+    for p in [
+        PlacementKind::DockerHost,
+        PlacementKind::DockerBridge,
+        PlacementKind::DockerPublish,
+    ] {
+        let spec = DeploySpec::new(support::run_id("nd"), TargetSpec::new(TargetKind::Nginx), p);
+        let e = deploy(&spec).unwrap_err().to_string();
+        for name in ["docker-host", "docker-bridge", "docker-publish", "native"] {
+            assert!(e.contains(name), "{e}");
+        }
+    }
+    let report = tare_deploy::doctor();
+    let docker_rows: Vec<_> = report
+        .placements
+        .iter()
+        .filter(|p| p.placement.starts_with("docker"))
+        .collect();
+    assert_eq!(docker_rows.len(), 3);
+    assert!(docker_rows
+        .iter()
+        .all(|p| !p.available && p.detail.contains("not reachable")));
+    assert!(report
+        .placements
+        .iter()
+        .any(|p| p.placement == "native" && p.available));
+    // cleanup notes the engine is unreachable instead of failing.
+    let c = tare_deploy::cleanup().unwrap();
+    assert!(c.notes.iter().any(|n| n.contains("not reachable")), "{c:?}");
+
+    let d = deploy(&DeploySpec::new(
+        support::run_id("ndnat"),
+        TargetSpec::new(TargetKind::Nginx),
+        PlacementKind::Native,
+    ))
+    .unwrap();
+    assert_eq!(
+        support::http_load(&d, "/index.html", 612, 100, Duration::from_secs(2)),
+        100
+    );
+}

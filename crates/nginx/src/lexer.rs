@@ -1,0 +1,489 @@
+//! Tokens of an nginx configuration file, exactly as crossplane 0.5.8's lexer
+//! (`crossplane/lexer.py` and the Lua extension `crossplane/ext/lua.py`) cuts
+//! them, quirks included, because "identical JSON" is the contract:
+//!
+//! - a backslash and the character after it travel as one unit (so `\"` never
+//!   closes a string, and `\` + newline still counts the line);
+//! - inside quotes only `\<same quote>` loses its backslash;
+//! - `${` starts a variable expansion that runs to `}` and then swallows one more
+//!   character (crossplane appends the character that ended the expansion);
+//! - a token or comment still open at end of file is dropped, silently;
+//! - the bodies of `*_by_lua_block` directives are one quoted token followed by `;`;
+//! - brace balance is checked as tokens are pulled, so the error surfaces at the
+//!   token where it happens, after everything before it was parsed.
+//!
+//! Text is read as UTF-8 with U+FFFD for invalid bytes and universal newlines
+//! (`\r\n` and `\r` become `\n`), as Python's `io.open(mode='r')` does.
+
+use crate::python::is_space;
+
+/// One token: its text, the line it starts on, and whether it was quoted
+/// (a quoted `;` or `{` is an argument, not punctuation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    pub text: String,
+    pub line: u64,
+    pub quoted: bool,
+}
+
+/// Why the token stream stopped early: a syntax error, reported with its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LexError {
+    pub reason: String,
+    pub line: Option<u64>,
+    /// crossplane's Lua lexer raises without a file name (`in None:LINE`).
+    pub without_file: bool,
+}
+
+/// All tokens of a file, then the error (if any) the stream ends with.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    pub tokens: Vec<Token>,
+    pub error: Option<LexError>,
+}
+
+/// The directives whose block is Lua source, kept as one argument
+/// (`LuaBlockPlugin.directives` in crossplane).
+pub const LUA_BLOCK_DIRECTIVES: &[&str] = &[
+    "access_by_lua_block",
+    "balancer_by_lua_block",
+    "body_filter_by_lua_block",
+    "content_by_lua_block",
+    "header_filter_by_lua_block",
+    "init_by_lua_block",
+    "init_worker_by_lua_block",
+    "log_by_lua_block",
+    "rewrite_by_lua_block",
+    "set_by_lua_block",
+    "ssl_certificate_by_lua_block",
+    "ssl_session_fetch_by_lua_block",
+    "ssl_session_store_by_lua_block",
+];
+
+/// One unit of input: a character, or a backslash and the character it escapes.
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    first: char,
+    escaped: Option<char>,
+    /// The line counter *after* this unit (a newline already counts as the next line).
+    line: u64,
+}
+
+impl Unit {
+    fn is(&self, c: char) -> bool {
+        self.escaped.is_none() && self.first == c
+    }
+    fn is_space(&self) -> bool {
+        self.escaped.is_none() && is_space(self.first)
+    }
+    fn ends_line(&self) -> bool {
+        self.escaped.unwrap_or(self.first) == '\n'
+    }
+    fn push_to(&self, s: &mut String) {
+        s.push(self.first);
+        if let Some(c) = self.escaped {
+            s.push(c);
+        }
+    }
+}
+
+/// Universal newlines, escape pairing and line counting
+/// (`_iterescape` and `_iterlinecount`). A lone trailing backslash is dropped.
+fn units(text: &str) -> Vec<Unit> {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let mut out = Vec::with_capacity(text.len());
+    let mut chars = text.chars();
+    let mut line = 1;
+    while let Some(c) = chars.next() {
+        let escaped = if c == '\\' {
+            match chars.next() {
+                Some(e) => Some(e),
+                None => break,
+            }
+        } else {
+            None
+        };
+        let unit = Unit {
+            first: c,
+            escaped,
+            line,
+        };
+        let line_after = if unit.ends_line() { line + 1 } else { line };
+        out.push(Unit {
+            line: line_after,
+            ..unit
+        });
+        line = line_after;
+    }
+    out
+}
+
+struct Cursor {
+    units: Vec<Unit>,
+    pos: usize,
+}
+
+impl Cursor {
+    fn next(&mut self) -> Option<Unit> {
+        let u = self.units.get(self.pos).copied();
+        if u.is_some() {
+            self.pos += 1;
+        }
+        u
+    }
+    fn unread(&mut self) {
+        self.pos -= 1;
+    }
+}
+
+/// How the Lua sub-lexer ended.
+enum LuaEnd {
+    Done,
+    /// End of file inside the block: the stream just ends.
+    Eof,
+    Error(LexError),
+}
+
+/// Tokenizes a whole file's text, then checks brace balance.
+pub fn lex(text: &str) -> Tokens {
+    let (tokens, error) = lex_raw(text);
+    balance(tokens, error)
+}
+
+fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
+    let mut cur = Cursor {
+        units: units(text),
+        pos: 0,
+    };
+    let mut out: Vec<Token> = Vec::new();
+    let mut token = String::new();
+    let mut token_line = 0;
+    let mut next_is_directive = true;
+
+    macro_rules! next_or_end {
+        () => {
+            match cur.next() {
+                Some(u) => u,
+                None => return (out, None),
+            }
+        };
+    }
+    macro_rules! after_token {
+        ($quoted:expr) => {
+            if next_is_directive && LUA_BLOCK_DIRECTIVES.contains(&token.as_str()) {
+                let (lua, end) = lex_lua(&mut cur, &token);
+                if !lua.is_empty() {
+                    next_is_directive = true;
+                }
+                out.extend(lua);
+                match end {
+                    LuaEnd::Done => {}
+                    LuaEnd::Eof => return (out, None),
+                    LuaEnd::Error(e) => return (out, Some(e)),
+                }
+            } else {
+                next_is_directive = false;
+            }
+        };
+    }
+
+    while let Some(mut u) = cur.next() {
+        if u.is_space() {
+            if !token.is_empty() {
+                out.push(Token {
+                    text: token.clone(),
+                    line: token_line,
+                    quoted: false,
+                });
+                after_token!(false);
+                token.clear();
+            }
+            while u.is_space() {
+                u = next_or_end!();
+            }
+        }
+
+        if token.is_empty() && u.is('#') {
+            let line = u.line;
+            while !u.ends_line() {
+                u.push_to(&mut token);
+                u = next_or_end!();
+            }
+            out.push(Token {
+                text: std::mem::take(&mut token),
+                line,
+                quoted: false,
+            });
+            continue;
+        }
+
+        if token.is_empty() {
+            token_line = u.line;
+        }
+
+        // Parameter expansion (`${var}`): runs to `}`, then the character that
+        // ended it falls through and is appended below, as in crossplane.
+        if token.ends_with('$') && u.is('{') {
+            next_is_directive = false;
+            while !token.ends_with('}') && !u.is_space() {
+                u.push_to(&mut token);
+                u = next_or_end!();
+            }
+        }
+
+        if u.is('"') || u.is('\'') {
+            if !token.is_empty() {
+                u.push_to(&mut token);
+                continue;
+            }
+            let quote = u.first;
+            u = next_or_end!();
+            while !u.is(quote) {
+                if u.first == '\\' && u.escaped == Some(quote) {
+                    token.push(quote);
+                } else {
+                    u.push_to(&mut token);
+                }
+                u = next_or_end!();
+            }
+            out.push(Token {
+                text: token.clone(),
+                line: token_line,
+                quoted: true,
+            });
+            after_token!(true);
+            token.clear();
+            continue;
+        }
+
+        if u.is('{') || u.is('}') || u.is(';') {
+            if !token.is_empty() {
+                out.push(Token {
+                    text: std::mem::take(&mut token),
+                    line: token_line,
+                    quoted: false,
+                });
+            }
+            out.push(Token {
+                text: u.first.to_string(),
+                line: u.line,
+                quoted: false,
+            });
+            next_is_directive = true;
+            continue;
+        }
+
+        u.push_to(&mut token);
+    }
+    (out, None)
+}
+
+/// The body of a `*_by_lua_block`, as one quoted token and a `;`
+/// (`LuaBlockPlugin.lex`). Braces inside Lua strings and `--` comments do not count.
+fn lex_lua(cur: &mut Cursor, directive: &str) -> (Vec<Token>, LuaEnd) {
+    let mut out = Vec::new();
+    macro_rules! next_or_eof {
+        () => {
+            match cur.next() {
+                Some(u) => u,
+                None => return (out, LuaEnd::Eof),
+            }
+        };
+    }
+
+    if directive == "set_by_lua_block" {
+        // The one Lua block directive with an argument: the variable to set.
+        let mut arg = String::new();
+        while let Some(mut u) = cur.next() {
+            if u.is_space() {
+                if !arg.is_empty() {
+                    out.push(Token {
+                        text: arg,
+                        line: u.line,
+                        quoted: false,
+                    });
+                    break;
+                }
+                while u.is_space() {
+                    u = next_or_eof!();
+                }
+            }
+            u.push_to(&mut arg);
+        }
+    }
+
+    let mut u = next_or_eof!();
+    while u.is_space() {
+        u = next_or_eof!();
+    }
+    if !u.is('{') {
+        let error = LexError {
+            reason: "expected { to start Lua block".into(),
+            line: Some(u.line),
+            without_file: true,
+        };
+        return (out, LuaEnd::Error(error));
+    }
+
+    let mut depth = 1;
+    let mut token = String::new();
+    while let Some(mut u) = cur.next() {
+        if u.is('-') {
+            let dash = u;
+            u = next_or_eof!();
+            if u.is('-') {
+                token.push('-');
+                while !u.is('\n') {
+                    u.push_to(&mut token);
+                    u = next_or_eof!();
+                }
+            } else {
+                cur.unread();
+                u = dash;
+            }
+        } else if u.is('{') {
+            depth += 1;
+        } else if u.is('}') {
+            depth -= 1;
+        } else if u.is('"') || u.is('\'') {
+            let quote = u.first;
+            token.push(quote);
+            u = next_or_eof!();
+            while !u.is(quote) {
+                u.push_to(&mut token);
+                u = next_or_eof!();
+            }
+        }
+        if depth == 0 {
+            out.push(Token {
+                text: token,
+                line: u.line,
+                quoted: true,
+            });
+            out.push(Token {
+                text: ";".into(),
+                line: u.line,
+                quoted: false,
+            });
+            return (out, LuaEnd::Done);
+        }
+        u.push_to(&mut token);
+    }
+    (out, LuaEnd::Eof)
+}
+
+/// `_balance_braces`: an unexpected `}` cuts the stream there; a missing `}` is
+/// reported after the last token, on its line.
+fn balance(tokens: Vec<Token>, error: Option<LexError>) -> Tokens {
+    let mut depth: i64 = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        if !t.quoted && t.text == "}" {
+            depth -= 1;
+        } else if !t.quoted && t.text == "{" {
+            depth += 1;
+        }
+        if depth < 0 {
+            let error = LexError {
+                reason: "unexpected \"}\"".into(),
+                line: Some(t.line),
+                without_file: false,
+            };
+            let mut tokens = tokens;
+            tokens.truncate(i);
+            return Tokens {
+                tokens,
+                error: Some(error),
+            };
+        }
+    }
+    if error.is_some() {
+        return Tokens { tokens, error };
+    }
+    if depth > 0 {
+        let line = tokens.last().map(|t| t.line);
+        let error = LexError {
+            reason: "unexpected end of file, expecting \"}\"".into(),
+            line,
+            without_file: false,
+        };
+        return Tokens {
+            tokens,
+            error: Some(error),
+        };
+    }
+    Tokens {
+        tokens,
+        error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(src: &str) -> Vec<(String, u64)> {
+        lex(src)
+            .tokens
+            .into_iter()
+            .map(|t| (t.text, t.line))
+            .collect()
+    }
+
+    fn t(s: &str, line: u64) -> (String, u64) {
+        (s.to_string(), line)
+    }
+
+    #[test]
+    fn quotes_escapes_and_comments() {
+        let got = texts("x \"a\\\"b\" 'c\\d' e\\ f;#c1\n");
+        assert_eq!(
+            got,
+            vec![
+                t("x", 1),
+                t("a\"b", 1),
+                t("c\\d", 1),
+                t("e\\ f", 1),
+                t(";", 1),
+                t("#c1", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn expansion_swallows_the_character_after_it() {
+        // crossplane 0.5.8 lexes `${var} b;` as one token "${var} b".
+        assert_eq!(texts("set $a ${var} b;\n")[2], t("${var} b", 1));
+    }
+
+    #[test]
+    fn unterminated_token_and_comment_at_eof_are_dropped() {
+        assert_eq!(
+            texts("a;\nfoo bar"),
+            vec![t("a", 1), t(";", 1), t("foo", 2)]
+        );
+        assert_eq!(texts("a;#no newline"), vec![t("a", 1), t(";", 1)]);
+    }
+
+    #[test]
+    fn lua_block_is_one_argument() {
+        let src = "content_by_lua_block {\n  ngx.say(\"}\") -- }\n}\nx;\n";
+        let got = texts(src);
+        assert_eq!(got[0], t("content_by_lua_block", 1));
+        assert_eq!(got[1], t("\n  ngx.say(\"}\") -- }\n", 3));
+        assert_eq!(got[2], t(";", 3));
+        assert_eq!(got[3], t("x", 4));
+    }
+
+    #[test]
+    fn unbalanced_braces_are_errors_with_lines() {
+        let e = lex("a {\n}\n}\n").error.unwrap();
+        assert_eq!((e.reason.as_str(), e.line), ("unexpected \"}\"", Some(3)));
+        let e = lex("a {\n b;\n").error.unwrap();
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn crlf_counts_as_one_line() {
+        assert_eq!(texts("a;\r\nb;\r\n")[2], t("b", 2));
+    }
+}

@@ -1,0 +1,496 @@
+//! From files to a [`Payload`], as `crossplane.parse()` builds it: every file read
+//! (the main file, then each include in the order first met) is one `config`
+//! entry; `include` statements record which entries they pulled in; errors are
+//! collected, each with its file and line, and parsing goes on after them.
+//!
+//! What happens after an error is crossplane's, including its odd corners: a
+//! block directive in the wrong context is not skipped (its body is read as
+//! if it belonged to the enclosing block), and an error that escapes the statement
+//! loop (a syntax error, end of file inside a statement) leaves that file's
+//! `parsed` empty, keeping the errors and includes found before it.
+
+use std::fs;
+use std::io;
+
+use crate::analyzer::{self, Checks};
+use crate::glob;
+use crate::lexer::{self, Token, Tokens};
+use crate::payload::{ConfigFile, FileError, Payload, PayloadError, Statement, Status};
+use crate::python;
+
+/// Blocks nested deeper than this end the file with an error instead of the stack.
+const MAX_NESTING: usize = 512;
+
+/// crossplane's `parse()` keyword arguments; [`Default`] is crossplane's default
+/// (and `crossplane parse`'s with no flags).
+#[derive(Debug, Clone)]
+pub struct ParseOptions {
+    /// Collect errors and go on (`catch_errors`; `--no-catch` turns it off: the
+    /// first error ends that file).
+    pub catch_errors: bool,
+    /// Directives to leave out, blocks included (`--ignore`).
+    pub ignore: Vec<String>,
+    /// Do not follow includes (`--single-file`).
+    pub single: bool,
+    /// Keep comments as `{"directive": "#", "comment": ...}` (`--include-comments`).
+    pub comments: bool,
+    /// Unknown directives are errors (`--strict`).
+    pub strict: bool,
+    /// One config entry with includes spliced in (`--combine`).
+    pub combine: bool,
+    /// Check contexts (`check_ctx`).
+    pub check_ctx: bool,
+    /// Check argument counts and block-ness (`check_args`).
+    pub check_args: bool,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            catch_errors: true,
+            ignore: Vec::new(),
+            single: false,
+            comments: false,
+            strict: false,
+            combine: false,
+            check_ctx: true,
+            check_args: true,
+        }
+    }
+}
+
+/// An error that ends a file's statement loop (a Python exception reaching
+/// crossplane's per-file `try`): its message and line.
+#[derive(Debug)]
+struct Fatal {
+    error: String,
+    line: Option<u64>,
+}
+
+/// `OSError.__str__`: `[Errno 2] No such file or directory: 'path'`.
+fn os_error(err: &io::Error, path: &str) -> String {
+    let code = err.raw_os_error().unwrap_or(libc::EIO);
+    let text = io::Error::from_raw_os_error(code).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+    format!("[Errno {code}] {text}: {}", python::repr(path))
+}
+
+/// Python's `open(path)` for reading: directories are errors too.
+fn open_check(path: &str) -> io::Result<()> {
+    let file = fs::File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    Ok(())
+}
+
+/// `NgxParserBaseException.__str__`.
+fn located(reason: &str, file: &str, line: Option<u64>) -> String {
+    match line {
+        Some(l) => format!("{reason} in {file}:{l}"),
+        None => format!("{reason} in {file}"),
+    }
+}
+
+/// The token stream of one file, failing where crossplane's generator raises.
+struct Stream {
+    tokens: std::vec::IntoIter<Token>,
+    error: Option<Fatal>,
+}
+
+/// Why the stream gave no token.
+enum Stop {
+    /// A syntax error raised by the lexer.
+    Error(Fatal),
+    /// The stream is exhausted (Python's `StopIteration`).
+    End,
+}
+
+impl Stream {
+    fn open(path: &str) -> Result<Stream, Fatal> {
+        let bytes = fs::read(path).map_err(|e| Fatal {
+            error: os_error(&e, path),
+            line: None,
+        })?;
+        let Tokens { tokens, error } = lexer::lex(&String::from_utf8_lossy(&bytes));
+        let error = error.map(|e| {
+            let file = if e.without_file { "None" } else { path };
+            Fatal {
+                error: located(&e.reason, file, e.line),
+                line: e.line,
+            }
+        });
+        Ok(Stream {
+            tokens: tokens.into_iter(),
+            error,
+        })
+    }
+
+    fn next(&mut self) -> Result<Token, Stop> {
+        match self.tokens.next() {
+            Some(t) => Ok(t),
+            None => Err(self.error.take().map(Stop::Error).unwrap_or(Stop::End)),
+        }
+    }
+
+    /// `next(tokens)` inside a statement: running out there is an exception
+    /// whose message is empty (`str(StopIteration())`) and has no line.
+    fn next_in_statement(&mut self) -> Result<Token, Fatal> {
+        self.next().map_err(|stop| match stop {
+            Stop::Error(f) => f,
+            Stop::End => Fatal {
+                error: String::new(),
+                line: None,
+            },
+        })
+    }
+}
+
+struct Parser<'a> {
+    options: &'a ParseOptions,
+    config_dir: String,
+    /// `(file, context)` of every file to parse, in order; grows while parsing.
+    includes: Vec<(String, Vec<String>)>,
+    payload: Payload,
+    /// The file being parsed and its errors so far.
+    file: String,
+    file_errors: Vec<FileError>,
+}
+
+/// Parses `path` and everything it includes.
+pub fn parse(path: &str, options: &ParseOptions) -> Payload {
+    let (config_dir, _) = glob::split(path);
+    let mut p = Parser {
+        options,
+        config_dir: config_dir.to_string(),
+        includes: vec![(path.to_string(), Vec::new())],
+        payload: Payload::default(),
+        file: String::new(),
+        file_errors: Vec::new(),
+    };
+    let mut i = 0;
+    while i < p.includes.len() {
+        let (file, ctx) = p.includes[i].clone();
+        p.file = file.clone();
+        p.file_errors = Vec::new();
+        let parsed = match Stream::open(&file) {
+            Ok(mut stream) => p.block(&mut stream, &ctx, false, 0),
+            Err(fatal) => Err(fatal),
+        };
+        let parsed = parsed.unwrap_or_else(|fatal| {
+            p.error(fatal.error, fatal.line);
+            Vec::new()
+        });
+        let status = if p.file_errors.is_empty() {
+            Status::Ok
+        } else {
+            Status::Failed
+        };
+        let errors = std::mem::take(&mut p.file_errors);
+        p.payload.config.push(ConfigFile {
+            file,
+            status,
+            errors,
+            parsed,
+        });
+        i += 1;
+    }
+    if options.combine {
+        crate::combine::combine(p.payload)
+    } else {
+        p.payload
+    }
+}
+
+impl Parser<'_> {
+    /// `_handle_error`.
+    fn error(&mut self, error: String, line: Option<u64>) {
+        self.file_errors.push(FileError {
+            error: error.clone(),
+            line,
+        });
+        self.payload.status = Status::Failed;
+        self.payload.errors.push(PayloadError {
+            file: self.file.clone(),
+            error,
+            line,
+        });
+    }
+
+    /// `_parse`: the statements up to the `}` closing this block (or the end).
+    fn block(
+        &mut self,
+        s: &mut Stream,
+        ctx: &[String],
+        consume: bool,
+        depth: usize,
+    ) -> Result<Vec<Statement>, Fatal> {
+        if depth > MAX_NESTING {
+            // crossplane dies of Python's recursion limit here; tare ends the file.
+            return Err(Fatal {
+                error: "maximum recursion depth exceeded".into(),
+                line: None,
+            });
+        }
+        let mut parsed = Vec::new();
+        // crossplane's `fname`: the file being parsed, until an `include` in this
+        // block rebinds it to the last file matched (its loop variable has the same
+        // name); later statements of the block then carry that file in their error
+        // messages and `--combine` locations. Kept, for identical output.
+        let mut fname = self.file.clone();
+        loop {
+            let tok = match s.next() {
+                Ok(t) => t,
+                Err(Stop::End) => return Ok(parsed),
+                Err(Stop::Error(f)) => return Err(f),
+            };
+            if tok.text == "}" && !tok.quoted {
+                break;
+            }
+            if consume {
+                if tok.text == "{" && !tok.quoted {
+                    self.block(s, &[], true, depth + 1)?;
+                }
+                continue;
+            }
+
+            let mut stmt = Statement {
+                file: self.options.combine.then(|| fname.clone()),
+                directive: tok.text.clone(),
+                line: tok.line,
+                ..Statement::default()
+            };
+            if tok.text.starts_with('#') && !tok.quoted {
+                if self.options.comments {
+                    stmt.directive = "#".into();
+                    stmt.comment = Some(tok.text[1..].to_string());
+                    parsed.push(stmt);
+                }
+                continue;
+            }
+
+            let mut comments_in_args = Vec::new();
+            let mut term = s.next_in_statement()?;
+            while term.quoted || !matches!(term.text.as_str(), "{" | ";" | "}") {
+                if term.text.starts_with('#') && !term.quoted {
+                    comments_in_args.push(term.text[1..].to_string());
+                } else {
+                    stmt.args.push(term.text);
+                }
+                term = s.next_in_statement()?;
+            }
+            let opens_block = term.text == "{";
+
+            if self.options.ignore.contains(&stmt.directive) {
+                if opens_block {
+                    self.block(s, &[], true, depth + 1)?;
+                }
+                continue;
+            }
+
+            if stmt.directive == "if" {
+                prepare_if_args(&mut stmt.args);
+            }
+
+            let checks = Checks {
+                strict: self.options.strict,
+                context: self.options.check_ctx,
+                arguments: self.options.check_args,
+            };
+            if let Err(e) = analyzer::analyze(&stmt.directive, &stmt.args, &term.text, ctx, checks)
+            {
+                let message = located(&e.reason, &fname, Some(stmt.line));
+                if !self.options.catch_errors {
+                    return Err(Fatal {
+                        error: message,
+                        line: Some(stmt.line),
+                    });
+                }
+                self.error(message, Some(stmt.line));
+                if e.reason.ends_with(" is not terminated by \";\"") {
+                    if term.text != "}" {
+                        self.block(s, &[], true, depth + 1)?;
+                    } else {
+                        break;
+                    }
+                }
+                continue;
+            }
+
+            if !self.options.single && stmt.directive == "include" {
+                let (indexes, last) = self.include(&stmt, ctx)?;
+                if let Some(last) = last {
+                    fname = last;
+                }
+                stmt.includes = Some(indexes);
+            }
+
+            if opens_block {
+                let inner = analyzer::enter_block(&stmt.directive, ctx);
+                stmt.block = Some(self.block(s, &inner, false, depth + 1)?);
+            }
+
+            let line = stmt.line;
+            parsed.push(stmt);
+            for comment in comments_in_args {
+                parsed.push(Statement {
+                    directive: "#".into(),
+                    line,
+                    comment: Some(comment),
+                    ..Statement::default()
+                });
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Resolves an `include`: the indexes of the files it names, queued for parsing
+    /// in the including context.
+    /// Also returns the last file name matched (see `fname` in [`Parser::block`]).
+    fn include(
+        &mut self,
+        stmt: &Statement,
+        ctx: &[String],
+    ) -> Result<(Vec<usize>, Option<String>), Fatal> {
+        let Some(arg) = stmt.args.first() else {
+            // Only reachable where the analyzer does not look (e.g. inside `map`).
+            return Err(Fatal {
+                error: "list index out of range".into(),
+                line: None,
+            });
+        };
+        let pattern = if arg.starts_with('/') {
+            arg.clone()
+        } else {
+            glob::join(&self.config_dir, arg)
+        };
+        let files = if glob::has_magic(&pattern) {
+            glob::glob(&pattern)
+        } else {
+            match open_check(&pattern) {
+                Ok(()) => vec![pattern],
+                Err(e) => {
+                    let error = os_error(&e, &pattern);
+                    if !self.options.catch_errors {
+                        return Err(Fatal {
+                            error,
+                            line: Some(stmt.line),
+                        });
+                    }
+                    self.error(error, Some(stmt.line));
+                    Vec::new()
+                }
+            }
+        };
+        let mut indexes = Vec::new();
+        let last = files.last().cloned();
+        for file in files {
+            let index = match self.includes.iter().position(|(f, _)| *f == file) {
+                Some(i) => i,
+                None => {
+                    self.includes.push((file, ctx.to_vec()));
+                    self.includes.len() - 1
+                }
+            };
+            indexes.push(index);
+        }
+        Ok((indexes, last))
+    }
+}
+
+/// `_prepare_if_args`: strips the parentheses of `if (...)`.
+fn prepare_if_args(args: &mut Vec<String>) {
+    let (Some(first), Some(last)) = (args.first(), args.last()) else {
+        return;
+    };
+    if !(first.starts_with('(') && last.ends_with(')')) {
+        return;
+    }
+    let first: String = args[0].chars().skip(1).collect();
+    args[0] = first.trim_start_matches(python::is_space).to_string();
+    let n = args.len();
+    let mut last: Vec<char> = args[n - 1].chars().collect();
+    last.pop();
+    let last: String = last.into_iter().collect();
+    args[n - 1] = last.trim_end_matches(python::is_space).to_string();
+    let start = usize::from(args[0].is_empty());
+    let end = n - usize::from(args[n - 1].is_empty());
+    *args = if start < end {
+        args[start..end].to_vec()
+    } else {
+        Vec::new()
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn includes_are_indexed_once_and_parsed_in_their_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = write(
+            dir.path(),
+            "nginx.conf",
+            "events {}\nhttp {\n  include conf.d/*.conf;\n  include conf.d/b.conf;\n}\n",
+        );
+        write(dir.path(), "conf.d/a.conf", "gzip on;\n");
+        write(dir.path(), "conf.d/b.conf", "listen 80;\n");
+        let p = parse(&main, &ParseOptions::default());
+        let http = p.config[0].parsed[1].block.as_ref().unwrap();
+        assert_eq!(http[0].includes, Some(vec![1, 2]));
+        assert_eq!(http[1].includes, Some(vec![2]));
+        assert!(p.config[1].file.ends_with("conf.d/a.conf"));
+        // `listen` in http context (where b.conf was included) is an error of b.conf.
+        assert_eq!(p.status, Status::Failed);
+        assert_eq!(p.errors.len(), 1);
+        assert!(p.errors[0].file.ends_with("conf.d/b.conf"));
+        assert_eq!(p.errors[0].line, Some(1));
+    }
+
+    #[test]
+    fn missing_include_is_an_error_on_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = write(
+            dir.path(),
+            "nginx.conf",
+            "events {}\n\ninclude nope.conf;\n",
+        );
+        let p = parse(&main, &ParseOptions::default());
+        assert_eq!(p.errors[0].line, Some(3));
+        assert!(p.errors[0]
+            .error
+            .starts_with("[Errno 2] No such file or directory: '"));
+        assert_eq!(p.config[0].parsed[1].includes, Some(vec![]));
+    }
+
+    #[test]
+    fn syntax_error_empties_the_file_but_keeps_its_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = write(dir.path(), "nginx.conf", "worker_processes;\nhttp {\n");
+        let p = parse(&main, &ParseOptions::default());
+        assert!(p.config[0].parsed.is_empty());
+        let lines: Vec<Option<u64>> = p.errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![Some(1), Some(2)]);
+        assert!(p.errors[1]
+            .error
+            .starts_with("unexpected end of file, expecting \"}\" in "));
+    }
+
+    #[test]
+    fn if_loses_its_parentheses() {
+        let mut args = vec!["($a".to_string(), "=".into(), "b)".into()];
+        prepare_if_args(&mut args);
+        assert_eq!(args, ["$a", "=", "b"]);
+        let mut args = vec!["(".to_string(), "-f".into(), "$x".into(), ")".into()];
+        prepare_if_args(&mut args);
+        assert_eq!(args, ["-f", "$x"]);
+    }
+}

@@ -1,0 +1,164 @@
+//! [`PgConfig`]: everything one `tare pg` run needs, whether it comes from
+//! the command line or from the experiment runner calling [`crate::run`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use tare_engine::Endpoint;
+
+use crate::conninfo::ConnParams;
+
+/// pgbench's `-M`: how statements reach the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueryMode {
+    /// One `Query` message with the variables substituted as text.
+    #[default]
+    Simple,
+    /// Parse (unnamed) + Bind + Execute + Sync for every statement.
+    Extended,
+    /// Parse once per connection, then Bind + Execute + Sync.
+    Prepared,
+}
+
+impl QueryMode {
+    pub fn name(&self) -> &'static str {
+        match self {
+            QueryMode::Simple => "simple",
+            QueryMode::Extended => "extended",
+            QueryMode::Prepared => "prepared",
+        }
+    }
+}
+
+impl FromStr for QueryMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "simple" => Ok(QueryMode::Simple),
+            "extended" => Ok(QueryMode::Extended),
+            "prepared" => Ok(QueryMode::Prepared),
+            _ => Err(format!(
+                "invalid query mode (-M): \"{s}\" (simple, extended or prepared)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for QueryMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a script's text comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptSource {
+    /// `tpcb-like`, `simple-update`, `select-only` (or a unique prefix).
+    Builtin(String),
+    /// A script file (`-f`).
+    File(PathBuf),
+    /// Script text given inline (the runner, tests); `name` appears in reports.
+    Text { name: String, text: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptSpec {
+    pub source: ScriptSource,
+    /// Relative frequency among the scripts (`@weight`).
+    pub weight: u32,
+}
+
+/// How long the run lasts: pgbench's `-T` or `-t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    Duration(Duration),
+    TransactionsPerClient(u64),
+}
+
+#[derive(Clone, Debug)]
+pub struct PgConfig {
+    pub conn: ConnParams,
+    /// `-c`: concurrent database sessions.
+    pub clients: usize,
+    /// `-j`: worker threads; clients are spread over them as pgbench does.
+    pub threads: usize,
+    pub length: Length,
+    pub mode: QueryMode,
+    /// Empty: the built-in `tpcb-like`.
+    pub scripts: Vec<ScriptSpec>,
+    /// `-C`: a new connection for every transaction.
+    pub connect_per_transaction: bool,
+    /// `-r`: time every command.
+    pub per_statement: bool,
+    /// `-P`: print a progress line on stderr every interval.
+    pub progress_interval: Option<Duration>,
+    /// A live one-line display on a terminal.
+    pub live: bool,
+    /// Worker threads enter this network namespace before connecting.
+    pub netns: Option<PathBuf>,
+    /// `-s`: the `:scale` variable; `None` reads it from `pgbench_branches`
+    /// when a built-in script runs, else 1 (pgbench's rule).
+    pub scale: Option<u32>,
+    /// VACUUM pgbench's tables before a built-in run (pgbench's default; `-n` turns it off).
+    pub vacuum: bool,
+    /// `-D name=value`.
+    pub variables: Vec<(String, String)>,
+    /// Seed of the per-client random generators; `None`: from the clock.
+    pub random_seed: Option<u64>,
+    /// Allow load to a non-loopback address (DESIGN.md, "Loopback only by default").
+    pub allow_remote: bool,
+    /// Bound on establishing one connection (and on tare's own statements).
+    pub connect_timeout: Duration,
+}
+
+impl PgConfig {
+    /// A run against `endpoint` as `user` on `database` with pgbench's
+    /// defaults: 1 client, 1 thread, 10 transactions, simple mode, tpcb-like.
+    pub fn new(endpoint: Endpoint, user: &str, database: &str) -> PgConfig {
+        let (host, port) = match &endpoint {
+            Endpoint::Tcp(a) => (a.ip().to_string(), a.port()),
+            Endpoint::Unix(p) => {
+                let dir = p
+                    .parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default();
+                let port = p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.rsplit('.').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(crate::conninfo::DEFAULT_PORT);
+                (dir, port)
+            }
+        };
+        PgConfig {
+            conn: ConnParams {
+                endpoint,
+                host,
+                port,
+                user: user.to_string(),
+                database: database.to_string(),
+                password: None,
+                application_name: "tare".into(),
+            },
+            clients: 1,
+            threads: 1,
+            length: Length::TransactionsPerClient(10),
+            mode: QueryMode::Simple,
+            scripts: Vec::new(),
+            connect_per_transaction: false,
+            per_statement: false,
+            progress_interval: None,
+            live: false,
+            netns: None,
+            scale: None,
+            vacuum: true,
+            variables: Vec::new(),
+            random_seed: None,
+            allow_remote: false,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! One simulated client: its connection, buffers, variables and where it is
+//! in its script. Buffers are allocated once and reused for every
+//! transaction; a reconnect (`-C`) keeps them too.
+
+use std::io;
+
+use tare_engine::endpoint::Socket;
+
+use crate::script::expr::Value;
+use crate::script::random::Rng;
+use crate::startup::Handshake;
+
+/// Where a client stands. Transitions live in [`super::worker`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// No connection: before the first connect, or between transactions under `-C`.
+    Disconnected,
+    /// Non-blocking connect in progress (waiting for writability).
+    Connecting,
+    /// Start-up and authentication exchange.
+    Starting,
+    /// Connected, between transactions.
+    Idle,
+    /// Running client-side commands of the current transaction (transient).
+    Exec,
+    /// A statement is in flight; waiting for `ReadyForQuery`.
+    Waiting,
+    /// `ROLLBACK` in flight after a failed statement inside a transaction block.
+    RollingBack,
+    /// `\sleep`, or waiting for the schedule's start time; wakes at this clock reading.
+    Sleeping(u64),
+    /// Finished its transactions or the run ended.
+    Done,
+    /// Stopped by an error it cannot continue from.
+    Aborted,
+}
+
+pub struct Client {
+    /// Global client number (`:client_id`).
+    pub id: usize,
+    pub sock: Option<Socket>,
+    pub phase: Phase,
+    pub handshake: Handshake,
+    pub rbuf: Vec<u8>,
+    /// Bytes of `rbuf` filled.
+    pub rlen: usize,
+    pub wbuf: Vec<u8>,
+    /// Bytes of `wbuf` already sent (a short write is rare but possible).
+    pub wpos: usize,
+    /// `EPOLLOUT` is armed.
+    pub want_write: bool,
+    pub vars: Vec<Option<Value>>,
+    pub rng: Rng,
+    /// Per flat statement slot: already prepared on this connection.
+    pub prepared: Vec<bool>,
+    pub script: usize,
+    pub cmd: usize,
+    pub tx_start: u64,
+    pub cmd_start: u64,
+    pub conn_start: u64,
+    /// The start time a schedule granted while the client waited for it.
+    pub pending_start: Option<u64>,
+    /// SQLSTATE of the first error in the current statement.
+    pub error: Option<[u8; 5]>,
+    /// Transactions finished (succeeded or failed), for `-t`.
+    pub done_txs: u64,
+    /// Bumped on every disconnect: input read from an older connection is
+    /// never interpreted on a newer one (`-C` reconnects mid-callback).
+    pub epoch: u64,
+}
+
+/// Initial read buffer: a `select 1` response is ~60 bytes and a pgbench
+/// transaction's a few hundred; larger results grow the buffer once.
+const READ_BUF: usize = 16 * 1024;
+
+impl Client {
+    pub fn new(id: usize, vars: Vec<Option<Value>>, rng: Rng, statements: usize) -> Self {
+        Self {
+            id,
+            sock: None,
+            phase: Phase::Disconnected,
+            handshake: Handshake::new(),
+            rbuf: vec![0; READ_BUF],
+            rlen: 0,
+            wbuf: Vec::with_capacity(4096),
+            wpos: 0,
+            want_write: false,
+            vars,
+            rng,
+            prepared: vec![false; statements],
+            script: 0,
+            cmd: 0,
+            tx_start: 0,
+            cmd_start: 0,
+            conn_start: 0,
+            pending_start: None,
+            error: None,
+            done_txs: 0,
+            epoch: 0,
+        }
+    }
+
+    /// Drops the connection and everything tied to it.
+    pub fn disconnect(&mut self) {
+        self.sock = None;
+        self.epoch += 1;
+        self.rlen = 0;
+        self.wbuf.clear();
+        self.wpos = 0;
+        self.want_write = false;
+        self.prepared.iter_mut().for_each(|p| *p = false);
+        self.handshake = Handshake::new();
+    }
+
+    /// One `read` into the free part of the buffer, growing it first when a
+    /// message larger than the buffer is pending. `Ok(0)` is end of stream.
+    pub fn fill(&mut self) -> io::Result<usize> {
+        if self.rlen == self.rbuf.len() {
+            let need = crate::protocol::Frames::new(&self.rbuf[..self.rlen])
+                .pending_len()
+                .unwrap_or(0)
+                .max(self.rbuf.len() * 2);
+            self.rbuf.resize(need, 0);
+        }
+        let sock = self
+            .sock
+            .as_ref()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        let n = sock.read(&mut self.rbuf[self.rlen..])?;
+        self.rlen += n;
+        Ok(n)
+    }
+
+    /// Sends what is left of `wbuf`. `Ok(true)`: all of it went out.
+    pub fn send_pending(&mut self) -> io::Result<bool> {
+        let sock = self
+            .sock
+            .as_ref()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        while self.wpos < self.wbuf.len() {
+            match sock.write(&self.wbuf[self.wpos..]) {
+                Ok(n) => self.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        Ok(true)
+    }
+
+    /// A statement or ROLLBACK is in flight.
+    pub fn in_flight(&self) -> bool {
+        matches!(self.phase, Phase::Waiting | Phase::RollingBack)
+    }
+}

@@ -1,0 +1,222 @@
+//! The engine loop: worker threads, each driving its share of the clients
+//! through one epoll set.
+//!
+//! - [`client`]: one client's connection, buffers and place in its script.
+//! - [`worker`]: the state transitions and the per-thread statistics.
+//! - [`schedule`]: when a client may start its next transaction (closed loop now).
+//!
+//! Threads connect their clients first; all threads then meet at a barrier
+//! and the main thread fixes one common start time, so every recorder's
+//! timeline is aligned and the initial connection time is kept apart from
+//! the measured period, as pgbench keeps it.
+
+pub mod client;
+pub mod schedule;
+pub mod worker;
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use tare_engine::cpu::CpuTime;
+use tare_engine::progress::Board;
+use tare_engine::Clock;
+
+use crate::config::{Length, PgConfig};
+use crate::program::Program;
+use crate::script::random::Rng;
+use client::{Client, Phase};
+use schedule::ClosedLoop;
+use worker::{poll_timeout, Ctx, WorkerResult};
+
+/// Per-command totals for `-r`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CmdStat {
+    pub sum_ns: u64,
+    pub count: u64,
+    pub failures: u64,
+}
+
+/// Per-script totals (pgbench's per-script report lines).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScriptStat {
+    pub count: u64,
+    pub failed: u64,
+    pub sum_ms: f64,
+    pub sumsq_ms: f64,
+}
+
+/// Latency sums a `-P` reporter reads, one cache line per thread.
+#[repr(align(64))]
+#[derive(Default)]
+pub struct LatCounters {
+    pub lat_sum_ns: AtomicU64,
+    /// f64 bits of the sum of squared latencies in ms².
+    pub lat_sumsq_ms: AtomicU64,
+}
+
+/// What a worker publishes while it runs.
+pub struct LiveStats<'a> {
+    pub board: &'a tare_engine::progress::Counters,
+    pub lat_sum_ns: &'a AtomicU64,
+    pub lat_sumsq_ms: &'a AtomicU64,
+}
+
+/// Everything the threads share.
+pub struct Shared {
+    pub program: Arc<Program>,
+    pub cfg: Arc<PgConfig>,
+    pub clock: Clock,
+    pub board: Arc<Board>,
+    pub lat: Arc<Vec<LatCounters>>,
+    /// Threads + the main thread: once after connecting, once after the start time is set.
+    pub barrier: Barrier,
+    pub start_ns: AtomicU64,
+    /// Set when any thread failed to set up; every thread then returns early.
+    pub failed: AtomicBool,
+    pub failure: Mutex<Option<crate::PgError>>,
+    pub seed: u64,
+    /// Set from outside (Ctrl-C): stop now and report what was measured.
+    pub stop: Arc<AtomicBool>,
+}
+
+pub struct WorkerOutput {
+    pub result: WorkerResult,
+    pub cpu: CpuTime,
+    /// Time this thread took to open its initial connections.
+    pub conn_elapsed_ns: u64,
+}
+
+/// The body of worker thread `index`, owning clients `ids`.
+pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<WorkerOutput> {
+    let cpu0 = CpuTime::thread();
+    let cfg = &*shared.cfg;
+    let program = &*shared.program;
+    let fail = |e: crate::PgError| {
+        shared.failed.store(true, Ordering::SeqCst);
+        let mut slot = shared.failure.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(e);
+    };
+    let setup = (|| -> Result<(Ctx, Vec<Client>, u64), crate::PgError> {
+        if let Some(ns) = &cfg.netns {
+            tare_engine::netns::enter(ns).map_err(|e| crate::PgError::io("worker thread", e))?;
+        }
+        let n = ids.len();
+        let mut ctx = Ctx::new(program, cfg, shared.clock, n, Box::new(ClosedLoop))
+            .map_err(|e| crate::PgError::io("creating epoll", e))?;
+        let mut clients: Vec<Client> = ids
+            .clone()
+            .map(|id| {
+                let mut vars = program.initial.clone();
+                vars[program.client_id.0] = Some(crate::script::expr::Value::Int(id as i64));
+                let seed = shared.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                Client::new(id, vars, Rng::new(seed), program.statements)
+            })
+            .collect();
+        let t0 = shared.clock.now_ns();
+        if !cfg.connect_per_transaction {
+            connect_all(&mut ctx, &mut clients)?;
+        }
+        Ok((ctx, clients, shared.clock.now_ns() - t0))
+    })();
+    let setup = match setup {
+        Ok(s) => Some(s),
+        Err(e) => {
+            fail(e);
+            None
+        }
+    };
+    shared.barrier.wait();
+    shared.barrier.wait();
+    let (mut ctx, mut clients, conn_elapsed_ns) = setup?;
+    if shared.failed.load(Ordering::SeqCst) {
+        return None;
+    }
+
+    let start = shared.start_ns.load(Ordering::SeqCst);
+    let (deadline, expected) = match cfg.length {
+        Length::Duration(d) => (Some(start + d.as_nanos() as u64), d.as_nanos() as u64),
+        Length::TransactionsPerClient(_) => (None, 10_000_000_000),
+    };
+    ctx.begin(start, expected);
+    let live = LiveStats {
+        board: &shared.board.threads[index],
+        lat_sum_ns: &shared.lat[index].lat_sum_ns,
+        lat_sumsq_ms: &shared.lat[index].lat_sumsq_ms,
+    };
+    for (i, c) in clients.iter_mut().enumerate() {
+        ctx.advance(c, i);
+    }
+    let total = clients.len();
+    let mut ready = Vec::with_capacity(total.max(1));
+    let mut now;
+    loop {
+        now = shared.clock.now_ns();
+        if deadline.is_some_and(|d| now >= d)
+            || ctx.finished == total
+            || shared.stop.load(Ordering::Relaxed)
+        {
+            break;
+        }
+        ctx.fire_timers(&mut clients, now);
+        if ctx.finished == total {
+            break;
+        }
+        let timeout = poll_timeout(now, ctx.next_timer(), deadline);
+        if let Err(e) = ctx.poller.wait(Some(timeout), |r| ready.push(r)) {
+            ctx.abort_message
+                .get_or_insert(format!("epoll_wait failed: {e}"));
+            break;
+        }
+        for r in ready.drain(..) {
+            ctx.on_event(&mut clients, r);
+        }
+        ctx.publish(&live);
+    }
+    ctx.publish(&live);
+    let end_ns = deadline.map_or(now, |d| now.min(d));
+    let in_flight = clients.iter().filter(|c| c.in_flight()).count() as u64;
+    drop(clients);
+    Some(WorkerOutput {
+        result: ctx.into_result(end_ns, in_flight),
+        cpu: CpuTime::thread().since(&cpu0),
+        conn_elapsed_ns,
+    })
+}
+
+/// Opens every client's connection before the measured period, failing the
+/// whole run on the first refusal (pgbench exits there too).
+fn connect_all(ctx: &mut Ctx, clients: &mut [Client]) -> Result<(), crate::PgError> {
+    for (i, c) in clients.iter_mut().enumerate() {
+        ctx.advance(c, i);
+    }
+    let limit = ctx.clock.now_ns() + ctx.cfg.connect_timeout.as_nanos() as u64;
+    let mut ready = Vec::with_capacity(clients.len().max(1));
+    loop {
+        if let Some(msg) = ctx.abort_message.take() {
+            return Err(crate::PgError::Config(
+                msg.split_once("; ")
+                    .map_or(msg.clone(), |(_, why)| why.to_string()),
+            ));
+        }
+        if clients.iter().all(|c| c.phase == Phase::Idle) {
+            return Ok(());
+        }
+        let now = ctx.clock.now_ns();
+        if now >= limit {
+            return Err(crate::PgError::Config(format!(
+                "connection to server at {} timed out after {:?}",
+                ctx.cfg.conn.display_server(),
+                ctx.cfg.connect_timeout
+            )));
+        }
+        ctx.poller
+            .wait(Some(poll_timeout(now, None, Some(limit))), |r| {
+                ready.push(r)
+            })
+            .map_err(|e| crate::PgError::io("epoll_wait", e))?;
+        for r in ready.drain(..) {
+            ctx.on_event(clients, r);
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! The text report: pgbench's PostgreSQL 15 layout line for line (so tools
+//! that read pgbench's output read tare's), then tare's additions:
+//! HDR percentiles, failures by SQLSTATE class, and the generator's CPU.
+//! Reads only the [`LoadResult`] (record, then report).
+
+use std::fmt::Write;
+
+use tare_record::{LoadResult, PgDetails, StatementLatency};
+
+/// What the record does not say about how the text should look.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextOptions {
+    /// `-P` was given: pgbench then prints `latency stddev` too.
+    pub progress: bool,
+}
+
+pub fn text(r: &LoadResult, opts: TextOptions) -> String {
+    let default = PgDetails::default();
+    let pg = r.pg.as_ref().unwrap_or(&default);
+    let mut o = String::new();
+    let server = if pg.server_version.is_empty() {
+        String::new()
+    } else {
+        format!(", server {}", pg.server_version)
+    };
+    let _ = writeln!(o, "tare pg ({}{server})", r.tare_version);
+    let multi = pg.script_results.len() > 1;
+    let ttype = if multi {
+        "multiple scripts".to_string()
+    } else {
+        pg.script_results
+            .first()
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
+    };
+    let _ = writeln!(o, "transaction type: {ttype}");
+    let _ = writeln!(o, "scaling factor: {}", pg.scale);
+    let _ = writeln!(o, "query mode: {}", pg.query_mode);
+    let _ = writeln!(o, "number of clients: {}", r.connections);
+    let _ = writeln!(o, "number of threads: {}", r.threads);
+    let _ = writeln!(o, "maximum number of tries: 1");
+    let failed = pg.failed;
+    match (pg.transactions_per_client, pg.planned_duration_s) {
+        (Some(t), _) => {
+            let _ = writeln!(o, "number of transactions per client: {t}");
+            let _ = writeln!(
+                o,
+                "number of transactions actually processed: {}/{}",
+                r.requests,
+                t * r.connections
+            );
+        }
+        (None, d) => {
+            let _ = writeln!(
+                o,
+                "duration: {} s",
+                d.unwrap_or(r.duration_s).round() as u64
+            );
+            let _ = writeln!(
+                o,
+                "number of transactions actually processed: {}",
+                r.requests
+            );
+        }
+    }
+    let total = r.requests + failed;
+    let _ = writeln!(
+        o,
+        "number of failed transactions: {failed} ({:.3}%)",
+        pct(failed, total)
+    );
+    let _ = writeln!(o, "latency average = {:.3} ms", r.latency_us.mean / 1e3);
+    if opts.progress {
+        let _ = writeln!(o, "latency stddev = {:.3} ms", r.latency_us.stdev / 1e3);
+    }
+    if pg.connect_per_transaction {
+        let _ = writeln!(
+            o,
+            "average connection time = {:.3} ms",
+            pg.connection_time_ms
+        );
+        let _ = writeln!(
+            o,
+            "tps = {:.6} (including reconnection times)",
+            r.tps.unwrap_or(0.0)
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "initial connection time = {:.3} ms",
+            pg.connection_time_ms
+        );
+        let _ = writeln!(
+            o,
+            "tps = {:.6} (without initial connection time)",
+            r.tps.unwrap_or(0.0)
+        );
+    }
+    if multi {
+        let total_weight: u64 = pg.script_results.iter().map(|s| s.weight as u64).sum();
+        for (i, s) in pg.script_results.iter().enumerate() {
+            let _ = writeln!(o, "SQL script {}: {}", i + 1, s.name);
+            let _ = writeln!(
+                o,
+                " - weight: {} (targets {:.1}% of total)",
+                s.weight,
+                pct(s.weight as u64, total_weight)
+            );
+            let _ = writeln!(
+                o,
+                " - {} transactions ({:.1}% of total, tps = {:.6})",
+                s.transactions,
+                pct(s.transactions, r.requests),
+                s.tps
+            );
+            let _ = writeln!(
+                o,
+                " - number of failed transactions: {} ({:.3}%)",
+                s.failed,
+                pct(s.failed, s.transactions + s.failed)
+            );
+            let _ = writeln!(o, " - latency average = {:.3} ms", s.latency_mean_ms);
+            let _ = writeln!(o, " - latency stddev = {:.3} ms", s.latency_stdev_ms);
+            let stmts: Vec<&StatementLatency> = pg
+                .statements
+                .iter()
+                .filter(|st| st.script == s.name)
+                .collect();
+            if !stmts.is_empty() {
+                let _ = writeln!(o, " - statement latencies in milliseconds and failures:");
+                statement_lines(&mut o, &stmts);
+            }
+        }
+    } else if !pg.statements.is_empty() {
+        let _ = writeln!(o, "statement latencies in milliseconds and failures:");
+        statement_lines(&mut o, &pg.statements.iter().collect::<Vec<_>>());
+    }
+
+    // tare's additions, after everything pgbench prints.
+    let l = &r.latency_us;
+    let _ = writeln!(
+        o,
+        "latency percentiles: p50 = {:.3} ms, p90 = {:.3} ms, p99 = {:.3} ms, p99.9 = {:.3} ms, p99.99 = {:.3} ms, max = {:.3} ms",
+        l.p50 / 1e3,
+        l.p90 / 1e3,
+        l.p99 / 1e3,
+        l.p999 / 1e3,
+        l.p9999 / 1e3,
+        l.max / 1e3
+    );
+    if let Some(c) = &r.connect_us {
+        let _ = writeln!(
+            o,
+            "connection time percentiles: p50 = {:.3} ms, p99 = {:.3} ms, max = {:.3} ms",
+            c.p50 / 1e3,
+            c.p99 / 1e3,
+            c.max / 1e3
+        );
+    }
+    if !pg.failed_by_sqlstate_class.is_empty() {
+        let classes: Vec<String> = pg
+            .failed_by_sqlstate_class
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "failed transactions by SQLSTATE class: {}",
+            classes.join(", ")
+        );
+    }
+    let e = &r.errors;
+    if e.connect + e.read + e.write > 0 {
+        let _ = writeln!(
+            o,
+            "connection errors: connect {}, read {}, write {}",
+            e.connect, e.read, e.write
+        );
+    }
+    let _ = writeln!(
+        o,
+        "tps = {:.6} (including initial connection time)",
+        pg.tps_including_connect
+    );
+    let _ = writeln!(
+        o,
+        "generator CPU = {:.3} s (user {:.3} s, system {:.3} s), {:.2} us per transaction",
+        r.generator_cpu_s,
+        r.generator_cpu_user_s,
+        r.generator_cpu_system_s,
+        r.generator_cpu_us_per_request()
+    );
+    o
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// pgbench: `printf("   %11.3f  %10" INT64_MODIFIER "d  %s\n", ...)`.
+fn statement_lines(o: &mut String, stmts: &[&StatementLatency]) {
+    for s in stmts {
+        let _ = writeln!(
+            o,
+            "   {:>11.3}  {:>10}  {}",
+            s.mean_ms, s.failures, s.command
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tare_record::result::PgScriptResult;
+
+    fn sample() -> LoadResult {
+        LoadResult {
+            engine: "pg".into(),
+            connections: 4,
+            threads: 2,
+            requests: 200100,
+            tps: Some(100165.089688),
+            duration_s: 2.0,
+            tare_version: "0.1.0".into(),
+            pg: Some(PgDetails {
+                query_mode: "prepared".into(),
+                scale: 1,
+                planned_duration_s: Some(2.0),
+                connection_time_ms: 6.211,
+                script_results: vec![PgScriptResult {
+                    name: "s.sql".into(),
+                    weight: 1,
+                    transactions: 200100,
+                    ..Default::default()
+                }],
+                statements: vec![StatementLatency {
+                    script: "s.sql".into(),
+                    line: 1,
+                    command: "select 1;".into(),
+                    mean_ms: 0.016,
+                    failures: 0,
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn follows_pgbench_15_layout() {
+        let t = text(&sample(), TextOptions::default());
+        let expected = "transaction type: s.sql
+scaling factor: 1
+query mode: prepared
+number of clients: 4
+number of threads: 2
+maximum number of tries: 1
+duration: 2 s
+number of transactions actually processed: 200100
+number of failed transactions: 0 (0.000%)
+latency average = 0.000 ms
+initial connection time = 6.211 ms
+tps = 100165.089688 (without initial connection time)
+statement latencies in milliseconds and failures:
+         0.016           0  select 1;
+latency percentiles: ";
+        assert!(t.contains(expected), "{t}");
+    }
+
+    #[test]
+    fn reconnect_mode_and_transaction_counts() {
+        let mut r = sample();
+        let pg = r.pg.as_mut().unwrap();
+        pg.connect_per_transaction = true;
+        pg.transactions_per_client = Some(100);
+        pg.failed = 5;
+        pg.failed_by_sqlstate_class.insert("23".into(), 5);
+        r.requests = 395;
+        r.connections = 4;
+        let t = text(&r, TextOptions { progress: true });
+        assert!(
+            t.contains("number of transactions actually processed: 395/400\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("number of failed transactions: 5 (1.250%)\n"),
+            "{t}"
+        );
+        assert!(t.contains("average connection time = "), "{t}");
+        assert!(t.contains("(including reconnection times)"), "{t}");
+        assert!(t.contains("latency stddev = "), "{t}");
+        assert!(
+            t.contains("failed transactions by SQLSTATE class: 23 = 5"),
+            "{t}"
+        );
+    }
+}

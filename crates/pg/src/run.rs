@@ -1,0 +1,428 @@
+//! [`run`]: one `tare pg` load run, from a [`PgConfig`] to a [`LoadResult`].
+//!
+//! Before any load: the scripts are compiled, one blocking session checks
+//! that the server accepts us (so a wrong password is one clear error, not
+//! one per client), reads `server_version` and, for built-in scripts, the
+//! scale from `pgbench_branches`, and vacuums as pgbench does.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tare_engine::progress::{Board, Line};
+use tare_engine::Clock;
+use tare_record::result::PgScriptResult;
+use tare_record::{LoadResult, PgDetails, StatementLatency};
+
+use crate::config::{Length, PgConfig, ScriptSource};
+use crate::engine::{self, LatCounters, Shared, WorkerOutput};
+use crate::error::PgError;
+use crate::program::Program;
+use crate::session::Session;
+
+/// Runs the load described by `cfg`. Client aborts (a server that died, a
+/// script that cannot go on) end with `Ok` and partial results: see
+/// `pg.aborted_clients` and `pg.abort_error`.
+pub fn run(cfg: &PgConfig) -> Result<LoadResult, PgError> {
+    run_with_stop(cfg, Arc::new(AtomicBool::new(false)))
+}
+
+/// [`run`], ending early (with the results so far) once `stop` is set.
+pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, PgError> {
+    validate(cfg)?;
+    let uses_builtin = cfg.scripts.is_empty()
+        || cfg
+            .scripts
+            .iter()
+            .any(|s| matches!(s.source, ScriptSource::Builtin(_)));
+    // Parse scripts before touching the server: a syntax error is reported
+    // even when the server is down.
+    Program::compile(cfg, 1, 0)?;
+    let (server_version, scale) = prepare_server(cfg, uses_builtin)?;
+    let seed = cfg.random_seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    let program = Program::compile(cfg, scale, seed)?;
+
+    let threads = cfg.threads.min(cfg.clients).max(1);
+    let clock = Clock::new(Instant::now());
+    let shared = Arc::new(Shared {
+        program: program.clone(),
+        cfg: Arc::new(cfg.clone()),
+        clock,
+        board: Board::new(threads),
+        lat: Arc::new((0..threads).map(|_| LatCounters::default()).collect()),
+        barrier: Barrier::new(threads + 1),
+        start_ns: AtomicU64::new(0),
+        failed: AtomicBool::new(false),
+        failure: Mutex::new(None),
+        seed,
+        stop,
+    });
+    let mut handles = Vec::with_capacity(threads);
+    let mut next = 0;
+    for i in 0..threads {
+        // pgbench's split: the first `clients % threads` threads get one more.
+        let n = cfg.clients / threads + usize::from(i < cfg.clients % threads);
+        let ids = next..next + n;
+        next += n;
+        let sh = shared.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("tare-pg-{i}"))
+            .spawn(move || engine::run_worker(i, ids, &sh))
+            .map_err(|e| PgError::io("spawning a worker thread", e))?;
+        handles.push(h);
+    }
+    shared.barrier.wait();
+    let started = SystemTime::now();
+    let start_ns = clock.now_ns();
+    shared.start_ns.store(start_ns, Ordering::SeqCst);
+    shared.barrier.wait();
+    let planned = match cfg.length {
+        Length::Duration(d) => Some(d),
+        Length::TransactionsPerClient(_) => None,
+    };
+    let line = cfg
+        .live
+        .then(|| Line::start(shared.board.clone(), "tx", planned));
+    let stop_progress = Arc::new(AtomicBool::new(false));
+    let progress = cfg.progress_interval.map(|every| {
+        let (sh, stop) = (shared.clone(), stop_progress.clone());
+        std::thread::spawn(move || report_progress(&sh, every, &stop))
+    });
+    let outputs: Vec<Option<WorkerOutput>> = handles
+        .into_iter()
+        .map(|h| h.join().ok().flatten())
+        .collect();
+    stop_progress.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    if let Some(l) = line {
+        l.finish();
+    }
+    if shared.failed.load(Ordering::SeqCst) {
+        let e = shared
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        return Err(e.unwrap_or_else(|| PgError::Config("a worker thread failed to start".into())));
+    }
+    if outputs.iter().any(Option::is_none) {
+        return Err(PgError::Protocol("a worker thread panicked".into()));
+    }
+    let outputs: Vec<WorkerOutput> = outputs.into_iter().flatten().collect();
+    Ok(assemble(
+        cfg,
+        &program,
+        outputs,
+        start_ns,
+        started,
+        threads,
+        scale,
+        server_version,
+    ))
+}
+
+fn validate(cfg: &PgConfig) -> Result<(), PgError> {
+    if cfg.clients == 0 {
+        return Err(PgError::Config("invalid number of clients: 0".into()));
+    }
+    if cfg.threads == 0 {
+        return Err(PgError::Config("invalid number of threads: 0".into()));
+    }
+    match cfg.length {
+        Length::Duration(d) if d.is_zero() => {
+            return Err(PgError::Config("invalid duration: 0".into()))
+        }
+        Length::TransactionsPerClient(0) => {
+            return Err(PgError::Config("invalid number of transactions: 0".into()))
+        }
+        _ => {}
+    }
+    if !cfg.allow_remote && !cfg.conn.endpoint.is_local() {
+        return Err(PgError::Config(format!(
+            "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
+            cfg.conn.endpoint
+        )));
+    }
+    Ok(())
+}
+
+/// The pre-run session, inside the run's network namespace when it has one.
+fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), PgError> {
+    let cfg2 = cfg.clone();
+    let work = move || -> Result<(String, u32), PgError> {
+        if let Some(ns) = &cfg2.netns {
+            tare_engine::netns::enter(ns).map_err(|e| PgError::io("pre-run check", e))?;
+        }
+        let mut s = Session::connect(&cfg2.conn, cfg2.connect_timeout)?;
+        let version = s.query_value("SHOW server_version")?.unwrap_or_default();
+        let scale = match cfg2.scale {
+            Some(n) => n,
+            None if uses_builtin => {
+                let n = s
+                    .query_value("select count(*) from pgbench_branches")
+                    .map_err(|e| {
+                        PgError::Config(format!(
+                            "could not count number of branches: {e} (run tare pg --init first)"
+                        ))
+                    })?
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(0);
+                if n == 0 {
+                    return Err(PgError::Config(
+                        "pgbench_branches is empty; run tare pg --init".into(),
+                    ));
+                }
+                n
+            }
+            None => 1,
+        };
+        if uses_builtin && cfg2.vacuum {
+            // pgbench's doVacuum: errors are ignored there too.
+            for sql in [
+                "vacuum pgbench_branches",
+                "vacuum pgbench_tellers",
+                "truncate pgbench_history",
+            ] {
+                let _ = s.query(sql);
+            }
+        }
+        Ok((version, scale))
+    };
+    if cfg.netns.is_some() {
+        std::thread::spawn(work)
+            .join()
+            .map_err(|_| PgError::Protocol("pre-run check panicked".into()))?
+    } else {
+        work()
+    }
+}
+
+/// pgbench's `-P` line on stderr, every `every`.
+fn report_progress(sh: &Shared, every: Duration, stop: &AtomicBool) {
+    let origin = Instant::now();
+    let (mut last_n, mut last_sum, mut last_sq, mut last_t) = (0u64, 0u64, 0f64, 0f64);
+    let mut tick = 1u32;
+    while !stop.load(Ordering::Relaxed) {
+        let due = every * tick;
+        let left = due.saturating_sub(origin.elapsed());
+        if !left.is_zero() {
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+            continue;
+        }
+        tick += 1;
+        let (n, failed) = sh.board.totals();
+        let sum: u64 = sh
+            .lat
+            .iter()
+            .map(|l| l.lat_sum_ns.load(Ordering::Relaxed))
+            .sum();
+        let sq: f64 = sh
+            .lat
+            .iter()
+            .map(|l| f64::from_bits(l.lat_sumsq_ms.load(Ordering::Relaxed)))
+            .sum();
+        let t = origin.elapsed().as_secs_f64();
+        let dn = n.saturating_sub(last_n);
+        let (mean, sd) = if dn > 0 {
+            let mean = (sum - last_sum.min(sum)) as f64 / 1e6 / dn as f64;
+            let var = ((sq - last_sq) / dn as f64 - mean * mean).max(0.0);
+            (mean, var.sqrt())
+        } else {
+            (0.0, 0.0)
+        };
+        eprintln!(
+            "progress: {t:.1} s, {:.1} tps, lat {mean:.3} ms stddev {sd:.3}, {failed} failed",
+            dn as f64 / (t - last_t).max(1e-9)
+        );
+        (last_n, last_sum, last_sq, last_t) = (n, sum, sq, t);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    cfg: &PgConfig,
+    program: &Program,
+    outputs: Vec<WorkerOutput>,
+    start_ns: u64,
+    started: SystemTime,
+    threads: usize,
+    scale: u32,
+    server_version: String,
+) -> LoadResult {
+    let mut it = outputs.into_iter();
+    let first = it.next().expect("at least one worker");
+    let mut rec = first.result.rec;
+    let mut per_cmd = first.result.per_cmd;
+    let mut per_script = first.result.per_script;
+    let mut by_class = first.result.failed_by_class;
+    let (mut conn_total, mut aborted, mut abort_msg) = (
+        first.result.conn_total_ns,
+        first.result.aborted,
+        first.result.abort_message,
+    );
+    let mut end_ns = first.result.end_ns;
+    let mut cpu = first.cpu;
+    let mut conn_elapsed = first.conn_elapsed_ns;
+    for o in it {
+        rec.merge(&o.result.rec);
+        for (a, b) in per_cmd.iter_mut().zip(&o.result.per_cmd) {
+            a.sum_ns += b.sum_ns;
+            a.count += b.count;
+            a.failures += b.failures;
+        }
+        for (a, b) in per_script.iter_mut().zip(&o.result.per_script) {
+            a.count += b.count;
+            a.failed += b.failed;
+            a.sum_ms += b.sum_ms;
+            a.sumsq_ms += b.sumsq_ms;
+        }
+        for (k, v) in o.result.failed_by_class {
+            *by_class.entry(k).or_insert(0) += v;
+        }
+        conn_total += o.result.conn_total_ns;
+        aborted += o.result.aborted;
+        abort_msg = abort_msg.or(o.result.abort_message);
+        end_ns = end_ns.max(o.result.end_ns);
+        cpu.add(&o.cpu);
+        conn_elapsed = conn_elapsed.max(o.conn_elapsed_ns);
+    }
+    let duration_ns = end_ns.saturating_sub(start_ns).max(1);
+    let duration_s = duration_ns as f64 / 1e9;
+    let n = rec.requests;
+    let failed = rec.errors.status;
+    let tps_measured = n as f64 / duration_s;
+    let (tps, tps_excluding, tps_including, connection_time_ms) = if cfg.connect_per_transaction {
+        // pgbench: "average connection time" over transactions, and tps
+        // including reconnections; excluding them, each thread's time
+        // shrinks by its share of connection time.
+        let per_thread_conn_s = conn_total as f64 / 1e9 / threads as f64;
+        let excl = n as f64 / (duration_s - per_thread_conn_s).max(1e-9);
+        let avg_ms = conn_total as f64 / 1e6 / (n + failed).max(1) as f64;
+        (tps_measured, excl, tps_measured, avg_ms)
+    } else {
+        let incl = n as f64 / (duration_s + conn_elapsed as f64 / 1e9);
+        (tps_measured, tps_measured, incl, conn_elapsed as f64 / 1e6)
+    };
+
+    let statements = if cfg.per_statement {
+        program
+            .scripts
+            .iter()
+            .enumerate()
+            .flat_map(|(si, s)| {
+                let base = program.command_base[si];
+                let per_cmd = &per_cmd;
+                s.script.commands.iter().enumerate().map(move |(ci, c)| {
+                    let st = per_cmd[base + ci];
+                    StatementLatency {
+                        script: s.script.name.clone(),
+                        line: c.line as u64,
+                        command: c.first_line.clone(),
+                        mean_ms: if st.count == 0 {
+                            0.0
+                        } else {
+                            st.sum_ns as f64 / 1e6 / st.count as f64
+                        },
+                        failures: st.failures,
+                    }
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let script_results = program
+        .scripts
+        .iter()
+        .zip(&per_script)
+        .map(|(s, st)| {
+            let mean = if st.count == 0 {
+                0.0
+            } else {
+                st.sum_ms / st.count as f64
+            };
+            let var = if st.count == 0 {
+                0.0
+            } else {
+                (st.sumsq_ms / st.count as f64 - mean * mean).max(0.0)
+            };
+            PgScriptResult {
+                name: s.script.name.clone(),
+                weight: s.script.weight,
+                transactions: st.count,
+                failed: st.failed,
+                latency_mean_ms: mean,
+                latency_stdev_ms: var.sqrt(),
+                tps: st.count as f64 / duration_s,
+            }
+        })
+        .collect();
+
+    let transport = cfg.conn.endpoint.transport().to_string();
+    LoadResult {
+        engine: "pg".into(),
+        target: cfg.conn.target(),
+        transport,
+        started_unix_s: started
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+        duration_s,
+        connections: cfg.clients as u64,
+        threads: threads as u64,
+        keepalive: !cfg.connect_per_transaction,
+        requests: n,
+        in_flight: rec.in_flight,
+        errors: rec.errors,
+        rps: None,
+        tps: Some(tps),
+        bytes_read: 0,
+        latency_us: rec.latency.summary(),
+        hdr: rec.latency.encode().unwrap_or_default(),
+        connect_us: rec.connect.as_ref().map(|l| l.summary()),
+        first_byte_us: None,
+        timeline: rec.timeline(duration_ns),
+        generator_cpu_s: cpu.total_s(),
+        generator_cpu_user_s: cpu.user.as_secs_f64(),
+        generator_cpu_system_s: cpu.system.as_secs_f64(),
+        status_codes: Default::default(),
+        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
+        schedule: None,
+        pg: Some(PgDetails {
+            query_mode: cfg.mode.name().into(),
+            scripts: program
+                .scripts
+                .iter()
+                .map(|s| format!("{}@{}", s.script.name, s.script.weight))
+                .collect(),
+            connect_per_transaction: cfg.connect_per_transaction,
+            tps_excluding_connect: tps_excluding,
+            connection_time_ms,
+            failed_by_sqlstate_class: by_class,
+            statements,
+            failed,
+            tps_including_connect: tps_including,
+            scale,
+            planned_duration_s: match cfg.length {
+                Length::Duration(d) => Some(d.as_secs_f64()),
+                _ => None,
+            },
+            transactions_per_client: match cfg.length {
+                Length::TransactionsPerClient(t) => Some(t),
+                _ => None,
+            },
+            aborted_clients: aborted,
+            abort_error: abort_msg,
+            server_version,
+            script_results,
+        }),
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}

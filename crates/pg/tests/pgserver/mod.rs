@@ -1,0 +1,208 @@
+//! A throwaway PostgreSQL server for integration tests: `initdb` into a temp
+//! dir, started as the `postgres` OS user (root may not run it) on a free
+//! loopback port and a socket directory under /tmp, stopped and removed on
+//! Drop even when the test fails. Deliberately small: the real postgres
+//! target belongs to crates/deploy.
+
+#![allow(dead_code)]
+
+use std::ffi::CString;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use tare_engine::Endpoint;
+use tare_pg::session::Session;
+use tare_pg::{ConnParams, PgConfig};
+
+pub struct PgServer {
+    pub dir: PathBuf,
+    pub port: u16,
+    pub socket_dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// The newest installed server binaries (Debian: /usr/lib/postgresql/N/bin).
+fn bin_dir() -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .expect("PostgreSQL is not installed: run scripts/setup.sh")
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("postgres").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+        .expect("no /usr/lib/postgresql/*/bin/postgres: run scripts/setup.sh")
+}
+
+fn postgres_ids() -> (u32, u32) {
+    let name = CString::new("postgres").unwrap();
+    // SAFETY: getpwnam returns static storage or null; read before any other call.
+    unsafe {
+        let pw = libc::getpwnam(name.as_ptr());
+        assert!(!pw.is_null(), "no 'postgres' OS user: run scripts/setup.sh");
+        ((*pw).pw_uid, (*pw).pw_gid)
+    }
+}
+
+fn as_postgres<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Command {
+    let (uid, gid) = postgres_ids();
+    cmd.uid(uid).gid(gid).current_dir(dir).env_remove("PGDATA")
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+impl PgServer {
+    /// `hba`: pg_hba.conf lines placed before the trust-everything defaults.
+    pub fn start(hba: &str) -> PgServer {
+        let bin = bin_dir();
+        let dir = PathBuf::from(format!(
+            "/tmp/tare-pgtest-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sock")).unwrap();
+        let (uid, gid) = postgres_ids();
+        for p in [dir.clone(), dir.join("sock")] {
+            std::os::unix::fs::chown(&p, Some(uid), Some(gid)).unwrap();
+        }
+        // From here on, Drop removes the directory whatever happens.
+        let mut server = PgServer {
+            port: 0,
+            socket_dir: dir.join("sock"),
+            dir,
+            child: None,
+        };
+        let out = as_postgres(&mut Command::new(bin.join("initdb")), &server.dir)
+            .args([
+                "-D",
+                "data",
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ])
+            .output()
+            .expect("running initdb");
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let conf = format!("{hba}\nlocal all all trust\nhost all all 127.0.0.1/32 trust\n");
+        std::fs::write(server.dir.join("data/pg_hba.conf"), conf).unwrap();
+        server.port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::fs::File::create(server.dir.join("postgres.log")).unwrap();
+        std::os::unix::fs::chown(server.dir.join("postgres.log"), Some(uid), Some(gid)).unwrap();
+        let child = as_postgres(&mut Command::new(bin.join("postgres")), &server.dir)
+            .args(["-D", "data", "-p", &server.port.to_string()])
+            .arg("-k")
+            .arg(&server.socket_dir)
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=60",
+            ])
+            .args(["-c", "shared_buffers=16MB", "-c", "logging_collector=off"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting postgres");
+        server.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if Session::connect(
+                &server.params("postgres", "postgres"),
+                Duration::from_secs(2),
+            )
+            .is_ok()
+            {
+                break;
+            }
+            if let Some(Ok(Some(status))) = server.child.as_mut().map(|c| c.try_wait()) {
+                panic!("postgres exited with {status}: {}", server.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "postgres did not start: {}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("postgres.log")).unwrap_or_default()
+    }
+
+    pub fn unix_endpoint(&self) -> Endpoint {
+        Endpoint::Unix(self.socket_dir.join(format!(".s.PGSQL.{}", self.port)))
+    }
+
+    pub fn tcp_endpoint(&self) -> Endpoint {
+        Endpoint::Tcp(format!("127.0.0.1:{}", self.port).parse().unwrap())
+    }
+
+    /// Connection parameters over the Unix socket.
+    pub fn params(&self, user: &str, db: &str) -> ConnParams {
+        PgConfig::new(self.unix_endpoint(), user, db).conn
+    }
+
+    pub fn session(&self) -> Session {
+        Session::connect(
+            &self.params("postgres", "postgres"),
+            Duration::from_secs(10),
+        )
+        .unwrap()
+    }
+
+    /// A config over the Unix socket as `postgres`.
+    pub fn config(&self) -> PgConfig {
+        let mut c = PgConfig::new(self.unix_endpoint(), "postgres", "postgres");
+        c.random_seed = Some(42);
+        c
+    }
+
+    /// Stops the server now (for the "server dies mid-run" test).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SIGQUIT: immediate shutdown, every backend dies at once.
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGQUIT) };
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SIGINT: "fast" shutdown; SIGKILL if it lingers.
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,205 @@
+//! The attribution waterfall (seed 000's chain, computed): one row per
+//! chain cell, top to bottom. The baseline is a bar from zero; each later
+//! row floats from the previous cell's median to its own, so the bars'
+//! lengths are the steps' deltas and add up to the gap. A whisker on each
+//! bar's end is that cell's throughput interval; the text on the right is
+//! the step's share of the gap with its bootstrap interval.
+
+use serde::Serialize;
+use tare_analysis::stats::Significance;
+use tare_analysis::Attribution;
+
+use super::axis::{px, ticks, Linear};
+use super::escape::html;
+use super::svg::{self, Frame};
+use super::Interval;
+use crate::units;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Waterfall {
+    pub unit: String,
+    /// Last cell's median minus the first's.
+    pub gap: f64,
+    /// Whether the gap itself is significant (otherwise shares split noise).
+    pub gap_significant: bool,
+    pub rows: Vec<WaterfallRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WaterfallRow {
+    pub cell: String,
+    /// `baseline` or `factor: from → to`.
+    pub label: String,
+    /// Where the bar starts: 0 for the baseline, else the previous median.
+    pub from: f64,
+    /// Where it ends: this cell's median.
+    pub to: f64,
+    pub throughput: Interval,
+    pub delta: f64,
+    pub share: Option<f64>,
+    pub share_ci: Option<(f64, f64)>,
+    /// The step against the previous one: `None` for the baseline or when
+    /// too few trials to test.
+    pub significant: Option<bool>,
+}
+
+impl Waterfall {
+    pub fn new(a: &Attribution) -> Waterfall {
+        let mut prev = 0.0;
+        let rows = a
+            .steps
+            .iter()
+            .map(|s| {
+                let label = match &s.change {
+                    None => "baseline".to_string(),
+                    Some(c) => format!("{}: {} → {}", c.factor, c.from, c.to),
+                };
+                let row = WaterfallRow {
+                    cell: s.cell.clone(),
+                    label,
+                    from: prev,
+                    to: s.throughput.median,
+                    throughput: Interval::from(&s.throughput),
+                    delta: s.delta,
+                    share: s.share,
+                    share_ci: s.share_ci,
+                    significant: s.vs_previous.and_then(|c| match c.significance {
+                        Significance::TooFewTrials { .. } => None,
+                        _ => Some(c.is_significant()),
+                    }),
+                };
+                prev = s.throughput.median;
+                row
+            })
+            .collect();
+        Waterfall {
+            unit: a.unit.clone(),
+            gap: a.gap,
+            gap_significant: a.gap_is_significant(),
+            rows,
+        }
+    }
+
+    /// The share text on a row's right: `+17.6k · 60.4% [55.1%, 64.8%]`.
+    fn annotation(row: &WaterfallRow) -> String {
+        let Some(share) = row.share else {
+            return units::si(row.to);
+        };
+        let mut s = format!(
+            "{} · {} of gap",
+            units::si_signed(row.delta),
+            units::percent(share)
+        );
+        if let Some((lo, hi)) = row.share_ci {
+            s.push_str(&format!(
+                " [{}, {}]",
+                units::percent(lo),
+                units::percent(hi)
+            ));
+        }
+        if row.significant == Some(false) {
+            s.push_str(" ~");
+        }
+        s
+    }
+
+    pub fn svg(&self) -> String {
+        const ROW: f64 = 38.0;
+        const WIDTH: f64 = 860.0;
+        let f = Frame {
+            left: 230.0,
+            top: 12.0,
+            right: WIDTH - 250.0,
+            bottom: 12.0 + ROW * self.rows.len() as f64,
+        };
+        let max = self
+            .rows
+            .iter()
+            .map(|r| r.throughput.hi.max(r.to))
+            .fold(0.0, f64::max);
+        let t = ticks(0.0, max, 5);
+        let x = Linear::new((0.0, *t.last().unwrap_or(&1.0)), (f.left, f.right));
+        let height = f.bottom + 44.0;
+        let mut out = svg::open(
+            "waterfall",
+            WIDTH,
+            height,
+            &format!("Attribution waterfall, {}", self.unit),
+        );
+        svg::x_grid(&mut out, &f, &x, &t, units::si);
+        svg::axis_title(
+            &mut out,
+            &f,
+            &format!("throughput ({}, median)", self.unit),
+            true,
+        );
+        for (i, r) in self.rows.iter().enumerate() {
+            let y = f.top + ROW * i as f64 + 7.0;
+            let (a, b) = (x.map(r.from.min(r.to)), x.map(r.from.max(r.to)));
+            let class = match (i, r.delta >= 0.0) {
+                (0, _) => "bar base",
+                (_, true) => "bar up",
+                (_, false) => "bar down",
+            };
+            out.push_str(&format!(
+                "<g class=\"step\"><title>{}: {} {} [{}, {}]</title>",
+                html(&r.cell),
+                units::si(r.to),
+                html(&self.unit),
+                units::si(r.throughput.lo),
+                units::si(r.throughput.hi)
+            ));
+            out.push_str(&format!(
+                "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
+                px(a),
+                px(y),
+                px((b - a).max(1.0)),
+                px(ROW - 14.0)
+            ));
+            if i > 0 {
+                // The connector from the previous bar's end makes the chain
+                // readable as one path.
+                out.push_str(&format!(
+                    "<line class=\"connector\" x1=\"{xx}\" x2=\"{xx}\" y1=\"{}\" y2=\"{}\"/>",
+                    px(y - 14.0),
+                    px(y),
+                    xx = px(x.map(r.from))
+                ));
+            }
+            out.push_str("</g>\n");
+            if r.throughput.hi > r.throughput.lo {
+                svg::h_whisker(
+                    &mut out,
+                    x.map(r.throughput.lo),
+                    x.map(r.throughput.hi),
+                    y + (ROW - 14.0) / 2.0,
+                    5.0,
+                );
+            }
+            let mid = px(y + (ROW - 14.0) / 2.0);
+            out.push_str(&format!(
+                "<text class=\"label\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\" text-anchor=\"end\">{}</text>\n",
+                px(f.left - 8.0),
+                html(&clip(&r.label, 31))
+            ));
+            out.push_str(&format!(
+                "<text class=\"value\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\">{}</text>\n",
+                px(f.right + 8.0),
+                html(&Self::annotation(r))
+            ));
+        }
+        out.push_str(svg::close());
+        out
+    }
+}
+
+/// `s` cut to `n` characters with an ellipsis; the full text is in the
+/// table beside the chart.
+pub fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}

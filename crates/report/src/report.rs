@@ -1,0 +1,139 @@
+//! [`Report`]: everything one run's report shows, computed once from a
+//! [`Run`] and then handed to any [`Exporter`](crate::Exporter) (text today,
+//! JSON for machines, HTML later), so every format shows the same numbers.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use tare_analysis::stats::{contrast, Contrast};
+use tare_analysis::{attribution, Attribution, CellStats, FailedCell, Finding, Run};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub run_id: String,
+    pub dir: Option<PathBuf>,
+    /// `provenance.json` as recorded.
+    pub provenance: Option<serde_json::Value>,
+    /// Cells with at least one successful trial, in the plan's order.
+    pub cells: Vec<CellStats>,
+    /// Cells whose every trial failed.
+    pub failed_cells: Vec<FailedCell>,
+    /// Planned cells this machine could not run, with the reason.
+    pub skipped_cells: Vec<(String, String)>,
+    pub attribution: AttributionOutcome,
+    /// Every cell's throughput relative to one reference cell (DESIGN.md's
+    /// "vs native" column); `None` with fewer than two cells.
+    pub vs_reference: Option<VsReference>,
+    /// `None`: the run has no `findings.json` (fairness was not checked).
+    pub findings: Option<Vec<Finding>>,
+    /// What reading the run directory skipped.
+    pub warnings: Vec<String>,
+}
+
+/// Throughput of each cell relative to a reference cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct VsReference {
+    /// The reference: the attribution chain's last cell (the goal the
+    /// waterfall climbs to, typically native), else the first cell with a
+    /// `native` level, else the first cell.
+    pub cell: String,
+    /// `(cell, its throughput against the reference's)`, in cell order;
+    /// the reference itself is left out.
+    pub contrasts: Vec<(String, Contrast)>,
+}
+
+/// What became of the attribution chain.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum AttributionOutcome {
+    /// Neither the plan nor the command line names a chain.
+    NoChain,
+    /// A chain was named but cannot be computed (a step changes two factors,
+    /// a cell has no results, ...).
+    Refused {
+        chain: Vec<String>,
+        /// Chain cells the runner skipped on this machine.
+        dropped: Vec<String>,
+        reason: String,
+    },
+    Computed {
+        chain: Vec<String>,
+        /// Chain cells the runner skipped here; the chain went around them.
+        dropped: Vec<String>,
+        attribution: Attribution,
+    },
+}
+
+impl Report {
+    /// The report of `run`, with the attribution chain from its plan.
+    pub fn new(run: &Run) -> Report {
+        let chain = run.chain().map(<[String]>::to_vec);
+        Report::build(run, chain)
+    }
+
+    /// The report of `run` along `chain` instead of the plan's.
+    pub fn with_chain(run: &Run, chain: &[String]) -> Report {
+        Report::build(run, Some(chain.to_vec()))
+    }
+
+    fn build(run: &Run, chain: Option<Vec<String>>) -> Report {
+        let attribution = match chain {
+            None => AttributionOutcome::NoChain,
+            Some(chain) => match attribution(run, &chain) {
+                Ok(attribution) => AttributionOutcome::Computed {
+                    chain,
+                    dropped: run.chain_dropped().to_vec(),
+                    attribution,
+                },
+                Err(e) => AttributionOutcome::Refused {
+                    chain,
+                    dropped: run.chain_dropped().to_vec(),
+                    reason: e.to_string(),
+                },
+            },
+        };
+        let cells = run.cells();
+        let chain_end = match &attribution {
+            AttributionOutcome::Computed { chain, .. } => chain.last().cloned(),
+            _ => None,
+        };
+        Report {
+            run_id: run.run_id.clone(),
+            dir: run.dir.clone(),
+            provenance: run.provenance.clone(),
+            vs_reference: vs_reference(&cells, chain_end),
+            cells,
+            failed_cells: run.failed_cells(),
+            skipped_cells: run.skipped_cells(),
+            attribution,
+            findings: run.findings.clone(),
+            warnings: run.warnings.clone(),
+        }
+    }
+}
+
+fn vs_reference(cells: &[CellStats], chain_end: Option<String>) -> Option<VsReference> {
+    if cells.len() < 2 {
+        return None;
+    }
+    let reference = chain_end
+        .and_then(|id| cells.iter().find(|c| c.cell == id))
+        .or_else(|| {
+            cells
+                .iter()
+                .find(|c| c.factors.values().any(|v| v == "native"))
+        })
+        .unwrap_or(&cells[0]);
+    let contrasts = cells
+        .iter()
+        .filter(|c| c.cell != reference.cell)
+        .filter_map(|c| {
+            let k = contrast(&reference.throughput_samples, &c.throughput_samples)?;
+            Some((c.cell.clone(), k))
+        })
+        .collect();
+    Some(VsReference {
+        cell: reference.cell.clone(),
+        contrasts,
+    })
+}

@@ -1,0 +1,254 @@
+//! The per-cell table: one row per cell, its factor levels, trials, the
+//! medians of throughput, p50 and p99 with their intervals, errors and the
+//! generator's own CPU per request.
+
+use tare_analysis::stats::{trials_for_confidence, CONFIDENCE};
+use tare_analysis::{CellStats, NOISY_SPREAD};
+
+use super::notes::Notes;
+use super::{factor_order, interval_header, levels, shared_confidence, with_interval};
+use crate::report::Report;
+use crate::table::{Align, Table};
+use crate::units;
+
+pub fn section(r: &Report, notes: &mut Notes) -> String {
+    if r.cells.is_empty() && r.failed_cells.is_empty() {
+        let mut out = String::from("cells: no trial has results yet\n");
+        for (cell, why) in &r.skipped_cells {
+            out.push_str(&format!("  skipped: {cell} ({why})\n"));
+        }
+        return out;
+    }
+    let order = factor_order(&r.cells);
+    let unit = r.cells.first().map_or("req/s", |c| c.unit.as_str());
+    let tp: Vec<_> = r.cells.iter().map(|c| &c.throughput).collect();
+    let p50: Vec<_> = r.cells.iter().map(|c| &c.p50_us).collect();
+    let p99: Vec<_> = r.cells.iter().map(|c| &c.p99_us).collect();
+    let shared = shared_confidence(&tp);
+
+    let mut header: Vec<(String, Align)> = if order.is_empty() {
+        vec![("cell".into(), Align::Left)]
+    } else {
+        order.iter().map(|k| (k.clone(), Align::Left)).collect()
+    };
+    header.extend([
+        ("trials".to_string(), Align::Right),
+        (interval_header(unit, &tp), Align::Left),
+        ("vs ref [95% CI]".to_string(), Align::Left),
+        (interval_header("p50", &p50), Align::Left),
+        (interval_header("p99", &p99), Align::Left),
+        ("errors".to_string(), Align::Right),
+        ("gen CPU/req".to_string(), Align::Right),
+        ("notes".to_string(), Align::Left),
+    ]);
+    let header_refs: Vec<(&str, Align)> = header.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+    let mut table = Table::new(&header_refs);
+
+    for c in &r.cells {
+        let mut row = level_cells(c, &order);
+        let mut flags = Vec::new();
+        if shared.is_none() && c.throughput.confidence < CONFIDENCE {
+            flags.push(format!("{} CI", units::confidence(c.throughput.confidence)));
+        }
+        if c.is_noisy() {
+            flags.push(format!(
+                "noisy ±{}",
+                units::percent(c.throughput.relative_spread())
+            ));
+        }
+        if c.errors.total() > 0 {
+            let e = &c.errors;
+            let kinds: Vec<String> = [
+                ("connect", e.connect),
+                ("read", e.read),
+                ("write", e.write),
+                ("timeout", e.timeout),
+                ("status", e.status),
+            ]
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+            notes.add(format!(
+                "{}: {} errors, {} of attempts ({})",
+                c.cell,
+                e.total(),
+                units::percent(c.error_rate),
+                kinds.join(", ")
+            ));
+        }
+        if !c.failures.is_empty() {
+            flags.push(format!("{} failed", c.failures.len()));
+            notes.add(format!(
+                "{}: {} of {} trials failed (first: {}); the statistics use the rest",
+                c.cell,
+                c.failures.len(),
+                c.trials,
+                c.failures[0]
+            ));
+        }
+        row.extend([
+            if c.ok() == c.trials {
+                c.trials.to_string()
+            } else {
+                format!("{}/{}", c.ok(), c.trials)
+            },
+            with_interval(&c.throughput, units::si),
+            vs_reference(r, c, notes),
+            with_interval(&c.p50_us, units::latency_us),
+            with_interval(&c.p99_us, units::latency_us),
+            errors(c),
+            c.generator_cpu_us_per_request
+                .map_or("-".into(), units::latency_us),
+            flags.join("; "),
+        ]);
+        table.row(row);
+    }
+    for f in &r.failed_cells {
+        let mut row: Vec<String> = if order.is_empty() {
+            vec![f.cell.clone()]
+        } else {
+            order
+                .iter()
+                .map(|k| f.factors.get(k).cloned().unwrap_or_else(|| "-".into()))
+                .collect()
+        };
+        row.push(format!("0/{}", f.trials));
+        row.extend(["-", "", "-", "-", "-", "-"].map(String::from));
+        row.push("all trials failed".into());
+        table.row(row);
+        notes.add(format!(
+            "{}: every trial failed (first: {})",
+            f.cell, f.error
+        ));
+    }
+    for (cell, why) in &r.skipped_cells {
+        notes.add(format!("{cell}: skipped on this machine ({why})"));
+    }
+    noise_note(&r.cells, notes);
+    confidence_notes(&r.cells, notes);
+
+    let mut out = format!("cells ({unit}, p50 and p99 latency: medians over trials)\n");
+    out.push_str(&table.render(2));
+    out
+}
+
+/// The cell's throughput as a ratio of the reference's: `1` for the
+/// reference, `0.83 [0.81, 0.85]`, `~` when not told apart from it.
+fn vs_reference(r: &Report, c: &CellStats, notes: &mut Notes) -> String {
+    let Some(vs) = &r.vs_reference else {
+        return String::new();
+    };
+    if vs.cell == c.cell {
+        let name = r
+            .cells
+            .iter()
+            .find(|x| x.cell == vs.cell)
+            .map_or(vs.cell.clone(), |x| levels(x, &factor_order(&r.cells)));
+        notes.add(format!(
+            "vs ref: each cell's throughput over the reference cell's ({name}), ratio of medians \
+             with a bootstrap interval; `~`: not significantly different from it"
+        ));
+        return "1".into();
+    }
+    let Some((_, k)) = vs.contrasts.iter().find(|(id, _)| *id == c.cell) else {
+        return String::new();
+    };
+    if !k.ratio.is_finite() {
+        return "-".into();
+    }
+    let mut s = ratio(k.ratio);
+    if let Some((lo, hi)) = k.ratio_ci {
+        s.push_str(&format!(" [{}, {}]", ratio(lo), ratio(hi)));
+    }
+    if !k.is_significant() {
+        s.push_str(" ~");
+    }
+    s
+}
+
+/// A ratio with three significant digits: `0.253`, `1.04`.
+fn ratio(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x.abs() >= 9.995 {
+        format!("{x:.1}")
+    } else if x.abs() >= 0.9995 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Levels of `c` in factor order, or its id when it has no factors.
+fn level_cells(c: &CellStats, order: &[String]) -> Vec<String> {
+    if order.is_empty() {
+        return vec![c.cell.clone()];
+    }
+    order
+        .iter()
+        .map(|k| c.factors.get(k).cloned().unwrap_or_else(|| "-".into()))
+        .collect()
+}
+
+/// `0`, or the count with its share of attempts.
+fn errors(c: &CellStats) -> String {
+    match c.errors.total() {
+        0 => "0".into(),
+        n => format!("{} ({})", units::si(n as f64), units::percent(c.error_rate)),
+    }
+}
+
+/// One note for every noisy cell, each with its spread.
+fn noise_note(cells: &[CellStats], notes: &mut Notes) {
+    let noisy: Vec<String> = cells
+        .iter()
+        .filter(|c| c.is_noisy())
+        .map(|c| {
+            format!(
+                "{} ±{}",
+                c.cell,
+                units::percent(c.throughput.relative_spread())
+            )
+        })
+        .collect();
+    if noisy.is_empty() {
+        return;
+    }
+    notes.add(format!(
+        "noisy: half the throughput interval exceeds ±{} of the median in {}: a smaller effect \
+         cannot be told from noise in these cells; quiet the machine (`tare doctor`) or add \
+         trials",
+        units::confidence(NOISY_SPREAD),
+        noisy.join(", ")
+    ));
+}
+
+/// Says, once per trial count, how much confidence the intervals really have.
+fn confidence_notes(cells: &[CellStats], notes: &mut Notes) {
+    let mut ns: Vec<usize> = cells.iter().map(|c| c.throughput.n).collect();
+    ns.sort_unstable();
+    ns.dedup();
+    let need = trials_for_confidence(CONFIDENCE);
+    for n in ns {
+        let conf = cells
+            .iter()
+            .find(|c| c.throughput.n == n)
+            .map(|c| c.throughput.confidence);
+        match (n, conf) {
+            (1, _) => notes.add(
+                "cells with 1 successful trial have no interval at all: the median is that \
+                 one trial"
+                    .to_string(),
+            ),
+            (_, Some(c)) if c < CONFIDENCE => notes.add(format!(
+                "with {n} trials a cell's interval is its min..max, at {} confidence, not \
+                 {}: an honest interval of the median needs ≥ {need} trials per cell \
+                 (order statistics, docs/analysis.md)",
+                units::confidence(c),
+                units::confidence(CONFIDENCE)
+            )),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The text report: what `tare report DIR`, the end of `tare run` and
+//! `tare compare` print on a terminal. Plain aligned columns, every median
+//! with its interval, and a closing list of notes that says in words what
+//! the markers mean and what to do about them.
+//!
+//! - [`cells`]: the per-cell table.
+//! - [`waterfall`]: the attribution table (seed 000's waterfall).
+//! - [`compare`]: two runs, benchstat-style.
+//! - [`notes`]: the notes collected while rendering.
+
+mod cells;
+mod compare;
+mod notes;
+mod waterfall;
+
+use tare_analysis::stats::{MedianCi, CONFIDENCE};
+use tare_analysis::{CellStats, Comparison};
+
+use crate::report::Report;
+use crate::units;
+use notes::Notes;
+
+/// The whole text report of one run.
+pub fn report(r: &Report) -> String {
+    let mut notes = Notes::default();
+    let mut out = header(r);
+    out.push('\n');
+    out.push_str(&cells::section(r, &mut notes));
+    out.push('\n');
+    out.push_str(&waterfall::section(r, &mut notes));
+    out.push('\n');
+    out.push_str(&fairness(r));
+    for w in &r.warnings {
+        notes.add(format!("reading the run: {w}"));
+    }
+    out.push_str(&notes.render());
+    out
+}
+
+/// The text comparison of two runs.
+pub fn comparison(c: &Comparison) -> String {
+    let mut notes = Notes::default();
+    let mut out = compare::section(c, &mut notes);
+    out.push_str(&notes.render());
+    out
+}
+
+fn header(r: &Report) -> String {
+    let mut out = format!("run {}", r.run_id);
+    if let Some(dir) = &r.dir {
+        out.push_str(&format!(" ({})", dir.display()));
+    }
+    out.push('\n');
+    if let Some(line) = r.provenance.as_ref().and_then(provenance_line) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    let trials: usize = r.cells.iter().map(|c| c.trials).sum();
+    let ok: usize = r.cells.iter().map(CellStats::ok).sum();
+    out.push_str(&format!(
+        "  {} cells with results, {trials} trials ({ok} ok)",
+        r.cells.len()
+    ));
+    if !r.failed_cells.is_empty() {
+        let n = r.failed_cells.len();
+        out.push_str(&format!(
+            ", {n} cell{} failed",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if !r.skipped_cells.is_empty() {
+        out.push_str(&format!(
+            ", {} skipped on this machine",
+            r.skipped_cells.len()
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// One line from `provenance.json`: tare version, kernel, CPU, host: the
+/// keys the runner writes, looked up leniently (top level or one object
+/// down), so the header survives schema growth.
+fn provenance_line(p: &serde_json::Value) -> Option<String> {
+    let find = |keys: &[&str]| -> Option<String> {
+        let scalar = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let obj = p.as_object()?;
+        keys.iter()
+            .find_map(|k| obj.get(*k).and_then(scalar))
+            .or_else(|| {
+                obj.values()
+                    .filter_map(|v| v.as_object())
+                    .find_map(|inner| keys.iter().find_map(|k| inner.get(*k).and_then(scalar)))
+            })
+    };
+    let parts: Vec<String> = [
+        find(&["tare_version", "tare"]).map(|v| format!("tare {v}")),
+        find(&["kernel", "kernel_release", "uname"]).map(|v| format!("kernel {v}")),
+        find(&["cpu_model", "cpu", "model_name"]),
+        find(&["cpus", "cpu_count", "nproc"]).map(|v| format!("{v} CPUs")),
+        find(&["governor"]).map(|v| format!("governor {v}")),
+        find(&["hostname", "host"]).map(|v| format!("host {v}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+fn fairness(r: &Report) -> String {
+    match &r.findings {
+        None => "fairness: not checked (no findings.json in this run)\n".into(),
+        Some(f) if f.is_empty() => {
+            "fairness: no difference between cells beyond the factors under test\n".into()
+        }
+        Some(f) => {
+            let mut out = format!(
+                "fairness: {} difference{} between cells that no factor under test explains\n",
+                f.len(),
+                if f.len() == 1 { "" } else { "s" }
+            );
+            for finding in f {
+                out.push_str(&format!("  ! {}\n", finding.message));
+            }
+            out
+        }
+    }
+}
+
+/// `median [lo, hi]` through `fmt`.
+fn with_interval(ci: &MedianCi, fmt: fn(f64) -> String) -> String {
+    if ci.n < 2 {
+        return fmt(ci.median);
+    }
+    format!("{} [{}, {}]", fmt(ci.median), fmt(ci.lo), fmt(ci.hi))
+}
+
+/// The interval column's header: `req/s [95% CI]`, or the actual shared
+/// confidence when every interval has the same lower one, or `[CI]` when
+/// they differ (each row then says its own).
+fn interval_header(name: &str, cis: &[&MedianCi]) -> String {
+    match shared_confidence(cis) {
+        Some(c) if c >= CONFIDENCE => format!("{name} [{} CI]", units::confidence(CONFIDENCE)),
+        Some(c) => format!("{name} [{} CI]", units::confidence(c)),
+        None => format!("{name} [CI]"),
+    }
+}
+
+/// The confidence every interval has, if they all have the same.
+fn shared_confidence(cis: &[&MedianCi]) -> Option<f64> {
+    let first = cis.first()?.confidence;
+    let same = |c: f64| (c - first).abs() < 1e-9 || (c >= CONFIDENCE && first >= CONFIDENCE);
+    cis.iter().all(|ci| same(ci.confidence)).then_some(first)
+}
+
+/// Factor names in the experiment's order, read from the cell ids
+/// (`key=value,...` in factor order; the factor maps are sorted by name).
+fn factor_order(cells: &[CellStats]) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for c in cells {
+        let from_id = c
+            .cell
+            .split(',')
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k));
+        for k in from_id.chain(c.factors.keys().map(String::as_str)) {
+            if c.factors.contains_key(k) && !order.iter().any(|o| o == k) {
+                order.push(k.to_string());
+            }
+        }
+    }
+    order
+}
+
+/// A cell's levels in factor order, `, `-joined: a short name for a cell.
+fn levels(cell: &CellStats, order: &[String]) -> String {
+    let v: Vec<&str> = order
+        .iter()
+        .filter_map(|k| cell.factors.get(k).map(String::as_str))
+        .collect();
+    if v.is_empty() {
+        cell.cell.clone()
+    } else {
+        v.join(", ")
+    }
+}

@@ -1,0 +1,193 @@
+//! The attribution table, seed 000's waterfall with numbers you can trust:
+//! each step of the chain with its throughput and p99 (medians and
+//! intervals), the change it makes, the change's interval, its share of the
+//! total gap with an interval, and the p-value against the step before;
+//! then the waterfall on one line, as the blog wrote it by hand.
+
+use tare_analysis::stats::{Contrast, Significance, ALPHA};
+use tare_analysis::{Attribution, CellStats};
+
+use super::notes::Notes;
+use super::{factor_order, interval_header, levels, with_interval};
+use crate::report::{AttributionOutcome, Report};
+use crate::table::{Align, Table};
+use crate::units;
+
+pub fn section(r: &Report, notes: &mut Notes) -> String {
+    match &r.attribution {
+        AttributionOutcome::NoChain => {
+            "attribution: no chain (declare `[attribution] chain` in the \
+             experiment, or pass --chain CELL for each step)\n"
+                .into()
+        }
+        AttributionOutcome::Refused {
+            dropped, reason, ..
+        } => {
+            let mut out = format!("attribution: not computed: {reason}\n");
+            if !dropped.is_empty() {
+                out.push_str(&format!(
+                    "  chain cells skipped on this machine: {}\n",
+                    dropped.join("; ")
+                ));
+            }
+            out
+        }
+        AttributionOutcome::Computed {
+            attribution,
+            dropped,
+            ..
+        } => {
+            if !dropped.is_empty() {
+                notes.add(format!(
+                    "attribution: chain cells skipped on this machine, so the chain goes around \
+                     them: {}",
+                    dropped.join("; ")
+                ));
+            }
+            table(attribution, &r.cells, notes)
+        }
+    }
+}
+
+fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
+    let order = factor_order(cells);
+    let cell_of = |id: &str| cells.iter().find(|c| c.cell == id);
+    let first = &a.steps[0];
+    let last = &a.steps[a.steps.len() - 1];
+
+    let mut out = format!(
+        "attribution of the {} gap: {} → {} = {}",
+        a.unit,
+        units::si(first.throughput.median),
+        units::si(last.throughput.median),
+        units::si_signed(a.gap)
+    );
+    if let Some(o) = &a.overall {
+        out.push_str(&format!(" ({}", units::change(o.change())));
+        if let Some((lo, hi)) = o.change_ci() {
+            out.push_str(&format!(" [{}, {}]", units::change(lo), units::change(hi)));
+        }
+        out.push_str(&format!(", {})", verdict(o, notes)));
+        if o.significance == Significance::NotSignificant {
+            notes.add(
+                "the total gap itself is not significant: the shares below split noise, \
+                 not effects",
+            );
+        }
+    }
+    out.push('\n');
+
+    let tp: Vec<_> = a.steps.iter().map(|s| &s.throughput).collect();
+    let p99: Vec<_> = a.steps.iter().map(|s| &s.p99_us).collect();
+    let tp_header = interval_header(&a.unit, &tp);
+    let p99_header = interval_header("p99", &p99);
+    let mut t = Table::new(&[
+        ("#", Align::Right),
+        ("step", Align::Left),
+        (&tp_header, Align::Left),
+        (&p99_header, Align::Left),
+        ("change", Align::Right),
+        ("[95% CI]", Align::Left),
+        ("share of gap [95% CI]", Align::Left),
+        ("p", Align::Left),
+    ]);
+    for (i, s) in a.steps.iter().enumerate() {
+        let label = match &s.change {
+            None => format!(
+                "baseline: {}",
+                cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, &order))
+            ),
+            Some(ch) => format!("{}: {} → {}", ch.factor, ch.from, ch.to),
+        };
+        let mut row = vec![
+            i.to_string(),
+            label,
+            with_interval(&s.throughput, units::si),
+            with_interval(&s.p99_us, units::latency_us),
+        ];
+        if let Some(v) = &s.vs_previous {
+            row.push(format!(
+                "{} {}",
+                units::si_signed(s.delta),
+                units::change(v.change())
+            ));
+            row.push(v.change_ci().map_or(String::new(), |(lo, hi)| {
+                format!("[{}, {}]", units::change(lo), units::change(hi))
+            }));
+            row.push(match (s.share, s.share_ci) {
+                (Some(sh), Some((lo, hi))) => format!(
+                    "{} [{}, {}]",
+                    units::percent(sh),
+                    units::percent(lo),
+                    units::percent(hi)
+                ),
+                (Some(sh), None) => units::percent(sh),
+                _ => "-".into(),
+            });
+            row.push(verdict(v, notes));
+            if v.significance == Significance::NotSignificant {
+                let spread = |id: &str| {
+                    cell_of(id).map_or("-".into(), |c| {
+                        units::percent(c.throughput.relative_spread())
+                    })
+                };
+                let prev = &a.steps[i - 1].cell;
+                notes.add(format!(
+                    "step {i} ({}): its {} change is within the noise of the two cells \
+                     (spreads ±{} and ±{}); it cannot be told apart from no change",
+                    s.change.as_ref().map_or(String::new(), |c| format!(
+                        "{}: {} → {}",
+                        c.factor, c.from, c.to
+                    )),
+                    units::change(v.change()),
+                    spread(prev),
+                    spread(&s.cell)
+                ));
+            }
+        }
+        t.row(row);
+    }
+    out.push_str(&t.render(2));
+
+    // The waterfall on one line, as seed 000 wrote it.
+    let line: Vec<String> = a
+        .steps
+        .iter()
+        .map(|s| {
+            let what = match &s.change {
+                None => cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, &order)),
+                Some(ch) => format!("{}={}", ch.factor, ch.to),
+            };
+            format!("{} ({what})", units::si(s.throughput.median))
+        })
+        .collect();
+    out.push_str(&format!("  {}\n", line.join(" → ")));
+    out
+}
+
+/// The p column: the p-value when significant, `~ p` when not, `~ (n=3+3)`
+/// when it cannot be, with the matching note.
+pub(super) fn verdict(c: &Contrast, notes: &mut Notes) -> String {
+    let p = c.p_value().map_or("-".into(), units::p_value);
+    match c.significance {
+        Significance::Significant => format!("p={p}"),
+        Significance::NotSignificant => {
+            notes.add(format!(
+                "`~`: not significant (Mann-Whitney U, two-sided, p > {ALPHA}): the spread of \
+                 the trials is too wide to separate the two from noise"
+            ));
+            format!("~ p={p}")
+        }
+        Significance::TooFewTrials { min_p, recommended } => {
+            notes.add(format!(
+                "`~ (n=…)`: with {} vs {} trials no outcome can reach p ≤ {ALPHA} (the smallest \
+                 possible two-sided p is {}): run ≥ {recommended} trials per cell to test a \
+                 difference",
+                c.n.0,
+                c.n.1,
+                units::p_value(min_p)
+            ));
+            format!("~ (n={}+{})", c.n.0, c.n.1)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Snapshot tests of the text report on fixed synthetic runs (realistic
+//! LoadResults with HDR histograms, written to a run directory and read back
+//! exactly as `tare report DIR` does).
+
+use std::path::Path;
+
+use tare_analysis::synthetic::{plan, seed000_cells, trials, write_run_dir, SynthCell};
+use tare_analysis::{compare, load_run, Run};
+use tare_report::{exporter, render_comparison_text, render_text, Format, Report};
+
+/// Writes `cells` × `n` trials with a plan (chain = every cell in order),
+/// provenance and findings, reads it back and pins the directory name.
+fn run_dir(dir: &Path, run_id: &str, cells: &[SynthCell], n: u32, seed: u64) -> Run {
+    let chain: Vec<String> = cells.iter().map(|c| c.id()).collect();
+    write_run_dir(
+        dir,
+        &trials(run_id, cells, n, seed),
+        Some(&plan(run_id, cells, &chain)),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("provenance.json"),
+        r#"{"tare_version": "0.1.0", "host": {"kernel": "6.1.0-28-amd64", "cpu_model": "AMD EPYC 7B13", "cpus": 2}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("findings.json"),
+        r#"[{"fact": "log_fs", "values": [["native", "ext4"], ["docker-host", "overlay"]],
+            "message": "log_fs differs between cells (native: ext4; docker-host: overlay) and is not a factor under test"}]"#,
+    )
+    .unwrap();
+    let mut run = load_run(dir).unwrap();
+    run.dir = Some(Path::new("runs").join(run_id));
+    run
+}
+
+#[test]
+fn seed000_report_five_trials() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cells = seed000_cells(0.02);
+    cells[2] = cells[2].clone().failing(3);
+    let run = run_dir(tmp.path(), "seed000", &cells, 5, 42);
+    insta::assert_snapshot!(render_text(&run));
+}
+
+#[test]
+fn three_trials_report_says_what_it_cannot_tell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cells = seed000_cells(0.02);
+    // One cell far noisier than the rest.
+    cells[3].spread = 0.2;
+    let run = run_dir(tmp.path(), "seed000-3", &cells, 3, 42);
+    insta::assert_snapshot!(render_text(&run));
+}
+
+#[test]
+fn refused_chain_and_failed_cell_are_reported_not_fatal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![
+        SynthCell::new(
+            &[("placement", "native"), ("access_log", "off")],
+            42_000.0,
+            0.01,
+        ),
+        SynthCell::new(
+            &[("placement", "docker-host"), ("access_log", "on")],
+            31_000.0,
+            0.01,
+        ),
+        SynthCell::new(
+            &[("placement", "docker-bridge"), ("access_log", "on")],
+            29_000.0,
+            0.01,
+        )
+        .failing(1)
+        .failing(2),
+    ];
+    let run = run_dir(tmp.path(), "refused", &cells, 2, 5);
+    insta::assert_snapshot!(render_text(&run));
+}
+
+#[test]
+fn compare_two_runs() {
+    let old_cells = seed000_cells(0.02);
+    let mut new_cells = seed000_cells(0.02);
+    // docker-proxy off (userland-proxy=false): published ports go through DNAT.
+    new_cells[0].rps = 17_800.0;
+    new_cells.pop();
+    let old = Run::from_trials(trials("before", &old_cells, 5, 1));
+    let mut new = Run::from_trials(trials("after", &new_cells, 5, 2));
+    new.plan = Some(plan("after", &new_cells, &[]));
+    insta::assert_snapshot!(render_comparison_text(&compare(&old, &new)));
+}
+
+#[test]
+fn json_export_is_the_same_analysis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_dir(tmp.path(), "json", &seed000_cells(0.02), 5, 42);
+    let report = Report::new(&run);
+    let bytes = exporter(Format::Json).run(&report).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["run_id"], "json");
+    assert_eq!(v["cells"].as_array().unwrap().len(), 5);
+    assert_eq!(v["attribution"]["status"], "computed");
+    let steps = v["attribution"]["attribution"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 5);
+    assert_eq!(
+        steps[1]["throughput"]["median"].as_f64().unwrap(),
+        report.cells[1].throughput.median
+    );
+    let text = exporter(Format::Text).run(&report).unwrap();
+    assert_eq!(String::from_utf8(text).unwrap(), render_text(&run));
+}
+
+#[test]
+fn an_empty_run_renders() {
+    let run = Run::from_trials(Vec::new());
+    let text = render_text(&run);
+    assert!(text.contains("no trial has results yet"), "{text}");
+}
+
+#[test]
+fn zero_throughput_and_empty_histograms_render_without_panicking() {
+    // A dead target: every trial completed nothing.
+    let mut records = trials("dead", &seed000_cells(0.02), 3, 9);
+    for r in records.iter_mut().filter(|r| r.cell.contains("native")) {
+        let res = r.result.as_mut().unwrap();
+        res.rps = Some(0.0);
+        res.requests = 0;
+        res.latency_us = Default::default();
+        res.generator_cpu_s = 0.0;
+        res.errors.connect = 100;
+    }
+    let run = Run::from_trials(records);
+    let text = render_text(&run);
+    assert!(text.contains("300 (100%)"), "{text}");
+    assert!(text.contains("300 connect"), "{text}");
+    let old = run.clone();
+    let text = render_comparison_text(&compare(&old, &run));
+    assert!(text.contains("geomean") || text.contains("req/s"), "{text}");
+}
+
+#[test]
+fn skipped_cells_and_a_chain_around_them_are_explained() {
+    let cells = vec![
+        SynthCell::new(&[("placement", "docker-publish")], 18_000.0, 0.01),
+        SynthCell::new(&[("placement", "native")], 38_000.0, 0.01),
+    ];
+    let mut run = Run::from_trials(trials("skip", &cells, 5, 4));
+    let mut p = plan("skip", &cells, &[cells[0].id(), cells[1].id()]);
+    p.cells.push(tare_analysis::plan::PlannedCellView {
+        id: "placement=docker-host".into(),
+        factors: [("placement".to_string(), "docker-host".to_string())].into(),
+        skipped: Some("docker is not reachable".into()),
+    });
+    p.attribution.dropped = vec!["placement=docker-host".into()];
+    run.plan = Some(p);
+    let text = render_text(&run);
+    assert!(
+        text.contains("placement=docker-host: skipped on this machine (docker is not reachable)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("chain goes around them: placement=docker-host"),
+        "{text}"
+    );
+    assert!(text.contains("1 skipped on this machine"), "{text}");
+    // docker-publish at ~0.47 of native, significant with 5 against 5.
+    assert!(
+        text.contains("placement: docker-publish → native"),
+        "{text}"
+    );
+}

@@ -1,0 +1,239 @@
+//! Factors: the things an experiment varies, and the levels each may take.
+//!
+//! The names are fixed so that the runner knows how to apply each one (a
+//! placement is a deployment, `connections` is a load setting, `delay` is a
+//! netem qdisc). A level is kept as its text form: that text is what a cell
+//! id, `trials.jsonl` and the reports show, so it must be canonical
+//! (`"1ms"`, never `"1 ms"` in one cell and `"1ms"` in the other).
+
+use std::time::Duration;
+
+/// Placements tare knows (DESIGN.md part 3). `lab-*` names are checked
+/// against this list too, so a typo fails at load time, not after an hour.
+pub const PLACEMENTS: &[&str] = &[
+    "native",
+    "docker-host",
+    "docker-bridge",
+    "docker-publish",
+    "lab-veth",
+    "lab-bridge",
+    "lab-nat",
+    "lab-client",
+];
+
+/// Config variants every target has without a `[target.configs]` entry
+/// (tare-deploy ships them: the stock config, and seed 000's tuned one).
+pub const BUILTIN_CONFIGS: &[&str] = &["default", "tuned"];
+
+/// A factor the experiment file may vary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FactorKind {
+    /// Where the target runs and how load reaches it.
+    Placement,
+    /// A named config variant of the target (`[target.configs.NAME]`).
+    Config,
+    /// `on` / `off`: the target's access log.
+    AccessLog,
+    /// Concurrent connections (HTTP) or clients (pg): overrides `[load]`.
+    Connections,
+    /// `tcp` / `unix`.
+    Transport,
+    /// Containers: where content and logs live (`image` overlayfs, `volume`, `host` bind mount).
+    Storage,
+    /// Containers: `default` or `unconfined` seccomp profile.
+    Seccomp,
+    /// Containers: CPU limit (`--cpus`), `none` for unlimited.
+    Cpus,
+    /// Containers: memory limit (`--memory`, e.g. `512m`), `none` for unlimited.
+    Memory,
+    /// Lab placements: netem delay added on the path, a known ground truth.
+    Delay,
+}
+
+impl FactorKind {
+    pub const ALL: &'static [FactorKind] = &[
+        FactorKind::Placement,
+        FactorKind::Config,
+        FactorKind::AccessLog,
+        FactorKind::Connections,
+        FactorKind::Transport,
+        FactorKind::Storage,
+        FactorKind::Seccomp,
+        FactorKind::Cpus,
+        FactorKind::Memory,
+        FactorKind::Delay,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FactorKind::Placement => "placement",
+            FactorKind::Config => "config",
+            FactorKind::AccessLog => "access_log",
+            FactorKind::Connections => "connections",
+            FactorKind::Transport => "transport",
+            FactorKind::Storage => "storage",
+            FactorKind::Seccomp => "seccomp",
+            FactorKind::Cpus => "cpus",
+            FactorKind::Memory => "memory",
+            FactorKind::Delay => "delay",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<FactorKind> {
+        FactorKind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// Whether this factor only means something for a container placement.
+    pub fn container_only(self) -> bool {
+        matches!(
+            self,
+            FactorKind::Storage | FactorKind::Seccomp | FactorKind::Cpus | FactorKind::Memory
+        )
+    }
+
+    /// Checks one level and returns its canonical text. `configs` are the
+    /// target's config variant names (for the `config` factor).
+    pub fn canonical(self, level: &str, configs: &[String]) -> Result<String, String> {
+        let one_of = |allowed: &[&str]| -> Result<String, String> {
+            if allowed.contains(&level) {
+                Ok(level.to_string())
+            } else {
+                Err(format!(
+                    "`{level}` is not a {} level (one of: {})",
+                    self.name(),
+                    allowed.join(", ")
+                ))
+            }
+        };
+        match self {
+            FactorKind::Placement => one_of(PLACEMENTS),
+            FactorKind::Config => {
+                if configs.iter().any(|c| c == level) || BUILTIN_CONFIGS.contains(&level) {
+                    Ok(level.to_string())
+                } else {
+                    let known: Vec<&str> = BUILTIN_CONFIGS
+                        .iter()
+                        .copied()
+                        .chain(configs.iter().map(String::as_str))
+                        .collect();
+                    Err(format!(
+                        "config `{level}` is not defined: add [target.configs.{level}] (known: {})",
+                        known.join(", ")
+                    ))
+                }
+            }
+            FactorKind::AccessLog => match level {
+                "on" | "true" => Ok("on".into()),
+                "off" | "false" => Ok("off".into()),
+                "buffered" => Ok("buffered".into()),
+                _ => Err(format!(
+                    "`{level}` is not an access_log level (on, off, buffered)"
+                )),
+            },
+            FactorKind::Connections => match level.parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n.to_string()),
+                _ => Err(format!("`{level}` is not a positive connection count")),
+            },
+            FactorKind::Transport => one_of(&["tcp", "unix"]),
+            // `host` is the name for a bind-mounted host path.
+            FactorKind::Storage if level == "host" => Ok("host-path".into()),
+            FactorKind::Storage => one_of(&["image", "volume", "host-path"]),
+            FactorKind::Seccomp => one_of(&["default", "unconfined"]),
+            FactorKind::Cpus => {
+                if level == "none" {
+                    return Ok(level.into());
+                }
+                match level.parse::<f64>() {
+                    Ok(c) if c > 0.0 && c.is_finite() => Ok(c.to_string()),
+                    _ => Err(format!(
+                        "`{level}` is not a CPU limit (a positive number, or none)"
+                    )),
+                }
+            }
+            FactorKind::Memory => {
+                if level == "none" || parse_bytes(level).is_some() {
+                    Ok(level.to_string())
+                } else {
+                    Err(format!(
+                        "`{level}` is not a memory limit (e.g. 512m, 2g, or none)"
+                    ))
+                }
+            }
+            FactorKind::Delay => match humantime::parse_duration(level) {
+                Ok(d) => Ok(format_delay(d)),
+                Err(_) => Err(format!("`{level}` is not a delay (e.g. 0ms, 500us, 2ms)")),
+            },
+        }
+    }
+
+    /// The level a cell takes when it does not name this factor: what the
+    /// placement does with no option given. `None` (access_log,
+    /// connections): the config or `[load]` decides, so a cell list that
+    /// varies it must name it in every cell.
+    pub fn default_level(self) -> Option<&'static str> {
+        match self {
+            FactorKind::Placement => Some("native"),
+            FactorKind::Transport => Some("tcp"),
+            FactorKind::Config => Some("default"),
+            FactorKind::Storage => Some("image"),
+            FactorKind::Seccomp => Some("default"),
+            FactorKind::Cpus | FactorKind::Memory => Some("none"),
+            FactorKind::Delay => Some("0ms"),
+            FactorKind::AccessLog | FactorKind::Connections => None,
+        }
+    }
+}
+
+/// Docker's memory syntax: a number with an optional b/k/m/g suffix.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let (digits, mult) = match t.chars().last()? {
+        'b' => (&t[..t.len() - 1], 1),
+        'k' => (&t[..t.len() - 1], 1 << 10),
+        'm' => (&t[..t.len() - 1], 1 << 20),
+        'g' => (&t[..t.len() - 1], 1 << 30),
+        _ => (&t[..], 1),
+    };
+    let n: u64 = digits.parse().ok()?;
+    (n > 0).then_some(n * mult)
+}
+
+/// The canonical text of a netem delay: whole milliseconds as `Nms`,
+/// anything finer in microseconds, so `"1ms"` and `"1000us"` are one level.
+pub fn format_delay(d: Duration) -> String {
+    let us = d.as_micros();
+    let (ms, rest) = (us / 1000, us % 1000);
+    if rest == 0 {
+        format!("{ms}ms")
+    } else {
+        format!("{us}us")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_are_canonical() {
+        let k = FactorKind::Delay;
+        assert_eq!(k.canonical("1000us", &[]).unwrap(), "1ms");
+        assert_eq!(k.canonical("250us", &[]).unwrap(), "250us");
+        assert_eq!(FactorKind::AccessLog.canonical("true", &[]).unwrap(), "on");
+        assert_eq!(FactorKind::Cpus.canonical("1.50", &[]).unwrap(), "1.5");
+        assert!(FactorKind::Connections.canonical("0", &[]).is_err());
+        assert!(FactorKind::Placement.canonical("docker", &[]).is_err());
+        assert!(FactorKind::Memory.canonical("12x", &[]).is_err());
+        assert_eq!(parse_bytes("512m"), Some(512 << 20));
+    }
+
+    #[test]
+    fn config_levels_must_be_defined() {
+        let configs = vec!["default".to_string(), "tuned".to_string()];
+        assert!(FactorKind::Config.canonical("tuned", &configs).is_ok());
+        assert!(FactorKind::Config.canonical("default", &[]).is_ok());
+        let configs = vec!["mine".to_string()];
+        let err = FactorKind::Config.canonical("fast", &configs).unwrap_err();
+        assert!(err.contains("default, tuned, mine"), "{err}");
+    }
+}

@@ -1,0 +1,269 @@
+//! The experiment file: what to measure, under which factor levels, with
+//! which load, how many times. Parsed from TOML ([`raw`]), checked with
+//! errors that name the file, line and key ([`validate`]), expanded into
+//! [`Cell`]s. `docs/experiments.md` documents every key.
+
+pub mod error;
+pub mod factor;
+mod raw;
+mod validate;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use error::ExperimentError;
+pub use factor::FactorKind;
+
+/// The built-in quick experiment that `tare run` with no file runs.
+pub const QUICK: &str = include_str!("../../../../examples/quick.toml");
+
+/// A checked experiment.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    /// Where it was read from (`<built-in quick>` for [`QUICK`]).
+    pub path: PathBuf,
+    /// The file's text, copied verbatim into the run directory.
+    pub text: String,
+    pub target: Target,
+    /// The factors in the file's order, each with its canonical levels.
+    pub factors: Vec<(FactorKind, Vec<String>)>,
+    /// Every cell to run, in the file's order (product order or list order).
+    pub cells: Vec<Cell>,
+    pub load: LoadSettings,
+    pub trials: TrialPolicy,
+    /// Attribution chains as cell ids, baseline first: the chain, then its
+    /// fallback (used when a cell of the chain cannot run on this machine).
+    pub attribution: Vec<Vec<String>>,
+}
+
+/// Where a config variant's `file = ...` is looked for.
+#[derive(Clone, Debug)]
+pub enum ConfigSource {
+    /// Relative to this directory (the experiment file's).
+    RelativeTo(PathBuf),
+    /// A run directory's `configs/NAME` copies (used by `--resume`, so a
+    /// resumed run uses exactly the configs the run began with).
+    RunDir(PathBuf),
+}
+
+impl Experiment {
+    /// Reads and checks an experiment file.
+    pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        Experiment::parse(&text, path, &ConfigSource::RelativeTo(dir))
+    }
+
+    /// The built-in quick experiment.
+    pub fn quick() -> Experiment {
+        Experiment::parse(
+            QUICK,
+            Path::new("<built-in quick>"),
+            &ConfigSource::RelativeTo(PathBuf::from(".")),
+        )
+        .expect("the built-in quick experiment is valid (tested)")
+    }
+
+    /// Checks `text`; `path` is used in error messages and provenance.
+    pub fn parse(
+        text: &str,
+        path: &Path,
+        configs: &ConfigSource,
+    ) -> Result<Experiment, ExperimentError> {
+        validate::validate(text, path, configs)
+    }
+
+    pub fn cell(&self, id: &str) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.id == id)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    TareServe,
+    Nginx,
+    Postgres,
+}
+
+impl TargetKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::TareServe => "tare-serve",
+            TargetKind::Nginx => "nginx",
+            TargetKind::Postgres => "postgres",
+        }
+    }
+}
+
+/// The server under test.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Target {
+    pub kind: TargetKind,
+    /// Server binary; `None`: the placement finds it.
+    pub binary: Option<PathBuf>,
+    /// Container image; `None`: the placement's default for this kind.
+    pub image: Option<String>,
+    /// Config variants, in file order; empty: the target's defaults.
+    pub configs: Vec<ConfigVariant>,
+}
+
+/// One named config of the target, its text read when the file is loaded
+/// (so a missing file fails at once, and the run dir keeps a copy).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConfigVariant {
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Http,
+    Pg,
+}
+
+/// How load is applied in every trial (a cell's `connections` factor
+/// overrides `connections`; see [`Cell::load_settings`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadSettings {
+    pub engine: Engine,
+    pub threads: u32,
+    pub connections: u32,
+    #[serde(with = "humantime_serde_secs")]
+    pub duration: Duration,
+    /// Load applied before each measured period and thrown away: caches,
+    /// connection pools and CPU frequency settle first.
+    #[serde(with = "humantime_serde_secs")]
+    pub warmup: Duration,
+    #[serde(with = "humantime_serde_secs")]
+    pub timeout: Duration,
+    pub http: HttpLoad,
+    pub pg: PgLoad,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HttpLoad {
+    pub path: String,
+    pub method: String,
+    pub headers: Vec<String>,
+    pub body: Option<String>,
+    /// `false`: a new connection per request (ab / http_load style).
+    pub keepalive: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PgLoad {
+    /// `simple`, `extended` or `prepared`.
+    pub mode: String,
+    /// SQL run as one transaction; `None`: `SELECT 1`.
+    pub script: Option<String>,
+    /// A new connection per transaction (pgbench `-C`).
+    pub reconnect: bool,
+    pub user: Option<String>,
+    pub database: Option<String>,
+}
+
+/// How many trials, in what order, with what pauses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialPolicy {
+    /// Trials every cell gets.
+    pub count: u32,
+    /// Adaptive upper bound: a cell whose spread is above `max_rsd` after
+    /// `count` trials gets more, up to `max` (equal to `count`: no adaptation).
+    pub max: u32,
+    /// Relative standard deviation of throughput (stdev / mean) under which
+    /// a cell is considered settled.
+    pub max_rsd: f64,
+    /// Seed of the within-round order; `None`: drawn at run start (and recorded).
+    pub seed: Option<u64>,
+    /// Idle time after each trial, so heat and queues from one cell do not
+    /// spill into the next.
+    #[serde(with = "humantime_serde_secs")]
+    pub cooldown: Duration,
+    pub deployment: DeploymentPolicy,
+}
+
+/// Whether a cell's deployment lives for one trial or for the whole run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeploymentPolicy {
+    /// Start, warm up, measure, stop, for every trial (the default): each
+    /// trial sees a fresh server, so state that grows over time (logs,
+    /// caches, connection tables) is never confounded with trial order.
+    PerTrial,
+    /// Deploy each cell once and keep every deployment up until the run
+    /// ends: cheaper when deploying is slow, but idle servers share the host.
+    Kept,
+}
+
+/// One combination of factor levels.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `key=value` joined by `,` in the experiment's factor order.
+    pub id: String,
+    /// The same levels, in order.
+    pub levels: Vec<(String, String)>,
+}
+
+impl Cell {
+    pub fn new(levels: Vec<(String, String)>) -> Cell {
+        let id = levels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        Cell { id, levels }
+    }
+
+    /// The level of `kind`, or its default when the experiment does not vary it.
+    pub fn level(&self, kind: FactorKind) -> Option<&str> {
+        self.levels
+            .iter()
+            .find(|(k, _)| k == kind.name())
+            .map(|(_, v)| v.as_str())
+            .or(kind.default_level())
+    }
+
+    pub fn placement(&self) -> &str {
+        self.level(FactorKind::Placement).unwrap_or("native")
+    }
+
+    /// The load settings for this cell: the `connections` factor wins.
+    pub fn load_settings(&self, load: &LoadSettings) -> LoadSettings {
+        let mut out = load.clone();
+        if let Some(c) = self
+            .level(FactorKind::Connections)
+            .and_then(|c| c.parse().ok())
+        {
+            out.connections = c;
+        }
+        out
+    }
+}
+
+/// Durations as seconds (a float) in JSON, as everything else in tare.
+mod humantime_serde_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+//! The experiment file exactly as TOML gives it, with the byte span of
+//! every value that validation may complain about (so an error names the
+//! file, line and key). [`super::validate`] turns this into an
+//! [`super::Experiment`]. Every key is documented in `docs/experiments.md`.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// `[factors]`: factor name -> its levels.
+pub type RawFactors = IndexMap<Spanned<String>, Spanned<Vec<Spanned<Level>>>>;
+/// One `[[cells]]` entry: factor name -> level.
+pub type RawCell = IndexMap<Spanned<String>, Spanned<Level>>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub target: Spanned<RawTarget>,
+    #[serde(default)]
+    pub factors: Option<Spanned<RawFactors>>,
+    #[serde(default)]
+    pub cells: Option<Spanned<Vec<Spanned<RawCell>>>>,
+    pub load: Spanned<RawLoad>,
+    #[serde(default)]
+    pub trials: Option<Spanned<RawTrials>>,
+    #[serde(default)]
+    pub attribution: Option<RawAttribution>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    pub kind: Spanned<String>,
+    /// Server binary (nginx, postgres); default: found on PATH by the placement.
+    pub binary: Option<String>,
+    /// Docker image for container placements.
+    pub image: Option<String>,
+    #[serde(default)]
+    pub configs: IndexMap<Spanned<String>, Spanned<RawConfig>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// Path of the config file, relative to the experiment file.
+    pub file: Option<Spanned<String>>,
+    /// The config text itself.
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    pub engine: Option<Spanned<String>>,
+    pub threads: Option<Spanned<i64>>,
+    pub connections: Option<Spanned<i64>>,
+    pub duration: Option<Spanned<String>>,
+    pub warmup: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    pub http: Option<RawHttp>,
+    #[serde(default)]
+    pub pg: Option<RawPg>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    pub path: Option<String>,
+    pub method: Option<String>,
+    #[serde(default)]
+    pub headers: Vec<String>,
+    pub body: Option<String>,
+    pub keepalive: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPg {
+    pub mode: Option<Spanned<String>>,
+    pub script: Option<String>,
+    pub reconnect: Option<bool>,
+    pub user: Option<String>,
+    pub database: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrials {
+    pub count: Option<Spanned<i64>>,
+    pub max: Option<Spanned<i64>>,
+    pub max_rsd: Option<Spanned<f64>>,
+    pub seed: Option<Spanned<i64>>,
+    pub cooldown: Option<Spanned<String>>,
+    pub deployment: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAttribution {
+    pub chain: Spanned<Vec<Spanned<String>>>,
+    /// Used instead of `chain` when one of its cells cannot run on this machine.
+    #[serde(default)]
+    pub fallback: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// A factor level as written: TOML lets people write `access_log = [true,
+/// false]` or `connections = [16, 48]`, and all of them mean their text.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Level {
+    Text(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Level {
+    pub fn text(&self) -> String {
+        match self {
+            Level::Text(s) => s.clone(),
+            Level::Integer(i) => i.to_string(),
+            Level::Float(f) => f.to_string(),
+            Level::Bool(b) => b.to_string(),
+        }
+    }
+}

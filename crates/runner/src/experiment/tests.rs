@@ -1,0 +1,105 @@
+//! The experiment file: the quick experiment and every example load; every
+//! kind of mistake gets one line naming the file, line and key.
+
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str) -> Result<Experiment, ExperimentError> {
+    Experiment::parse(
+        text,
+        Path::new("exp.toml"),
+        &ConfigSource::RelativeTo(".".into()),
+    )
+}
+
+const HEAD: &str = "[target]\nkind = \"nginx\"\n[load]\nduration = \"2s\"\n";
+
+#[test]
+fn the_quick_experiment_is_valid_and_short() {
+    let q = Experiment::quick();
+    assert_eq!(q.cells.len(), 6);
+    assert_eq!(q.attribution.len(), 2, "a chain and its fallback");
+    // Under two minutes of load even if every cell uses every adaptive trial.
+    let per_trial = q.load.warmup + q.load.duration + q.trials.cooldown;
+    let worst = per_trial * q.trials.max * q.cells.len() as u32;
+    assert!(worst < Duration::from_secs(100), "{worst:?}");
+}
+
+#[test]
+fn every_example_loads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let exp = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!exp.cells.is_empty());
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "quick + one example per seed, found {n}");
+}
+
+#[test]
+fn the_product_of_levels_in_file_order() {
+    let e = parse(&format!(
+        "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\naccess_log = [true, false]\nconnections = [16, 48]\n"
+    ))
+    .unwrap();
+    let ids: Vec<&str> = e.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids.len(), 8);
+    assert_eq!(ids[0], "placement=native,access_log=on,connections=16");
+    assert_eq!(
+        ids[7],
+        "placement=docker-host,access_log=off,connections=48"
+    );
+    assert_eq!(e.cells[1].load_settings(&e.load).connections, 48);
+}
+
+#[test]
+fn explicit_cells_fill_defaults_and_chains_select_cells() {
+    let e = parse(&format!(
+        "{HEAD}[[cells]]\nplacement = \"docker-host\"\nstorage = \"image\"\n\
+         [[cells]]\nplacement = \"docker-host\"\nstorage = \"host\"\n\
+         [attribution]\nchain = [\"storage=image\", \"storage=host-path\"]\n"
+    ))
+    .unwrap();
+    assert_eq!(e.cells[1].id, "placement=docker-host,storage=host-path");
+    assert_eq!(e.attribution[0][0], "placement=docker-host,storage=image");
+}
+
+/// Each mistake and its message, in one snapshot.
+#[test]
+fn mistakes_are_named_with_file_line_and_key() {
+    let cases: &[(&str, String)] = &[
+        ("not toml", "[target\nkind = 1".into()),
+        ("unknown key", format!("{HEAD}durration = \"3s\"\n")),
+        ("wrong type", "[target]\nkind = \"nginx\"\n[load]\nthreads = \"two\"\n".into()),
+        ("bad duration", "[target]\nkind = \"nginx\"\n[load]\nduration = \"3 parsecs\"\n".into()),
+        ("unknown target", "[target]\nkind = \"apache\"\n[load]\n".into()),
+        ("unknown factor", format!("{HEAD}[factors]\nplacment = [\"native\"]\n")),
+        ("bad placement", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker\"]\n")),
+        ("undefined config", format!("{HEAD}[factors]\nconfig = [\"default\", \"fast\"]\n")),
+        ("repeated level", format!("{HEAD}[factors]\nconnections = [16, 16]\n")),
+        ("factors and cells", format!("{HEAD}[factors]\nplacement = [\"native\"]\n[[cells]]\nplacement = \"native\"\n")),
+        ("container factor on native", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\nseccomp = [\"default\", \"unconfined\"]\n")),
+        ("delay outside the lab", format!("{HEAD}[factors]\nplacement = [\"native\"]\ndelay = [\"1ms\"]\n")),
+        ("cell missing a factor", format!("{HEAD}[[cells]]\naccess_log = \"on\"\n[[cells]]\nplacement = \"native\"\n")),
+        ("chain matches nothing", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[attribution]\nchain = [\"placement=native\", \"placement=lab-nat\"]\n")),
+        ("chain too vague", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\naccess_log = [\"on\", \"off\"]\n[attribution]\nchain = [\"placement=native\", \"access_log=on\"]\n")),
+        ("chain step changes two factors", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\naccess_log = [\"on\", \"off\"]\n[attribution]\nchain = [\"placement=docker-host,access_log=on\", \"placement=native,access_log=off\"]\n")),
+        ("max below count", format!("{HEAD}[trials]\ncount = 5\nmax = 3\n")),
+        ("engine for another target", "[target]\nkind = \"postgres\"\n[load]\nengine = \"http\"\n".into()),
+        ("too many cells", format!("{HEAD}[factors]\nconnections = [1,2,3,4,5,6,7,8,9]\ncpus = [1,2,3,4,5,6,7,8]\nplacement = [\"docker-host\", \"docker-bridge\", \"docker-publish\"]\nmemory = [\"1g\", \"2g\", \"3g\"]\n")),
+        ("missing config file", "[target]\nkind = \"nginx\"\n[target.configs.mine]\nfile = \"no/such.conf\"\n[load]\n".into()),
+    ];
+    let out: Vec<String> = cases
+        .iter()
+        .map(|(name, text)| match parse(text) {
+            Ok(_) => format!("{name}: ACCEPTED"),
+            Err(e) => format!("{name}: {e}"),
+        })
+        .collect();
+    insta::assert_snapshot!(out.join("\n"));
+}

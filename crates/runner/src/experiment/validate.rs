@@ -1,0 +1,580 @@
+//! From the raw TOML shape to a checked [`Experiment`]: every value range,
+//! every cross-reference (config names, attribution cells), every factor
+//! that cannot apply to a placement. The first problem found is returned,
+//! with the line and key it is at.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::error::{ExperimentError, Locator};
+use super::factor::FactorKind;
+use super::raw::{RawCell, RawExperiment, RawFactors, RawLoad, RawTrials};
+use super::{
+    Cell, ConfigSource, ConfigVariant, DeploymentPolicy, Engine, Experiment, HttpLoad,
+    LoadSettings, PgLoad, Target, TargetKind, TrialPolicy,
+};
+
+/// Most cells a file may declare: a product that explodes (5 factors of 5
+/// levels = 3125 cells) is almost always a mistake, and would run for days.
+const MAX_CELLS: usize = 512;
+
+type Result<T> = std::result::Result<T, ExperimentError>;
+
+pub fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Experiment> {
+    let loc = Locator { file: path, text };
+    let raw: RawExperiment = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
+
+    let target = target(&loc, &raw, configs)?;
+    let config_names: Vec<String> = target.configs.iter().map(|c| c.name.clone()).collect();
+    let (factors, cells) = cells(&loc, &raw, &config_names)?;
+    check_cells_apply(&loc, &raw, &cells)?;
+    let load = load(&loc, &raw.load, target.kind)?;
+    let trials = trials(&loc, raw.trials.as_ref())?;
+    let attribution = attribution(&loc, &raw, &cells)?;
+
+    Ok(Experiment {
+        name: raw.name.clone().unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "experiment".into())
+        }),
+        description: raw.description.clone(),
+        path: path.to_path_buf(),
+        text: text.to_string(),
+        target,
+        factors,
+        cells,
+        load,
+        trials,
+        attribution,
+    })
+}
+
+fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<Target> {
+    let t = raw.target.get_ref();
+    let kind = match t.kind.get_ref().as_str() {
+        "tare-serve" => TargetKind::TareServe,
+        "nginx" => TargetKind::Nginx,
+        "postgres" => TargetKind::Postgres,
+        other => {
+            return Err(loc.error(
+                t.kind.span(),
+                "target.kind",
+                format!("unknown target `{other}` (tare-serve, nginx, postgres)"),
+            ))
+        }
+    };
+    let mut configs = Vec::new();
+    for (name, cfg) in &t.configs {
+        let key = format!("target.configs.{}", name.get_ref());
+        let c = cfg.get_ref();
+        let text = match (&c.file, &c.text) {
+            (Some(file), None) => {
+                let p = match source {
+                    ConfigSource::RelativeTo(dir) => dir.join(file.get_ref()),
+                    ConfigSource::RunDir(dir) => dir.join("configs").join(name.get_ref()),
+                };
+                std::fs::read_to_string(&p).map_err(|e| {
+                    loc.error(
+                        file.span(),
+                        &format!("{key}.file"),
+                        format!("cannot read {}: {e}", p.display()),
+                    )
+                })?
+            }
+            (None, Some(text)) => text.clone(),
+            _ => {
+                return Err(loc.error(
+                    cfg.span(),
+                    &key,
+                    "give exactly one of `file` (a path relative to this file) or `text`",
+                ))
+            }
+        };
+        configs.push(ConfigVariant {
+            name: name.get_ref().clone(),
+            text,
+        });
+    }
+    Ok(Target {
+        kind,
+        binary: t.binary.as_ref().map(Into::into),
+        image: t.image.clone(),
+        configs,
+    })
+}
+
+type Factors = Vec<(FactorKind, Vec<String>)>;
+
+/// The factors and the cells: either the product of `[factors]` or the
+/// `[[cells]]` list, never both.
+fn cells(loc: &Locator, raw: &RawExperiment, configs: &[String]) -> Result<(Factors, Vec<Cell>)> {
+    match (&raw.factors, &raw.cells) {
+        (Some(f), Some(_)) => Err(loc.error(
+            f.span(),
+            "factors",
+            "use either [factors] (every combination) or [[cells]] (an explicit list), not both",
+        )),
+        (Some(f), None) => product(loc, f.get_ref(), configs),
+        (None, Some(list)) => explicit(loc, list, configs),
+        // One cell: repeated trials of one setup.
+        (None, None) => Ok((
+            vec![(FactorKind::Placement, vec!["native".into()])],
+            vec![Cell::new(vec![("placement".into(), "native".into())])],
+        )),
+    }
+}
+
+fn factor_kind(loc: &Locator, key: &Spanned<String>, prefix: &str) -> Result<FactorKind> {
+    FactorKind::from_name(key.get_ref()).ok_or_else(|| {
+        let known: Vec<_> = FactorKind::ALL.iter().map(|k| k.name()).collect();
+        loc.error(
+            key.span(),
+            &format!("{prefix}{}", key.get_ref()),
+            format!("unknown factor (known: {})", known.join(", ")),
+        )
+    })
+}
+
+fn product(loc: &Locator, raw: &RawFactors, configs: &[String]) -> Result<(Factors, Vec<Cell>)> {
+    let mut factors: Factors = Vec::new();
+    for (key, levels) in raw {
+        let kind = factor_kind(loc, key, "factors.")?;
+        let name = format!("factors.{}", key.get_ref());
+        if levels.get_ref().is_empty() {
+            return Err(loc.error(levels.span(), &name, "a factor needs at least one level"));
+        }
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for level in levels.get_ref() {
+            let text = kind
+                .canonical(&level.get_ref().text(), configs)
+                .map_err(|m| loc.error(level.span(), &name, m))?;
+            if !seen.insert(text.clone()) {
+                return Err(loc.error(
+                    level.span(),
+                    &name,
+                    format!("level `{text}` is listed twice"),
+                ));
+            }
+            out.push(text);
+        }
+        factors.push((kind, out));
+    }
+    let total: usize = factors.iter().map(|(_, l)| l.len()).product();
+    if total > MAX_CELLS {
+        let span = raw.keys().next().map(|k| k.span()).unwrap_or(0..0);
+        return Err(loc.error(
+            span,
+            "factors",
+            format!(
+                "{total} cells is more than {MAX_CELLS}: list the cells you need with [[cells]]"
+            ),
+        ));
+    }
+    // The product in odometer order: the last factor varies fastest.
+    let mut cells = vec![Vec::new()];
+    for (kind, levels) in &factors {
+        cells = cells
+            .into_iter()
+            .flat_map(|prefix: Vec<(String, String)>| {
+                levels.iter().map(move |l| {
+                    let mut c = prefix.clone();
+                    c.push((kind.name().to_string(), l.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    Ok((factors, cells.into_iter().map(Cell::new).collect()))
+}
+
+type RawCells = Spanned<Vec<Spanned<RawCell>>>;
+
+fn explicit(loc: &Locator, list: &RawCells, configs: &[String]) -> Result<(Factors, Vec<Cell>)> {
+    if list.get_ref().is_empty() {
+        return Err(loc.error(list.span(), "cells", "the cell list is empty"));
+    }
+    // Factor order: the order keys first appear in.
+    let mut factors: Factors = Vec::new();
+    let mut parsed = Vec::new();
+    for (i, cell) in list.get_ref().iter().enumerate() {
+        let mut levels = Vec::new();
+        for (key, level) in cell.get_ref() {
+            let kind = factor_kind(loc, key, &format!("cells[{i}]."))?;
+            let name = format!("cells[{i}].{}", key.get_ref());
+            let text = kind
+                .canonical(&level.get_ref().text(), configs)
+                .map_err(|m| loc.error(level.span(), &name, m))?;
+            match factors.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, ls)) if !ls.contains(&text) => ls.push(text.clone()),
+                Some(_) => {}
+                None => factors.push((kind, vec![text.clone()])),
+            }
+            levels.push((kind, text));
+        }
+        parsed.push((cell.span(), levels));
+    }
+    // Every cell names every factor, so ids are comparable: a factor a cell
+    // leaves out takes its default level, and one without a default is an error.
+    let mut cells: Vec<Cell> = Vec::new();
+    for (i, (span, levels)) in parsed.into_iter().enumerate() {
+        let mut full = Vec::new();
+        for (kind, _) in &factors {
+            let level = match levels.iter().find(|(k, _)| k == kind) {
+                Some((_, l)) => l.clone(),
+                None => match kind.default_level() {
+                    Some(d) => d.to_string(),
+                    None => {
+                        return Err(loc.error(
+                            span,
+                            &format!("cells[{i}]"),
+                            format!(
+                                "this cell does not set `{}`, which other cells vary",
+                                kind.name()
+                            ),
+                        ))
+                    }
+                },
+            };
+            full.push((kind.name().to_string(), level));
+        }
+        let cell = Cell::new(full);
+        if cells.iter().any(|c| c.id == cell.id) {
+            return Err(loc.error(
+                span,
+                &format!("cells[{i}]"),
+                format!("cell `{}` is listed twice", cell.id),
+            ));
+        }
+        cells.push(cell);
+    }
+    if cells.len() > MAX_CELLS {
+        return Err(loc.error(list.span(), "cells", format!("more than {MAX_CELLS} cells")));
+    }
+    Ok((factors, cells))
+}
+
+/// Container factors need a container placement, netem delay a lab one
+/// (except at their default level, which means "no option"): anything
+/// else would silently measure two identical cells under two names.
+fn check_cells_apply(loc: &Locator, raw: &RawExperiment, cells: &[Cell]) -> Result<()> {
+    // Point at the factor's key ([factors]) or at the cell ([[cells]]).
+    let at = |name: &str, index: usize| -> (std::ops::Range<usize>, String) {
+        if let Some(f) = &raw.factors {
+            let span = f
+                .get_ref()
+                .keys()
+                .find(|k| k.get_ref() == name)
+                .map(|k| k.span());
+            (span.unwrap_or(f.span()), format!("factors.{name}"))
+        } else if let Some(c) = &raw.cells {
+            let span = c.get_ref().get(index).map(|c| c.span());
+            (span.unwrap_or(c.span()), format!("cells[{index}].{name}"))
+        } else {
+            (0..0, name.to_string())
+        }
+    };
+    for (index, cell) in cells.iter().enumerate() {
+        let placement = cell.placement();
+        for (name, level) in &cell.levels {
+            let kind = FactorKind::from_name(name).expect("levels hold known factors");
+            // A default level means "no option": fine anywhere.
+            let special = kind.default_level() != Some(level.as_str());
+            let bad = if special && kind.container_only() && !placement.starts_with("docker-") {
+                Some("a docker-* placement")
+            } else if special && kind == FactorKind::Delay && !placement.starts_with("lab-") {
+                Some("a lab-* placement (netem delay is injected in tare's namespaces)")
+            } else {
+                None
+            };
+            if let Some(need) = bad {
+                let (span, key) = at(name, index);
+                return Err(loc.error(
+                    span,
+                    &key,
+                    format!(
+                        "cell `{}`: `{name}` needs {need}; list only the cells that make sense with [[cells]]",
+                        cell.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn duration(
+    loc: &Locator,
+    value: &Option<Spanned<String>>,
+    key: &str,
+    default: Duration,
+) -> Result<Duration> {
+    match value {
+        None => Ok(default),
+        Some(v) => humantime::parse_duration(v.get_ref()).map_err(|e| {
+            loc.error(
+                v.span(),
+                key,
+                format!("`{}` is not a duration ({e}); e.g. 3s, 500ms", v.get_ref()),
+            )
+        }),
+    }
+}
+
+fn positive(
+    loc: &Locator,
+    value: &Option<Spanned<i64>>,
+    key: &str,
+    default: u32,
+    max: u32,
+) -> Result<u32> {
+    match value {
+        None => Ok(default),
+        Some(v) if (1..=max as i64).contains(v.get_ref()) => Ok(*v.get_ref() as u32),
+        Some(v) => Err(loc.error(v.span(), key, format!("must be between 1 and {max}"))),
+    }
+}
+
+fn load(loc: &Locator, raw: &Spanned<RawLoad>, kind: TargetKind) -> Result<LoadSettings> {
+    let l = raw.get_ref();
+    let natural = if kind == TargetKind::Postgres {
+        Engine::Pg
+    } else {
+        Engine::Http
+    };
+    let engine = match &l.engine {
+        None => natural,
+        Some(e) => {
+            let engine = match e.get_ref().as_str() {
+                "http" => Engine::Http,
+                "pg" => Engine::Pg,
+                other => {
+                    return Err(loc.error(
+                        e.span(),
+                        "load.engine",
+                        format!("unknown engine `{other}` (http, pg)"),
+                    ))
+                }
+            };
+            if engine != natural {
+                return Err(loc.error(
+                    e.span(),
+                    "load.engine",
+                    format!(
+                        "engine `{}` cannot load a {} target",
+                        e.get_ref(),
+                        kind.name()
+                    ),
+                ));
+            }
+            engine
+        }
+    };
+    let duration_v = duration(loc, &l.duration, "load.duration", Duration::from_secs(3))?;
+    if duration_v < Duration::from_millis(100) {
+        let span = l.duration.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+        return Err(loc.error(span, "load.duration", "must be at least 100ms"));
+    }
+    let http = l.http.as_ref();
+    let pg = l.pg.as_ref();
+    let mode = match pg.and_then(|p| p.mode.as_ref()) {
+        None => "prepared".to_string(),
+        Some(m) if ["simple", "extended", "prepared"].contains(&m.get_ref().as_str()) => {
+            m.get_ref().clone()
+        }
+        Some(m) => {
+            return Err(loc.error(
+                m.span(),
+                "load.pg.mode",
+                "must be simple, extended or prepared",
+            ))
+        }
+    };
+    Ok(LoadSettings {
+        engine,
+        threads: positive(loc, &l.threads, "load.threads", 2, 1024)?,
+        connections: positive(loc, &l.connections, "load.connections", 50, 1_000_000)?,
+        duration: duration_v,
+        warmup: duration(loc, &l.warmup, "load.warmup", Duration::from_secs(1))?,
+        timeout: duration(loc, &l.timeout, "load.timeout", Duration::from_secs(2))?,
+        http: HttpLoad {
+            path: http
+                .and_then(|h| h.path.clone())
+                .unwrap_or_else(|| "/".into()),
+            method: http
+                .and_then(|h| h.method.clone())
+                .unwrap_or_else(|| "GET".into()),
+            headers: http.map(|h| h.headers.clone()).unwrap_or_default(),
+            body: http.and_then(|h| h.body.clone()),
+            keepalive: http.and_then(|h| h.keepalive).unwrap_or(true),
+        },
+        pg: PgLoad {
+            mode,
+            script: pg.and_then(|p| p.script.clone()),
+            reconnect: pg.and_then(|p| p.reconnect).unwrap_or(false),
+            user: pg.and_then(|p| p.user.clone()),
+            database: pg.and_then(|p| p.database.clone()),
+        },
+    })
+}
+
+fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<TrialPolicy> {
+    let empty = RawTrials::default();
+    let t = raw.map(|r| r.get_ref()).unwrap_or(&empty);
+    let count = positive(loc, &t.count, "trials.count", 3, 1000)?;
+    let max = positive(loc, &t.max, "trials.max", count, 1000)?;
+    if max < count {
+        let span = t.max.as_ref().map(|m| m.span()).unwrap_or(0..0);
+        return Err(loc.error(
+            span,
+            "trials.max",
+            format!("must be at least trials.count ({count})"),
+        ));
+    }
+    let max_rsd = match &t.max_rsd {
+        None => 0.05,
+        Some(v) if *v.get_ref() > 0.0 && *v.get_ref() < 10.0 => *v.get_ref(),
+        Some(v) => {
+            return Err(loc.error(
+                v.span(),
+                "trials.max_rsd",
+                "must be a fraction above 0 (0.05 = 5%)",
+            ))
+        }
+    };
+    let seed = match &t.seed {
+        None => None,
+        Some(s) if *s.get_ref() >= 0 => Some(*s.get_ref() as u64),
+        Some(s) => return Err(loc.error(s.span(), "trials.seed", "must not be negative")),
+    };
+    let deployment = match &t.deployment {
+        None => DeploymentPolicy::PerTrial,
+        Some(d) => match d.get_ref().as_str() {
+            "per-trial" => DeploymentPolicy::PerTrial,
+            "kept" => DeploymentPolicy::Kept,
+            _ => return Err(loc.error(d.span(), "trials.deployment", "must be per-trial or kept")),
+        },
+    };
+    Ok(TrialPolicy {
+        count,
+        max,
+        max_rsd,
+        seed,
+        cooldown: duration(
+            loc,
+            &t.cooldown,
+            "trials.cooldown",
+            Duration::from_millis(500),
+        )?,
+        deployment,
+    })
+}
+
+/// The chain and its fallback, each entry selecting exactly one cell by
+/// some of its levels (`placement=native` is enough when only one cell is native).
+fn attribution(loc: &Locator, raw: &RawExperiment, cells: &[Cell]) -> Result<Vec<Vec<String>>> {
+    let Some(a) = &raw.attribution else {
+        return Ok(Vec::new());
+    };
+    let mut chains = vec![chain(loc, "attribution.chain", &a.chain, cells)?];
+    if let Some(f) = &a.fallback {
+        chains.push(chain(loc, "attribution.fallback", f, cells)?);
+    }
+    Ok(chains)
+}
+
+fn chain(
+    loc: &Locator,
+    key: &str,
+    list: &Spanned<Vec<Spanned<String>>>,
+    cells: &[Cell],
+) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in list.get_ref() {
+        let mut wanted = Vec::new();
+        for part in entry
+            .get_ref()
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let Some((k, v)) = part.split_once('=') else {
+                return Err(loc.error(entry.span(), key, format!("`{part}` is not factor=level")));
+            };
+            wanted.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        let matches: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| {
+                wanted
+                    .iter()
+                    .all(|(k, v)| c.levels.iter().any(|(ck, cv)| ck == k && cv == v))
+            })
+            .collect();
+        let id = match matches.as_slice() {
+            [one] => one.id.clone(),
+            [] => {
+                return Err(loc.error(
+                    entry.span(),
+                    key,
+                    format!("`{}` matches no cell", entry.get_ref()),
+                ))
+            }
+            many => {
+                return Err(loc.error(
+                    entry.span(),
+                    key,
+                    format!(
+                        "`{}` matches {} cells; name more levels",
+                        entry.get_ref(),
+                        many.len()
+                    ),
+                ))
+            }
+        };
+        if out.contains(&id) {
+            return Err(loc.error(
+                entry.span(),
+                key,
+                format!("cell `{id}` is in the chain twice"),
+            ));
+        }
+        out.push(id);
+    }
+    if out.len() < 2 {
+        return Err(loc.error(list.span(), key, "a chain needs at least two cells"));
+    }
+    // The waterfall gives each step's share to the one factor it changes.
+    let levels = |id: &str| {
+        &cells
+            .iter()
+            .find(|c| c.id == id)
+            .expect("resolved above")
+            .levels
+    };
+    for (i, pair) in out.windows(2).enumerate() {
+        let changed: Vec<&str> = levels(&pair[0])
+            .iter()
+            .zip(levels(&pair[1]))
+            .filter(|(a, b)| a.1 != b.1)
+            .map(|(a, _)| a.0.as_str())
+            .collect();
+        if changed.len() != 1 {
+            return Err(loc.error(
+                list.get_ref()[i + 1].span(),
+                key,
+                format!(
+                    "step {} changes {} factors ({}); each step of a chain must change exactly one",
+                    i + 1,
+                    changed.len(),
+                    changed.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}

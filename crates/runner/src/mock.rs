@@ -1,0 +1,177 @@
+//! [`MockExecutor`]: an executor with scripted, deterministic results, so
+//! the scheduler, resume logic, adaptive trials and record writing are
+//! tested without Docker and without timing noise (hyperfine's
+//! `MockExecutor`). Public so integration tests and `tare`'s own tests can
+//! use it too.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tare_record::{Latency, LoadResult};
+
+use crate::executor::{ExecError, Executor, Finding, RunningCell};
+use crate::experiment::{Cell, LoadSettings};
+
+/// What happened, in order: `deploy CELL`, `warmup CELL`, `measure CELL`, `stop CELL`.
+pub type Log = Arc<Mutex<Vec<String>>>;
+
+#[derive(Default)]
+pub struct MockExecutor {
+    /// Throughput of each cell id; a cell not listed gets 1000.
+    pub rps: BTreeMap<String, f64>,
+    /// Per cell: the throughput of trial *n* is `rps * (1 + jitter[n % len])`.
+    pub jitter: BTreeMap<String, Vec<f64>>,
+    /// Cells this machine "cannot run".
+    pub unavailable: BTreeMap<String, String>,
+    /// The `binary` fact of a cell (default `mock`): a difference is a finding.
+    pub binary: BTreeMap<String, String>,
+    /// Cells whose deployment fails.
+    pub failing_deploy: Vec<String>,
+    /// Set this flag after the given number of measured loads (an interrupt).
+    pub interrupt_after: Option<(usize, Arc<AtomicBool>)>,
+    pub log: Log,
+    measured: Arc<Mutex<BTreeMap<String, usize>>>,
+    total_measured: Arc<Mutex<usize>>,
+}
+
+impl MockExecutor {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn events(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Executor for MockExecutor {
+    fn can_run(&mut self, cell: &Cell) -> Result<(), String> {
+        match self.unavailable.get(&cell.id) {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn deploy(&mut self, cell: &Cell) -> Result<Box<dyn RunningCell>, ExecError> {
+        self.log.lock().unwrap().push(format!("deploy {}", cell.id));
+        if self.failing_deploy.contains(&cell.id) {
+            return Err(ExecError::new("mock: cannot start"));
+        }
+        Ok(Box::new(MockCell {
+            cell: cell.clone(),
+            binary: self
+                .binary
+                .get(&cell.id)
+                .cloned()
+                .unwrap_or_else(|| "mock".into()),
+            rps: self.rps.get(&cell.id).copied().unwrap_or(1000.0),
+            jitter: self.jitter.get(&cell.id).cloned().unwrap_or_default(),
+            log: self.log.clone(),
+            measured: self.measured.clone(),
+            total: self.total_measured.clone(),
+            interrupt_after: self.interrupt_after.clone(),
+        }))
+    }
+
+    fn fairness(&mut self, facts: &[(Cell, serde_json::Value)]) -> Vec<Finding> {
+        // Compares the one fact the mock has, as the real check compares many.
+        let values: Vec<(String, String)> = facts
+            .iter()
+            .map(|(c, f)| (c.id.clone(), f["binary"].as_str().unwrap_or("").to_string()))
+            .collect();
+        if values.iter().all(|(_, v)| *v == values[0].1) {
+            return Vec::new();
+        }
+        vec![Finding {
+            fact: "binary".into(),
+            message: "binary differs between cells".into(),
+            values,
+        }]
+    }
+}
+
+struct MockCell {
+    cell: Cell,
+    binary: String,
+    rps: f64,
+    jitter: Vec<f64>,
+    log: Log,
+    measured: Arc<Mutex<BTreeMap<String, usize>>>,
+    total: Arc<Mutex<usize>>,
+    interrupt_after: Option<(usize, Arc<AtomicBool>)>,
+}
+
+impl RunningCell for MockCell {
+    fn facts(&self) -> serde_json::Value {
+        serde_json::json!({ "cell": self.cell.id, "binary": self.binary })
+    }
+
+    fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
+        let phase = if measure { "measure" } else { "warmup" };
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{phase} {}", self.cell.id));
+        let n = {
+            let mut m = self.measured.lock().unwrap();
+            let n = m.entry(self.cell.id.clone()).or_default();
+            if measure {
+                *n += 1;
+            }
+            *n
+        };
+        if measure {
+            let mut total = self.total.lock().unwrap();
+            *total += 1;
+            if let Some((after, flag)) = &self.interrupt_after {
+                if *total >= *after {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+        let j = if self.jitter.is_empty() {
+            0.0
+        } else {
+            self.jitter[(n.max(1) - 1) % self.jitter.len()]
+        };
+        Ok(result(self.rps * (1.0 + j), settings))
+    }
+
+    fn stop(self: Box<Self>) -> Result<(), ExecError> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("stop {}", self.cell.id));
+        Ok(())
+    }
+}
+
+/// A plausible result at `rps` for `settings.duration`, with a histogram of
+/// the matching closed-loop latency (Little's law: connections / rps).
+pub fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
+    let secs = settings.duration.as_secs_f64();
+    let requests = (rps * secs).round() as u64;
+    let mut lat = Latency::new();
+    let mean_ns = (settings.connections as f64 / rps.max(1.0) * 1e9) as u64;
+    for i in 0..100u64 {
+        lat.record_ns(mean_ns / 2 + mean_ns * i / 100);
+    }
+    LoadResult {
+        engine: "http".into(),
+        target: "http://mock/".into(),
+        transport: "tcp".into(),
+        started_unix_s: 0.0,
+        duration_s: secs,
+        connections: settings.connections as u64,
+        threads: settings.threads as u64,
+        keepalive: settings.http.keepalive,
+        requests,
+        rps: Some(requests as f64 / secs),
+        latency_us: lat.summary(),
+        hdr: lat.encode().unwrap_or_default(),
+        timeline: vec![requests / secs.max(1.0) as u64; secs.ceil() as usize],
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+        ..LoadResult::default()
+    }
+}

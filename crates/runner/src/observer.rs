@@ -1,0 +1,163 @@
+//! What the runner tells the person watching: an [`Observer`] receives
+//! events; [`Bars`] draws them with indicatif (cells done, ETA, the rate of
+//! the trial that just finished), [`Quiet`] ignores them (tests, `--quiet`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tare_record::TrialRecord;
+
+use crate::executor::Finding;
+
+/// A trial's phase, for the progress line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Deploy,
+    Warmup,
+    Measure,
+    Stop,
+    Cooldown,
+}
+
+/// Where a run starts from (a resumed run has trials on disk already).
+pub struct Start<'a> {
+    /// Trials planned so far (adaptive rounds may add some).
+    pub trials_total: u64,
+    pub trials_done: u64,
+    /// Each runnable cell with its trials already on disk.
+    pub cells: Vec<(&'a str, u32)>,
+    /// Trials every cell gets (`trials.count`): a cell with that many is done.
+    pub count: u32,
+}
+
+pub trait Observer {
+    fn start(&mut self, _start: &Start) {}
+    /// A one-line note (a skipped cell, a stop that failed, ...).
+    fn note(&mut self, _line: &str) {}
+    fn phase(&mut self, _cell: &str, _trial: u32, _phase: Phase) {}
+    fn trial(&mut self, _rec: &TrialRecord) {}
+    /// More trials were added (an adaptive round).
+    fn grow(&mut self, _more: u64) {}
+    fn findings(&mut self, _findings: &[Finding]) {}
+    fn finish(&mut self) {}
+}
+
+/// Ignores everything.
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// indicatif progress: a bar of trials with ETA, the current cell and phase,
+/// and the last measured rate. Notes print above the bar.
+pub struct Bars {
+    bar: ProgressBar,
+    last_rate: String,
+    /// Trials on disk per cell, to count cells done.
+    per_cell: HashMap<String, u32>,
+    count: u32,
+}
+
+impl Default for Bars {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Bars {
+    pub fn new() -> Bars {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials, {prefix}, ETA {eta}  {msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Bars {
+            bar,
+            last_rate: String::new(),
+            per_cell: HashMap::new(),
+            count: 0,
+        }
+    }
+}
+
+impl Bars {
+    fn show_cells(&self) {
+        let done = self.per_cell.values().filter(|&&n| n >= self.count).count();
+        self.bar
+            .set_prefix(format!("{done}/{} cells done", self.per_cell.len()));
+    }
+
+    /// A line above the bar; on stderr as is when there is no bar (not a
+    /// terminal), where indicatif would drop it.
+    fn say(&self, line: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+}
+
+impl Observer for Bars {
+    fn start(&mut self, start: &Start) {
+        self.per_cell = start
+            .cells
+            .iter()
+            .map(|(c, n)| (c.to_string(), *n))
+            .collect();
+        self.count = start.count;
+        self.show_cells();
+        self.bar.set_length(start.trials_total);
+        self.bar.set_position(start.trials_done);
+        // ETA counts only trials run in this process, not resumed ones.
+        self.bar.reset_eta();
+    }
+
+    fn note(&mut self, line: &str) {
+        self.say(line);
+    }
+
+    fn phase(&mut self, cell: &str, trial: u32, phase: Phase) {
+        let p = match phase {
+            Phase::Deploy => "deploying",
+            Phase::Warmup => "warming up",
+            Phase::Measure => "measuring",
+            Phase::Stop => "stopping",
+            Phase::Cooldown => "cooling down",
+        };
+        self.bar
+            .set_message(format!("{cell} #{trial} {p}{}", self.last_rate));
+    }
+
+    fn trial(&mut self, rec: &TrialRecord) {
+        self.bar.inc(1);
+        *self.per_cell.entry(rec.cell.clone()).or_default() += 1;
+        self.show_cells();
+        self.last_rate = match (&rec.result, &rec.error) {
+            (Some(r), _) => format!("  (last: {:.0}/s)", r.throughput()),
+            (None, Some(e)) => {
+                self.say(&format!("{} #{}: failed: {e}", rec.cell, rec.trial));
+                String::new()
+            }
+            _ => String::new(),
+        };
+    }
+
+    fn grow(&mut self, more: u64) {
+        self.bar.inc_length(more);
+    }
+
+    fn findings(&mut self, findings: &[Finding]) {
+        for f in findings {
+            self.say(&format!("fairness: {f}"));
+        }
+    }
+
+    fn finish(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,175 @@
+//! The plan of a run (`plan.json`): which cells, which are skipped and why,
+//! the seed, and the interleaved order of trials.
+//!
+//! Order: round *r* runs trial *r* of every cell, so slow drift of the
+//! machine (heat, background jobs, frequency) spreads over all cells
+//! instead of landing on whichever ran last. Within a round the order is a
+//! seeded shuffle, so no cell always follows the same neighbour. The
+//! shuffle uses our own SplitMix64 + Fisher-Yates rather than `rand`, so a
+//! seed recorded today gives the same order with any future build.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::{Experiment, LoadSettings, TargetKind, TrialPolicy};
+
+/// Everything `--resume` needs besides the experiment file and the trials.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    pub run_id: String,
+    pub experiment: String,
+    pub target: TargetKind,
+    /// The within-round shuffle seed.
+    pub seed: u64,
+    pub cells: Vec<PlannedCell>,
+    /// The order of the fixed rounds (trial 1..=count), as cell ids. Adaptive
+    /// rounds beyond `count` depend on the results, so they are decided as
+    /// the run goes (with the same seed) and visible in each record's `order`.
+    pub rounds: Vec<Vec<String>>,
+    pub trials: TrialPolicy,
+    pub load: LoadSettings,
+    /// The attribution chain as cell ids, baseline first; cells skipped on
+    /// this machine are left out (`attribution_dropped` says which).
+    pub attribution: Attribution,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Attribution {
+    pub chain: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PlannedCell {
+    pub id: String,
+    /// Factor levels in the experiment's order.
+    pub factors: BTreeMap<String, String>,
+    /// Why this machine cannot run the cell; `None`: it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl Plan {
+    /// `skipped[i]`: why cell *i* cannot run here, if it cannot.
+    pub fn new(run_id: &str, exp: &Experiment, seed: u64, skipped: &[Option<String>]) -> Plan {
+        let cells: Vec<PlannedCell> = exp
+            .cells
+            .iter()
+            .zip(skipped)
+            .map(|(c, s)| PlannedCell {
+                id: c.id.clone(),
+                factors: c.levels.iter().cloned().collect(),
+                skipped: s.clone(),
+            })
+            .collect();
+        let runnable: Vec<usize> = (0..cells.len())
+            .filter(|&i| cells[i].skipped.is_none())
+            .collect();
+        let rounds = (1..=exp.trials.count)
+            .map(|r| {
+                round_order(seed, r, &runnable)
+                    .into_iter()
+                    .map(|i| cells[i].id.clone())
+                    .collect()
+            })
+            .collect();
+        let is_skipped = |id: &String| cells.iter().any(|c| &c.id == id && c.skipped.is_some());
+        // The first chain this machine can run whole; else the first, minus
+        // what cannot run (analysis refuses it if neighbours now differ by two).
+        let whole = exp.attribution.iter().find(|ch| !ch.iter().any(is_skipped));
+        let (dropped, mut chain): (Vec<String>, Vec<String>) = match whole {
+            Some(ch) => (Vec::new(), ch.clone()),
+            None => exp
+                .attribution
+                .first()
+                .map(|ch| ch.iter().cloned().partition(is_skipped))
+                .unwrap_or_default(),
+        };
+        if chain.len() < 2 {
+            chain.clear();
+        }
+        Plan {
+            run_id: run_id.to_string(),
+            experiment: exp.name.clone(),
+            target: exp.target.kind,
+            seed,
+            cells,
+            rounds,
+            trials: exp.trials.clone(),
+            load: exp.load.clone(),
+            attribution: Attribution { chain, dropped },
+        }
+    }
+
+    /// Indices of the cells that run on this machine.
+    pub fn runnable(&self) -> Vec<usize> {
+        (0..self.cells.len())
+            .filter(|&i| self.cells[i].skipped.is_none())
+            .collect()
+    }
+}
+
+/// The order of round `round` (1-based) over `candidates` (cell indices):
+/// a Fisher-Yates shuffle driven by SplitMix64 seeded with `seed` and the
+/// round, so each round is reproducible on its own (resume needs no state).
+pub fn round_order(seed: u64, round: u32, candidates: &[usize]) -> Vec<usize> {
+    let mut out = candidates.to_vec();
+    let mut rng = SplitMix64(seed ^ (round as u64).wrapping_mul(0xA076_1D64_78BD_642F));
+    for i in (1..out.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        out.swap(i, j);
+    }
+    out
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014; the constants of Vigna's reference
+/// implementation, prng.di.unimi.it/splitmix64.c).
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// A fresh seed when the experiment does not fix one: time and pid mixed.
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    SplitMix64(nanos ^ ((std::process::id() as u64) << 32)).next_u64() >> 11
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_matches_the_reference() {
+        // First outputs of splitmix64.c seeded with 1234567 (Vigna's test vector).
+        let mut r = SplitMix64(1234567);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
+    }
+
+    #[test]
+    fn rounds_are_permutations_reproducible_from_the_seed() {
+        let cells: Vec<usize> = (0..8).collect();
+        for round in 1..5 {
+            let a = round_order(42, round, &cells);
+            let mut sorted = a.clone();
+            sorted.sort();
+            assert_eq!(sorted, cells);
+            assert_eq!(a, round_order(42, round, &cells));
+        }
+        assert_ne!(round_order(42, 1, &cells), round_order(42, 2, &cells));
+        assert_ne!(round_order(42, 1, &cells), round_order(43, 1, &cells));
+    }
+}

@@ -1,0 +1,334 @@
+//! [`RealExecutor`]: cells deployed with `tare-deploy`, loaded with
+//! `tare-http` or `tare-pg`, compared with `tare_deploy::fairness`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tare_deploy::{
+    AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, PlacementKind, Storage,
+    TargetKind as DeployTarget, TargetSpec, Transport,
+};
+use tare_record::LoadResult;
+
+use crate::executor::{ExecError, Executor, Finding, RunningCell};
+use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
+use crate::experiment::{Cell, Engine, Experiment, FactorKind, LoadSettings, TargetKind};
+
+pub struct RealExecutor {
+    /// Names every resource of this run (1-32 of `[A-Za-z0-9_-]`, tare-deploy's rule).
+    run_id: String,
+    exp: Experiment,
+    /// Where user config variants are (`<run dir>/configs/NAME`).
+    configs_dir: PathBuf,
+    /// Ctrl-C: ends a load early (the trial is then discarded and re-run on resume).
+    interrupt: Arc<AtomicBool>,
+    /// Availability answers by placement family, asked once.
+    available: HashMap<&'static str, Result<(), String>>,
+}
+
+impl RealExecutor {
+    pub fn new(exp: &Experiment, run_dir: &std::path::Path, interrupt: Arc<AtomicBool>) -> Self {
+        RealExecutor {
+            run_id: deploy_id(run_dir),
+            exp: exp.clone(),
+            configs_dir: run_dir.join("configs"),
+            interrupt,
+            available: HashMap::new(),
+        }
+    }
+
+    /// The deployment spec of `cell`.
+    pub fn spec(&self, cell: &Cell) -> Result<DeploySpec, ExecError> {
+        let t = &self.exp.target;
+        let kind = match t.kind {
+            TargetKind::TareServe => DeployTarget::TareServe,
+            TargetKind::Nginx => DeployTarget::Nginx,
+            TargetKind::Postgres => DeployTarget::Postgres,
+        };
+        let mut target = TargetSpec::new(kind);
+        target.binary = t.binary.clone();
+        if let Some(config) = cell.level(FactorKind::Config) {
+            target.variant = if BUILTIN_CONFIGS.contains(&config)
+                && !t.configs.iter().any(|c| c.name == config)
+            {
+                config.to_string()
+            } else {
+                self.configs_dir.join(config).display().to_string()
+            };
+        }
+        target.access_log = match cell.level(FactorKind::AccessLog) {
+            Some("on") => Some(AccessLog::On),
+            Some("off") => Some(AccessLog::Off),
+            Some("buffered") => Some(AccessLog::Buffered),
+            _ => None,
+        };
+        let placement: PlacementKind = cell.placement().parse().map_err(ExecError::new)?;
+        let mut spec = DeploySpec::new(self.run_id.clone(), target, placement);
+        spec.transport = match cell.level(FactorKind::Transport) {
+            Some("unix") => Transport::Unix,
+            _ => Transport::Tcp,
+        };
+        spec.netem = cell
+            .level(FactorKind::Delay)
+            .and_then(|d| humantime::parse_duration(d).ok())
+            .filter(|d| !d.is_zero());
+        if placement.is_docker() {
+            spec.image = t.image.clone();
+            spec.container = ContainerOptions {
+                storage: match cell.level(FactorKind::Storage) {
+                    Some("volume") => Storage::Volume,
+                    Some("host-path") => Storage::HostPath,
+                    _ => Storage::Image,
+                },
+                seccomp_unconfined: cell.level(FactorKind::Seccomp) == Some("unconfined"),
+                cpus: cell.level(FactorKind::Cpus).and_then(|c| c.parse().ok()),
+                memory: cell.level(FactorKind::Memory).and_then(parse_bytes),
+            };
+        }
+        Ok(spec)
+    }
+
+    fn family_available(&mut self, family: &'static str) -> Result<(), String> {
+        self.available
+            .entry(family)
+            .or_insert_with(|| match family {
+                "docker" => tare_deploy::docker::engine_version()
+                    .map(|_| ())
+                    .map_err(|e| format!("Docker is not reachable ({e})")),
+                "lab" => tare_deploy::lab::available(),
+                "netem" => tare_deploy::lab::netem_available(),
+                _ => Ok(()),
+            })
+            .clone()
+    }
+}
+
+/// tare-deploy's run id from the run directory's name: its last part (the
+/// short random id) keeps names short and unique per run.
+fn deploy_id(run_dir: &std::path::Path) -> String {
+    let name = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let last = name.rsplit('-').next().unwrap_or("");
+    let clean: String = last
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(24)
+        .collect();
+    if clean.is_empty() {
+        format!("r{:06x}", crate::plan::fresh_seed() & 0xff_ffff)
+    } else {
+        format!("r{clean}")
+    }
+}
+
+impl Executor for RealExecutor {
+    fn can_run(&mut self, cell: &Cell) -> Result<(), String> {
+        let spec = self.spec(cell).map_err(|e| e.to_string())?;
+        if spec.placement.is_docker() {
+            self.family_available("docker")?;
+        }
+        if spec.placement.is_lab() {
+            self.family_available("lab")?;
+        }
+        if spec.netem.is_some() {
+            self.family_available("netem")?;
+        }
+        if spec.target.kind != DeployTarget::TareServe {
+            tare_deploy::target_binary(&spec.target).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn deploy(&mut self, cell: &Cell) -> Result<Box<dyn RunningCell>, ExecError> {
+        let spec = self.spec(cell)?;
+        let deployment = tare_deploy::deploy(&spec).map_err(ExecError::new)?;
+        Ok(Box::new(RealCell {
+            deployment,
+            engine: self.exp.load.engine,
+            interrupt: self.interrupt.clone(),
+        }))
+    }
+
+    fn fairness(&mut self, facts: &[(Cell, serde_json::Value)]) -> Vec<Finding> {
+        let cells: Vec<(String, Facts)> = facts
+            .iter()
+            .filter_map(|(c, v)| Some((c.id.clone(), serde_json::from_value(v.clone()).ok()?)))
+            .collect();
+        let factors: Vec<&str> = self.exp.factors.iter().map(|(k, _)| k.name()).collect();
+        tare_deploy::fairness(&cells, &factors)
+            .into_iter()
+            .map(|f| Finding {
+                fact: f.fact,
+                values: f.values,
+                message: f.message,
+            })
+            .collect()
+    }
+}
+
+struct RealCell {
+    deployment: Deployment,
+    engine: Engine,
+    interrupt: Arc<AtomicBool>,
+}
+
+impl RunningCell for RealCell {
+    fn facts(&self) -> serde_json::Value {
+        serde_json::to_value(self.deployment.facts()).unwrap_or_default()
+    }
+
+    fn load(&mut self, settings: &LoadSettings, _measure: bool) -> Result<LoadResult, ExecError> {
+        match self.engine {
+            Engine::Http => self.http(settings),
+            Engine::Pg => self.pg(settings),
+        }
+    }
+
+    fn stop(self: Box<Self>) -> Result<(), ExecError> {
+        self.deployment.stop().map_err(ExecError::new)
+    }
+}
+
+impl RealCell {
+    fn http(&self, s: &LoadSettings) -> Result<LoadResult, ExecError> {
+        let url = self.deployment.url();
+        let (authority, _, _, deploy_path) =
+            tare_http::target::split_url(&url).map_err(ExecError::new)?;
+        // The experiment's path wins; the deployment's is the target's natural resource.
+        let path = if s.http.path == "/" {
+            deploy_path
+        } else {
+            s.http.path.clone()
+        };
+        let target = tare_http::Target {
+            url: url.clone(),
+            authority,
+            path,
+            // The deployment's own endpoint: loopback, a namespace or a
+            // container tare created (DESIGN.md, "Loopback only by default").
+            endpoint: self.deployment.endpoint().clone(),
+        };
+        let mut cfg = tare_http::HttpConfig::new(target);
+        cfg.method = s.http.method.clone();
+        cfg.headers = s
+            .http
+            .headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        cfg.body = s.http.body.clone().unwrap_or_default().into_bytes();
+        cfg.connections = s.connections as usize;
+        cfg.threads = (s.threads as usize).min(cfg.connections).max(1);
+        cfg.duration = Some(s.duration);
+        cfg.keepalive = s.http.keepalive;
+        cfg.timeout = s.timeout;
+        cfg.netns = self.deployment.client_netns().map(Into::into);
+        cfg.progress = false;
+        tare_http::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
+    }
+
+    fn pg(&self, s: &LoadSettings) -> Result<LoadResult, ExecError> {
+        let user = s.pg.user.as_deref().unwrap_or("postgres");
+        let db = s.pg.database.as_deref().unwrap_or("postgres");
+        let mut cfg = tare_pg::PgConfig::new(self.deployment.endpoint().clone(), user, db);
+        cfg.clients = s.connections as usize;
+        cfg.threads = (s.threads as usize).min(cfg.clients).max(1);
+        cfg.length = tare_pg::Length::Duration(s.duration);
+        cfg.mode = s.pg.mode.parse().map_err(ExecError::new)?;
+        cfg.scripts = vec![tare_pg::ScriptSpec {
+            source: tare_pg::ScriptSource::Text {
+                name: "experiment".into(),
+                text: s.pg.script.clone().unwrap_or_else(|| "SELECT 1;".into()),
+            },
+            weight: 1,
+        }];
+        cfg.connect_per_transaction = s.pg.reconnect;
+        cfg.netns = self.deployment.client_netns().map(Into::into);
+        // The deployment is a cluster tare started (loopback, namespace or container).
+        cfg.allow_remote = true;
+        cfg.vacuum = false;
+        tare_pg::run(&cfg).map_err(ExecError::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::ConfigSource;
+
+    /// Every factor reaches the deployment spec (no Docker needed to check).
+    #[test]
+    fn cells_become_deploy_specs() {
+        let text = r#"
+[target]
+kind = "nginx"
+[target.configs.mine]
+text = "events {}"
+[[cells]]
+placement = "docker-host"
+config = "tuned"
+access_log = "off"
+transport = "unix"
+storage = "volume"
+seccomp = "unconfined"
+cpus = 1.5
+memory = "512m"
+[[cells]]
+placement = "lab-nat"
+config = "mine"
+access_log = "buffered"
+transport = "tcp"
+delay = "2ms"
+[load]
+"#;
+        let exp = Experiment::parse(
+            text,
+            std::path::Path::new("x.toml"),
+            &ConfigSource::RelativeTo(".".into()),
+        )
+        .unwrap();
+        let exec = RealExecutor::new(
+            &exp,
+            std::path::Path::new("/runs/20261122T0300Z-vm-abc123"),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let docker = exec.spec(&exp.cells[0]).unwrap();
+        assert_eq!(docker.run_id, "rabc123");
+        assert_eq!(docker.placement, PlacementKind::DockerHost);
+        assert_eq!(docker.target.variant, "tuned");
+        assert_eq!(docker.target.access_log, Some(AccessLog::Off));
+        assert_eq!(docker.transport, Transport::Unix);
+        assert_eq!(
+            docker.container,
+            ContainerOptions {
+                storage: Storage::Volume,
+                seccomp_unconfined: true,
+                cpus: Some(1.5),
+                memory: Some(512 << 20),
+            }
+        );
+        assert_eq!(docker.netem, None);
+        let lab = exec.spec(&exp.cells[1]).unwrap();
+        assert_eq!(lab.placement, PlacementKind::LabNat);
+        assert_eq!(
+            lab.target.variant,
+            "/runs/20261122T0300Z-vm-abc123/configs/mine"
+        );
+        assert_eq!(lab.target.access_log, Some(AccessLog::Buffered));
+        assert_eq!(lab.netem, Some(std::time::Duration::from_millis(2)));
+        assert_eq!(lab.container, ContainerOptions::default());
+    }
+
+    #[test]
+    fn deploy_ids_follow_tare_deploy_rules() {
+        let id = deploy_id(std::path::Path::new("runs/20261122T0226Z-host-3f9a1c"));
+        assert_eq!(id, "r3f9a1c");
+        let id = deploy_id(std::path::Path::new("/tmp/x.y"));
+        assert!(id.len() <= 32 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    }
+}

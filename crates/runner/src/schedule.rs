@@ -1,0 +1,331 @@
+//! The schedule: runs a [`Plan`]'s trials in interleaved rounds, records
+//! each one durably the moment it finishes, adds adaptive rounds, and stops
+//! cleanly when interrupted.
+//!
+//! A trial is: deploy the cell, warm up (load, result thrown away),
+//! measure, stop, cool down. Deploying per trial (the default policy) is
+//! the fairest way to interleave: every trial of every cell starts from a
+//! fresh server. Resuming needs nothing but the run directory: rounds are
+//! reproducible from the seed, and a (cell, trial) pair already in
+//! `trials.jsonl` is not run again.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tare_record::TrialRecord;
+
+use crate::adaptive;
+use crate::executor::{Executor, Finding, RunningCell};
+use crate::experiment::{Cell, DeploymentPolicy, Experiment};
+use crate::observer::{Observer, Phase, Start};
+use crate::plan::{round_order, Plan};
+use crate::rundir::{RunDir, RunDirError, FINDINGS};
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every planned trial is on disk.
+    Complete,
+    /// Stopped by an interrupt; `tare run --resume DIR` continues it.
+    Interrupted,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub outcome: Outcome,
+    /// Trials on disk now (this process's and earlier ones').
+    pub trials_on_disk: usize,
+    /// Trials this process ran and recorded.
+    pub trials_run: usize,
+    /// Of those, how many failed (a record with `error`).
+    pub failed: usize,
+    /// Load applied by this process (warm-up + measured), requested durations.
+    pub load_time: Duration,
+    pub wall_time: Duration,
+}
+
+/// Runs the trials of `plan` that are not yet in `dir`.
+pub struct Schedule<'a> {
+    pub exp: &'a Experiment,
+    pub plan: &'a Plan,
+    pub dir: &'a RunDir,
+    pub exec: &'a mut dyn Executor,
+    pub observer: &'a mut dyn Observer,
+    /// Set by a signal handler (or a test): finish tearing down, then stop.
+    pub interrupt: &'a AtomicBool,
+}
+
+/// A trial's end: recorded, or abandoned because of an interrupt.
+enum TrialEnd {
+    Done(Box<TrialRecord>),
+    Interrupted,
+}
+
+impl Schedule<'_> {
+    pub fn run(mut self) -> Result<Summary, RunDirError> {
+        let t0 = Instant::now();
+        let mut records = self.dir.read_trials(true)?;
+        let mut writer = self.dir.trials_writer()?;
+        let mut next_order = records.iter().map(|r| r.order + 1).max().unwrap_or(0);
+        let runnable = self.plan.runnable();
+        let policy = &self.plan.trials;
+
+        let is_done = |records: &[TrialRecord], cell: &str, trial: u32| {
+            records.iter().any(|r| r.cell == cell && r.trial == trial)
+        };
+        let on_disk_fixed = records.iter().filter(|r| r.trial <= policy.count).count() as u64;
+        let extra_done = records.len() as u64 - on_disk_fixed;
+        let on_disk = |cell: &str| records.iter().filter(|r| r.cell == cell).count() as u32;
+        self.observer.start(&Start {
+            trials_total: (runnable.len() as u64) * policy.count as u64 + extra_done,
+            trials_done: records.len() as u64,
+            cells: runnable
+                .iter()
+                .map(|&i| {
+                    (
+                        self.plan.cells[i].id.as_str(),
+                        on_disk(&self.plan.cells[i].id),
+                    )
+                })
+                .collect(),
+            count: policy.count,
+        });
+
+        let mut summary = Summary {
+            outcome: Outcome::Complete,
+            trials_on_disk: records.len(),
+            trials_run: 0,
+            failed: 0,
+            load_time: Duration::ZERO,
+            wall_time: Duration::ZERO,
+        };
+        let mut kept: HashMap<usize, Box<dyn RunningCell>> = HashMap::new();
+        if !self.dir.file(FINDINGS).exists() && !self.preflight(&runnable, &mut kept)? {
+            summary.outcome = Outcome::Interrupted;
+        }
+
+        let rounds = if summary.outcome == Outcome::Interrupted {
+            0
+        } else {
+            policy.max
+        };
+        'rounds: for round in 1..=rounds {
+            let candidates: Vec<usize> = if round <= policy.count {
+                runnable.clone()
+            } else {
+                let c: Vec<usize> = runnable
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        adaptive::needs_more(
+                            &records,
+                            &self.plan.cells[i].id,
+                            round,
+                            policy.max_rsd,
+                        )
+                    })
+                    .collect();
+                if c.is_empty() {
+                    break;
+                }
+                let new = c
+                    .iter()
+                    .filter(|&&i| !is_done(&records, &self.plan.cells[i].id, round))
+                    .count();
+                if new > 0 {
+                    self.observer.note(&format!(
+                        "round {round}: {new} cell(s) still spread above {:.1}% RSD, one more trial each",
+                        policy.max_rsd * 100.0
+                    ));
+                    self.observer.grow(new as u64);
+                }
+                c
+            };
+            for i in round_order(self.plan.seed, round, &candidates) {
+                let cell = &self.exp.cells[i];
+                if is_done(&records, &cell.id, round) {
+                    continue;
+                }
+                if self.interrupt.load(Ordering::SeqCst) {
+                    summary.outcome = Outcome::Interrupted;
+                    break 'rounds;
+                }
+                let end = self.trial(
+                    cell,
+                    i,
+                    round,
+                    next_order,
+                    &mut kept,
+                    &mut summary.load_time,
+                );
+                match end {
+                    TrialEnd::Interrupted => {
+                        summary.outcome = Outcome::Interrupted;
+                        break 'rounds;
+                    }
+                    TrialEnd::Done(rec) => {
+                        writer.append(&rec)?;
+                        next_order += 1;
+                        summary.trials_run += 1;
+                        summary.failed += rec.error.is_some() as usize;
+                        self.observer.trial(&rec);
+                        records.push(*rec);
+                    }
+                }
+                self.observer.phase(&cell.id, round, Phase::Cooldown);
+                self.pause(policy.cooldown);
+            }
+        }
+        for (i, running) in kept.drain() {
+            if let Err(e) = running.stop() {
+                self.observer
+                    .note(&format!("{}: stop failed: {e}", self.exp.cells[i].id));
+            }
+        }
+        self.observer.finish();
+        summary.trials_on_disk = records.len();
+        summary.wall_time = t0.elapsed();
+        Ok(summary)
+    }
+
+    /// The fairness check, before any load: each runnable cell is deployed
+    /// once and its facts taken (then stopped, or kept up under the `kept`
+    /// policy, so that policy pays nothing extra). A cell that cannot deploy
+    /// is noted here and recorded as a failed trial when its turn comes.
+    /// Returns `false` if interrupted.
+    fn preflight(
+        &mut self,
+        runnable: &[usize],
+        kept: &mut HashMap<usize, Box<dyn RunningCell>>,
+    ) -> Result<bool, RunDirError> {
+        let keep = self.plan.trials.deployment == DeploymentPolicy::Kept;
+        let mut facts: Vec<(Cell, serde_json::Value)> = Vec::new();
+        for &i in runnable {
+            if self.interrupt.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            let cell = &self.exp.cells[i];
+            self.observer.phase(&cell.id, 0, Phase::Deploy);
+            match self.exec.deploy(cell) {
+                Ok(running) => {
+                    facts.push((cell.clone(), running.facts()));
+                    if keep {
+                        kept.insert(i, running);
+                    } else if let Err(e) = running.stop() {
+                        self.observer
+                            .note(&format!("{}: stop failed: {e}", cell.id));
+                    }
+                }
+                Err(e) => self
+                    .observer
+                    .note(&format!("{}: cannot deploy: {e}", cell.id)),
+            }
+        }
+        let findings: Vec<Finding> = if facts.len() > 1 {
+            self.exec.fairness(&facts)
+        } else {
+            Vec::new()
+        };
+        self.dir.write_json(FINDINGS, &findings)?;
+        self.observer.findings(&findings);
+        Ok(!self.interrupt.load(Ordering::SeqCst))
+    }
+
+    /// One trial of `cell` (index `i`): deploy (or reuse), warm up, measure, stop.
+    fn trial(
+        &mut self,
+        cell: &Cell,
+        i: usize,
+        trial: u32,
+        order: u64,
+        kept: &mut HashMap<usize, Box<dyn RunningCell>>,
+        load_time: &mut Duration,
+    ) -> TrialEnd {
+        let started_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let mut rec = TrialRecord {
+            run_id: self.plan.run_id.clone(),
+            cell: cell.id.clone(),
+            factors: cell.levels.iter().cloned().collect(),
+            trial,
+            order,
+            started_unix_s,
+            ..TrialRecord::default()
+        };
+        let keep = self.plan.trials.deployment == DeploymentPolicy::Kept;
+        let mut running = match kept.remove(&i) {
+            Some(r) => r,
+            None => {
+                self.observer.phase(&cell.id, trial, Phase::Deploy);
+                match self.exec.deploy(cell) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        rec.error = Some(format!("deploy: {e}"));
+                        return self.unless_interrupted(rec);
+                    }
+                }
+            }
+        };
+        let settings = cell.load_settings(&self.exp.load);
+        let mut outcome = Ok(None);
+        if !settings.warmup.is_zero() && !self.interrupt.load(Ordering::SeqCst) {
+            self.observer.phase(&cell.id, trial, Phase::Warmup);
+            let mut warm = settings.clone();
+            warm.duration = settings.warmup;
+            *load_time += warm.duration;
+            if let Err(e) = running.load(&warm, false) {
+                outcome = Err(format!("warm-up: {e}"));
+            }
+        }
+        if outcome.is_ok() && !self.interrupt.load(Ordering::SeqCst) {
+            self.observer.phase(&cell.id, trial, Phase::Measure);
+            *load_time += settings.duration;
+            outcome = running
+                .load(&settings, true)
+                .map(Some)
+                .map_err(|e| format!("load: {e}"));
+        }
+        if keep && outcome.is_ok() {
+            kept.insert(i, running);
+        } else {
+            self.observer.phase(&cell.id, trial, Phase::Stop);
+            if let Err(e) = running.stop() {
+                self.observer
+                    .note(&format!("{}: stop failed: {e}", cell.id));
+            }
+        }
+        match outcome {
+            Ok(result) => rec.result = result,
+            Err(e) => rec.error = Some(e),
+        }
+        self.unless_interrupted(rec)
+    }
+
+    /// A trial during which an interrupt arrived is not a finished trial:
+    /// its load may have been cut short (Ctrl-C reaches the whole process
+    /// group), so it is dropped and `--resume` runs it again.
+    fn unless_interrupted(&self, rec: TrialRecord) -> TrialEnd {
+        if self.interrupt.load(Ordering::SeqCst) || (rec.result.is_none() && rec.error.is_none()) {
+            TrialEnd::Interrupted
+        } else {
+            TrialEnd::Done(Box::new(rec))
+        }
+    }
+
+    /// Sleeps `d`, waking early on an interrupt.
+    fn pause(&self, d: Duration) {
+        let end = Instant::now() + d;
+        while !self.interrupt.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(50)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

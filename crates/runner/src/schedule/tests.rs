@@ -1,0 +1,302 @@
+//! The schedule on [`MockExecutor`]: order, records, failures, skips,
+//! interrupts and resume, adaptive rounds, deterministic and snapshot-tested.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tare_record::TrialRecord;
+
+use crate::experiment::{ConfigSource, Experiment};
+use crate::mock::MockExecutor;
+use crate::observer::{Observer, Quiet};
+use crate::provenance::Provenance;
+use crate::rundir::{RunDir, FINDINGS, PLAN};
+use crate::schedule::Outcome;
+use crate::session::{self, Session};
+
+const THREE_CELLS: &str = r#"
+name = "mocked"
+[target]
+kind = "tare-serve"
+[factors]
+placement = ["native", "lab-nat", "docker-host"]
+[load]
+duration = "1s"
+warmup = "0s"
+[trials]
+count = 3
+seed = 7
+cooldown = "0s"
+"#;
+
+fn experiment(text: &str) -> Experiment {
+    Experiment::parse(
+        text,
+        Path::new("mocked.toml"),
+        &ConfigSource::RelativeTo(".".into()),
+    )
+    .unwrap()
+}
+
+/// A new session in `tmp/run` (a fixed name, so snapshots are stable).
+fn begin(tmp: &Path, exp: Experiment, exec: &mut MockExecutor) -> Session {
+    let dir = RunDir::create(Some(&tmp.join("run")), tmp).unwrap();
+    session::begin(exp, dir, exec, &mut Quiet, &Provenance::default()).unwrap()
+}
+
+/// `order cell #trial rps` per record, the run as a person reads it.
+fn table(records: &[TrialRecord]) -> String {
+    records
+        .iter()
+        .map(|r| match (&r.result, &r.error) {
+            (Some(res), _) => format!(
+                "{:>2} {} #{} {:.0}",
+                r.order,
+                r.cell,
+                r.trial,
+                res.throughput()
+            ),
+            (None, Some(e)) => format!("{:>2} {} #{} error: {e}", r.order, r.cell, r.trial),
+            _ => format!("{:>2} {} #{} ?", r.order, r.cell, r.trial),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn rounds_interleave_every_cell_in_a_seeded_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.rps.insert("placement=native".into(), 3000.0);
+    exec.rps.insert("placement=lab-nat".into(), 2000.0);
+    let s = begin(tmp.path(), experiment(THREE_CELLS), &mut exec);
+    let summary = s
+        .run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.outcome, Outcome::Complete);
+    assert_eq!((summary.trials_run, summary.failed), (9, 0));
+
+    let records = s.dir.read_trials(false).unwrap();
+    // Round r holds trial r of every cell, once each.
+    for (round, chunk) in records.chunks(3).enumerate() {
+        let mut cells: Vec<&str> = chunk.iter().map(|r| r.cell.as_str()).collect();
+        cells.sort();
+        assert_eq!(
+            cells,
+            [
+                "placement=docker-host",
+                "placement=lab-nat",
+                "placement=native"
+            ]
+        );
+        assert!(chunk.iter().all(|r| r.trial == round as u32 + 1));
+    }
+    assert_eq!(
+        records.iter().map(|r| r.order).collect::<Vec<_>>(),
+        (0..9).collect::<Vec<_>>()
+    );
+    assert!(records
+        .iter()
+        .all(|r| r.run_id == "run" && r.result.as_ref().is_some_and(|x| !x.hdr.is_empty())));
+    insta::assert_snapshot!(table(&records));
+    // Preflight (one deployment per cell for the fairness check), then per trial.
+    insta::assert_snapshot!(exec.events().join("\n"));
+}
+
+#[test]
+fn the_plan_records_seed_order_and_chain() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    let text = format!(
+        "{THREE_CELLS}\n[attribution]\nchain = [\"placement=docker-host\", \"placement=native\"]\n"
+    );
+    let s = begin(tmp.path(), experiment(&text), &mut exec);
+    let plan: serde_json::Value = s.dir.read_json(PLAN).unwrap();
+    insta::assert_json_snapshot!(plan);
+}
+
+#[test]
+fn a_cell_that_cannot_start_is_recorded_and_the_others_go_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.failing_deploy.push("placement=lab-nat".into());
+    let s = begin(tmp.path(), experiment(THREE_CELLS), &mut exec);
+    let summary = s
+        .run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!((summary.trials_run, summary.failed), (9, 3));
+    let records = s.dir.read_trials(false).unwrap();
+    for r in &records {
+        let failed = r.cell == "placement=lab-nat";
+        assert_eq!(r.error.is_some(), failed, "{r:?}");
+        assert_eq!(r.result.is_some(), !failed, "{r:?}");
+    }
+    assert!(records
+        .iter()
+        .filter_map(|r| r.error.as_deref())
+        .all(|e| e == "deploy: mock: cannot start"));
+}
+
+/// Counts the notes an observer gets.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Observer for Notes {
+    fn note(&mut self, line: &str) {
+        self.0.push(line.to_string());
+    }
+}
+
+#[test]
+fn a_placement_this_machine_cannot_run_is_skipped_with_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.unavailable.insert(
+        "placement=docker-host".into(),
+        "Docker is not reachable".into(),
+    );
+    let dir = RunDir::create(Some(&tmp.path().join("run")), tmp.path()).unwrap();
+    let mut notes = Notes::default();
+    let s = session::begin(
+        experiment(THREE_CELLS),
+        dir,
+        &mut exec,
+        &mut notes,
+        &Provenance::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        notes.0,
+        ["skipping placement=docker-host: Docker is not reachable"]
+    );
+    let summary = s
+        .run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.trials_run, 6);
+    assert!(s
+        .dir
+        .read_trials(false)
+        .unwrap()
+        .iter()
+        .all(|r| r.cell != "placement=docker-host"));
+    assert_eq!(
+        s.plan.cells[2].skipped.as_deref(),
+        Some("Docker is not reachable")
+    );
+}
+
+#[test]
+fn an_interrupted_run_keeps_finished_trials_and_resume_completes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut exec = MockExecutor::new();
+    // The flag goes up during the 5th measurement: that trial is not finished.
+    exec.interrupt_after = Some((5, flag.clone()));
+    let s = begin(tmp.path(), experiment(THREE_CELLS), &mut exec);
+    let first = s.run(&mut exec, &mut Quiet, &flag).unwrap();
+    assert_eq!(first.outcome, Outcome::Interrupted);
+    assert_eq!(first.trials_run, 4);
+    assert_eq!(s.dir.read_trials(false).unwrap().len(), 4);
+    // Torn down: every deploy has its stop.
+    let ev = exec.events();
+    let count = |p: &str| ev.iter().filter(|e| e.starts_with(p)).count();
+    assert_eq!(count("deploy "), count("stop "));
+
+    let resumed = session::resume(&s.dir.path).unwrap();
+    let mut exec2 = MockExecutor::new();
+    let flag2 = AtomicBool::new(false);
+    let second = resumed.run(&mut exec2, &mut Quiet, &flag2).unwrap();
+    assert_eq!(second.outcome, Outcome::Complete);
+    assert_eq!(second.trials_run, 5);
+    // No second preflight: findings.json was already written.
+    let ev2 = exec2.events();
+    assert!(
+        ev2[0].starts_with("deploy ") && ev2[1].starts_with("measure "),
+        "{ev2:?}"
+    );
+
+    // The same cells and trials, in the same order, as a run never interrupted.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let mut exec3 = MockExecutor::new();
+    let whole = begin(tmp2.path(), experiment(THREE_CELLS), &mut exec3);
+    whole
+        .run(&mut exec3, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    let key = |rs: Vec<TrialRecord>| {
+        rs.into_iter()
+            .map(|r| (r.order, r.cell, r.trial))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        key(s.dir.read_trials(false).unwrap()),
+        key(whole.dir.read_trials(false).unwrap())
+    );
+    assert!(flag.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_scattered_cell_gets_adaptive_trials_up_to_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = THREE_CELLS.replace("count = 3", "count = 3\nmax = 6\nmax_rsd = 0.05");
+    let mut exec = MockExecutor::new();
+    // ±20%: far above 5% RSD, never settles, so it stops at max.
+    exec.jitter
+        .insert("placement=lab-nat".into(), vec![0.0, 0.2, -0.2]);
+    // Settles after the fixed trials: 1% spread.
+    exec.jitter
+        .insert("placement=native".into(), vec![0.0, 0.01, -0.01]);
+    let s = begin(tmp.path(), experiment(&text), &mut exec);
+    let summary = s
+        .run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.trials_run, 9 + 3);
+    let records = s.dir.read_trials(false).unwrap();
+    let n = |cell: &str| records.iter().filter(|r| r.cell == cell).count();
+    assert_eq!(n("placement=lab-nat"), 6);
+    assert_eq!(n("placement=native"), 3);
+    assert_eq!(n("placement=docker-host"), 3);
+    insta::assert_snapshot!(table(&records));
+}
+
+#[test]
+fn kept_deployments_are_started_once_and_stopped_at_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = THREE_CELLS.replace(
+        "cooldown = \"0s\"",
+        "cooldown = \"0s\"\ndeployment = \"kept\"",
+    );
+    let mut exec = MockExecutor::new();
+    let s = begin(tmp.path(), experiment(&text), &mut exec);
+    s.run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    let ev = exec.events();
+    assert_eq!(ev.iter().filter(|e| e.starts_with("deploy ")).count(), 3);
+    assert_eq!(ev.iter().filter(|e| e.starts_with("measure ")).count(), 9);
+    assert!(
+        ev[ev.len() - 3..].iter().all(|e| e.starts_with("stop ")),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn differing_facts_are_findings_written_before_any_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.binary
+        .insert("placement=docker-host".into(), "other".into());
+    let s = begin(tmp.path(), experiment(THREE_CELLS), &mut exec);
+    s.run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    let findings: serde_json::Value = s.dir.read_json(FINDINGS).unwrap();
+    assert_eq!(findings[0]["fact"], "binary");
+    let ev = exec.events();
+    let first_load = ev.iter().position(|e| e.starts_with("measure")).unwrap();
+    assert_eq!(
+        ev[..first_load]
+            .iter()
+            .filter(|e| e.starts_with("deploy"))
+            .count(),
+        4
+    );
+}

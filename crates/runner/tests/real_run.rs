@@ -1,0 +1,88 @@
+//! A small real experiment end to end: nginx natively and behind tare's
+//! namespace NAT, deployed by tare-deploy, loaded by tare-http, recorded in a
+//! run directory that analysis then reads.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tare_record::Latency;
+use tare_runner::observer::Quiet;
+use tare_runner::provenance::Provenance;
+use tare_runner::real::RealExecutor;
+use tare_runner::{session, Executor, Experiment, Outcome, RunDir};
+
+const EXPERIMENT: &str = r#"
+name = "real"
+[target]
+kind = "nginx"
+[factors]
+placement = ["native", "lab-nat"]
+[load]
+threads = 1
+connections = 8
+duration = "1s"
+warmup = "200ms"
+[trials]
+count = 2
+cooldown = "0s"
+deployment = "kept"
+[attribution]
+chain = ["placement=lab-nat", "placement=native"]
+"#;
+
+#[test]
+fn a_real_experiment_leaves_a_complete_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("real.toml");
+    std::fs::write(&path, EXPERIMENT).unwrap();
+    let exp = Experiment::load(&path).unwrap();
+    let dir = RunDir::create(Some(&tmp.path().join("tare-test-real-run")), tmp.path()).unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let lab = exec.can_run(&exp.cells[1]);
+    let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
+    let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
+    assert_eq!(summary.outcome, Outcome::Complete);
+    let cells = if lab.is_ok() { 2 } else { 1 };
+    assert_eq!(
+        (summary.trials_run, summary.failed),
+        (2 * cells, 0),
+        "{summary:?}"
+    );
+
+    let d = &s.dir;
+    assert_eq!(
+        std::fs::read_to_string(d.file("experiment.toml")).unwrap(),
+        EXPERIMENT
+    );
+    let prov: serde_json::Value = d.read_json("provenance.json").unwrap();
+    assert!(
+        prov["kernel"].is_string() && prov["cpu_count"].as_u64() >= Some(1),
+        "{prov}"
+    );
+    assert!(
+        prov["nginx_version"].is_string(),
+        "nginx ran, so its version is known: {prov}"
+    );
+    let plan: serde_json::Value = d.read_json("plan.json").unwrap();
+    assert_eq!(plan["rounds"].as_array().unwrap().len(), 2);
+    let findings: serde_json::Value = d.read_json("findings.json").unwrap();
+    assert!(findings.is_array());
+
+    for r in d.read_trials(false).unwrap() {
+        let res = r.result.expect("every trial measured");
+        assert!(
+            res.requests > 0 && res.errors.total() == 0,
+            "{:?}",
+            res.errors
+        );
+        assert_eq!(Latency::decode(&res.hdr).unwrap().count(), res.requests);
+        assert_eq!(r.run_id, "tare-test-real-run");
+    }
+    let run = tare_analysis::load_run(&d.path).unwrap();
+    assert_eq!(run.cells().len(), cells);
+    if lab.is_ok() {
+        let waterfall = tare_analysis::attribution(&run, run.chain().unwrap()).unwrap();
+        assert!(waterfall.gap.is_finite());
+    }
+}
