@@ -26,8 +26,13 @@ dir=$(mktemp -d /tmp/tare-pgbench-XXXXXX)
 chown postgres "$dir"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 stop() {
-  [ -f "$dir/data/postmaster.pid" ] && kill -INT "$(head -1 "$dir/data/postmaster.pid")" 2>/dev/null || true
-  for _ in $(seq 50); do [ -f "$dir/data/postmaster.pid" ] || break; sleep 0.1; done
+  local pid
+  pid=$(head -1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+  if [ -n "$pid" ]; then
+    kill -INT "$pid" 2>/dev/null || true   # fast shutdown
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
   rm -rf "$dir"
 }
 trap stop EXIT

@@ -34,11 +34,19 @@ fn json_output_matches_the_documented_schema() {
         args.push(&url);
         let out = tare(&args);
         assert!(out.status.success(), "{}", stderr(&out));
-        let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
-        let schema_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json-schema.json")).unwrap();
+        let value: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
+        let schema_text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/json-schema.json"
+        ))
+        .unwrap();
         let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
         let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-        let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
         assert!(errors.is_empty(), "{errors:#?}");
         assert!(value["requests"].as_u64().unwrap() > 0);
         assert_eq!(value["engine"], "http");
@@ -56,14 +64,28 @@ fn text_output_has_wrks_lines() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("Running 300.00us test @ ") || lines[0].starts_with("Running 0s test @ "), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("Running 300.00us test @ ")
+            || lines[0].starts_with("Running 0s test @ "),
+        "{}",
+        lines[0]
+    );
     assert_eq!(lines[1], "  1 threads and 2 connections");
-    assert_eq!(lines[2], "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
+    assert_eq!(
+        lines[2],
+        "  Thread Stats   Avg      Stdev     Max   +/- Stdev"
+    );
     assert!(lines[3].starts_with("    Latency "));
     assert!(lines[4].starts_with("    Req/Sec "));
     assert_eq!(lines[5], "  Latency Distribution");
-    for (i, p) in ["50%", "75%", "90%", "99%", "99.9%", "99.99%"].iter().enumerate() {
-        assert_eq!(lines[6 + i].trim_start().split_whitespace().next(), Some(*p));
+    for (i, p) in ["50%", "75%", "90%", "99%", "99.9%", "99.99%"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(
+            lines[6 + i].trim_start().split_whitespace().next(),
+            Some(*p)
+        );
     }
     assert!(text.contains(" requests in "));
     assert!(text.contains("\nRequests/sec: "));
@@ -76,7 +98,16 @@ fn json_to_a_file_keeps_the_text() {
     let dir = std::env::temp_dir().join(format!("tare-cli-json-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("r.json");
-    let out = tare(&["http", "-t1", "-c1", "-n", "25", "--json", path.to_str().unwrap(), &url]);
+    let out = tare(&[
+        "http",
+        "-t1",
+        "-c1",
+        "-n",
+        "25",
+        "--json",
+        path.to_str().unwrap(),
+        &url,
+    ]);
     let json = std::fs::read_to_string(&path);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -90,13 +121,28 @@ fn bad_input_is_one_line_and_nonzero() {
     for (args, needle) in [
         (vec!["http", "not a url"], "invalid URL"),
         (vec!["http", "https://127.0.0.1/"], "https is not supported"),
-        (vec!["http", "-d", "0", "http://127.0.0.1:1/"], "greater than zero"),
+        (
+            vec!["http", "-d", "0", "http://127.0.0.1:1/"],
+            "greater than zero",
+        ),
         (vec!["http", "-d", "-1s", "http://127.0.0.1:1/"], "-1"),
-        (vec!["http", "-d=-1s", "http://127.0.0.1:1/"], "invalid duration"),
-        (vec!["http", "-d", "ten", "http://127.0.0.1:1/"], "invalid duration"),
-        (vec!["http", "-c", "0", "http://127.0.0.1:1/"], "connections"),
+        (
+            vec!["http", "-d=-1s", "http://127.0.0.1:1/"],
+            "invalid duration",
+        ),
+        (
+            vec!["http", "-d", "ten", "http://127.0.0.1:1/"],
+            "invalid duration",
+        ),
+        (
+            vec!["http", "-c", "0", "http://127.0.0.1:1/"],
+            "connections",
+        ),
         (vec!["http", "--bogus", "http://127.0.0.1:1/"], "--bogus"),
-        (vec!["http", "-H", "no colon", "http://127.0.0.1:1/"], "invalid header"),
+        (
+            vec!["http", "-H", "no colon", "http://127.0.0.1:1/"],
+            "invalid header",
+        ),
         (vec!["http", "http://192.0.2.1/"], "not a loopback address"),
     ] {
         let out = tare(&args);
@@ -111,7 +157,11 @@ fn bad_input_is_one_line_and_nonzero() {
 
 #[test]
 fn unreachable_port_prints_the_summary_and_fails() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/");
     let out = tare(&["http", "-t1", "-c2", "-d200ms", &url]);
     assert_eq!(out.status.code(), Some(1));

@@ -220,3 +220,26 @@ fn cleanup_leaves_a_live_runs_resources_alone() {
         100
     );
 }
+
+#[test]
+fn image_builds_are_cached_by_binary_hash() {
+    if skip_without_docker() {
+        return;
+    }
+    let bin = tare_deploy::target_binary(&TargetSpec::new(TargetKind::Nginx)).unwrap();
+    let first = tare_deploy::build_image(TargetKind::Nginx, &bin, false).unwrap();
+    assert!(first.tag.starts_with("tare/nginx:"), "{}", first.tag);
+    let again = tare_deploy::build_image(TargetKind::Nginx, &bin, false).unwrap();
+    assert!(!again.built, "the same binary must reuse its image");
+    assert_eq!(again.tag, first.tag);
+    assert_eq!(again.binary_sha256, first.binary_sha256);
+    // The image really holds the host binary: run it and ask its version.
+    let out = std::process::Command::new("docker")
+        .args(["run", "--rm", "--label", "tare.test=1", &first.tag])
+        .arg(&bin)
+        .arg("-v")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("nginx version: nginx/"), "{text}");
+}

@@ -64,15 +64,16 @@ fn every_query_mode_runs_exact_transaction_counts() {
             assert_eq!(r.errors.total(), 0);
             assert!(r.latency_us.p50 > 0.0);
             assert_eq!(r.transport, endpoint.transport());
-            // The server saw each statement commit once, plus one start-up
-            // transaction per connection and the pre-run check's (its
-            // connection and `SHOW server_version`): nothing lost, nothing doubled.
+            // The server saw each statement commit exactly once, plus one
+            // start-up transaction per connection (the clients' and the
+            // pre-run check's) and the check's `SHOW server_version`:
+            // nothing lost, nothing doubled.
             let after = settled_commits(&mut admin, "tare_count", before + expected as i64);
             let overhead = clients as i64 + 2;
-            let delta = after - before;
-            assert!(
-                delta >= expected as i64 && delta <= expected as i64 + overhead,
-                "{mode} over {endpoint}: xact_commit grew by {delta}, expected {expected} (+ up to {overhead})"
+            assert_eq!(
+                after - before,
+                expected as i64 + overhead,
+                "{mode} over {endpoint}: xact_commit delta vs {expected} statements + {overhead}"
             );
         }
     }

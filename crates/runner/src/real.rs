@@ -181,9 +181,9 @@ impl RunningCell for RealCell {
         serde_json::to_value(self.deployment.facts()).unwrap_or_default()
     }
 
-    fn load(&mut self, settings: &LoadSettings, _measure: bool) -> Result<LoadResult, ExecError> {
+    fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
         match self.engine {
-            Engine::Http => self.http(settings),
+            Engine::Http => self.http(settings, measure),
             Engine::Pg => self.pg(settings),
         }
     }
@@ -194,7 +194,9 @@ impl RunningCell for RealCell {
 }
 
 impl RealCell {
-    fn http(&self, s: &LoadSettings) -> Result<LoadResult, ExecError> {
+    /// `measure: false` is the warm-up: a plain closed loop, whatever the
+    /// measured load's schedule.
+    fn http(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
         let url = self.deployment.url();
         let (authority, _, _, deploy_path) =
             tare_http::target::split_url(&url).map_err(ExecError::new)?;
@@ -229,7 +231,29 @@ impl RealCell {
         cfg.timeout = s.timeout;
         cfg.netns = self.deployment.client_netns().map(Into::into);
         cfg.progress = false;
+        if measure {
+            cfg.rate = s.rate;
+            cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
+            cfg.ramp = s.ramp;
+            if let Some(slo) = &s.slo {
+                return self.find_max(&cfg, slo);
+            }
+        }
         tare_http::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
+    }
+
+    /// A trial that searches the highest rate meeting `slo` and records the
+    /// confirming run at that rate (its `schedule.target_rate` is the answer).
+    fn find_max(&self, cfg: &tare_http::HttpConfig, slo: &str) -> Result<LoadResult, ExecError> {
+        let objectives = tare_http::find_max::parse_slo(slo).map_err(ExecError::new)?;
+        let found =
+            tare_http::find_max::find_max(cfg, &objectives, 6, 0.05).map_err(ExecError::new)?;
+        found.best.ok_or_else(|| {
+            ExecError::new(format!(
+                "no rate met {slo} (closed-loop capacity {:.0}/s)",
+                found.capacity_rps
+            ))
+        })
     }
 
     fn pg(&self, s: &LoadSettings) -> Result<LoadResult, ExecError> {

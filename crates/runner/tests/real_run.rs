@@ -86,3 +86,83 @@ fn a_real_experiment_leaves_a_complete_run_directory() {
         assert!(waterfall.gap.is_finite());
     }
 }
+
+/// Open-loop load settings reach the engine: every trial is paced at the
+/// experiment's rate, ramped, and records its schedule.
+#[test]
+fn open_loop_settings_reach_the_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("open.toml");
+    std::fs::write(
+        &path,
+        r#"
+[target]
+kind = "nginx"
+[load]
+threads = 1
+connections = 8
+duration = "1s"
+warmup = "100ms"
+rate = 1500
+arrivals = "poisson"
+ramp = "500ms"
+[trials]
+count = 2
+cooldown = "0s"
+deployment = "kept"
+"#,
+    )
+    .unwrap();
+    let exp = Experiment::load(&path).unwrap();
+    assert_eq!(exp.load.rate, Some(1500.0));
+    let dir = RunDir::create(Some(&tmp.path().join("tare-test-open-loop")), tmp.path()).unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
+    let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
+    let errors: Vec<String> = s
+        .dir
+        .read_trials(false)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.error)
+        .collect();
+    assert_eq!(
+        (summary.trials_run, summary.failed),
+        (2, 0),
+        "{summary:?} {errors:?}"
+    );
+    for r in s.dir.read_trials(false).unwrap() {
+        let res = r.result.expect("measured");
+        let sched = res
+            .schedule
+            .expect("an open-loop trial records its schedule");
+        assert_eq!(sched.target_rate, Some(1500.0));
+        assert_eq!(sched.arrivals, "poisson");
+        assert_eq!(sched.ramp_s, 0.5);
+        assert!(sched.latency_uncorrected_us.is_some());
+        let rps = res.rps.unwrap();
+        assert!((rps - 1500.0).abs() < 1500.0 * 0.1, "{rps}");
+    }
+}
+
+#[test]
+fn open_loop_settings_are_validated() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (body, needle) in [
+        ("rate = -5", "load.rate"),
+        ("rate = 100\narrivals = \"bursty\"", "load.arrivals"),
+        ("slo = \"p99<fast\"", "load.slo"),
+        ("rate = 100\nslo = \"p99<10ms\"", "either a rate or an slo"),
+    ] {
+        let path = tmp.path().join("bad.toml");
+        std::fs::write(
+            &path,
+            format!("[target]\nkind = \"tare-serve\"\n[load]\n{body}\n"),
+        )
+        .unwrap();
+        let err = Experiment::load(&path).unwrap_err().to_string();
+        assert!(err.contains(needle), "{body}: {err}");
+        assert!(err.starts_with(&path.display().to_string()), "{err}");
+    }
+}

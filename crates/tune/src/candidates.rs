@@ -62,7 +62,9 @@ pub fn prepare(config: &Path) -> Result<CandidateSet, TuneError> {
             .first()
             .map(|e| format!("{}:{}: {}", e.file, e.line.unwrap_or(0), e.error))
             .unwrap_or_else(|| "parse failed".into());
-        return Err(TuneError::Config(format!("cannot tune an invalid config: {first}")));
+        return Err(TuneError::Config(format!(
+            "cannot tune an invalid config: {first}"
+        )));
     }
     let report = advise::advise(&payload, &LocalHost);
     let mut candidates = Vec::new();
@@ -96,7 +98,10 @@ pub fn prepare(config: &Path) -> Result<CandidateSet, TuneError> {
 
 /// The baseline with every kept change applied in turn; a change that no
 /// longer applies after the others is reported and left out.
-pub fn combine(set: &CandidateSet, kept: &[&Candidate]) -> Result<(String, Vec<String>), TuneError> {
+pub fn combine(
+    set: &CandidateSet,
+    kept: &[&Candidate],
+) -> Result<(String, Vec<String>), TuneError> {
     let mut p = set.payload.clone();
     let mut skipped = Vec::new();
     for c in kept {

@@ -22,7 +22,9 @@ pub struct Verdict {
 }
 
 fn cell<'a>(cells: &'a [CellStats], config: &str) -> Option<&'a CellStats> {
-    cells.iter().find(|c| c.factors.get("config").map(String::as_str) == Some(config))
+    cells
+        .iter()
+        .find(|c| c.factors.get("config").map(String::as_str) == Some(config))
 }
 
 /// Judges the cell whose `config` level is `level` against `baseline`.
@@ -53,7 +55,10 @@ pub fn judge(run: &Run, level: &str, rule: &str, priority: &str) -> Verdict {
     } else if up(&thr) {
         (true, "throughput significantly higher".to_string())
     } else if down(&p99) {
-        (true, "p99 significantly lower, throughput no worse".to_string())
+        (
+            true,
+            "p99 significantly lower, throughput no worse".to_string(),
+        )
     } else if fewer_errors {
         (
             true,

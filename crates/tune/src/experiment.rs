@@ -34,10 +34,17 @@ pub fn write(
     doc.insert("target".into(), target.into());
 
     let mut factors = toml::Table::new();
-    factors.insert("placement".into(), vec![toml::Value::from(opts.placement.clone())].into());
+    factors.insert(
+        "placement".into(),
+        vec![toml::Value::from(opts.placement.clone())].into(),
+    );
     factors.insert(
         "config".into(),
-        levels.iter().map(|(l, _)| toml::Value::from(l.clone())).collect::<Vec<_>>().into(),
+        levels
+            .iter()
+            .map(|(l, _)| toml::Value::from(l.clone()))
+            .collect::<Vec<_>>()
+            .into(),
     );
     doc.insert("factors".into(), factors.into());
 
@@ -56,7 +63,8 @@ pub fn write(
     trials.insert("cooldown".into(), secs(opts.cooldown).into());
     doc.insert("trials".into(), trials.into());
 
-    let text = toml::to_string(&doc).map_err(|e| TuneError::Config(format!("experiment file: {e}")))?;
+    let text =
+        toml::to_string(&doc).map_err(|e| TuneError::Config(format!("experiment file: {e}")))?;
     let path = opts.out.join(format!("{name}.toml"));
     std::fs::write(&path, text).map_err(|source| TuneError::Io {
         context: format!("writing {}", path.display()),

@@ -141,12 +141,18 @@ pub fn tune(
         say(&format!(
             "tare tune: round {round}: {} changes, each alone against {}",
             fresh.len(),
-            if round == 1 { "the baseline" } else { "the config tuned so far" }
+            if round == 1 {
+                "the baseline"
+            } else {
+                "the config tuned so far"
+            }
         ));
-        let levels: Vec<(String, String)> = std::iter::once(("baseline".to_string(), set.baseline_text.clone()))
-            .chain(fresh.iter().map(|c| (c.name.clone(), c.text.clone())))
-            .collect();
-        let (toml_path, run_dir) = experiment::write(opts, &format!("round{round}-alone"), &levels)?;
+        let levels: Vec<(String, String)> =
+            std::iter::once(("baseline".to_string(), set.baseline_text.clone()))
+                .chain(fresh.iter().map(|c| (c.name.clone(), c.text.clone())))
+                .collect();
+        let (toml_path, run_dir) =
+            experiment::write(opts, &format!("round{round}-alone"), &levels)?;
         let run = exec(&toml_path, &run_dir)?;
         let mut runs = vec![run_dir];
         let verdicts: Vec<Verdict> = fresh
@@ -160,7 +166,11 @@ pub fn tune(
             .map(|(c, _)| *c)
             .collect();
         if kept.is_empty() {
-            rounds.push(Round { verdicts, combined: None, runs });
+            rounds.push(Round {
+                verdicts,
+                combined: None,
+                runs,
+            });
             break;
         }
         let (text, skipped) = candidates::combine(&set, &kept)?;
@@ -170,13 +180,18 @@ pub fn tune(
         say(&format!(
             "tare tune: round {round}: the {} kept changes together against {}",
             kept.len(),
-            if round == 1 { "the baseline" } else { "the config tuned so far" }
+            if round == 1 {
+                "the baseline"
+            } else {
+                "the config tuned so far"
+            }
         ));
         let levels = vec![
             ("baseline".to_string(), set.baseline_text.clone()),
             ("tuned".to_string(), text.clone()),
         ];
-        let (toml_path, run_dir) = experiment::write(opts, &format!("round{round}-together"), &levels)?;
+        let (toml_path, run_dir) =
+            experiment::write(opts, &format!("round{round}-together"), &levels)?;
         let run = exec(&toml_path, &run_dir)?;
         runs.push(run_dir);
         let combined = decide::judge(&run, "tuned", "kept changes together", "");
@@ -233,7 +248,8 @@ pub fn run_experiment(
     }
     let exp = Experiment::load(toml_path)?;
     let base = run_dir.parent().unwrap_or(Path::new("."));
-    let dir = RunDir::create(Some(run_dir), base).map_err(tare_runner::session::SessionError::from)?;
+    let dir =
+        RunDir::create(Some(run_dir), base).map_err(tare_runner::session::SessionError::from)?;
     let mut exec = RealExecutor::new(&exp, &dir.path, interrupt.clone());
     let mut observer = Quiet;
     let s = session::begin(exp, dir, &mut exec, &mut observer, &Provenance::collect())?;

@@ -9,14 +9,20 @@ fn pct(c: &Option<tare_analysis::stats::contrast::Contrast>) -> String {
     match c {
         None => "-".into(),
         Some(c) => match c.change_ci() {
-            Some((lo, hi)) => format!("{:+.1}% [{:+.1}%, {:+.1}%]", c.change() * 100.0, lo * 100.0, hi * 100.0),
+            Some((lo, hi)) => format!(
+                "{:+.1}% [{:+.1}%, {:+.1}%]",
+                c.change() * 100.0,
+                lo * 100.0,
+                hi * 100.0
+            ),
             None => format!("{:+.1}%", c.change() * 100.0),
         },
     }
 }
 
 fn p(c: &Option<tare_analysis::stats::contrast::Contrast>) -> String {
-    c.and_then(|c| c.p_value()).map_or("-".into(), |p| format!("{p:.3}"))
+    c.and_then(|c| c.p_value())
+        .map_or("-".into(), |p| format!("{p:.3}"))
 }
 
 fn row(out: &mut String, v: &Verdict) {
@@ -36,13 +42,21 @@ fn row(out: &mut String, v: &Verdict) {
 
 pub fn render(t: &Tuning) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "tare tune {}: each change alone against the baseline, then the kept ones together", t.baseline.display());
+    let _ = writeln!(
+        out,
+        "tare tune {}: each change alone against the baseline, then the kept ones together",
+        t.baseline.display()
+    );
     for (i, r) in t.rounds.iter().enumerate() {
         let _ = writeln!(
             out,
             "round {} (baseline: {})",
             i + 1,
-            if i == 0 { "the given config".to_string() } else { format!("round {} tuned", i) }
+            if i == 0 {
+                "the given config".to_string()
+            } else {
+                format!("round {} tuned", i)
+            }
         );
         let _ = writeln!(
             out,
@@ -65,7 +79,10 @@ pub fn render(t: &Tuning) -> String {
             let _ = writeln!(out, "tuned config: {}", p.display());
         }
         None => {
-            let _ = writeln!(out, "no change helped beyond the noise: the baseline stands");
+            let _ = writeln!(
+                out,
+                "no change helped beyond the noise: the baseline stands"
+            );
         }
     }
     out

@@ -20,7 +20,10 @@ impl Drop for TempDir {
 }
 
 fn nginx_processes() -> usize {
-    let out = std::process::Command::new("pgrep").args(["-x", "nginx"]).output().unwrap();
+    let out = std::process::Command::new("pgrep")
+        .args(["-x", "nginx"])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
@@ -58,13 +61,17 @@ fn tune_keeps_the_changes_that_matter() {
         out: dir.0.join("out"),
     };
     let interrupt = Arc::new(AtomicBool::new(false));
-    let mut exec = |t: &std::path::Path, d: &std::path::Path| run_experiment(t, d, interrupt.clone());
+    let mut exec =
+        |t: &std::path::Path, d: &std::path::Path| run_experiment(t, d, interrupt.clone());
     let mut notes = Vec::new();
     let tuning = tune(&opts, &mut exec, &mut |l| notes.push(l.to_string())).unwrap();
     let table = tare_tune::table::render(&tuning);
 
     for rule in ["worker-connections", "keepalive-timeout"] {
-        assert!(tuning.kept.iter().any(|k| k == rule), "{rule} not kept:\n{table}");
+        assert!(
+            tuning.kept.iter().any(|k| k == rule),
+            "{rule} not kept:\n{table}"
+        );
     }
     for round in &tuning.rounds {
         for v in &round.verdicts {
@@ -87,7 +94,14 @@ fn tune_keeps_the_changes_that_matter() {
     );
     assert_eq!(payload.status, tare_nginx::Status::Ok, "{tuned}");
     // Every run is an ordinary run directory, and nothing is left running.
-    assert!(tuning.rounds[0].runs.iter().all(|r| r.join("trials.jsonl").exists()));
+    assert!(tuning.rounds[0]
+        .runs
+        .iter()
+        .all(|r| r.join("trials.jsonl").exists()));
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(nginx_processes(), nginx_before, "nginx processes left behind");
+    assert_eq!(
+        nginx_processes(),
+        nginx_before,
+        "nginx processes left behind"
+    );
 }

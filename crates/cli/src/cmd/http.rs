@@ -145,7 +145,11 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn find_max(args: &HttpArgs, mut config: HttpConfig, json_stdout: bool) -> anyhow::Result<ExitCode> {
+fn find_max(
+    args: &HttpArgs,
+    mut config: HttpConfig,
+    json_stdout: bool,
+) -> anyhow::Result<ExitCode> {
     if args.rate.is_some() {
         anyhow::bail!("--find-max searches the rate itself; drop --rate");
     }

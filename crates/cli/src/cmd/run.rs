@@ -107,7 +107,7 @@ fn experiment(args: &RunArgs) -> anyhow::Result<Experiment> {
 }
 
 /// The report of the finished run: printed, and kept in the run directory
-/// as `report.txt` and `report.json`.
+/// as `report.txt`, `report.json` and the self-contained `report.html`.
 fn report(session: &Session) -> anyhow::Result<()> {
     let run = tare_analysis::load_run(&session.dir.path)?;
     let report = Report::new(&run);
@@ -115,6 +115,10 @@ fn report(session: &Session) -> anyhow::Result<()> {
     let json = exporter(Format::Json).run(&report)?;
     session.dir.write_file("report.txt", &text)?;
     session.dir.write_file("report.json", &json)?;
+    session.dir.write_file(
+        "report.html",
+        tare_report::html::render_report(&run, &report).as_bytes(),
+    )?;
     super::report::emit_stdout(&text)?;
     Ok(())
 }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use bollard::image::BuildImageOptions;
+use bollard::image::{BuildImageOptions, ListImagesOptions, RemoveImageOptions};
 use futures_util::StreamExt;
 
 use super::{with, LABEL};
@@ -95,6 +95,7 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
             "the engine reported success but the tag is missing".into(),
         ));
     }
+    prune_superseded(kind, &tag);
     Ok(ImageInfo {
         tag,
         binary: binary.to_path_buf(),
@@ -103,6 +104,37 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
         context_bytes,
         built: true,
     })
+}
+
+/// Removes this target's older tare images (a rebuilt binary supersedes
+/// them: every `cargo build` of tare makes a new tare-serve binary). Images a
+/// container still uses stay: removal without force fails for them.
+fn prune_superseded(kind: TargetKind, keep: &str) {
+    let keep = keep.to_string();
+    let _ = with(|d| async move {
+        let filters = HashMap::from([(
+            "label".to_string(),
+            vec![format!("tare.target={}", kind.name())],
+        )]);
+        let images = d
+            .list_images(Some(ListImagesOptions {
+                all: false,
+                filters,
+                ..Default::default()
+            }))
+            .await?;
+        for img in images {
+            if img.repo_tags.contains(&keep) {
+                continue;
+            }
+            let opts = RemoveImageOptions {
+                force: false,
+                noprune: false,
+            };
+            let _ = d.remove_image(&img.id, Some(opts), None).await;
+        }
+        Ok(())
+    });
 }
 
 pub(crate) fn exists(tag: &str) -> Result<bool, DeployError> {

@@ -123,3 +123,12 @@ pub fn pin_current_thread(cpu: usize) {
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
+
+/// Sets the calling thread's nice value (threads it spawns inherit it).
+pub fn raise_priority_of_current_thread(nice: i32) {
+    // SAFETY: gettid and setpriority on our own thread id.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+    }
+}

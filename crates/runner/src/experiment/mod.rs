@@ -6,6 +6,7 @@
 pub mod error;
 pub mod factor;
 mod raw;
+mod settings;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -137,16 +138,34 @@ pub struct LoadSettings {
     pub engine: Engine,
     pub threads: u32,
     pub connections: u32,
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "secs")]
     pub duration: Duration,
     /// Load applied before each measured period and thrown away: caches,
     /// connection pools and CPU frequency settle first.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "secs")]
     pub warmup: Duration,
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "secs")]
     pub timeout: Duration,
+    /// Open loop (http): requests per second on a schedule, latency from the
+    /// intended send time (docs/open-loop.md); `None`: closed loop.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// `constant` or `poisson` arrivals (with `rate`).
+    #[serde(default = "default_arrivals")]
+    pub arrivals: String,
+    /// Connections or rate rise linearly over this long before measuring.
+    #[serde(default, with = "secs")]
+    pub ramp: Duration,
+    /// Each trial searches the highest rate meeting this objective
+    /// (`p99<10ms`, ...) and records that rate's run: capacity at equal latency.
+    #[serde(default)]
+    pub slo: Option<String>,
     pub http: HttpLoad,
     pub pg: PgLoad,
+}
+
+fn default_arrivals() -> String {
+    "constant".into()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -186,7 +205,7 @@ pub struct TrialPolicy {
     pub seed: Option<u64>,
     /// Idle time after each trial, so heat and queues from one cell do not
     /// spill into the next.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "secs")]
     pub cooldown: Duration,
     pub deployment: DeploymentPolicy,
 }
@@ -250,7 +269,7 @@ impl Cell {
 }
 
 /// Durations as seconds (a float) in JSON, as everything else in tare.
-mod humantime_serde_secs {
+mod secs {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};

@@ -59,6 +59,10 @@ pub struct RawLoad {
     pub duration: Option<Spanned<String>>,
     pub warmup: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
+    pub rate: Option<Spanned<f64>>,
+    pub arrivals: Option<Spanned<String>>,
+    pub ramp: Option<Spanned<String>>,
+    pub slo: Option<Spanned<String>>,
     #[serde(default)]
     pub http: Option<RawHttp>,
     #[serde(default)]
