@@ -104,6 +104,12 @@ pub(crate) fn template(
                     e,
                 )
             })?;
+            if access_log.is_none() {
+                // No access_log factor: the user's own logging stands (it is
+                // what `tare tune` measures), only moved into our directory.
+                let (body, own) = rewrite_user_config_keeping_log(&text);
+                return Ok((finish(&body, ""), own));
+            }
             (rewrite_user_config(&text), AccessLog::On)
         }
     };
@@ -114,6 +120,11 @@ pub(crate) fn template(
         // seed 000: "access_log ... buffer=32k flush=5s"
         AccessLog::Buffered => "access_log {{dir}}/log/access.log combined buffer=32k flush=5s;",
     };
+    Ok((finish(&body, log_line), log))
+}
+
+/// The preamble, the access_log line and the temp paths around a config body.
+fn finish(body: &str, log_line: &str) -> String {
     let mut text = String::from(PREAMBLE);
     text.push_str(&body.replace("{{access_log}}", log_line));
     // The temp paths go inside `http {`, right after its opening line.
@@ -123,7 +134,52 @@ pub(crate) fn template(
     {
         text.insert_str(at, TEMP_PATHS);
     }
-    Ok((text, log))
+    text
+}
+
+/// As [`rewrite_user_config`], but the user's `access_log` lines stay, their
+/// file moved to the deployment's log directory (so native and container
+/// runs log to the same kind of place), and says which kind of logging that
+/// is: `off`, buffered (`buffer=`), or on. A config with no `access_log` at
+/// all logs (nginx's default), under the deployment's prefix.
+fn rewrite_user_config_keeping_log(text: &str) -> (String, AccessLog) {
+    let mut kept = String::new();
+    let mut kinds = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let mut words = t.split_whitespace();
+        if words.next() != Some("access_log") {
+            continue;
+        }
+        let rest: Vec<&str> = words.collect();
+        match rest.first().map(|w| w.trim_end_matches(';')) {
+            Some("off") => {
+                kinds.push(AccessLog::Off);
+                kept.push_str("    access_log off;\n");
+            }
+            Some(_) => {
+                let params = rest[1..].join(" ");
+                kinds.push(if params.contains("buffer=") {
+                    AccessLog::Buffered
+                } else {
+                    AccessLog::On
+                });
+                let params = params.trim_end_matches(';').trim();
+                let sep = if params.is_empty() { "" } else { " " };
+                kept.push_str(&format!("    access_log {{{{dir}}}}/log/access.log{sep}{params};\n"));
+            }
+            None => {}
+        }
+    }
+    let kind = if kinds.is_empty() || kinds.contains(&AccessLog::On) {
+        AccessLog::On
+    } else if kinds.contains(&AccessLog::Buffered) {
+        AccessLog::Buffered
+    } else {
+        AccessLog::Off
+    };
+    let body = rewrite_user_config(text).replace("    {{access_log}}\n", &kept);
+    (body, kind)
 }
 
 /// A user's nginx.conf: its `listen` directives point at our address, and the
@@ -214,6 +270,32 @@ mod tests {
         assert!(!r.contains("user nginx"));
         assert!(r.contains("{{access_log}}"));
         assert!(!r.contains("/var/log/x"));
+    }
+
+    #[test]
+    fn user_access_log_stands_without_an_override() {
+        let user = "events {}\nhttp {\n    access_log /var/log/x combined buffer=32k flush=5s;\n    server {\n        listen 80;\n    }\n}\n";
+        let (t, log) = template_of(user, None);
+        assert_eq!(log, AccessLog::Buffered);
+        assert!(t.contains("access_log {{dir}}/log/access.log combined buffer=32k flush=5s;"), "{t}");
+        assert!(!t.contains("/var/log/x"));
+        let (t, log) = template_of("events {}\nhttp {\n access_log off;\n server { listen 80; }\n}\n", None);
+        assert_eq!(log, AccessLog::Off);
+        assert_eq!(t.matches("access_log").count(), 1, "{t}");
+        // An override still replaces whatever the user wrote.
+        let (t, log) = template_of(user, Some(AccessLog::Off));
+        assert_eq!(log, AccessLog::Off);
+        assert!(t.contains("access_log off;") && !t.contains("buffer=32k"), "{t}");
+    }
+
+    fn template_of(conf: &str, log: Option<AccessLog>) -> (String, AccessLog) {
+        let dir = std::env::temp_dir().join(format!("tare-nginx-tpl-{}-{}", std::process::id(), conf.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("user.conf");
+        std::fs::write(&path, conf).unwrap();
+        let r = template(path.to_str().unwrap(), log).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        r
     }
 
     #[test]

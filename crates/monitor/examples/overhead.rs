@@ -1,0 +1,94 @@
+//! What monitoring costs the measurement: the quick experiment's load
+//! (`examples/quick.toml`: tare serve, 1 thread, 32 connections, 0.5 s
+//! warm-up + 2 s) run with and without the monitor sampling every 100 ms,
+//! in alternating order, several rounds. Prints each round and the ratio of
+//! median req/s with monitoring to without. `bench/monitor-overhead.sh` runs it.
+//!
+//! Usage: overhead [ROUNDS] [INTERVAL_MS]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve-child") {
+        // The server runs in its own process, as `tare run` deploys it natively.
+        let cfg = tare_serve::ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            ..Default::default()
+        };
+        let server = tare_serve::Server::start(cfg).expect("tare serve starts");
+        println!("{}", server.local_addr().unwrap().port());
+        server.wait();
+        return;
+    }
+    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5).clamp(1, 50);
+    let interval_ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .arg("--serve-child")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("server child starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line.trim().parse().expect("child prints its port");
+    let url = format!("http://127.0.0.1:{port}/");
+
+    let load = || {
+        let mut c = tare_http::HttpConfig::new(tare_http::Target::new(&url, None, false).unwrap());
+        c.threads = 1;
+        c.connections = 32;
+        c.warmup = Duration::from_millis(500);
+        c.duration = Some(Duration::from_secs(2));
+        tare_http::run(&c).expect("load runs")
+    };
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    let mut sampler_fraction = Vec::new();
+    for round in 0..rounds {
+        // Alternate which goes first, so drift does not favour one side.
+        for monitored in if round % 2 == 0 { [true, false] } else { [false, true] } {
+            let rps = if monitored {
+                let mut spec = MonitorSpec::new(ServerRef::Pids(vec![child.id()]), GeneratorRef::SelfProcess);
+                spec.interval = Duration::from_millis(interval_ms);
+                let m = Monitor::start(spec).expect("monitor starts");
+                let r = load();
+                let rec = m.stop().finish(&r);
+                sampler_fraction.push(rec.sampler.cpu_fraction);
+                println!(
+                    "round {round}: monitored   {:>9.0} req/s  sampler {:.3}% of a CPU, {:.0} µs/sample, verdict {}",
+                    r.throughput(),
+                    rec.sampler.cpu_fraction * 100.0,
+                    rec.sampler.mean_sample_us,
+                    rec.verdict.map(|v| v.bound.to_string()).unwrap_or_default()
+                );
+                with.push(r.throughput());
+                continue;
+            } else {
+                load().throughput()
+            };
+            println!("round {round}: unmonitored {rps:>9.0} req/s");
+            without.push(rps);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (w, wo) = (median(&mut with), median(&mut without));
+    let ratio = w / wo;
+    println!(
+        "median req/s: with monitoring {w:.0}, without {wo:.0}; ratio {ratio:.4} (cost {:+.2}%); sampler CPU {:.3}% of one CPU at {interval_ms} ms",
+        (1.0 - ratio) * 100.0,
+        median(&mut sampler_fraction) * 100.0
+    );
+    // Issue 9: at most 2% cost.
+    std::process::exit(if ratio >= 0.98 { 0 } else { 1 });
+}
