@@ -83,7 +83,7 @@ fn text_output_has_wrks_lines() {
         .enumerate()
     {
         assert_eq!(
-            lines[6 + i].trim_start().split_whitespace().next(),
+            lines[6 + i].split_whitespace().next(),
             Some(*p)
         );
     }

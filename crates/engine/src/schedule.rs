@@ -110,6 +110,56 @@ impl Schedule {
     }
 }
 
+impl Arrivals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Constant => "constant",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+/// What a run's pacing did, for the result's `schedule` field: `None` for a
+/// plain closed loop (no rate, no ramp).
+pub fn report(
+    rate: Option<f64>,
+    arrivals: Arrivals,
+    ramp: std::time::Duration,
+    rec: &crate::Recorder,
+    duration_ns: u64,
+    unsent: u64,
+) -> Option<tare_record::ScheduleReport> {
+    if rate.is_none() && ramp.is_zero() {
+        return None;
+    }
+    let secs = duration_ns.max(1) as f64 / 1e9;
+    let sent = if rate.is_some() {
+        rec.sends
+    } else {
+        rec.requests
+    };
+    let uncorrected = rec.uncorrected.as_ref();
+    Some(tare_record::ScheduleReport {
+        target_rate: rate,
+        arrivals: rate.map_or(String::new(), |_| arrivals.name().into()),
+        achieved_send_rate: sent as f64 / secs,
+        latency_uncorrected_us: uncorrected.map(|l| l.summary()),
+        hdr_uncorrected: uncorrected
+            .and_then(|l| l.encode().ok())
+            .unwrap_or_default(),
+        late_sends: rec.late_sends,
+        mean_lag_us: if sent > 0 {
+            rec.lag_sum_ns as f64 / sent as f64 / 1e3
+        } else {
+            0.0
+        },
+        max_lag_us: rec.lag_max_ns as f64 / 1e3,
+        unsent,
+        ramp_s: ramp.as_secs_f64(),
+        ramp_timeline: rec.early_timeline(ramp.as_nanos() as u64),
+    })
+}
+
 /// A small, fast, seedable generator (Steele et al., "Fast splittable
 /// pseudorandom number generators", 2014): enough for arrival gaps.
 #[derive(Clone, Debug)]

@@ -143,50 +143,15 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         started_unix_s,
         &rate_samples,
     );
-    result.schedule = schedule_report(config, &rec, duration_ns, unsent);
-    Ok(result)
-}
-
-/// How the load was paced, for open loops and ramps.
-fn schedule_report(
-    config: &HttpConfig,
-    rec: &Recorder,
-    duration_ns: u64,
-    unsent: u64,
-) -> Option<tare_record::ScheduleReport> {
-    if config.rate.is_none() && config.ramp.is_zero() {
-        return None;
-    }
-    let secs = duration_ns as f64 / 1e9;
-    let sent = if config.rate.is_some() {
-        rec.sends
-    } else {
-        rec.requests
-    };
-    let uncorrected = rec.uncorrected.as_ref();
-    Some(tare_record::ScheduleReport {
-        target_rate: config.rate,
-        arrivals: match (config.rate, config.arrivals) {
-            (None, _) => String::new(),
-            (Some(_), tare_engine::schedule::Arrivals::Constant) => "constant".into(),
-            (Some(_), tare_engine::schedule::Arrivals::Poisson) => "poisson".into(),
-        },
-        achieved_send_rate: sent as f64 / secs,
-        latency_uncorrected_us: uncorrected.map(|l| l.summary()),
-        hdr_uncorrected: uncorrected
-            .and_then(|l| l.encode().ok())
-            .unwrap_or_default(),
-        late_sends: rec.late_sends,
-        mean_lag_us: if sent > 0 {
-            rec.lag_sum_ns as f64 / sent as f64 / 1e3
-        } else {
-            0.0
-        },
-        max_lag_us: rec.lag_max_ns as f64 / 1e3,
+    result.schedule = tare_engine::schedule::report(
+        config.rate,
+        config.arrivals,
+        config.ramp,
+        &rec,
+        duration_ns,
         unsent,
-        ramp_s: config.ramp.as_secs_f64(),
-        ramp_timeline: rec.early_timeline(config.ramp.as_nanos() as u64),
-    })
+    );
+    Ok(result)
 }
 
 fn result_of(

@@ -26,7 +26,11 @@ fn main() {
         server.wait();
         return;
     }
-    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5).clamp(1, 50);
+    let rounds: usize = args
+        .get(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(5)
+        .clamp(1, 50);
     let interval_ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
 
     let mut child = Command::new(std::env::current_exe().unwrap())
@@ -35,7 +39,9 @@ fn main() {
         .spawn()
         .expect("server child starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let port: u16 = line.trim().parse().expect("child prints its port");
     let url = format!("http://127.0.0.1:{port}/");
 
@@ -52,9 +58,14 @@ fn main() {
     let mut sampler_fraction = Vec::new();
     for round in 0..rounds {
         // Alternate which goes first, so drift does not favour one side.
-        for monitored in if round % 2 == 0 { [true, false] } else { [false, true] } {
+        for monitored in if round % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        } {
             let rps = if monitored {
-                let mut spec = MonitorSpec::new(ServerRef::Pids(vec![child.id()]), GeneratorRef::SelfProcess);
+                let mut spec =
+                    MonitorSpec::new(ServerRef::Pids(vec![child.id()]), GeneratorRef::SelfProcess);
                 spec.interval = Duration::from_millis(interval_ms);
                 let m = Monitor::start(spec).expect("monitor starts");
                 let r = load();

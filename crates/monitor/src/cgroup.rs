@@ -84,13 +84,18 @@ fn v1_mount(ms: &[Mount], controller: &str) -> Option<PathBuf> {
 }
 
 fn v2_mount(ms: &[Mount]) -> Option<PathBuf> {
-    ms.iter().find(|m| m.fstype == "cgroup2").map(|m| m.point.clone())
+    ms.iter()
+        .find(|m| m.fstype == "cgroup2")
+        .map(|m| m.point.clone())
 }
 
 fn join_rel(mount: &Path, root: &str, path: &str) -> PathBuf {
     // A cgroup path is relative to the hierarchy's root; the mount may show a
     // sub-tree of it (the mount's root), which is then stripped.
-    let rel = path.strip_prefix(root).filter(|_| root != "/").unwrap_or(path);
+    let rel = path
+        .strip_prefix(root)
+        .filter(|_| root != "/")
+        .unwrap_or(path);
     mount.join(rel.trim_start_matches('/'))
 }
 
@@ -104,7 +109,9 @@ pub fn of_pid(pid: u32) -> io::Result<Layout> {
             let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
             ctrls.split(',').any(|c| c == controller).then_some(path)
         })?;
-        let m = ms.iter().find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == controller))?;
+        let m = ms
+            .iter()
+            .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == controller))?;
         Some(join_rel(&m.point, &m.root, path))
     };
     if let Some(cpuacct) = v1("cpuacct").filter(|d| d.join("cpuacct.stat").exists()) {
@@ -139,8 +146,14 @@ pub fn of_path(path: &Path) -> io::Result<Layout> {
         }
         // An absolute v1 directory: find the same relative path under the
         // other controllers.
-        if let Some(m) = ms.iter().find(|m| m.fstype == "cgroup" && path.starts_with(&m.point) && path.join("cpuacct.stat").exists()) {
-            let inner = path.strip_prefix(&m.point).unwrap_or(path).to_string_lossy().to_string();
+        if let Some(m) = ms.iter().find(|m| {
+            m.fstype == "cgroup" && path.starts_with(&m.point) && path.join("cpuacct.stat").exists()
+        }) {
+            let inner = path
+                .strip_prefix(&m.point)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .to_string();
             return Ok(v1_layout(&ms, &inner).unwrap_or(Layout::V1 {
                 cpuacct: path.to_path_buf(),
                 memory: None,
@@ -162,7 +175,11 @@ pub fn of_path(path: &Path) -> io::Result<Layout> {
     }
     Err(io::Error::new(
         io::ErrorKind::NotFound,
-        format!("cgroup {} not found (looked at {})", path.display(), tried.join(", ")),
+        format!(
+            "cgroup {} not found (looked at {})",
+            path.display(),
+            tried.join(", ")
+        ),
     ))
 }
 
@@ -171,8 +188,12 @@ fn v1_layout(ms: &[Mount], rel: &str) -> Option<Layout> {
     let cpuacct = v1_mount(ms, "cpuacct")?.join(rel);
     cpuacct.join("cpuacct.stat").exists().then(|| Layout::V1 {
         cpuacct,
-        memory: v1_mount(ms, "memory").map(|m| m.join(rel)).filter(|d| d.exists()),
-        blkio: v1_mount(ms, "blkio").map(|m| m.join(rel)).filter(|d| d.exists()),
+        memory: v1_mount(ms, "memory")
+            .map(|m| m.join(rel))
+            .filter(|d| d.exists()),
+        blkio: v1_mount(ms, "blkio")
+            .map(|m| m.join(rel))
+            .filter(|d| d.exists()),
     })
 }
 
@@ -185,18 +206,29 @@ pub fn of_container(id: &str) -> io::Result<Layout> {
         ));
     }
     let ms = mounts();
-    let roots: Vec<PathBuf> = [v1_mount(&ms, "cpuacct"), v2_mount(&ms)].into_iter().flatten().collect();
+    let roots: Vec<PathBuf> = [v1_mount(&ms, "cpuacct"), v2_mount(&ms)]
+        .into_iter()
+        .flatten()
+        .collect();
     for root in &roots {
         for (dir, prefix, suffix) in [("docker", "", ""), ("system.slice", "docker-", ".scope")] {
             let parent = root.join(dir);
-            let Ok(rd) = std::fs::read_dir(&parent) else { continue };
+            let Ok(rd) = std::fs::read_dir(&parent) else {
+                continue;
+            };
             let found: Vec<String> = rd
                 .flatten()
                 .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-                .filter(|n| n.strip_prefix(prefix).is_some_and(|r| r.starts_with(id) && r.ends_with(suffix)))
+                .filter(|n| {
+                    n.strip_prefix(prefix)
+                        .is_some_and(|r| r.starts_with(id) && r.ends_with(suffix))
+                })
                 .collect();
             if found.len() > 1 {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("container id {id} is ambiguous")));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("container id {id} is ambiguous"),
+                ));
             }
             if let Some(name) = found.first() {
                 return of_path(&parent.join(name));
@@ -207,7 +239,11 @@ pub fn of_container(id: &str) -> io::Result<Layout> {
         io::ErrorKind::NotFound,
         format!(
             "no cgroup for container {id} under {}/{{docker,system.slice}}",
-            roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(" or ")
+            roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
         ),
     ))
 }
@@ -241,11 +277,19 @@ impl CgroupFiles {
                 io: ProcFile::open(d.join("io.stat")).ok(),
                 ticks_per_s,
             },
-            Layout::V1 { cpuacct, memory, blkio } => CgroupFiles {
+            Layout::V1 {
+                cpuacct,
+                memory,
+                blkio,
+            } => CgroupFiles {
                 v2: false,
                 cpu: ProcFile::open(cpuacct.join("cpuacct.stat"))?,
-                memory: memory.as_ref().and_then(|d| ProcFile::open(d.join("memory.usage_in_bytes")).ok()),
-                io: blkio.as_ref().and_then(|d| ProcFile::open(d.join("blkio.throttle.io_service_bytes")).ok()),
+                memory: memory
+                    .as_ref()
+                    .and_then(|d| ProcFile::open(d.join("memory.usage_in_bytes")).ok()),
+                io: blkio
+                    .as_ref()
+                    .and_then(|d| ProcFile::open(d.join("blkio.throttle.io_service_bytes")).ok()),
                 ticks_per_s,
             },
         })
@@ -264,7 +308,15 @@ impl CgroupFiles {
         let io_write_bytes = self
             .io
             .as_mut()
-            .and_then(|f| f.read().ok().map(|t| if v2 { parse_io_stat_v2(t) } else { parse_blkio_v1(t) }))
+            .and_then(|f| {
+                f.read().ok().map(|t| {
+                    if v2 {
+                        parse_io_stat_v2(t)
+                    } else {
+                        parse_blkio_v1(t)
+                    }
+                })
+            })
             .unwrap_or(0);
         Ok(CgroupReading {
             user_us,
@@ -323,6 +375,49 @@ pub fn parse_blkio_v1(text: &str) -> u64 {
         .sum()
 }
 
+/// CPUs a process may use under its cgroup's CPU quota (`cpu.max` in v2,
+/// `cpu.cfs_quota_us / cpu.cfs_period_us` in v1), `None` when unlimited.
+pub fn quota_cores(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let ms = mounts();
+    for l in text.lines() {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if ctrls.split(',').any(|c| c == "cpu") {
+            let m = ms
+                .iter()
+                .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "cpu"))?;
+            let dir = join_rel(&m.point, &m.root, path);
+            let q: i64 = std::fs::read_to_string(dir.join("cpu.cfs_quota_us"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            let p: i64 = std::fs::read_to_string(dir.join("cpu.cfs_period_us"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            return (q > 0 && p > 0).then(|| q as f64 / p as f64);
+        }
+        if ctrls.is_empty() && l.starts_with("0::") {
+            if let Some(m) = ms.iter().find(|m| m.fstype == "cgroup2") {
+                let max =
+                    std::fs::read_to_string(join_rel(&m.point, &m.root, path).join("cpu.max")).ok();
+                if let Some(max) = max {
+                    let mut it = max.split_ascii_whitespace();
+                    if let (Some(q), Some(p)) = (it.next(), it.next()) {
+                        if let (Ok(q), Ok(p)) = (q.parse::<f64>(), p.parse::<f64>()) {
+                            return (p > 0.0).then(|| q / p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,7 +431,8 @@ mod tests {
             parse_io_stat_v2("8:0 rbytes=10 wbytes=4096 rios=1 wios=1\n253:0 rbytes=0 wbytes=100 rios=0 wios=1\n"),
             4196
         );
-        let v1 = "8:0 Read 10\n8:0 Write 4096\n8:0 Sync 1\n8:0 Total 4106\n8:16 Write 4\nTotal 4110\n";
+        let v1 =
+            "8:0 Read 10\n8:0 Write 4096\n8:0 Sync 1\n8:0 Total 4106\n8:16 Write 4\nTotal 4110\n";
         assert_eq!(parse_blkio_v1(v1), 4100);
     }
 
@@ -358,36 +454,4 @@ mod tests {
             assert!(r.user_us + r.system_us > 0, "{layout:?} {r:?}");
         }
     }
-}
-
-/// CPUs a process may use under its cgroup's CPU quota (`cpu.max` in v2,
-/// `cpu.cfs_quota_us / cpu.cfs_period_us` in v1), `None` when unlimited.
-pub fn quota_cores(pid: u32) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let ms = mounts();
-    for l in text.lines() {
-        let mut parts = l.splitn(3, ':');
-        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if ctrls.split(',').any(|c| c == "cpu") {
-            let m = ms.iter().find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "cpu"))?;
-            let dir = join_rel(&m.point, &m.root, path);
-            let q: i64 = std::fs::read_to_string(dir.join("cpu.cfs_quota_us")).ok()?.trim().parse().ok()?;
-            let p: i64 = std::fs::read_to_string(dir.join("cpu.cfs_period_us")).ok()?.trim().parse().ok()?;
-            return (q > 0 && p > 0).then(|| q as f64 / p as f64);
-        }
-        if ctrls.is_empty() && l.starts_with("0::") {
-            if let Some(m) = ms.iter().find(|m| m.fstype == "cgroup2") {
-                let max = std::fs::read_to_string(join_rel(&m.point, &m.root, path).join("cpu.max")).ok();
-                if let Some(max) = max {
-                    let mut it = max.split_ascii_whitespace();
-                    if let (Some(q), Some(p)) = (it.next(), it.next()) {
-                        if let (Ok(q), Ok(p)) = (q.parse::<f64>(), p.parse::<f64>()) {
-                            return (p > 0.0).then(|| q / p);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    None
 }

@@ -24,7 +24,9 @@ pub struct ConntrackReading {
 /// Sums the `drop`, `early_drop` and `insert_failed` columns over CPUs.
 pub fn parse_stat(text: &str) -> (u64, u64) {
     let mut lines = text.lines();
-    let Some(head) = lines.next() else { return (0, 0) };
+    let Some(head) = lines.next() else {
+        return (0, 0);
+    };
     let idx = |name: &str| head.split_ascii_whitespace().position(|h| h == name);
     let (drop, early, failed) = (idx("drop"), idx("early_drop"), idx("insert_failed"));
     let mut drops = 0;

@@ -29,7 +29,7 @@
 //!
 //! # Modules (one source each)
 //! - `procfile`: a file kept open and re-read with `pread` at offset 0 into a
-//!   kept buffer: a steady-state sample opens nothing and allocates nothing.
+//!   kept buffer: a steady-state sample opens no file.
 //! - [`proc_stat`]: `/proc/stat` (CPU by mode, context switches), `/proc/meminfo`.
 //! - [`process`]: `/proc/<pid>/stat` and `/io` for a group of processes
 //!   (a process tree, one process, threads by name, processes by name).
@@ -128,12 +128,20 @@ impl MonitorSpec {
                 return Err(MonitorError::Invalid("server: no pids given".into()));
             }
             ServerRef::Threads(p) if p.is_empty() => {
-                return Err(MonitorError::Invalid("server: empty thread name prefix".into()));
+                return Err(MonitorError::Invalid(
+                    "server: empty thread name prefix".into(),
+                ));
             }
             _ => {}
         }
-        if let Some(bad) = self.watch_processes.iter().find(|w| w.is_empty() || w.contains('/') && !w.ends_with("/*")) {
-            return Err(MonitorError::Invalid(format!("watched process name {bad:?}")));
+        if let Some(bad) = self
+            .watch_processes
+            .iter()
+            .find(|w| w.is_empty() || w.contains('/') && !w.ends_with("/*"))
+        {
+            return Err(MonitorError::Invalid(format!(
+                "watched process name {bad:?}"
+            )));
         }
         Ok(())
     }
@@ -184,7 +192,9 @@ impl Monitor {
             }
             Err(_) => {
                 let _ = thread.join();
-                Err(MonitorError::Invalid("the sampling thread ended before its first sample".into()))
+                Err(MonitorError::Invalid(
+                    "the sampling thread ended before its first sample".into(),
+                ))
             }
         }
     }
@@ -193,7 +203,10 @@ impl Monitor {
     /// sampled; [`MonitorRecord::finish`] narrows them to the load).
     pub fn stop(mut self) -> MonitorRecord {
         self.stop.take();
-        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
     }
 }
 

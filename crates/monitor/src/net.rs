@@ -39,7 +39,11 @@ fn columns<const N: usize>(text: &str, prefix: &str, names: [&str; N]) -> [u64; 
     let mut out = [0u64; N];
     let mut lines = text.lines().filter(|l| l.starts_with(prefix));
     if let (Some(head), Some(vals)) = (lines.next(), lines.next()) {
-        for (k, v) in head.split_ascii_whitespace().zip(vals.split_ascii_whitespace()).skip(1) {
+        for (k, v) in head
+            .split_ascii_whitespace()
+            .zip(vals.split_ascii_whitespace())
+            .skip(1)
+        {
             if let Some(i) = names.iter().position(|n| *n == k) {
                 // CurrEstab is a gauge that snmp prints signed; never negative in practice.
                 out[i] = v.parse::<i64>().map(|x| x.max(0) as u64).unwrap_or(0);
@@ -50,8 +54,11 @@ fn columns<const N: usize>(text: &str, prefix: &str, names: [&str; N]) -> [u64; 
 }
 
 pub fn parse_snmp(text: &str, r: &mut NetReading) {
-    let [retrans, estab, active, passive] =
-        columns(text, "Tcp:", ["RetransSegs", "CurrEstab", "ActiveOpens", "PassiveOpens"]);
+    let [retrans, estab, active, passive] = columns(
+        text,
+        "Tcp:",
+        ["RetransSegs", "CurrEstab", "ActiveOpens", "PassiveOpens"],
+    );
     r.retrans_segs = retrans;
     r.estab = estab;
     r.opens = active + passive;
@@ -65,7 +72,9 @@ pub fn parse_netstat(text: &str, r: &mut NetReading) {
 
 /// `TCP: inuse 3 orphan 0 tw 1 alloc 3 mem 13`.
 pub fn parse_sockstat(text: &str, r: &mut NetReading) {
-    let Some(line) = text.lines().find_map(|l| l.strip_prefix("TCP:")) else { return };
+    let Some(line) = text.lines().find_map(|l| l.strip_prefix("TCP:")) else {
+        return;
+    };
     let mut it = line.split_ascii_whitespace();
     while let (Some(k), Some(v)) = (it.next(), it.next()) {
         let v = v.parse().unwrap_or(0);
@@ -113,7 +122,9 @@ impl NetFiles {
 /// shares ours).
 pub fn netns_of(pid: u32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(format!("/proc/{pid}/ns/net")).ok().map(|m| m.ino())
+    std::fs::metadata(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(|m| m.ino())
 }
 
 #[cfg(test)]
@@ -124,7 +135,8 @@ mod tests {
         Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n\
         Tcp: 1 200 120000 -1 500 480 3 7 12 100000 99000 42 0 5 0\n\
         Udp: InDatagrams\nUdp: 0\n";
-    const NETSTAT: &str = "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPTimeouts\nTcpExt: 0 17 19 3\n\
+    const NETSTAT: &str =
+        "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPTimeouts\nTcpExt: 0 17 19 3\n\
         IpExt: InNoRoutes\nIpExt: 0\n";
 
     #[test]
@@ -132,7 +144,10 @@ mod tests {
         let mut r = NetReading::default();
         parse_snmp(SNMP, &mut r);
         parse_netstat(NETSTAT, &mut r);
-        parse_sockstat("sockets: used 56\nTCP: inuse 3 orphan 1 tw 9 alloc 4 mem 13\nUDP: inuse 0 mem 0\n", &mut r);
+        parse_sockstat(
+            "sockets: used 56\nTCP: inuse 3 orphan 1 tw 9 alloc 4 mem 13\nUDP: inuse 0 mem 0\n",
+            &mut r,
+        );
         assert_eq!(r.retrans_segs, 42);
         assert_eq!(r.estab, 12);
         assert_eq!(r.opens, 980);

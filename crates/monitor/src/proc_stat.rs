@@ -24,7 +24,14 @@ pub struct CpuModes {
 
 impl CpuModes {
     pub fn total(&self) -> u64 {
-        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+        self.user
+            + self.nice
+            + self.system
+            + self.idle
+            + self.iowait
+            + self.irq
+            + self.softirq
+            + self.steal
     }
 
     /// Time not idle (iowait is idle time with I/O outstanding: still idle).
@@ -62,7 +69,9 @@ pub fn parse_stat(text: &str) -> Option<MachineCpu> {
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("cpu") {
             if rest.starts_with(' ') {
-                let mut v = rest.split_ascii_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
+                let mut v = rest
+                    .split_ascii_whitespace()
+                    .map(|x| x.parse::<u64>().unwrap_or(0));
                 let mut next = || v.next().unwrap_or(0);
                 out.modes = CpuModes {
                     user: next(),
@@ -98,14 +107,20 @@ pub struct MemInfo {
 pub fn parse_meminfo(text: &str) -> MemInfo {
     let mut m = MemInfo::default();
     for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let slot = match k {
             "Cached" => &mut m.cached,
             "Dirty" => &mut m.dirty,
             "MemAvailable" => &mut m.available,
             _ => continue,
         };
-        let kb: u64 = v.split_ascii_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0);
+        let kb: u64 = v
+            .split_ascii_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
         *slot = kb * 1024;
     }
     m
@@ -174,7 +189,10 @@ mod tests {
         assert_eq!(s.modes.user, 170_608);
         assert_eq!(s.modes.softirq, 1953);
         assert_eq!(s.modes.steal, 764);
-        assert_eq!(s.modes.total(), 170608 + 5 + 29323 + 138435 + 649 + 7 + 1953 + 764);
+        assert_eq!(
+            s.modes.total(),
+            170608 + 5 + 29323 + 138435 + 649 + 7 + 1953 + 764
+        );
         assert_eq!(s.modes.busy(), s.modes.total() - 138435 - 649);
         assert!(parse_stat("garbage").is_none());
     }

@@ -146,19 +146,24 @@ pub struct Group {
 impl Group {
     /// A group with the members found now, leaving out `exclude`.
     pub fn new(rule: Rule, started_ticks: u64, exclude: &[u32]) -> io::Result<Group> {
+        let mut g = Group::empty(rule, started_ticks)?;
+        g.discover(exclude)?;
+        Ok(g)
+    }
+
+    /// A group with no members yet (they are [`Group::adopt`]ed).
+    pub fn empty(rule: Rule, started_ticks: u64) -> io::Result<Group> {
         let procs = match &rule {
             Rule::Listed(path) => Some(ProcFile::open(path)?),
             _ => None,
         };
-        let mut g = Group {
+        Ok(Group {
             rule,
             members: Vec::new(),
             retired: Values::default(),
             started_ticks,
             procs,
-        };
-        g.discover(exclude)?;
-        Ok(g)
+        })
     }
 
     pub fn rule(&self) -> &Rule {
@@ -167,11 +172,32 @@ impl Group {
 
     /// Pids currently in the group.
     pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.members.iter().filter(|m| m.alive && m.tid.is_none()).map(|m| m.pid)
+        self.members
+            .iter()
+            .filter(|m| m.alive && m.tid.is_none())
+            .map(|m| m.pid)
     }
 
     fn includes_children(&self) -> bool {
         matches!(self.rule, Rule::Tree(_))
+    }
+
+    /// Adds processes found elsewhere (a shared walk of /proc for named
+    /// groups), skipping `exclude`.
+    pub fn adopt(&mut self, pids: &[u32], exclude: &[u32]) {
+        for &pid in pids {
+            if exclude.contains(&pid)
+                || self
+                    .members
+                    .iter()
+                    .any(|m| m.alive && m.pid == pid && m.tid.is_none())
+            {
+                continue;
+            }
+            if let Some(m) = self.open_member(pid, None) {
+                self.members.push(m);
+            }
+        }
     }
 
     /// Finds members again (new children, new named processes), skipping
@@ -181,14 +207,30 @@ impl Group {
             Rule::Process(p) => vec![(*p, None)],
             Rule::Tree(roots) => descendants(roots).into_iter().map(|p| (p, None)).collect(),
             Rule::Named(pattern) => named(pattern).into_iter().map(|p| (p, None)).collect(),
-            Rule::Threads { pid, prefix } => threads(*pid, prefix).into_iter().map(|t| (*pid, Some(t))).collect(),
+            Rule::Threads { pid, prefix } => threads(*pid, prefix)
+                .into_iter()
+                .map(|t| (*pid, Some(t)))
+                .collect(),
             Rule::Listed(_) => {
-                let text = self.procs.as_mut().map(|f| f.read().map(str::to_owned)).transpose()?.unwrap_or_default();
-                text.split_ascii_whitespace().filter_map(|p| p.parse().ok()).map(|p| (p, None)).collect()
+                let text = self
+                    .procs
+                    .as_mut()
+                    .map(|f| f.read().map(str::to_owned))
+                    .transpose()?
+                    .unwrap_or_default();
+                text.split_ascii_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .map(|p| (p, None))
+                    .collect()
             }
         };
         for (pid, tid) in wanted {
-            if exclude.contains(&pid) || self.members.iter().any(|m| m.alive && m.pid == pid && m.tid == tid) {
+            if exclude.contains(&pid)
+                || self
+                    .members
+                    .iter()
+                    .any(|m| m.alive && m.pid == pid && m.tid == tid)
+            {
                 continue;
             }
             if let Some(m) = self.open_member(pid, tid) {
@@ -207,10 +249,21 @@ impl Group {
         let (_, s) = parse_stat(stat.read().ok()?)?;
         // Per-thread io is not what we want for a thread group; threads are
         // only used for CPU.
-        let mut io = if tid.is_none() { ProcFile::open(format!("{base}/io")).ok() } else { None };
-        let write = io.as_mut().and_then(|f| parse_write_bytes(f.read().ok()?)).unwrap_or(0);
+        let mut io = if tid.is_none() {
+            ProcFile::open(format!("{base}/io")).ok()
+        } else {
+            None
+        };
+        let write = io
+            .as_mut()
+            .and_then(|f| parse_write_bytes(f.read().ok()?))
+            .unwrap_or(0);
         let now = self.values(&s, write);
-        let baseline = if s.starttime >= self.started_ticks { Values::default() } else { now };
+        let baseline = if s.starttime >= self.started_ticks {
+            Values::default()
+        } else {
+            now
+        };
         Some(Member {
             pid,
             ppid: s.ppid,
@@ -247,7 +300,10 @@ impl Group {
                 let stat = m.stat.read().ok().and_then(parse_stat).map(|(_, s)| s);
                 match stat {
                     Some(s) if s.starttime == m.starttime => {
-                        let write = m.io.as_mut().and_then(|f| parse_write_bytes(f.read().ok()?)).unwrap_or(m.last.write);
+                        let write =
+                            m.io.as_mut()
+                                .and_then(|f| parse_write_bytes(f.read().ok()?))
+                                .unwrap_or(m.last.write);
                         Some((s, write))
                     }
                     _ => None,
@@ -268,7 +324,10 @@ impl Group {
                 }
                 None => {
                     let ppid = self.members[i].ppid;
-                    let parent_tracked = self.members.iter().any(|p| p.alive && p.tid.is_none() && p.pid == ppid);
+                    let parent_tracked = self
+                        .members
+                        .iter()
+                        .any(|p| p.alive && p.tid.is_none() && p.pid == ppid);
                     let m = &mut self.members[i];
                     m.alive = false;
                     // In a tree the parent's c-times take the exited child's
@@ -299,22 +358,37 @@ impl Group {
 
 fn numeric_entries(dir: &str) -> Vec<u32> {
     std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// `roots` and every process below them, from the `children` files of each
 /// thread (CONFIG_PROC_CHILDREN), falling back to a scan of ppids.
 pub fn descendants(roots: &[u32]) -> Vec<u32> {
-    let mut out: Vec<u32> = roots.iter().copied().filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists()).collect();
-    let has_children_files = std::path::Path::new("/proc/self/task").join(std::process::id().to_string()).join("children").exists();
+    let mut out: Vec<u32> = roots
+        .iter()
+        .copied()
+        .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+        .collect();
+    let has_children_files = std::path::Path::new("/proc/self/task")
+        .join(std::process::id().to_string())
+        .join("children")
+        .exists();
     let mut i = 0;
     if has_children_files {
         while i < out.len() && out.len() < 100_000 {
             let pid = out[i];
             for tid in numeric_entries(&format!("/proc/{pid}/task")) {
-                let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).unwrap_or_default();
-                for c in text.split_ascii_whitespace().filter_map(|c| c.parse::<u32>().ok()) {
+                let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
+                    .unwrap_or_default();
+                for c in text
+                    .split_ascii_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok())
+                {
                     if !out.contains(&c) {
                         out.push(c);
                     }
@@ -345,14 +419,31 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
 
 /// Processes whose name matches `pattern` (see [`name_matches`]).
 pub fn named(pattern: &str) -> Vec<u32> {
-    numeric_entries("/proc")
-        .into_iter()
-        .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/comm"))
-                .map(|c| name_matches(pattern, c.trim_end_matches('\n')))
-                .unwrap_or(false)
-        })
-        .collect()
+    named_all(&[pattern]).pop().unwrap_or_default()
+}
+
+/// One walk of /proc for several patterns: each process's name is read
+/// once, whatever the number of patterns (the walk is the monitor's most
+/// expensive step, so it is shared).
+pub fn named_all<S: AsRef<str>>(patterns: &[S]) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); patterns.len()];
+    let mut buf = String::with_capacity(32);
+    for p in numeric_entries("/proc") {
+        buf.clear();
+        let Ok(mut f) = std::fs::File::open(format!("/proc/{p}/comm")) else {
+            continue;
+        };
+        if std::io::Read::read_to_string(&mut f, &mut buf).is_err() {
+            continue;
+        }
+        let comm = buf.trim_end_matches('\n');
+        for (i, pat) in patterns.iter().enumerate() {
+            if name_matches(pat.as_ref(), comm) {
+                out[i].push(p);
+            }
+        }
+    }
+    out
 }
 
 fn threads(pid: u32, prefix: &str) -> Vec<u32> {
@@ -368,7 +459,10 @@ fn threads(pid: u32, prefix: &str) -> Vec<u32> {
 
 /// Ticks since boot now (CLOCK_BOOTTIME, the clock of `starttime`).
 pub fn boot_ticks_now(ticks_per_s: f64) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is valid for writes.
     unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
     ((ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9) * ticks_per_s) as u64

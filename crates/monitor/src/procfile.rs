@@ -3,8 +3,9 @@
 //! Opening a file costs a path walk and an allocation in the kernel; reading
 //! it again with `pread(fd, buf, len, 0)` regenerates its contents (seq_file
 //! and kernfs both restart at offset 0) without either. The buffer is kept
-//! between samples, so a steady-state sample allocates nothing: this is what
-//! keeps the monitor's cost negligible (measured in `bench/monitor-overhead.sh`).
+//! between samples and parsing borrows from it, so a steady-state sample
+//! opens no file and copies no text: this is what keeps the monitor's cost
+//! negligible (measured in `bench/monitor-overhead.sh`).
 
 use std::fs::File;
 use std::io;
@@ -76,7 +77,8 @@ mod tests {
 
     #[test]
     fn rereads_fresh_contents_in_place() {
-        let dir = std::env::temp_dir().join(format!("tare-monitor-procfile-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("tare-monitor-procfile-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("f");
         std::fs::write(&p, "12 rest\n").unwrap();

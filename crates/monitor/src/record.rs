@@ -256,7 +256,12 @@ impl CostShift {
             .chain(b.keys())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
-            .map(|k| (k.clone(), b.get(k).unwrap_or(&0.0) - a.get(k).unwrap_or(&0.0)))
+            .map(|k| {
+                (
+                    k.clone(),
+                    b.get(k).unwrap_or(&0.0) - a.get(k).unwrap_or(&0.0),
+                )
+            })
             .collect();
         parts.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()));
         CostShift {
@@ -270,7 +275,10 @@ impl std::fmt::Display for CostShift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:+.1} µs/request", self.total_us)?;
         // Name the part that moved the same way as the total and most.
-        let top = self.parts.iter().find(|(_, d)| d.signum() == self.total_us.signum() && d.abs() > 0.0);
+        let top = self
+            .parts
+            .iter()
+            .find(|(_, d)| d.signum() == self.total_us.signum() && d.abs() > 0.0);
         if let Some((name, d)) = top {
             if self.total_us.abs() > 1e-9 {
                 let share = (d / self.total_us * 100.0).clamp(0.0, 999.0);
@@ -301,7 +309,10 @@ impl MonitorRecord {
             start_unix_s,
             duration_s,
         };
-        self.summary = summarize(&self.series, Some((start_unix_s - self.started_unix_s, duration_s)));
+        self.summary = summarize(
+            &self.series,
+            Some((start_unix_s - self.started_unix_s, duration_s)),
+        );
         self.window = Some(w);
         self
     }
@@ -312,7 +323,12 @@ impl MonitorRecord {
         let c = &self.summary.cpu_s;
         let n = requests.max(1) as f64;
         let us = |s: f64| s * 1e6 / n;
-        let proxy: f64 = c.watched.iter().filter(|(k, _)| is_proxy(k)).map(|(_, v)| v).sum();
+        let proxy: f64 = c
+            .watched
+            .iter()
+            .filter(|(k, _)| is_proxy(k))
+            .map(|(_, v)| v)
+            .sum();
         CpuPerRequest {
             requests,
             server_us: us(c.server),
@@ -359,12 +375,33 @@ pub fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
     };
     let weights: Vec<f64> = (0..n).map(weight).collect();
     let inside: Vec<usize> = (0..n).filter(|&i| weights[i] > 0.0).collect();
-    let sum = |col: &[f64]| -> f64 { inside.iter().map(|&i| col.get(i).unwrap_or(&0.0) * s.dt_s[i] * weights[i]).sum() };
-    let max_u = |col: &[u64]| inside.iter().filter_map(|&i| col.get(i)).copied().max().unwrap_or(0);
-    let count_u = |col: &[u64]| -> u64 { inside.iter().map(|&i| (*col.get(i).unwrap_or(&0) as f64 * weights[i]).round() as u64).sum() };
+    let sum = |col: &[f64]| -> f64 {
+        inside
+            .iter()
+            .map(|&i| col.get(i).unwrap_or(&0.0) * s.dt_s[i] * weights[i])
+            .sum()
+    };
+    let max_u = |col: &[u64]| {
+        inside
+            .iter()
+            .filter_map(|&i| col.get(i))
+            .copied()
+            .max()
+            .unwrap_or(0)
+    };
+    let count_u = |col: &[u64]| -> u64 {
+        inside
+            .iter()
+            .map(|&i| (*col.get(i).unwrap_or(&0) as f64 * weights[i]).round() as u64)
+            .sum()
+    };
     let duration: f64 = inside.iter().map(|&i| s.dt_s[i] * weights[i]).sum();
 
-    let busy = sum(&s.machine_user) + sum(&s.machine_system) + sum(&s.machine_softirq) + sum(&s.machine_irq) + sum(&s.machine_steal);
+    let busy = sum(&s.machine_user)
+        + sum(&s.machine_system)
+        + sum(&s.machine_softirq)
+        + sum(&s.machine_irq)
+        + sum(&s.machine_steal);
     let idle = sum(&s.machine_idle) + sum(&s.machine_iowait);
     let cpu = CpuSeconds {
         machine_user: sum(&s.machine_user),
@@ -400,14 +437,27 @@ pub fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
     Summary {
         duration_s: duration,
         intervals: inside.len(),
-        machine_idle_fraction: if busy + idle > 0.0 { idle / (busy + idle) } else { 0.0 },
-        server_cores_mean: if duration > 0.0 { cpu.server / duration } else { 0.0 },
+        machine_idle_fraction: if busy + idle > 0.0 {
+            idle / (busy + idle)
+        } else {
+            0.0
+        },
+        server_cores_mean: if duration > 0.0 {
+            cpu.server / duration
+        } else {
+            0.0
+        },
         server_cores_max: server_cores.iter().copied().fold(0.0, f64::max),
-        generator_cores_mean: if duration > 0.0 { cpu.generator / duration } else { 0.0 },
+        generator_cores_mean: if duration > 0.0 {
+            cpu.generator / duration
+        } else {
+            0.0
+        },
         cpu_s: cpu,
         context_switches: sum(&s.context_switches_per_s),
         server_rss_max_bytes: max_u(&s.server_rss_bytes),
-        server_cgroup_memory_max_bytes: (!s.server_cgroup_memory_bytes.is_empty()).then(|| max_u(&s.server_cgroup_memory_bytes)),
+        server_cgroup_memory_max_bytes: (!s.server_cgroup_memory_bytes.is_empty())
+            .then(|| max_u(&s.server_cgroup_memory_bytes)),
         server_write_bytes: sum(&s.server_write_bytes_per_s),
         page_cache_growth_bytes: level_growth(&s.page_cache_bytes),
         tcp_estab_max: max_u(&s.tcp_estab),
@@ -416,7 +466,8 @@ pub fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
         retrans_segs: sum(&s.retrans_per_s),
         listen_overflows: count_u(&s.listen_overflows),
         listen_drops: count_u(&s.listen_drops),
-        conntrack_entries_max: (!s.conntrack_entries.is_empty()).then(|| max_u(&s.conntrack_entries)),
+        conntrack_entries_max: (!s.conntrack_entries.is_empty())
+            .then(|| max_u(&s.conntrack_entries)),
         conntrack_drops: (!s.conntrack_drops.is_empty()).then(|| count_u(&s.conntrack_drops)),
     }
 }
@@ -465,7 +516,11 @@ mod tests {
         assert!((p.network_us - 14.0).abs() < 1e-6);
         assert!((p.machine_us - 40.0).abs() < 1e-6);
         let parts: f64 = p.parts().iter().map(|(_, v)| v).sum();
-        assert!((parts - p.machine_us).abs() < 1e-6, "{parts} vs {}", p.machine_us);
+        assert!(
+            (parts - p.machine_us).abs() < 1e-6,
+            "{parts} vs {}",
+            p.machine_us
+        );
     }
 
     #[test]
@@ -501,7 +556,10 @@ mod tests {
         publish.machine_us = 45.0;
         let shift = CostShift::between(&base, &publish);
         assert_eq!(shift.parts[0].0, "docker-proxy");
-        assert_eq!(shift.to_string(), "+9.0 µs/request, 70% of it in docker-proxy");
+        assert_eq!(
+            shift.to_string(),
+            "+9.0 µs/request, 70% of it in docker-proxy"
+        );
     }
 
     #[test]

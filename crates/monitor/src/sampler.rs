@@ -74,7 +74,12 @@ fn count_cpus(list: &str) -> u32 {
         .split(',')
         .filter(|s| !s.is_empty())
         .map(|r| match r.split_once('-') {
-            Some((a, b)) => b.parse::<u32>().unwrap_or(0).saturating_sub(a.parse().unwrap_or(0)) + 1,
+            Some((a, b)) => {
+                b.parse::<u32>()
+                    .unwrap_or(0)
+                    .saturating_sub(a.parse().unwrap_or(0))
+                    + 1
+            }
             None => 1,
         })
         .sum()
@@ -82,7 +87,10 @@ fn count_cpus(list: &str) -> u32 {
 
 fn cpus_allowed(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(count_cpus)
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(count_cpus)
 }
 
 impl Sources {
@@ -91,22 +99,41 @@ impl Sources {
         let started = process::boot_ticks_now(hz);
         let me = std::process::id();
         let mut machine = MachineFiles::open().map_err(io_err("opening /proc/stat"))?;
-        let cpus = machine.cpu().map_err(io_err("reading /proc/stat"))?.cpus.max(1);
+        let cpus = machine
+            .cpu()
+            .map_err(io_err("reading /proc/stat"))?
+            .cpus
+            .max(1);
         let mut notes = Vec::new();
 
         let (server, server_desc, first_pid) = match &spec.server {
             ServerRef::Pids(pids) => {
-                if let Some(p) = pids.iter().find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
+                if let Some(p) = pids
+                    .iter()
+                    .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+                {
                     return Err(MonitorError::NoServer(*p));
                 }
-                let g = Group::new(Rule::Tree(pids.clone()), started, &[me]).map_err(io_err("reading the server's processes"))?;
+                let g = Group::new(Rule::Tree(pids.clone()), started, &[me])
+                    .map_err(io_err("reading the server's processes"))?;
                 let desc = format!("pids {pids:?} and their descendants");
                 (ServerSource::Procs(g), desc, pids.first().copied())
             }
             ServerRef::Threads(prefix) => {
-                let g = Group::new(Rule::Threads { pid: me, prefix: prefix.clone() }, started, &[])
-                    .map_err(io_err("reading this process's threads"))?;
-                (ServerSource::Procs(g), format!("threads {prefix}* of this process"), None)
+                let g = Group::new(
+                    Rule::Threads {
+                        pid: me,
+                        prefix: prefix.clone(),
+                    },
+                    started,
+                    &[],
+                )
+                .map_err(io_err("reading this process's threads"))?;
+                (
+                    ServerSource::Procs(g),
+                    format!("threads {prefix}* of this process"),
+                    None,
+                )
             }
             r => {
                 let layout = match r {
@@ -117,33 +144,53 @@ impl Sources {
                 }
                 .map_err(io_err("finding the server's cgroup"))?;
                 let files = CgroupFiles::open(&layout, hz).map_err(io_err(layout.describe()))?;
-                let procs = Group::new(Rule::Listed(layout.procs()), started, &[]).map_err(io_err(layout.describe()))?;
+                let procs = Group::new(Rule::Listed(layout.procs()), started, &[])
+                    .map_err(io_err(layout.describe()))?;
                 let first = procs.pids().next();
                 if let Layout::V1 { .. } = layout {
                     notes.push("cgroup v1: the server's disk writes come from its processes' /proc/<pid>/io (v1 charges buffered writeback to the root cgroup)".into());
                 }
-                (ServerSource::Cgroup { files, procs }, layout.describe(), first)
+                (
+                    ServerSource::Cgroup { files, procs },
+                    layout.describe(),
+                    first,
+                )
             }
         };
 
         let (generator, generator_desc, generator_is_self, gen_pid) = match &spec.generator {
-            GeneratorRef::SelfProcess => (Rule::Process(me), "this process (without the monitor's thread)".to_string(), true, me),
+            GeneratorRef::SelfProcess => (
+                Rule::Process(me),
+                "this process (without the monitor's thread)".to_string(),
+                true,
+                me,
+            ),
             GeneratorRef::Pid(p) => (Rule::Process(*p), format!("process {p}"), false, *p),
             GeneratorRef::Threads(prefix) => (
-                Rule::Threads { pid: me, prefix: prefix.clone() },
+                Rule::Threads {
+                    pid: me,
+                    prefix: prefix.clone(),
+                },
                 format!("threads {prefix}* of this process"),
                 false,
                 me,
             ),
         };
-        let generator = Group::new(generator, started, &[]).map_err(io_err("reading the generator's process"))?;
+        let generator = Group::new(generator, started, &[])
+            .map_err(io_err("reading the generator's process"))?;
 
         let mut exclude: Vec<u32> = vec![me, gen_pid];
         let (ServerSource::Procs(g) | ServerSource::Cgroup { procs: g, .. }) = &server;
         exclude.extend(g.pids());
         let mut watched = Vec::new();
-        for pattern in &spec.watch_processes {
-            let g = Group::new(Rule::Named(pattern.clone()), started, &exclude).map_err(io_err("scanning /proc"))?;
+        for (pattern, pids) in spec
+            .watch_processes
+            .iter()
+            .zip(process::named_all(&spec.watch_processes))
+        {
+            let mut g = Group::empty(Rule::Named(pattern.clone()), started)
+                .map_err(io_err("scanning /proc"))?;
+            g.adopt(&pids, &exclude);
             watched.push((pattern.clone(), g));
         }
 
@@ -201,8 +248,10 @@ impl Sources {
             let _ = self.generator.discover(&[]);
         }
         if named {
-            for (_, g) in self.watched.iter_mut() {
-                let _ = g.discover(&exclude);
+            let patterns: Vec<&str> = self.watched.iter().map(|(p, _)| p.as_str()).collect();
+            let found = process::named_all(&patterns);
+            for ((_, g), pids) in self.watched.iter_mut().zip(found) {
+                g.adopt(&pids, &exclude);
             }
         }
     }
@@ -247,7 +296,11 @@ impl Sources {
                 ticks(l.user_ticks + l.system_ticks)
             })
             .collect();
-        raw.net = self.net_host.as_mut().and_then(|f| f.read().ok()).unwrap_or_default();
+        raw.net = self
+            .net_host
+            .as_mut()
+            .and_then(|f| f.read().ok())
+            .unwrap_or_default();
         raw.net_server = self.net_server.as_mut().and_then(|f| f.read().ok());
         raw.conntrack = self.conntrack.as_mut().and_then(|f| f.read().ok());
         raw
@@ -271,8 +324,18 @@ impl HighWater {
     }
 }
 
-fn push(series: &mut Series, hw: &mut HighWater, prev: &Raw, now: &Raw, patterns: &[String], hz: f64, first: Instant) {
-    let (Some(t0), Some(t1)) = (prev.at, now.at) else { return };
+fn push(
+    series: &mut Series,
+    hw: &mut HighWater,
+    prev: &Raw,
+    now: &Raw,
+    patterns: &[String],
+    hz: f64,
+    first: Instant,
+) {
+    let (Some(t0), Some(t1)) = (prev.at, now.at) else {
+        return;
+    };
     let dt = (t1 - t0).as_secs_f64();
     if dt <= 0.0 {
         return;
@@ -300,16 +363,27 @@ fn push(series: &mut Series, hw: &mut HighWater, prev: &Raw, now: &Raw, patterns
     for (i, p) in patterns.iter().enumerate() {
         let w = hw.step(10 + i, now.watched_s.get(i).copied().unwrap_or(0.0)) / dt;
         watched_sum += w;
-        series.watched.entry(p.clone()).or_default().push(w);
+        match series.watched.get_mut(p) {
+            Some(col) => col.push(w),
+            None => {
+                series.watched.insert(p.clone(), vec![w]);
+            }
+        }
     }
     let busy = cores(m.busy());
-    series.rest.push((busy - su - ss - gen - smp - watched_sum).max(0.0));
-    series.context_switches_per_s.push(now.cpu.ctxt.saturating_sub(prev.cpu.ctxt) as f64 / dt);
+    series
+        .rest
+        .push((busy - su - ss - gen - smp - watched_sum).max(0.0));
+    series
+        .context_switches_per_s
+        .push(now.cpu.ctxt.saturating_sub(prev.cpu.ctxt) as f64 / dt);
     series.server_rss_bytes.push(now.server_rss);
     if let Some(mem) = now.server_cgroup_mem {
         series.server_cgroup_memory_bytes.push(mem);
     }
-    series.server_write_bytes_per_s.push(hw.step(4, now.server_write as f64) / dt);
+    series
+        .server_write_bytes_per_s
+        .push(hw.step(4, now.server_write as f64) / dt);
     series.page_cache_bytes.push(now.mem.cached);
     series.dirty_bytes.push(now.mem.dirty);
     let both = |f: fn(&NetReading) -> u64, r: &Raw| f(&r.net) + r.net_server.as_ref().map_or(0, f);
@@ -319,16 +393,24 @@ fn push(series: &mut Series, hw: &mut HighWater, prev: &Raw, now: &Raw, patterns
     series.tcp_inuse.push(both(|n| n.inuse, now));
     series.tcp_orphan.push(both(|n| n.orphan, now));
     series.tcp_opens_per_s.push(delta(|n| n.opens) as f64 / dt);
-    series.retrans_per_s.push(delta(|n| n.retrans_segs) as f64 / dt);
+    series
+        .retrans_per_s
+        .push(delta(|n| n.retrans_segs) as f64 / dt);
     series.listen_overflows.push(delta(|n| n.listen_overflows));
     series.listen_drops.push(delta(|n| n.listen_drops));
     if let (Some(a), Some(b)) = (&prev.conntrack, &now.conntrack) {
         series.conntrack_entries.push(b.entries);
-        series.conntrack_drops.push((b.drops + b.insert_failed).saturating_sub(a.drops + a.insert_failed));
+        series
+            .conntrack_drops
+            .push((b.drops + b.insert_failed).saturating_sub(a.drops + a.insert_failed));
     }
 }
 
-pub(crate) fn run(spec: MonitorSpec, stop: Receiver<()>, ready: Sender<Result<(), MonitorError>>) -> MonitorRecord {
+pub(crate) fn run(
+    spec: MonitorSpec,
+    stop: Receiver<()>,
+    ready: Sender<Result<(), MonitorError>>,
+) -> MonitorRecord {
     let thread_start = CpuTime::thread().total_s();
     let mut src = match Sources::open(&spec) {
         Ok(s) => s,
@@ -337,7 +419,9 @@ pub(crate) fn run(spec: MonitorSpec, stop: Receiver<()>, ready: Sender<Result<()
             return MonitorRecord::default();
         }
     };
-    let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let first_at = Instant::now();
     let mut prev = src.read(CpuTime::thread(), thread_start);
     let cpus = prev.cpu.cpus;
@@ -364,7 +448,15 @@ pub(crate) fn run(spec: MonitorSpec, stop: Receiver<()>, ready: Sender<Result<()
             }
         }
         let now = src.read(CpuTime::thread(), thread_start);
-        push(&mut series, &mut hw, &prev, &now, &spec.watch_processes, src.hz, first_at);
+        push(
+            &mut series,
+            &mut hw,
+            &prev,
+            &now,
+            &spec.watch_processes,
+            src.hz,
+            first_at,
+        );
         prev = now;
         samples += 1;
         let took = t.elapsed();

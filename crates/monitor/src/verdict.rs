@@ -103,11 +103,29 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
     } else {
         (s.cpu_s.generator, d)
     };
-    let allowed = if rec.generator_cpus_allowed > 0 { rec.generator_cpus_allowed as f64 } else { cpus };
-    let threads = if load.threads > 0 { load.threads as f64 } else { allowed };
+    let allowed = if rec.generator_cpus_allowed > 0 {
+        rec.generator_cpus_allowed as f64
+    } else {
+        cpus
+    };
+    let threads = if load.threads > 0 {
+        load.threads as f64
+    } else {
+        allowed
+    };
     let gen_capacity = threads.min(allowed).min(cpus).max(1.0);
-    let capacity = if rec.server_cpu_capacity > 0.0 { rec.server_cpu_capacity } else { cpus };
-    let proxy_s: f64 = s.cpu_s.watched.iter().filter(|(k, _)| is_proxy(k)).map(|(_, v)| v).sum();
+    let capacity = if rec.server_cpu_capacity > 0.0 {
+        rec.server_cpu_capacity
+    } else {
+        cpus
+    };
+    let proxy_s: f64 = s
+        .cpu_s
+        .watched
+        .iter()
+        .filter(|(k, _)| is_proxy(k))
+        .map(|(_, v)| v)
+        .sum();
     let ev = Evidence {
         generator_utilization: gen_cpu / (gen_duration * gen_capacity),
         server_utilization: s.cpu_s.server / (d * capacity),
@@ -188,7 +206,10 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
 
 /// The run-level warning when trials were generator-bound.
 pub fn run_warning(verdicts: &[Verdict]) -> Option<String> {
-    let n = verdicts.iter().filter(|v| v.bound == Bound::Generator).count();
+    let n = verdicts
+        .iter()
+        .filter(|v| v.bound == Bound::Generator)
+        .count();
     (n > 0).then(|| {
         format!(
             "{n} of {} trials were generator-bound: their numbers measure tare, not the server (add generator threads or CPUs, or load from another machine)",

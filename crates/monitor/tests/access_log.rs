@@ -12,10 +12,16 @@ fn trial(access_log: bool) -> (tare_monitor::MonitorRecord, u64, u64) {
         access_log,
         body_size: 612,
     });
-    let monitor = Monitor::start(MonitorSpec::new(ServerRef::Pids(vec![nginx.pid()]), GeneratorRef::SelfProcess)).unwrap();
+    let monitor = Monitor::start(MonitorSpec::new(
+        ServerRef::Pids(vec![nginx.pid()]),
+        GeneratorRef::SelfProcess,
+    ))
+    .unwrap();
     let result = load(&nginx.url(), 1, 16, 1.5);
     let record = monitor.stop().finish(&result);
-    let log_size = std::fs::metadata(nginx.dir.join("access.log")).map(|m| m.len()).unwrap_or(0);
+    let log_size = std::fs::metadata(nginx.dir.join("access.log"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     (record, result.requests, log_size)
 }
 
@@ -30,13 +36,23 @@ fn access_log_on_writes_to_disk_and_off_writes_nothing() {
     assert!(on_log > 0 && off_log == 0);
     // Charged when pages are dirtied: at least the log's size over the
     // measured window (half of the file, to allow for the warm-up's share).
-    assert!(on.summary.server_write_bytes > 0.4 * on_log as f64 * 1.5 / 1.7, "{:?}", on.summary);
+    assert!(
+        on.summary.server_write_bytes > 0.4 * on_log as f64 * 1.5 / 1.7,
+        "{:?}",
+        on.summary
+    );
     assert!(off.summary.server_write_bytes == 0.0, "{:?}", off.summary);
     // Both trials saw the server work and the machine's CPU accounted for.
     for r in [&on, &off] {
         let p = r.per_request.as_ref().unwrap();
-        assert!(p.server_us > 0.0 && p.generator_us > 0.0 && p.machine_us > p.server_us, "{p:?}");
+        assert!(
+            p.server_us > 0.0 && p.generator_us > 0.0 && p.machine_us > p.server_us,
+            "{p:?}"
+        );
         assert!(r.summary.tcp_estab_max >= 16, "{:?}", r.summary);
-        assert_ne!(r.verdict.as_ref().unwrap().bound, tare_monitor::Bound::Unknown);
+        assert_ne!(
+            r.verdict.as_ref().unwrap().bound,
+            tare_monitor::Bound::Unknown
+        );
     }
 }

@@ -20,10 +20,21 @@ fn run_id(tag: &str) -> String {
 /// returns the finished record; the deployment is removed on every path
 /// (its Drop stops and removes the container).
 fn cell(placement: PlacementKind) -> MonitorRecord {
-    let spec = DeploySpec::new(run_id(placement.name().trim_start_matches("docker-")), TargetSpec::new(TargetKind::Nginx), placement);
+    let spec = DeploySpec::new(
+        run_id(placement.name().trim_start_matches("docker-")),
+        TargetSpec::new(TargetKind::Nginx),
+        placement,
+    );
     let d = deploy(&spec).unwrap();
-    let pid = d.facts().server_pid.expect("the deployer reports the container's init pid") as u32;
-    let monitor = Monitor::start(MonitorSpec::new(ServerRef::CgroupOf(pid), GeneratorRef::SelfProcess)).unwrap();
+    let pid = d
+        .facts()
+        .server_pid
+        .expect("the deployer reports the container's init pid") as u32;
+    let monitor = Monitor::start(MonitorSpec::new(
+        ServerRef::CgroupOf(pid),
+        GeneratorRef::SelfProcess,
+    ))
+    .unwrap();
     let target = tare_http::Target {
         url: d.url(),
         authority: "tare".into(),
@@ -43,7 +54,12 @@ fn cell(placement: PlacementKind) -> MonitorRecord {
 }
 
 fn proxy_cpu(r: &MonitorRecord) -> f64 {
-    r.summary.cpu_s.watched.get("docker-proxy").copied().unwrap_or(0.0)
+    r.summary
+        .cpu_s
+        .watched
+        .get("docker-proxy")
+        .copied()
+        .unwrap_or(0.0)
 }
 
 #[test]
@@ -56,20 +72,44 @@ fn docker_proxy_cpu_shows_in_docker_publish_and_not_in_docker_host() {
     let publish = cell(PlacementKind::DockerPublish);
     let host = cell(PlacementKind::DockerHost);
     let others_after = tare_monitor::process::named("docker-proxy");
-    let (p, h) = (publish.per_request.clone().unwrap(), host.per_request.clone().unwrap());
-    eprintln!("docker-publish: {} | proxy {:.1} µs/req | {}", p.short(), p.proxy_us, publish.verdict.as_ref().unwrap().reason);
-    eprintln!("docker-host:    {} | proxy {:.1} µs/req | {}", h.short(), h.proxy_us, host.verdict.as_ref().unwrap().reason);
-    eprintln!("docker-host -> docker-publish: {}", tare_monitor::CostShift::between(&h, &p));
+    let (p, h) = (
+        publish.per_request.clone().unwrap(),
+        host.per_request.clone().unwrap(),
+    );
+    eprintln!(
+        "docker-publish: {} | proxy {:.1} µs/req | {}",
+        p.short(),
+        p.proxy_us,
+        publish.verdict.as_ref().unwrap().reason
+    );
+    eprintln!(
+        "docker-host:    {} | proxy {:.1} µs/req | {}",
+        h.short(),
+        h.proxy_us,
+        host.verdict.as_ref().unwrap().reason
+    );
+    eprintln!(
+        "docker-host -> docker-publish: {}",
+        tare_monitor::CostShift::between(&h, &p)
+    );
 
     assert!(publish.server.contains("cgroup"), "{}", publish.server);
-    assert!(proxy_cpu(&publish) > 0.05, "docker-proxy CPU in docker-publish: {:?}", publish.summary.cpu_s);
+    assert!(
+        proxy_cpu(&publish) > 0.05,
+        "docker-proxy CPU in docker-publish: {:?}",
+        publish.summary.cpu_s
+    );
     assert!(p.proxy_us > 1.0, "{p:?}");
     if others_before.is_empty() && others_after.is_empty() {
         // Nobody else's published port exists: no docker-proxy runs at all.
         assert_eq!(proxy_cpu(&host), 0.0, "{:?}", host.summary.cpu_s);
     } else {
         // Someone else's containers are up: theirs may carry some traffic.
-        assert!(proxy_cpu(&host) < 0.1 * proxy_cpu(&publish), "{:?}", host.summary.cpu_s);
+        assert!(
+            proxy_cpu(&host) < 0.1 * proxy_cpu(&publish),
+            "{:?}",
+            host.summary.cpu_s
+        );
     }
     // The container's CPU came from its cgroup in both cells.
     assert!(publish.summary.cpu_s.server > 0.05 && host.summary.cpu_s.server > 0.05);

@@ -1,13 +1,12 @@
 //! The generator made the bottleneck on purpose: one generator thread pinned
-//! to one CPU, many connections, against a server with the other CPU(s) to
-//! itself, large responses (the client copies every byte; nginx sends them
-//! with sendfile), and a raised priority so that other work on a shared
-//! machine cannot take the generator's CPU away. The verdict must say
-//! generator-bound and warn the run.
+//! to one CPU (at a raised priority, so other work on a shared machine cannot
+//! take its CPU away) and many connections, against tare serve with two
+//! threads free to use every CPU. The verdict must say generator-bound and
+//! warn the run.
 
 mod support;
 
-use support::{load, pin_current_thread, Nginx, NginxOptions};
+use support::{pin_current_thread, raise_priority_of_current_thread};
 use tare_monitor::{run_warning, Bound, GeneratorRef, Monitor, MonitorSpec, ServerRef};
 
 #[test]
@@ -16,20 +15,23 @@ fn one_pinned_generator_thread_with_many_connections_is_generator_bound() {
         eprintln!("needs 2 CPUs");
         return;
     }
-    let nginx = Nginx::start(&NginxOptions {
-        workers: 2,
-        access_log: false,
-        body_size: 64 * 1024,
-    });
-    // Run the load from a thread pinned to CPU 0: the engine's worker
-    // inherits the affinity; nginx keeps every CPU.
-    let url = nginx.url();
-    let pid = nginx.pid();
+    // Started before any pinning: the server's threads keep every CPU.
+    let server = tare_serve::Server::start(tare_serve::ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let url = format!("http://{}/", server.local_addr().unwrap());
     let (record, result) = std::thread::spawn(move || {
         pin_current_thread(0);
-        support::raise_priority_of_current_thread(-10);
-        let monitor = Monitor::start(MonitorSpec::new(ServerRef::Pids(vec![pid]), GeneratorRef::SelfProcess)).unwrap();
-        let result = load(&url, 1, 200, 2.0);
+        raise_priority_of_current_thread(-10);
+        let spec = MonitorSpec::new(
+            ServerRef::Threads("tare-serve".into()),
+            GeneratorRef::Threads("tare-http".into()),
+        );
+        let monitor = Monitor::start(spec).unwrap();
+        let result = support::load(&url, 1, 200, 2.0);
         (monitor.stop().finish(&result), result)
     })
     .join()
@@ -47,4 +49,10 @@ fn one_pinned_generator_thread_with_many_connections_is_generator_bound() {
     assert_eq!(v.bound, Bound::Generator, "{v:?}");
     assert!(v.evidence.generator_utilization > 0.9);
     assert!(run_warning(&[v]).unwrap().contains("generator-bound"));
+    // The in-process server was measured apart from the generator.
+    assert!(
+        record.summary.server_cores_mean > 0.05,
+        "{:?}",
+        record.summary
+    );
 }

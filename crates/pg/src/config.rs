@@ -111,6 +111,11 @@ pub struct PgConfig {
     pub allow_remote: bool,
     /// Bound on establishing one connection (and on tare's own statements).
     pub connect_timeout: Duration,
+    /// Open loop (`-R`): transactions per second in total, started on a
+    /// schedule; latency counts from each intended start.
+    pub rate: Option<f64>,
+    /// With `rate`: Poisson arrivals by default, as pgbench's `-R`.
+    pub arrivals: tare_engine::schedule::Arrivals,
 }
 
 impl PgConfig {
@@ -159,6 +164,8 @@ impl PgConfig {
             random_seed: None,
             allow_remote: false,
             connect_timeout: Duration::from_secs(10),
+            rate: None,
+            arrivals: tare_engine::schedule::Arrivals::Poisson,
         }
     }
 }

@@ -394,7 +394,14 @@ fn assemble(
         generator_cpu_system_s: cpu.system.as_secs_f64(),
         status_codes: Default::default(),
         thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
-        schedule: None,
+        schedule: tare_engine::schedule::report(
+            cfg.rate,
+            cfg.arrivals,
+            Duration::ZERO,
+            &rec,
+            duration_ns,
+            0,
+        ),
         pg: Some(PgDetails {
             query_mode: cfg.mode.name().into(),
             scripts: program

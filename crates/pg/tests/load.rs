@@ -304,3 +304,53 @@ fn timed_run_fills_the_timeline_and_validates_against_the_schema() {
         assert!(value["latency_us"][p].as_f64().unwrap() > 0.0, "{p}");
     }
 }
+
+/// Open loop (`-R`): transactions start on schedule, the achieved rate is the
+/// target's, and a server stall shows in the corrected latency (from the
+/// intended start) but not in the uncorrected one (from the actual start).
+#[test]
+fn open_loop_keeps_its_rate_and_corrects_for_stalls() {
+    let server = PgServer::start("");
+    let mut cfg = server.config();
+    cfg.clients = 4;
+    cfg.threads = 2;
+    cfg.length = Length::Duration(Duration::from_secs(2));
+    cfg.scripts = vec![script("one.sql", "select 1;")];
+    cfg.rate = Some(800.0);
+    cfg.arrivals = tare_engine::schedule::Arrivals::Constant;
+    let r = tare_pg::run(&cfg).unwrap();
+    let s = r
+        .schedule
+        .as_ref()
+        .expect("an open-loop run reports its schedule");
+    assert_eq!(s.target_rate, Some(800.0));
+    let tps = r.tps.unwrap();
+    assert!((tps - 800.0).abs() <= 800.0 * 0.03, "{tps}");
+    assert!(s.latency_uncorrected_us.is_some());
+
+    // A transaction starting in the first 5 ms of a second sleeps 300 ms:
+    // one stall a second, 30% of the time stalled. With one client, every
+    // arrival during a stall waits for it: corrected p90 = 300 (1 - 0.1/0.3)
+    // = 200 ms, while only the ~2 stalled transactions themselves are slow
+    // from their actual start.
+    let mut cfg = server.config();
+    cfg.clients = 1;
+    cfg.threads = 1;
+    cfg.length = Length::Duration(Duration::from_secs(2));
+    cfg.scripts = vec![script(
+        "stall.sql",
+        "select pg_sleep(case when extract(epoch from clock_timestamp())::numeric % 1 < 0.005 then 0.3 else 0 end);",
+    )];
+    cfg.rate = Some(400.0);
+    cfg.arrivals = tare_engine::schedule::Arrivals::Constant;
+    let r = tare_pg::run(&cfg).unwrap();
+    let s = r.schedule.as_ref().unwrap();
+    let corrected = r.latency_us.p90 / 1e3;
+    let uncorrected = s.latency_uncorrected_us.unwrap().p90 / 1e3;
+    assert!(
+        corrected > 100.0,
+        "corrected p90 {corrected:.1} ms, theory ~200 ms"
+    );
+    assert!(uncorrected < 20.0, "uncorrected p90 {uncorrected:.1} ms");
+    assert!(s.late_sends > 0);
+}

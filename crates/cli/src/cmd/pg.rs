@@ -106,6 +106,13 @@ pub struct PgArgs {
     /// Seconds to wait for a connection.
     #[arg(long, default_value_t = 10)]
     pub connect_timeout: u64,
+    /// Open loop: start this many transactions per second in total, on a
+    /// schedule (pgbench's -R), latency counted from each intended start.
+    #[arg(short = 'R', long = "rate", value_name = "TPS")]
+    pub rate: Option<f64>,
+    /// With --rate: Poisson arrivals (pgbench's) or constant spacing.
+    #[arg(long, default_value = "poisson", requires = "rate")]
+    pub arrivals: tare_engine::schedule::Arrivals,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -153,6 +160,13 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     cfg.vacuum = !args.no_vacuum;
     cfg.random_seed = args.random_seed;
     cfg.allow_remote = args.allow_remote;
+    if let Some(r) = args.rate {
+        if !(r.is_finite() && r > 0.0) {
+            anyhow::bail!("--rate must be a positive number of transactions per second");
+        }
+    }
+    cfg.rate = args.rate;
+    cfg.arrivals = args.arrivals;
     cfg.connect_timeout = timeout;
     cfg.variables = args
         .define

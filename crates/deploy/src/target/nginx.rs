@@ -166,7 +166,9 @@ fn rewrite_user_config_keeping_log(text: &str) -> (String, AccessLog) {
                 });
                 let params = params.trim_end_matches(';').trim();
                 let sep = if params.is_empty() { "" } else { " " };
-                kept.push_str(&format!("    access_log {{{{dir}}}}/log/access.log{sep}{params};\n"));
+                kept.push_str(&format!(
+                    "    access_log {{{{dir}}}}/log/access.log{sep}{params};\n"
+                ));
             }
             None => {}
         }
@@ -277,19 +279,32 @@ mod tests {
         let user = "events {}\nhttp {\n    access_log /var/log/x combined buffer=32k flush=5s;\n    server {\n        listen 80;\n    }\n}\n";
         let (t, log) = template_of(user, None);
         assert_eq!(log, AccessLog::Buffered);
-        assert!(t.contains("access_log {{dir}}/log/access.log combined buffer=32k flush=5s;"), "{t}");
+        assert!(
+            t.contains("access_log {{dir}}/log/access.log combined buffer=32k flush=5s;"),
+            "{t}"
+        );
         assert!(!t.contains("/var/log/x"));
-        let (t, log) = template_of("events {}\nhttp {\n access_log off;\n server { listen 80; }\n}\n", None);
+        let (t, log) = template_of(
+            "events {}\nhttp {\n access_log off;\n server { listen 80; }\n}\n",
+            None,
+        );
         assert_eq!(log, AccessLog::Off);
         assert_eq!(t.matches("access_log").count(), 1, "{t}");
         // An override still replaces whatever the user wrote.
         let (t, log) = template_of(user, Some(AccessLog::Off));
         assert_eq!(log, AccessLog::Off);
-        assert!(t.contains("access_log off;") && !t.contains("buffer=32k"), "{t}");
+        assert!(
+            t.contains("access_log off;") && !t.contains("buffer=32k"),
+            "{t}"
+        );
     }
 
     fn template_of(conf: &str, log: Option<AccessLog>) -> (String, AccessLog) {
-        let dir = std::env::temp_dir().join(format!("tare-nginx-tpl-{}-{}", std::process::id(), conf.len()));
+        let dir = std::env::temp_dir().join(format!(
+            "tare-nginx-tpl-{}-{}",
+            std::process::id(),
+            conf.len()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("user.conf");
         std::fs::write(&path, conf).unwrap();

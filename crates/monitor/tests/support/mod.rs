@@ -41,7 +41,11 @@ impl Nginx {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("html")).unwrap();
         std::fs::write(dir.join("html/index.html"), "x".repeat(o.body_size)).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let log = if o.access_log {
             format!("access_log {}/access.log;", dir.display())
         } else {
@@ -121,7 +125,9 @@ pub fn pin_current_thread(cpu: usize) {
 }
 
 pub fn cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Sets the calling thread's nice value (threads it spawns inherit it).

@@ -56,6 +56,9 @@ pub struct Client {
     pub script: usize,
     pub cmd: usize,
     pub tx_start: u64,
+    /// When the transaction really started (its intended start, `tx_start`,
+    /// may be earlier under an open loop): the uncorrected latency's origin.
+    pub actual_start: u64,
     pub cmd_start: u64,
     pub conn_start: u64,
     /// The start time a schedule granted while the client waited for it.
@@ -91,6 +94,7 @@ impl Client {
             script: 0,
             cmd: 0,
             tx_start: 0,
+            actual_start: 0,
             cmd_start: 0,
             conn_start: 0,
             pending_start: None,

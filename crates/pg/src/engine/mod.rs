@@ -138,7 +138,7 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
         Length::Duration(d) => (Some(start + d.as_nanos() as u64), d.as_nanos() as u64),
         Length::TransactionsPerClient(_) => (None, 10_000_000_000),
     };
-    ctx.begin(start, expected);
+    ctx.begin(start, expected, index);
     let live = LiveStats {
         board: &shared.board.threads[index],
         lat_sum_ns: &shared.lat[index].lat_sum_ns,

@@ -23,3 +23,17 @@ impl Schedule for ClosedLoop {
         None
     }
 }
+
+/// An open loop at a fixed total rate: each thread draws intended start
+/// times from its share of the arrivals (constant or Poisson, as pgbench's
+/// `-R` schedules them), and an idle client takes the next one. A client
+/// free only after its intended time starts at once, with latency counted
+/// from the intended time: the schedule lag is the server's.
+pub struct Paced(pub tare_engine::schedule::Schedule);
+
+impl Schedule for Paced {
+    #[inline]
+    fn next_start(&mut self, _client: usize, _now_ns: u64) -> Option<u64> {
+        Some(self.0.take())
+    }
+}

@@ -103,8 +103,22 @@ impl<'a> Ctx<'a> {
     }
 
     /// Starts measuring: a fresh recorder whose timeline begins at `start_ns`.
-    pub fn begin(&mut self, start_ns: u64, expected_ns: u64) {
+    pub fn begin(&mut self, start_ns: u64, expected_ns: u64, thread: usize) {
         self.rec = Recorder::new(start_ns, expected_ns, self.cfg.connect_per_transaction);
+        if let Some(rate) = self.cfg.rate {
+            let per_thread = rate / self.cfg.threads.max(1) as f64;
+            let seed = 0x7a7e_9000 + thread as u64;
+            self.schedule = Box::new(super::schedule::Paced(
+                tare_engine::schedule::Schedule::new(
+                    per_thread,
+                    self.cfg.arrivals,
+                    0,
+                    start_ns,
+                    seed,
+                ),
+            ));
+            self.rec.uncorrected = Some(tare_record::Latency::new());
+        }
         self.running = true;
     }
 
@@ -410,7 +424,11 @@ impl<'a> Ctx<'a> {
                             None => now,
                         },
                     };
+                    if self.cfg.rate.is_some() {
+                        self.rec.lag(start, now);
+                    }
                     c.tx_start = start;
+                    c.actual_start = now;
                     c.script =
                         program.choose(c.rng.uniform(0, program.total_weight as i64 - 1) as u64);
                     c.cmd = 0;
@@ -581,6 +599,9 @@ impl<'a> Ctx<'a> {
         let now = self.clock.now_ns();
         let lat = now.saturating_sub(c.tx_start);
         self.rec.complete(now, lat);
+        if let Some(u) = self.rec.uncorrected.as_mut() {
+            u.record_ns(now.saturating_sub(c.actual_start));
+        }
         self.lat_sum_ns += lat;
         let ms = lat as f64 / 1e6;
         self.lat_sumsq_ms += ms * ms;
