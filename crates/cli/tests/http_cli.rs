@@ -82,10 +82,7 @@ fn text_output_has_wrks_lines() {
         .iter()
         .enumerate()
     {
-        assert_eq!(
-            lines[6 + i].split_whitespace().next(),
-            Some(*p)
-        );
+        assert_eq!(lines[6 + i].split_whitespace().next(), Some(*p));
     }
     assert!(text.contains(" requests in "));
     assert!(text.contains("\nRequests/sec: "));
