@@ -3,8 +3,11 @@
 //!
 //! Checked in this order, the first that holds wins:
 //! 1. **generator-bound**: the generator's worker threads used more than 90%
-//!    of the CPUs they could run on (issue 9's threshold). Its numbers then
-//!    measure tare, not the server: the run carries a warning.
+//!    of the CPUs they could run on (issue 9's threshold), or, with an
+//!    open-loop rate, more than 5% of sends left late while a connection was
+//!    free for each (no `unsent` arrivals: the server's slowness would have
+//!    exhausted the pool instead). Its numbers then measure tare, not the
+//!    server: the run carries a warning.
 //! 2. **network-bound**: the network path (softirq + user-space proxies such
 //!    as docker-proxy) cost at least as much CPU as the server itself, or the
 //!    path lost packets (retransmissions above 1% of requests, conntrack
@@ -30,6 +33,9 @@ pub const MACHINE_IDLE_MIN: f64 = 0.05;
 /// A network path needs this much CPU (cores) before it can be the
 /// bottleneck, so an idle trial is never called network-bound.
 pub const NETWORK_MIN_CORES: f64 = 0.1;
+/// Share of open-loop sends that left late (> 1 ms, the engines' threshold)
+/// above which the generator is behind its schedule.
+pub const LATE_SENDS: f64 = 0.05;
 /// Retransmitted segments per request above which the path is lossy.
 pub const RETRANS_PER_REQUEST: f64 = 0.01;
 
@@ -137,7 +143,21 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
     };
     let network_cores = ev.softirq_cores + ev.proxy_cores;
     let pct = |x: f64| x * 100.0;
-    let (bound, reason) = if ev.generator_utilization > GENERATOR_SATURATED {
+    let late = load
+        .schedule
+        .as_ref()
+        .filter(|sch| sch.target_rate.is_some() && sch.unsent == 0)
+        .map(|sch| sch.late_sends as f64 / (load.requests + load.in_flight).max(1) as f64)
+        .unwrap_or(0.0);
+    let (bound, reason) = if late > LATE_SENDS {
+        (
+            Bound::Generator,
+            format!(
+                "the generator fell behind its schedule: {:.0}% of sends left late with connections free",
+                pct(late)
+            ),
+        )
+    } else if ev.generator_utilization > GENERATOR_SATURATED {
         (
             Bound::Generator,
             format!(
@@ -278,6 +298,25 @@ mod tests {
         let v = verdict(&record(0.6, 0.97, 0.1, 0.0, 0.4), &load(2, 1.94));
         assert_ne!(v.bound, Bound::Generator, "{v:?}");
         assert_eq!(run_warning(&[v]), None);
+    }
+
+    #[test]
+    fn an_open_loop_generator_behind_its_schedule_is_generator_bound() {
+        let mut l = load(2, 0.4);
+        l.schedule = Some(tare_record::ScheduleReport {
+            target_rate: Some(30_000.0),
+            late_sends: 10_000,
+            ..Default::default()
+        });
+        let v = verdict(&record(0.6, 0.2, 0.1, 0.0, 0.4), &l);
+        assert_eq!(v.bound, Bound::Generator, "{v:?}");
+        assert!(v.reason.contains("schedule"), "{}", v.reason);
+        // Late because no connection was free: the server's doing, not the generator's.
+        l.schedule.as_mut().unwrap().unsent = 500;
+        assert_ne!(
+            verdict(&record(0.6, 0.2, 0.1, 0.0, 0.4), &l).bound,
+            Bound::Generator
+        );
     }
 
     #[test]

@@ -45,6 +45,12 @@ pub trait RunningCell {
     /// result is thrown away, so an executor may skip building it.
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError>;
 
+    /// Resource monitoring of the last measured load (`TrialRecord::monitor`),
+    /// if the executor monitors.
+    fn take_monitor(&mut self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Stops and removes the deployment.
     fn stop(self: Box<Self>) -> Result<(), ExecError>;
 }

@@ -150,6 +150,7 @@ impl Executor for RealExecutor {
             deployment,
             engine: self.exp.load.engine,
             interrupt: self.interrupt.clone(),
+            monitor: None,
         }))
     }
 
@@ -174,6 +175,8 @@ struct RealCell {
     deployment: Deployment,
     engine: Engine,
     interrupt: Arc<AtomicBool>,
+    /// The last measured load's resource monitoring (docs/monitor.md).
+    monitor: Option<serde_json::Value>,
 }
 
 impl RunningCell for RealCell {
@@ -182,10 +185,21 @@ impl RunningCell for RealCell {
     }
 
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
-        match self.engine {
+        // Every measured load is monitored (CPU by component, disk, sockets,
+        // the verdict); a monitor that cannot start costs the trial nothing.
+        let monitor = measure.then(|| self.start_monitor()).flatten();
+        let result = match self.engine {
             Engine::Http => self.http(settings, measure),
             Engine::Pg => self.pg(settings),
+        };
+        if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
+            self.monitor = Some(m.stop().finish(r).to_json());
         }
+        result
+    }
+
+    fn take_monitor(&mut self) -> Option<serde_json::Value> {
+        self.monitor.take()
     }
 
     fn stop(self: Box<Self>) -> Result<(), ExecError> {
@@ -194,6 +208,22 @@ impl RunningCell for RealCell {
 }
 
 impl RealCell {
+    fn start_monitor(&self) -> Option<tare_monitor::Monitor> {
+        use tare_monitor::{GeneratorRef, MonitorSpec, ServerRef};
+        let facts = self.deployment.facts();
+        let pid = u32::try_from(facts.server_pid?).ok()?;
+        let server = if facts.placement.starts_with("docker") {
+            ServerRef::CgroupOf(pid)
+        } else {
+            ServerRef::Pids(vec![pid])
+        };
+        let generator = GeneratorRef::Threads(match self.engine {
+            Engine::Http => "tare-http-".into(),
+            Engine::Pg => "tare-pg-".into(),
+        });
+        tare_monitor::Monitor::start(MonitorSpec::new(server, generator)).ok()
+    }
+
     /// `measure: false` is the warm-up: a plain closed loop, whatever the
     /// measured load's schedule.
     fn http(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {

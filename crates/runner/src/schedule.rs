@@ -286,6 +286,7 @@ impl Schedule<'_> {
                 .load(&settings, true)
                 .map(Some)
                 .map_err(|e| format!("load: {e}"));
+            rec.monitor = running.take_monitor();
         }
         if keep && outcome.is_ok() {
             kept.insert(i, running);

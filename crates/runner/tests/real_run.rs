@@ -78,6 +78,15 @@ fn a_real_experiment_leaves_a_complete_run_directory() {
         );
         assert_eq!(Latency::decode(&res.hdr).unwrap().count(), res.requests);
         assert_eq!(r.run_id, "tare-test-real-run");
+        // Every measured trial is monitored: CPU per request by component
+        // and a bottleneck verdict travel with the result.
+        let m = tare_monitor::MonitorRecord::from_json(r.monitor.as_ref().expect("monitored"))
+            .expect("a monitor record");
+        assert!(
+            m.verdict.is_some() && m.per_request.is_some(),
+            "{:?}",
+            m.notes
+        );
     }
     let run = tare_analysis::load_run(&d.path).unwrap();
     assert_eq!(run.cells().len(), cells);

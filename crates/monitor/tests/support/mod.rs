@@ -130,7 +130,8 @@ pub fn cpus() -> usize {
         .unwrap_or(1)
 }
 
-/// Sets the calling thread's nice value (threads it spawns inherit it).
+/// Sets the calling thread's nice value (threads it spawns inherit it);
+/// negative values need root, as the test suite runs.
 pub fn raise_priority_of_current_thread(nice: i32) {
     // SAFETY: gettid and setpriority on our own thread id.
     unsafe {
