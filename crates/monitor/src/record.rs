@@ -274,15 +274,19 @@ impl CostShift {
 impl std::fmt::Display for CostShift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:+.1} µs/request", self.total_us)?;
-        // Name the part that moved the same way as the total and most.
+        // Name the part that moved the same way as the total and most. A
+        // share is only meaningful when the total is clearly not zero and
+        // that part does not exceed it (parts can move against each other).
         let top = self
             .parts
             .iter()
             .find(|(_, d)| d.signum() == self.total_us.signum() && d.abs() > 0.0);
         if let Some((name, d)) = top {
-            if self.total_us.abs() > 1e-9 {
-                let share = (d / self.total_us * 100.0).clamp(0.0, 999.0);
+            let share = d / self.total_us * 100.0;
+            if self.total_us.abs() >= 0.5 && share <= 100.0 {
                 write!(f, ", {share:.0}% of it in {name}")?;
+            } else {
+                write!(f, " (largest move: {name} {d:+.1})")?;
             }
         }
         Ok(())

@@ -314,6 +314,18 @@ impl Sources {
 struct HighWater(Vec<f64>);
 
 impl HighWater {
+    /// Starts every mark at the first reading's value (see `push`'s indexes).
+    fn seed(&mut self, first: &Raw, patterns: &[String]) {
+        self.step(0, first.server_user_s);
+        self.step(1, first.server_system_s);
+        self.step(2, first.generator_s);
+        self.step(3, first.sampler_s);
+        self.step(4, first.server_write as f64);
+        for i in 0..patterns.len() {
+            self.step(10 + i, first.watched_s.get(i).copied().unwrap_or(0.0));
+        }
+    }
+
     fn step(&mut self, i: usize, v: f64) -> f64 {
         if self.0.len() <= i {
             self.0.resize(i + 1, 0.0);
@@ -428,7 +440,11 @@ pub(crate) fn run(
     let _ = ready.send(Ok(()));
 
     let mut series = Series::default();
+    // Counters start where the first reading found them: a cgroup's CPU is
+    // cumulative since the container started, so a mark starting at zero
+    // would bill a kept container's whole past to the first interval.
     let mut hw = HighWater::default();
+    hw.seed(&prev, &spec.watch_processes);
     let mut samples = 1u64;
     let mut sample_wall = Duration::ZERO;
     let mut sample_max = Duration::ZERO;

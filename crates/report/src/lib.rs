@@ -6,6 +6,7 @@
 //! - [`export`]: the [`Exporter`] trait, one implementation per format.
 //! - [`text`]: the text layout (cells, attribution waterfall, comparisons).
 //! - [`html`]: the HTML document and its charts.
+//! - [`resources`]: where the CPU went, from the trials' resource monitoring.
 //! - [`table`], [`units`]: aligned columns and how numbers are written.
 //!
 //! The runner calls [`render_text`] (or an [`exporter`]) at the end of
@@ -14,6 +15,7 @@
 pub mod export;
 pub mod html;
 pub mod report;
+pub mod resources;
 pub mod table;
 pub mod text;
 pub mod units;

@@ -28,6 +28,8 @@ pub struct Report {
     pub findings: Option<Vec<Finding>>,
     /// What reading the run directory skipped.
     pub warnings: Vec<String>,
+    /// Where the CPU went (the trials' resource monitoring), if monitored.
+    pub resources: Option<crate::resources::Resources>,
 }
 
 /// Throughput of each cell relative to a reference cell.
@@ -97,7 +99,12 @@ impl Report {
             AttributionOutcome::Computed { chain, .. } => chain.last().cloned(),
             _ => None,
         };
+        let chain_ids = match &attribution {
+            AttributionOutcome::Computed { chain, .. } => Some(chain.clone()),
+            _ => None,
+        };
         Report {
+            resources: crate::resources::resources(run, chain_ids.as_deref()),
             run_id: run.run_id.clone(),
             dir: run.dir.clone(),
             provenance: run.provenance.clone(),

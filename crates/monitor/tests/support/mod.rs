@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -66,6 +67,9 @@ impl Nginx {
             .arg(&dir)
             .arg("-c")
             .arg(dir.join("nginx.conf"))
+            // Its own process group, so teardown reaches the workers too
+            // (killing only the master would orphan them).
+            .process_group(0)
             .spawn()
             .expect("nginx starts");
         let n = Nginx {
@@ -93,7 +97,8 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
+            // SAFETY: signalling the process group of our own child.
+            unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
             let _ = c.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);

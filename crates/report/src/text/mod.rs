@@ -29,6 +29,10 @@ pub fn report(r: &Report) -> String {
     out.push('\n');
     out.push_str(&waterfall::section(r, &mut notes));
     out.push('\n');
+    if let Some(res) = &r.resources {
+        out.push_str(&resources(res, &mut notes));
+        out.push('\n');
+    }
     out.push_str(&fairness(r));
     for w in &r.warnings {
         notes.add(format!("reading the run: {w}"));
@@ -185,4 +189,74 @@ fn levels(cell: &CellStats, order: &[String]) -> String {
     } else {
         v.join(", ")
     }
+}
+
+/// Where the CPU went, per cell and along the attribution chain.
+fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
+    use crate::table::{Align, Table};
+    let mut out = String::from(
+        "where the CPU goes (µs of CPU per request, over each cell's monitored trials)\n",
+    );
+    let watched: Vec<String> = {
+        let mut v: Vec<String> = res
+            .cells
+            .iter()
+            .flat_map(|c| c.per_request.watched_us.keys().cloned())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut header: Vec<(&str, Align)> = vec![
+        ("cell", Align::Left),
+        ("server", Align::Right),
+        ("generator", Align::Right),
+        ("network", Align::Right),
+    ];
+    header.extend(watched.iter().map(|w| (w.as_str(), Align::Right)));
+    header.extend([
+        ("rest", Align::Right),
+        ("machine", Align::Right),
+        ("verdicts", Align::Left),
+    ]);
+    let mut t = Table::new(&header);
+    for c in &res.cells {
+        let p = &c.per_request;
+        let mut row = vec![
+            c.cell.clone(),
+            format!("{:.1}", p.server_us),
+            format!("{:.1}", p.generator_us),
+            format!("{:.1}", p.network_us),
+        ];
+        row.extend(
+            watched
+                .iter()
+                .map(|w| format!("{:.1}", p.watched_us.get(w).copied().unwrap_or(0.0))),
+        );
+        row.push(format!("{:.1}", p.rest_us));
+        row.push(format!("{:.1}", p.machine_us));
+        row.push(
+            c.verdicts
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        t.row(row);
+    }
+    out.push_str(&t.render(2));
+    if !res.steps.is_empty() {
+        out.push_str("along the chain, CPU per request moved:\n");
+        for s in &res.steps {
+            out.push_str(&format!("  {} → {}: {}\n", s.from, s.to, s.text));
+        }
+    }
+    notes.add(
+        "network: softirq (packet processing, machine-wide) + user-space proxies; under tick accounting softirq \
+         overlaps the server's and generator's system time, so columns do not add up to machine (docs/monitor.md)",
+    );
+    if let Some(w) = &res.warning {
+        notes.add(format!("generator-bound: {w}"));
+    }
+    out
 }

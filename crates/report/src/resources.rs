@@ -1,0 +1,144 @@
+//! Where the time goes: the trials' resource monitoring (`tare-monitor`)
+//! summarised per cell, and, along the attribution chain, where each step's
+//! change of CPU per request landed ("+9.0 µs/request, 70% of it in
+//! docker-proxy"). Read from the records only, like everything in reports.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use tare_analysis::Run;
+use tare_monitor::{run_warning, Bound, CostShift, CpuPerRequest, MonitorRecord, Verdict};
+
+/// One cell's monitoring over its successful, monitored trials.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellResources {
+    pub cell: String,
+    /// CPU per request over all its monitored trials (total CPU over total
+    /// requests, never a mean of ratios).
+    pub per_request: CpuPerRequest,
+    /// Trials per verdict (`server-bound`, `generator-bound`, ...).
+    pub verdicts: BTreeMap<String, usize>,
+    pub trials: usize,
+}
+
+/// One attribution step's change of CPU per request.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepCost {
+    pub from: String,
+    pub to: String,
+    pub shift: CostShift,
+    /// The shift in words, as printed.
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Resources {
+    pub cells: Vec<CellResources>,
+    pub steps: Vec<StepCost>,
+    /// Set when any trial was generator-bound.
+    pub warning: Option<String>,
+}
+
+/// Request-weighted merge: each part's µs per request is total µs over total
+/// requests.
+fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
+    let requests: u64 = list.iter().map(|c| c.requests).sum();
+    if requests == 0 {
+        return None;
+    }
+    let n = requests as f64;
+    let w = |f: fn(&CpuPerRequest) -> f64| {
+        list.iter().map(|c| f(c) * c.requests as f64).sum::<f64>() / n
+    };
+    let mut watched: BTreeMap<String, f64> = BTreeMap::new();
+    for c in list {
+        for (k, v) in &c.watched_us {
+            *watched.entry(k.clone()).or_default() += v * c.requests as f64 / n;
+        }
+    }
+    Some(CpuPerRequest {
+        requests,
+        server_us: w(|c| c.server_us),
+        generator_us: w(|c| c.generator_us),
+        softirq_us: w(|c| c.softirq_us),
+        proxy_us: w(|c| c.proxy_us),
+        network_us: w(|c| c.network_us),
+        watched_us: watched,
+        sampler_us: w(|c| c.sampler_us),
+        rest_us: w(|c| c.rest_us),
+        machine_us: w(|c| c.machine_us),
+    })
+}
+
+/// The run's monitoring, `None` when no trial was monitored.
+pub fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
+    let mut by_cell: BTreeMap<&str, (Vec<CpuPerRequest>, Vec<Verdict>)> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for t in &run.trials {
+        let (Some(_), Some(m)) = (&t.result, &t.monitor) else {
+            continue;
+        };
+        let Ok(m) = MonitorRecord::from_json(m) else {
+            continue;
+        };
+        if !order.contains(&t.cell.as_str()) {
+            order.push(&t.cell);
+        }
+        let e = by_cell.entry(&t.cell).or_default();
+        if let Some(p) = m.per_request {
+            e.0.push(p);
+        }
+        if let Some(v) = m.verdict {
+            e.1.push(v);
+        }
+    }
+    if by_cell.is_empty() {
+        return None;
+    }
+    // The report's cell order (the plan's), not the interleaved trial order.
+    let planned = run.cell_ids();
+    order.sort_by_key(|id| planned.iter().position(|p| p == id).unwrap_or(usize::MAX));
+    let mut cells = Vec::new();
+    let mut all_verdicts = Vec::new();
+    for id in order {
+        let (per, verdicts) = &by_cell[id];
+        let Some(per_request) = merge(per) else {
+            continue;
+        };
+        let mut counts = BTreeMap::new();
+        for v in verdicts {
+            *counts.entry(bound_name(v.bound)).or_insert(0) += 1;
+        }
+        all_verdicts.extend(verdicts.iter().cloned());
+        cells.push(CellResources {
+            cell: id.to_string(),
+            per_request,
+            verdicts: counts,
+            trials: per.len(),
+        });
+    }
+    let mut steps = Vec::new();
+    if let Some(chain) = chain {
+        for pair in chain.windows(2) {
+            let find = |id: &str| cells.iter().find(|c| c.cell == id);
+            if let (Some(a), Some(b)) = (find(&pair[0]), find(&pair[1])) {
+                let shift = CostShift::between(&a.per_request, &b.per_request);
+                steps.push(StepCost {
+                    from: pair[0].clone(),
+                    to: pair[1].clone(),
+                    text: shift.to_string(),
+                    shift,
+                });
+            }
+        }
+    }
+    Some(Resources {
+        cells,
+        steps,
+        warning: run_warning(&all_verdicts),
+    })
+}
+
+fn bound_name(b: Bound) -> String {
+    b.name().to_string()
+}
