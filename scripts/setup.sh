@@ -30,14 +30,17 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Debian starts the packaged services on install; tare starts its own servers,
-# so stop the stock ones (they would hold port 80 and 5432).
-for svc in nginx postgresql; do
-  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
-    systemctl stop "$svc" || true
-  fi
-done
-pkill -x nginx 2>/dev/null || true
+# Debian starts the packaged services when it installs them; tare starts its
+# own servers on free ports, so stop the stock ones this script just installed
+# (and nothing that was running before).
+if ((${#missing[@]})); then
+  for svc in nginx postgresql; do
+    if [[ " ${missing[*]} " == *" ${svc}"* ]]; then
+      (command -v systemctl >/dev/null && systemctl stop "$svc") 2>/dev/null \
+        || service "$svc" stop 2>/dev/null || true
+    fi
+  done
+fi
 
 # cargo-fuzz: the test suite runs the response-parser fuzz target briefly.
 command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
