@@ -2,11 +2,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use tare_engine::units::parse_duration;
 use tare_http::request::parse_header;
@@ -102,38 +99,18 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     config.ramp = args.ramp;
     config.keepalive = !args.no_keepalive;
     config.timeout = args.timeout;
-    config.netns = args.netns.as_deref().map(|n| {
-        if n.contains('/') {
-            PathBuf::from(n)
-        } else {
-            tare_engine::netns::named(n)
-        }
-    });
+    config.netns = super::emit::netns_path(args.netns.as_deref());
     let json_stdout = args.json.as_deref() == Some("-");
     config.progress = !json_stdout;
 
     if args.find_max {
-        return find_max(&args, config, json_stdout);
+        return find_max(&args, config);
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    // Ctrl-C ends the run early; the summary of what was measured still prints.
-    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
-        .context("installing the Ctrl-C handler")?;
-    let result = tare_http::run_with_stop(&config, stop)?;
-
-    if json_stdout {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        print!(
-            "{}",
-            tare_http::wrk_text::render(&result, config.duration, args.latency)
-        );
-        if let Some(path) = &args.json {
-            let text = serde_json::to_string_pretty(&result)? + "\n";
-            std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
-        }
-    }
+    let result = tare_http::run_with_stop(&config, super::emit::ctrl_c_flag()?)?;
+    super::emit::result(args.json.as_deref(), &result, || {
+        tare_http::wrk_text::render(&result, config.duration, args.latency)
+    })?;
     if result.requests == 0 {
         let e = &result.errors;
         eprintln!(
@@ -145,11 +122,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn find_max(
-    args: &HttpArgs,
-    mut config: HttpConfig,
-    json_stdout: bool,
-) -> anyhow::Result<ExitCode> {
+fn find_max(args: &HttpArgs, mut config: HttpConfig) -> anyhow::Result<ExitCode> {
     if args.rate.is_some() {
         anyhow::bail!("--find-max searches the rate itself; drop --rate");
     }
@@ -160,15 +133,9 @@ fn find_max(
     config.progress = false;
     let slo = args.slo.clone().map(|s| s.0).unwrap_or_default();
     let found = tare_http::find_max::find_max(&config, &slo, args.max_runs, 0.05)?;
-    if json_stdout {
-        println!("{}", serde_json::to_string_pretty(&found)?);
-    } else {
-        print!("{}", tare_http::find_max::render(&found));
-        if let Some(path) = &args.json {
-            let text = serde_json::to_string_pretty(&found)? + "\n";
-            std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
-        }
-    }
+    super::emit::result(args.json.as_deref(), &found, || {
+        tare_http::find_max::render(&found)
+    })?;
     Ok(if found.best_rate.is_some() {
         ExitCode::SUCCESS
     } else {

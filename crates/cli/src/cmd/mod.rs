@@ -3,6 +3,7 @@
 pub mod cleanup;
 pub mod compare;
 pub mod doctor;
+mod emit;
 pub mod http;
 pub mod image;
 pub mod nginx;

@@ -6,8 +6,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -179,34 +177,17 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
                 })
         })
         .collect::<anyhow::Result<_>>()?;
-    cfg.netns = args.netns.as_deref().map(|n| {
-        if n.contains('/') {
-            PathBuf::from(n)
-        } else {
-            tare_engine::netns::named(n)
-        }
-    });
+    cfg.netns = super::emit::netns_path(args.netns.as_deref());
     let json_stdout = args.json.as_deref() == Some("-");
     cfg.live = !json_stdout && cfg.progress_interval.is_none();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    // Ctrl-C ends the run early; what was measured is still reported.
-    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
-        .context("installing the Ctrl-C handler")?;
-    let result = tare_pg::run_with_stop(&cfg, stop)?;
-
-    if json_stdout {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        let opts = TextOptions {
-            progress: cfg.progress_interval.is_some(),
-        };
-        print!("{}", report::text(&result, opts));
-        if let Some(path) = &args.json {
-            let text = serde_json::to_string_pretty(&result)? + "\n";
-            std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
-        }
-    }
+    let result = tare_pg::run_with_stop(&cfg, super::emit::ctrl_c_flag()?)?;
+    let opts = TextOptions {
+        progress: cfg.progress_interval.is_some(),
+    };
+    super::emit::result(args.json.as_deref(), &result, || {
+        report::text(&result, opts)
+    })?;
     if let Some(pg) = &result.pg {
         if let Some(why) = &pg.abort_error {
             eprintln!("tare: error: {why}");
