@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
-    #[error("{}: cannot read: {source}", path.display())]
+    /// (The cause is in the message, not a `source`: the one-line error
+    /// printer would otherwise repeat it.)
+    #[error("{}: cannot read: {cause}", path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Bad TOML, an unknown key, a wrong type or a bad value.
     #[error("{}:{line}:{col}: {}{message}", file.display(), key_prefix(key))]

@@ -54,9 +54,9 @@ pub enum ConfigSource {
 impl Experiment {
     /// Reads and checks an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ExperimentError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         Experiment::parse(&text, path, &ConfigSource::RelativeTo(dir))
