@@ -18,7 +18,7 @@ use crate::lab;
 use crate::placement::process;
 use crate::procfs;
 use crate::spec::{DeploySpec, PlacementKind, Transport};
-use crate::target::{self, Listen, Probe, Server};
+use crate::targets::{self, Listen, Probe, Server};
 use crate::teardown::{Resource, Teardown};
 
 /// Prefix of every deployment directory (in the system temp dir) and every
@@ -180,9 +180,9 @@ fn free_port() -> Result<u16, DeployError> {
 fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployError> {
     let kind = spec.target.kind;
     let dir = make_dir(&spec.run_id, teardown)?;
-    let std_port = target::standard_port(kind);
+    let std_port = targets::standard_port(kind);
     let unix =
-        (spec.transport == Transport::Unix).then(|| target::unix_socket(kind, &dir, std_port));
+        (spec.transport == Transport::Unix).then(|| targets::unix_socket(kind, &dir, std_port));
     let owner = procfs::own_identity();
 
     let placement = spec.placement;
@@ -194,7 +194,7 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
                 Some(p) => Listen::Unix(p.clone()),
                 None => Listen::Tcp(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
             };
-            let server = target::prepare(&spec.target, &dir, &listen)?;
+            let server = targets::prepare(&spec.target, &dir, &listen)?;
             let child = process::spawn(&server, &dir, None, spec.server_cpus.as_deref())?;
             let pid = child.id() as i32;
             teardown.push(Resource::Process(child));
@@ -224,7 +224,7 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
             let server_ns = net.server_netns().to_path_buf();
             client_netns = net.client_netns().map(Path::to_path_buf);
             teardown.push(Resource::Lab(Box::new(net)));
-            let server = target::prepare(&spec.target, &dir, &listen)?;
+            let server = targets::prepare(&spec.target, &dir, &listen)?;
             let child =
                 process::spawn(&server, &dir, Some(&server_ns), spec.server_cpus.as_deref())?;
             let pid = child.id() as i32;
@@ -333,10 +333,10 @@ fn start_container(
 ) -> Result<(Server, Endpoint, docker::container::Started), DeployError> {
     use docker::container::Network;
     let kind = spec.target.kind;
-    let std_port = target::standard_port(kind);
+    let std_port = targets::standard_port(kind);
     let image = match &spec.image {
         Some(i) => i.clone(),
-        None => docker::image::build(kind, &target::binary(&spec.target)?, false)?.tag,
+        None => docker::image::build(kind, &targets::binary(&spec.target)?, false)?.tag,
     };
     let (network, listen) = match (spec.placement, unix) {
         (_, Some(p)) if spec.placement == PlacementKind::DockerHost => {
@@ -364,7 +364,7 @@ fn start_container(
             },
         ),
     };
-    let server = target::prepare(&spec.target, dir, &listen)?;
+    let server = targets::prepare(&spec.target, dir, &listen)?;
     let nofile = own_nofile();
     // The container is named as its directory: tare-<run>-<pid>-<n>.
     let name = dir
@@ -451,12 +451,12 @@ fn measure(
         binary_sha256: if user_image {
             None
         } else {
-            target::file_sha256(&server.binary).ok()
+            targets::file_sha256(&server.binary).ok()
         },
         server_version: if user_image {
             None
         } else {
-            target::version(spec.target.kind, &server.binary)
+            targets::version(spec.target.kind, &server.binary)
         },
         config_sha256: server.config_sha256.clone(),
         access_log: server.access_log.clone(),

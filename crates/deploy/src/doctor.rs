@@ -61,10 +61,10 @@ pub fn doctor() -> DoctorReport {
             Err(e) => e.clone(),
         },
     ));
-    let nginx = crate::target::binary(&crate::spec::TargetSpec::new(
+    let nginx = crate::targets::binary(&crate::spec::TargetSpec::new(
         crate::spec::TargetKind::Nginx,
     ));
-    let postgres = crate::target::postgres::bin_dir();
+    let postgres = crate::targets::postgres::bin_dir();
     facts.push((
         "postgres".into(),
         postgres

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tare_engine::Endpoint;
 
-use crate::target::Probe;
+use crate::targets::Probe;
 
 /// What a stream to the server needs.
 trait Stream: Read + Write {}

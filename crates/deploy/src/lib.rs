@@ -25,7 +25,7 @@ pub mod lab;
 mod placement;
 mod procfs;
 pub mod spec;
-mod target;
+mod targets;
 mod teardown;
 
 pub use cleanup::{cleanup, CleanupReport};
@@ -42,5 +42,5 @@ pub use teardown::{install_interrupt_handler, teardown_all};
 
 /// The host binary a target would run (and `tare image build` would copy).
 pub fn target_binary(spec: &TargetSpec) -> Result<std::path::PathBuf, DeployError> {
-    target::binary(spec)
+    targets::binary(spec)
 }

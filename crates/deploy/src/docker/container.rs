@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use super::{with, LABEL, LABEL_OWNER, LABEL_RUN};
 use crate::error::DeployError;
 use crate::spec::{ContainerOptions, Storage};
-use crate::target::Server;
+use crate::targets::Server;
 use crate::teardown::{Resource, Teardown};
 
 /// How the container is networked.

@@ -16,7 +16,7 @@ use futures_util::StreamExt;
 use super::{with, LABEL};
 use crate::error::DeployError;
 use crate::spec::TargetKind;
-use crate::target::{self, sha256_hex};
+use crate::targets::{self, sha256_hex};
 
 /// Bump when the image layout below changes, so old tags are not reused.
 const RECIPE: &str = "tare-image-1";
@@ -36,7 +36,7 @@ pub struct ImageInfo {
 
 /// The tag for a binary: `tare/<target>:<hash of binary and recipe>`.
 pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
-    let bin_hash = target::file_sha256(binary)?;
+    let bin_hash = targets::file_sha256(binary)?;
     let h = sha256_hex(format!("{RECIPE}\n{bin_hash}").as_bytes());
     Ok((format!("tare/{}:{}", kind.name(), &h[..16]), bin_hash))
 }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use crate::error::DeployError;
 use crate::procfs;
-use crate::target::Server;
+use crate::targets::Server;
 
 /// Name of the file in a deployment directory listing its processes
 /// ("pid:starttime" per line), for `tare cleanup` after a SIGKILL.
