@@ -144,3 +144,22 @@ fn vs_reference(cells: &[CellStats], chain_end: Option<String>) -> Option<VsRefe
         contrasts,
     })
 }
+
+/// Factor names in the experiment's order, read from the cell ids
+/// (`key=value,...` in factor order; the factor maps are sorted by name and
+/// would lose that order). Shared by the text and HTML layouts.
+pub fn factor_order(cells: &[CellStats]) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for c in cells {
+        let from_id = c
+            .cell
+            .split(',')
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k));
+        for k in from_id.chain(c.factors.keys().map(String::as_str)) {
+            if c.factors.contains_key(k) && !order.iter().any(|o| o == k) {
+                order.push(k.to_string());
+            }
+        }
+    }
+    order
+}

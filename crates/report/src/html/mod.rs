@@ -161,19 +161,9 @@ pub struct Naming {
 
 impl Naming {
     pub fn new(cells: &[CellStats]) -> Naming {
-        let mut order: Vec<String> = Vec::new();
-        for c in cells {
-            let from_id = c
-                .cell
-                .split(',')
-                .filter_map(|kv| kv.split_once('=').map(|(k, _)| k));
-            for k in from_id.chain(c.factors.keys().map(String::as_str)) {
-                if c.factors.contains_key(k) && !order.iter().any(|o| o == k) {
-                    order.push(k.to_string());
-                }
-            }
+        Naming {
+            order: crate::report::factor_order(cells),
         }
-        Naming { order }
     }
 
     /// `docker-host, tuned, off`; the cell id when it has no factors.

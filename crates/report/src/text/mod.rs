@@ -16,7 +16,7 @@ mod waterfall;
 use tare_analysis::stats::{MedianCi, CONFIDENCE};
 use tare_analysis::{CellStats, Comparison};
 
-use crate::report::Report;
+use crate::report::{factor_order, Report};
 use crate::units;
 use notes::Notes;
 
@@ -158,24 +158,6 @@ fn shared_confidence(cis: &[&MedianCi]) -> Option<f64> {
     let first = cis.first()?.confidence;
     let same = |c: f64| (c - first).abs() < 1e-9 || (c >= CONFIDENCE && first >= CONFIDENCE);
     cis.iter().all(|ci| same(ci.confidence)).then_some(first)
-}
-
-/// Factor names in the experiment's order, read from the cell ids
-/// (`key=value,...` in factor order; the factor maps are sorted by name).
-fn factor_order(cells: &[CellStats]) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    for c in cells {
-        let from_id = c
-            .cell
-            .split(',')
-            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k));
-        for k in from_id.chain(c.factors.keys().map(String::as_str)) {
-            if c.factors.contains_key(k) && !order.iter().any(|o| o == k) {
-                order.push(k.to_string());
-            }
-        }
-    }
-    order
 }
 
 /// A cell's levels in factor order, `, `-joined: a short name for a cell.
