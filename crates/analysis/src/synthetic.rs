@@ -107,7 +107,7 @@ fn trial(
         record.error = Some("target did not become ready within 10s".into());
         return record;
     }
-    let rps = cell.rps * (1.0 + cell.spread * (2.0 * unit(rng) - 1.0));
+    let rps = cell.rps * (1.0 + cell.spread * (2.0 * rng.next_f64() - 1.0));
     record.result = Some(load_result(rps, started, rng));
     record
 }
@@ -149,15 +149,10 @@ pub fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadR
     }
 }
 
-/// Uniform in [0, 1) from the top 53 bits.
-fn unit(rng: &mut SplitMix64) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
 /// Standard normal by Box-Muller.
 fn normal(rng: &mut SplitMix64) -> f64 {
-    let u1 = unit(rng).max(f64::MIN_POSITIVE);
-    let u2 = unit(rng);
+    let u1 = rng.next_f64().max(f64::MIN_POSITIVE);
+    let u2 = rng.next_f64();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 

@@ -16,7 +16,7 @@ pub struct Cli {
 pub enum Command {
     /// HTTP/1.1 load: closed loop, keep-alive or a connection per request, TCP or Unix socket.
     Http(cmd::http::HttpArgs),
-    /// PostgreSQL load over the wire protocol: pgbench's flags and text, plus percentiles.
+    /// PostgreSQL load over the wire protocol: pgbench's flags and text, plus percentiles, open loop (-R), --ramp, --find-max.
     #[command(disable_help_flag = true)]
     Pg(cmd::pg::PgArgs),
     /// The built-in HTTP/1.1 server (the embedded default target).

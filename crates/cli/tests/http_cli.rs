@@ -141,6 +141,25 @@ fn bad_input_is_one_line_and_nonzero() {
             "invalid header",
         ),
         (vec!["http", "http://192.0.2.1/"], "not a loopback address"),
+        (
+            vec!["http", "--coalesce", "5ms", "http://127.0.0.1:1/"],
+            "longer than 1ms",
+        ),
+        (
+            vec!["http", "--coalesce", "often", "http://127.0.0.1:1/"],
+            "invalid --coalesce",
+        ),
+        (
+            vec![
+                "http",
+                "--rate",
+                "100",
+                "--coalesce",
+                "100us",
+                "http://127.0.0.1:1/",
+            ],
+            "cannot be used with",
+        ),
     ] {
         let out = tare(&args);
         assert!(!out.status.success(), "{args:?} succeeded");

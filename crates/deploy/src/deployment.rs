@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tare_engine::Endpoint;
 
+use crate::backend::{self, Backend};
 use crate::docker;
 use crate::error::DeployError;
 use crate::facts::Facts;
@@ -17,7 +18,7 @@ use crate::health;
 use crate::lab;
 use crate::placement::process;
 use crate::procfs;
-use crate::spec::{DeploySpec, PlacementKind, Transport};
+use crate::spec::{DeploySpec, PlacementKind, TargetKind, Transport};
 use crate::targets::{self, Listen, Probe, Server};
 use crate::teardown::{Resource, Teardown};
 
@@ -170,7 +171,7 @@ fn make_dir(run_id: &str, teardown: &Teardown) -> Result<PathBuf, DeployError> {
     Ok(dir)
 }
 
-fn free_port() -> Result<u16, DeployError> {
+pub(crate) fn free_port() -> Result<u16, DeployError> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -188,14 +189,23 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     let placement = spec.placement;
     let mut client_netns = None;
     let mut container = None;
+    // nginx-proxy: where its backend listens, in nginx's network namespace.
+    let backend_addr = (kind == TargetKind::NginxProxy)
+        .then(|| backend::address(placement))
+        .transpose()?;
+    let mut backend: Option<Backend> = None;
+    let cpus = spec.server_cpus.as_deref();
     let (server, endpoint, netns_for_probe, pid) = match placement {
         PlacementKind::Native => {
             let listen = match &unix {
                 Some(p) => Listen::Unix(p.clone()),
                 None => Listen::Tcp(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
             };
-            let server = targets::prepare(&spec.target, &dir, &listen)?;
-            let child = process::spawn(&server, &dir, None, spec.server_cpus.as_deref())?;
+            if let Some(addr) = backend_addr {
+                backend = Some(backend::start_process(spec, &dir, addr, None, teardown)?);
+            }
+            let server = targets::prepare(&spec.target, &dir, &listen, backend_addr)?;
+            let child = process::spawn(&server, &dir, "server", None, cpus)?;
             let pid = child.id() as i32;
             teardown.push(Resource::Process(child));
             (server, endpoint_of(&listen), None, pid)
@@ -224,23 +234,41 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
             let server_ns = net.server_netns().to_path_buf();
             client_netns = net.client_netns().map(Path::to_path_buf);
             teardown.push(Resource::Lab(Box::new(net)));
-            let server = targets::prepare(&spec.target, &dir, &listen)?;
-            let child =
-                process::spawn(&server, &dir, Some(&server_ns), spec.server_cpus.as_deref())?;
+            if let Some(addr) = backend_addr {
+                let b = backend::start_process(spec, &dir, addr, Some(&server_ns), teardown)?;
+                backend = Some(b);
+            }
+            let server = targets::prepare(&spec.target, &dir, &listen, backend_addr)?;
+            let child = process::spawn(&server, &dir, "server", Some(&server_ns), cpus)?;
             let pid = child.id() as i32;
             teardown.push(Resource::Process(child));
             (server, endpoint, client_netns.clone(), pid)
         }
         _ => {
             let (server, endpoint, started) =
-                start_container(spec, &dir, unix.as_deref(), &owner, teardown)?;
+                start_container(spec, &dir, unix.as_deref(), backend_addr, &owner, teardown)?;
             let pid = started.pid;
+            if let Some(addr) = backend_addr {
+                let b = backend::start_container(
+                    spec,
+                    &dir,
+                    addr,
+                    &started.id,
+                    &owner,
+                    own_nofile(),
+                    teardown,
+                )?;
+                backend = Some(b);
+            }
             container = Some(started);
             (server, endpoint, None, pid)
         }
     };
 
     let alive = || -> Result<(), String> {
+        if let Some(b) = &backend {
+            b.alive()?;
+        }
         match &container {
             Some(c) => docker::container::state(&c.id),
             None => match procfs::stat(pid) {
@@ -256,22 +284,18 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         HEALTH_LIMIT,
         alive,
     ) {
-        let log = match &container {
+        let mut log = match &container {
             Some(c) => docker::container::logs_tail(&c.id, 20),
-            None => std::fs::read_to_string(dir.join("log/server.out"))
-                .map(|s| {
-                    s.lines()
-                        .rev()
-                        .take(20)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-                .unwrap_or_default(),
-        };
-        let log = log.trim();
+            None => tail(&dir.join("log/server.out"), 20),
+        }
+        .trim()
+        .to_string();
+        if let Some(b) = &backend {
+            let b = b.log_tail(&dir);
+            if !b.is_empty() {
+                log = format!("{log}; backend: {b}");
+            }
+        }
         return Err(DeployError::Unhealthy {
             target: kind.to_string(),
             endpoint: endpoint.to_string(),
@@ -286,7 +310,8 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     }
 
     let url = url_of(&server.probe, &endpoint);
-    let facts = measure(spec, &server, &endpoint, pid, container.as_ref());
+    let mut facts = crate::facts::measure(spec, &server, &endpoint, pid, container.as_ref());
+    facts.backend = backend.as_ref().map(Backend::facts);
     Ok(Parts {
         endpoint,
         url,
@@ -294,6 +319,13 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         facts,
         dir,
     })
+}
+
+/// The last `lines` lines of a file, or "".
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 fn endpoint_of(listen: &Listen) -> Endpoint {
@@ -328,6 +360,7 @@ fn start_container(
     spec: &DeploySpec,
     dir: &Path,
     unix: Option<&Path>,
+    backend: Option<SocketAddr>,
     owner: &str,
     teardown: &Arc<Teardown>,
 ) -> Result<(Server, Endpoint, docker::container::Started), DeployError> {
@@ -336,7 +369,10 @@ fn start_container(
     let std_port = targets::standard_port(kind);
     let image = match &spec.image {
         Some(i) => i.clone(),
-        None => docker::image::build(kind, &targets::binary(&spec.target)?, false)?.tag,
+        None => {
+            let binary = targets::binary(&spec.target)?;
+            docker::image::build(kind.binary_kind(), &binary, false)?.tag
+        }
     };
     let (network, listen) = match (spec.placement, unix) {
         (_, Some(p)) if spec.placement == PlacementKind::DockerHost => {
@@ -364,7 +400,7 @@ fn start_container(
             },
         ),
     };
-    let server = targets::prepare(&spec.target, dir, &listen)?;
+    let server = targets::prepare(&spec.target, dir, &listen, backend)?;
     let nofile = own_nofile();
     // The container is named as its directory: tare-<run>-<pid>-<n>.
     let name = dir
@@ -378,13 +414,14 @@ fn start_container(
             image,
             server: &server,
             dir,
-            network,
+            network: network.clone(),
             options: &spec.container,
             cpuset: spec.server_cpus.clone(),
             run_id: &spec.run_id,
             owner,
             nofile,
             share_socket_dir: unix.is_some(),
+            files: true,
         },
         teardown,
     )?;
@@ -400,6 +437,11 @@ fn start_container(
         (Listen::Tcp(_), Network::Publish { host_port, .. }) => {
             Endpoint::Tcp(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), host_port))
         }
+        (Listen::Tcp(_), Network::Join(_)) => {
+            return Err(DeployError::Invalid(
+                "a server never joins another container".into(),
+            ))
+        }
     };
     Ok((server, endpoint, started))
 }
@@ -412,73 +454,4 @@ fn own_nofile() -> (u64, u64) {
     // SAFETY: r is valid for writes.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) };
     (r.rlim_cur, r.rlim_max)
-}
-
-/// The facts of a running server, from /proc of its process where possible.
-fn measure(
-    spec: &DeploySpec,
-    server: &Server,
-    endpoint: &Endpoint,
-    pid: i32,
-    container: Option<&docker::container::Started>,
-) -> Facts {
-    // nginx's master sets up; a worker serves (worker_rlimit_nofile applies
-    // there), so describe a child when there is one.
-    let worker = procfs::first_child(pid).unwrap_or(pid);
-    let (nofile_soft, nofile_hard) = procfs::nofile(worker).unwrap_or((None, None));
-    let cpus_allowed = procfs::status_field(worker, "Cpus_allowed_list");
-    let user_image = spec.image.is_some();
-    let storage = match (container, spec.container.storage) {
-        // A process reads the host directory directly: what a container
-        // gets with storage = host-path, so the two compare equal.
-        (None, _) => "host-path".to_string(),
-        (Some(_), s) => s.to_string(),
-    };
-    Facts {
-        target: spec.target.kind.to_string(),
-        placement: spec.placement.to_string(),
-        variant: spec.target.variant.clone(),
-        transport: spec.transport.to_string(),
-        endpoint: endpoint.to_string(),
-        image: container.map(|_| {
-            spec.image.clone().unwrap_or_else(|| {
-                docker::image::tag_for(spec.target.kind, &server.binary)
-                    .map(|(t, _)| t)
-                    .unwrap_or_default()
-            })
-        }),
-        binary_path: server.binary.display().to_string(),
-        binary_sha256: if user_image {
-            None
-        } else {
-            targets::file_sha256(&server.binary).ok()
-        },
-        server_version: if user_image {
-            None
-        } else {
-            targets::version(spec.target.kind, &server.binary)
-        },
-        config_sha256: server.config_sha256.clone(),
-        access_log: server.access_log.clone(),
-        nofile_soft,
-        nofile_hard,
-        cpus_visible: cpus_allowed.as_deref().map(procfs::count_cpus),
-        cpus_allowed,
-        // What the kernel enforces on the server (its cgroup), falling back
-        // to what Docker was asked for if the cgroup files are not readable.
-        cpu_limit: crate::cgroup::cpu_limit(worker)
-            .or_else(|| container.and_then(|c| c.nano_cpus).map(|n| n as f64 / 1e9)),
-        memory_limit: crate::cgroup::memory_limit(worker)
-            .or_else(|| container.and_then(|c| c.memory).map(|m| m as u64)),
-        storage,
-        log_fs: procfs::fs_type(worker, &server.log_path),
-        content_fs: procfs::fs_type(worker, &server.content_path),
-        seccomp: procfs::status_field(worker, "Seccomp").map(|v| match v.as_str() {
-            "0" => "disabled".to_string(),
-            "1" => "strict".to_string(),
-            "2" => "filter".to_string(),
-            other => other.to_string(),
-        }),
-        server_pid: Some(pid),
-    }
 }

@@ -6,6 +6,12 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use tare_engine::Endpoint;
+
+use crate::docker;
+use crate::procfs;
+use crate::spec::DeploySpec;
+use crate::targets::{self, Server};
 
 /// What a running deployment is, measured where possible (from /proc of the
 /// server process, for host and container alike) rather than assumed.
@@ -46,6 +52,34 @@ pub struct Facts {
     pub seccomp: Option<String>,
     /// Host pid of the server (master) process.
     pub server_pid: Option<i32>,
+    /// nginx-proxy: the `tare serve` backend behind nginx.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendFacts>,
+}
+
+/// What nginx-proxy's backend is, measured from /proc of its process like
+/// the server, so a difference between placements is found on either side.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendFacts {
+    /// `tare-serve`.
+    pub target: String,
+    /// Where nginx reaches it, in nginx's network namespace.
+    pub endpoint: String,
+    pub image: Option<String>,
+    pub binary_path: String,
+    pub binary_sha256: Option<String>,
+    pub server_version: Option<String>,
+    /// sha256 of its settings (`serve --body-size N`).
+    pub config_sha256: String,
+    pub nofile_soft: Option<u64>,
+    pub nofile_hard: Option<u64>,
+    pub cpus_allowed: Option<String>,
+    pub cpus_visible: Option<usize>,
+    pub cpu_limit: Option<f64>,
+    pub memory_limit: Option<u64>,
+    pub seccomp: Option<String>,
+    /// Host pid of the `tare serve` process.
+    pub pid: Option<i32>,
 }
 
 impl Facts {
@@ -77,6 +111,19 @@ impl Facts {
         m.insert("content_fs", opt(&self.content_fs));
         m.insert("seccomp", opt(&self.seccomp));
         m.insert("transport", self.transport.clone());
+        if let Some(b) = &self.backend {
+            m.insert("backend_binary_sha256", opt(&b.binary_sha256));
+            m.insert("backend_server_version", opt(&b.server_version));
+            m.insert("backend_config_sha256", b.config_sha256.clone());
+            m.insert(
+                "backend_nofile",
+                format!("{}/{}", limit(&b.nofile_soft), limit(&b.nofile_hard)),
+            );
+            m.insert("backend_cpus_visible", opt(&b.cpus_visible));
+            m.insert("backend_cpu_limit", limit(&b.cpu_limit));
+            m.insert("backend_memory_limit", limit(&b.memory_limit));
+            m.insert("backend_seccomp", opt(&b.seccomp));
+        }
         m
     }
 }
@@ -101,8 +148,11 @@ fn excused_by(factor: &str) -> &'static [&'static str] {
         "variant" | "config" => &["config_sha256", "access_log"],
         "access_log" => &["config_sha256", "access_log"],
         "storage" => &["storage", "log_fs", "content_fs"],
-        "seccomp" => &["seccomp"],
-        "cpus" | "cpu_limit" | "server_cpus" => &["cpus_visible", "cpu_limit"],
+        // The backend container gets the server's seccomp profile.
+        "seccomp" => &["seccomp", "backend_seccomp"],
+        // server_cpus pins the backend too; cgroup limits are the server's alone.
+        "server_cpus" => &["cpus_visible", "cpu_limit", "backend_cpus_visible"],
+        "cpus" | "cpu_limit" => &["cpus_visible", "cpu_limit"],
         "memory" | "memory_limit" => &["memory_limit"],
         "limits" => &["cpus_visible", "cpu_limit", "memory_limit", "nofile"],
         "image" | "binary" => &["binary_path", "binary_sha256", "server_version"],
@@ -149,6 +199,71 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
     out
 }
 
+/// The facts of a running server, from /proc of its process where possible.
+pub(crate) fn measure(
+    spec: &DeploySpec,
+    server: &Server,
+    endpoint: &Endpoint,
+    pid: i32,
+    container: Option<&docker::container::Started>,
+) -> Facts {
+    // nginx's master sets up; a worker serves (worker_rlimit_nofile applies
+    // there), so describe a child when there is one.
+    let worker = procfs::first_child(pid).unwrap_or(pid);
+    let (nofile_soft, nofile_hard) = procfs::nofile(worker).unwrap_or((None, None));
+    let cpus_allowed = procfs::status_field(worker, "Cpus_allowed_list");
+    let user_image = spec.image.is_some();
+    let storage = match (container, spec.container.storage) {
+        // A process reads the host directory directly: what a container
+        // gets with storage = host-path, so the two compare equal.
+        (None, _) => "host-path".to_string(),
+        (Some(_), s) => s.to_string(),
+    };
+    Facts {
+        target: spec.target.kind.to_string(),
+        placement: spec.placement.to_string(),
+        variant: spec.target.variant.clone(),
+        transport: spec.transport.to_string(),
+        endpoint: endpoint.to_string(),
+        image: container.map(|_| {
+            spec.image.clone().unwrap_or_else(|| {
+                docker::image::tag_for(spec.target.kind.binary_kind(), &server.binary)
+                    .map(|(t, _)| t)
+                    .unwrap_or_default()
+            })
+        }),
+        binary_path: server.binary.display().to_string(),
+        binary_sha256: if user_image {
+            None
+        } else {
+            targets::file_sha256(&server.binary).ok()
+        },
+        server_version: if user_image {
+            None
+        } else {
+            targets::version(spec.target.kind, &server.binary)
+        },
+        config_sha256: server.config_sha256.clone(),
+        access_log: server.access_log.clone(),
+        nofile_soft,
+        nofile_hard,
+        cpus_visible: cpus_allowed.as_deref().map(procfs::count_cpus),
+        cpus_allowed,
+        // What the kernel enforces on the server (its cgroup), falling back
+        // to what Docker was asked for if the cgroup files are not readable.
+        cpu_limit: crate::cgroup::cpu_limit(worker)
+            .or_else(|| container.and_then(|c| c.nano_cpus).map(|n| n as f64 / 1e9)),
+        memory_limit: crate::cgroup::memory_limit(worker)
+            .or_else(|| container.and_then(|c| c.memory).map(|m| m as u64)),
+        storage,
+        log_fs: procfs::fs_type(worker, &server.log_path),
+        content_fs: procfs::fs_type(worker, &server.content_path),
+        seccomp: procfs::seccomp(worker),
+        server_pid: Some(pid),
+        backend: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +302,29 @@ mod tests {
         ];
         assert!(fairness(&cells, &["placement"]).is_empty());
         assert!(fairness(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_backend_difference_is_a_finding_too() {
+        let with = |name: &str, nofile: u64, seccomp: &str| {
+            let mut c = cell(name, "ext4", name);
+            c.1.backend = Some(BackendFacts {
+                nofile_soft: Some(nofile),
+                seccomp: Some(seccomp.into()),
+                ..BackendFacts::default()
+            });
+            c
+        };
+        let cells = [
+            with("native", 1024, "disabled"),
+            with("docker-host", 65535, "filter"),
+        ];
+        let f = fairness(&cells, &["placement"]);
+        let facts: Vec<&str> = f.iter().map(|f| f.fact.as_str()).collect();
+        assert_eq!(facts, ["backend_nofile", "backend_seccomp"], "{f:?}");
+        // The seccomp factor covers the backend's container too.
+        let f = fairness(&cells, &["placement", "seccomp"]);
+        assert_eq!(f.len(), 1, "{f:?}");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! - [`spec`]: what to deploy ([`DeploySpec`], [`TargetSpec`], [`PlacementKind`]…).
 //! - [`deploy`] / [`Deployment`]: start, health-check, describe, stop.
-//! - `target`: nginx config variants, the postgres throw-away cluster, tare serve.
+//! - `targets`: nginx config variants, the postgres throw-away cluster, tare
+//!   serve, nginx as a reverse proxy (`targets::proxy`).
+//! - `backend`: nginx-proxy's `tare serve` backend, beside nginx in every placement.
 //! - `placement`: a server as a plain process (native, lab namespaces).
 //! - [`docker`]: containers and images through the Docker Engine API (bollard).
 //! - [`lab`]: namespaces, veth, bridge, nftables NAT, netem (no Docker).
@@ -13,6 +15,7 @@
 //! - [`cleanup`]: removing what a killed run left, by label and prefix.
 //! - [`doctor`]: what this machine can run and what would make it noisy.
 
+mod backend;
 mod cgroup;
 pub mod cleanup;
 mod deployment;
@@ -33,7 +36,7 @@ pub use deployment::{deploy, Deployment};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
-pub use facts::{fairness, Facts, Finding};
+pub use facts::{fairness, BackendFacts, Facts, Finding};
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,
     TargetSpec, Transport,
@@ -43,4 +46,12 @@ pub use teardown::{install_interrupt_handler, teardown_all};
 /// The host binary a target would run (and `tare image build` would copy).
 pub fn target_binary(spec: &TargetSpec) -> Result<std::path::PathBuf, DeployError> {
     targets::binary(spec)
+}
+
+/// nginx-proxy: checks that the config file at `path` is a reverse proxy
+/// tare can point at its backend (parses, has a `proxy_pass`, every backend
+/// address can be rewritten), without deploying anything. The error is the
+/// one `deploy` would give.
+pub fn check_proxy_config(path: &std::path::Path) -> Result<(), DeployError> {
+    targets::proxy::check(&path.display().to_string())
 }

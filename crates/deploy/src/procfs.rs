@@ -86,6 +86,16 @@ pub(crate) fn status_field(pid: libc::pid_t, key: &str) -> Option<String> {
 }
 
 /// Number of CPUs in a list like "0-1,3".
+/// The seccomp mode from `/proc/PID/status`: `disabled`, `strict`, `filter`.
+pub(crate) fn seccomp(pid: libc::pid_t) -> Option<String> {
+    status_field(pid, "Seccomp").map(|v| match v.as_str() {
+        "0" => "disabled".to_string(),
+        "1" => "strict".to_string(),
+        "2" => "filter".to_string(),
+        other => other.to_string(),
+    })
+}
+
 pub(crate) fn count_cpus(list: &str) -> usize {
     list.split(',')
         .filter(|p| !p.is_empty())

@@ -59,6 +59,10 @@ pub struct TargetSpec {
     /// tare-serve from the running executable (`tare serve`).
     #[serde(default)]
     pub binary: Option<PathBuf>,
+    /// nginx-proxy: the tare binary whose `tare serve` is the backend behind
+    /// nginx. `None`: the running executable (as for the tare-serve target).
+    #[serde(default)]
+    pub backend_binary: Option<PathBuf>,
 }
 
 impl TargetSpec {
@@ -69,6 +73,7 @@ impl TargetSpec {
             access_log: None,
             body_size: 612, // the size of nginx's stock index.html (Debian 1.22)
             binary: None,
+            backend_binary: None,
         }
     }
 }
@@ -79,6 +84,24 @@ pub enum TargetKind {
     Nginx,
     Postgres,
     TareServe,
+    /// nginx as a reverse proxy (seed 003's set-up) in front of a `tare
+    /// serve` backend that tare starts beside it, on nginx's own loopback.
+    NginxProxy,
+}
+
+impl TargetKind {
+    /// The kind whose binary (and image) the server runs: nginx-proxy runs nginx.
+    pub fn binary_kind(self) -> TargetKind {
+        match self {
+            TargetKind::NginxProxy => TargetKind::Nginx,
+            k => k,
+        }
+    }
+
+    /// nginx and nginx-proxy: configs, access_log and the advisor apply.
+    pub fn is_nginx(self) -> bool {
+        self.binary_kind() == TargetKind::Nginx
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -219,6 +242,7 @@ kebab_names!(TargetKind, "target", [
     TargetKind::Nginx => "nginx",
     TargetKind::Postgres => "postgres",
     TargetKind::TareServe => "tare-serve",
+    TargetKind::NginxProxy => "nginx-proxy",
 ]);
 kebab_names!(AccessLog, "access_log setting", [
     AccessLog::On => "on",
@@ -254,5 +278,8 @@ mod tests {
         assert_eq!(json, "\"docker-publish\"");
         let t: TargetKind = serde_json::from_str("\"tare-serve\"").unwrap();
         assert_eq!(t, TargetKind::TareServe);
+        let t: TargetKind = "nginx-proxy".parse().unwrap();
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"nginx-proxy\"");
+        assert_eq!(t.binary_kind(), TargetKind::Nginx);
     }
 }

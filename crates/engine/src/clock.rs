@@ -4,7 +4,7 @@
 //! syscall, ~20 ns. Engines read it once per completed request: the completion
 //! time of one request is also the send time of the next on that connection.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -33,5 +33,61 @@ impl Clock {
 
     pub fn instant_of(&self, ns: u64) -> Instant {
         self.origin + Duration::from_nanos(ns)
+    }
+}
+
+/// Maps kernel receive timestamps (`CLOCK_REALTIME`) onto a [`Clock`].
+///
+/// The offset between the two clocks is sampled when made and again on every
+/// [`RealtimeMap::refresh`] (workers do it on their 10 ms scan), so a clock
+/// step or NTP slew moves the mapping by at most one scan's worth.
+#[derive(Clone, Copy, Debug)]
+pub struct RealtimeMap {
+    /// Realtime nanoseconds at the clock's origin.
+    offset_ns: i128,
+}
+
+impl RealtimeMap {
+    pub fn new(clock: &Clock) -> Self {
+        let mut m = Self { offset_ns: 0 };
+        m.refresh(clock);
+        m
+    }
+
+    pub fn refresh(&mut self, clock: &Clock) {
+        let mono = clock.now_ns() as i128;
+        let real = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        self.offset_ns = real - mono;
+    }
+
+    /// The clock reading of a realtime stamp (0 before the origin).
+    #[inline]
+    pub fn to_clock_ns(&self, realtime_ns: u64) -> u64 {
+        (realtime_ns as i128 - self.offset_ns).max(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn realtime_now_maps_to_clock_now() {
+        let clock = Clock::new(Instant::now());
+        std::thread::sleep(Duration::from_millis(2));
+        let map = RealtimeMap::new(&clock);
+        let real = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let mapped = map.to_clock_ns(real);
+        let now = clock.now_ns();
+        assert!(
+            mapped <= now + 1_000_000 && mapped + 1_000_000 >= now,
+            "{mapped} vs {now}"
+        );
+        assert_eq!(map.to_clock_ns(0), 0);
     }
 }

@@ -8,23 +8,32 @@
 //! - [`cpu`]: CPU seconds of the calling thread (getrusage `RUSAGE_THREAD`).
 //! - [`progress`]: per-thread counters a progress line can read without
 //!   slowing the workers, and the line itself.
+//! - [`coalesce`]: batched wake-ups, so an idle worker is not woken for
+//!   every single response.
 //! - [`clock`]: one monotonic nanosecond clock for the whole run.
 //! - [`schedule`]: intended send times of an open loop (constant, Poisson, ramp).
+//! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64).
 //! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
 //! - [`netns`]: moving a worker thread into a network namespace (`lab-client`).
+//! - [`find_max`]: the highest open-loop rate meeting an objective, for any
+//!   engine that can run one probe at a given rate.
 
 pub mod clock;
+pub mod coalesce;
 pub mod cpu;
 pub mod endpoint;
+pub mod find_max;
 pub mod netns;
 pub mod poller;
 pub mod progress;
 pub mod rate;
 pub mod recorder;
 pub mod schedule;
+pub mod splitmix;
 pub mod units;
 
-pub use clock::Clock;
+pub use clock::{Clock, RealtimeMap};
+pub use coalesce::{Coalesce, Coalescer};
 pub use endpoint::Endpoint;
 pub use poller::{Interest, Poller};
 pub use recorder::Recorder;

@@ -10,6 +10,8 @@
 //! As vegeta's `Pacer`, the schedule is a pure function of the arrival index:
 //! no clock inside, so it is tested exactly.
 
+use crate::splitmix::SplitMix64;
+
 /// How inter-arrival gaps are drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Arrivals {
@@ -59,7 +61,7 @@ impl Schedule {
             origin_ns,
             next_unit: 0.0,
             index: 0,
-            rng: SplitMix64(seed),
+            rng: SplitMix64::new(seed),
         };
         s.next_unit = s.gap();
         s
@@ -108,6 +110,20 @@ impl Schedule {
     pub fn issued(&self) -> u64 {
         self.index
     }
+
+    /// Consumes the arrivals due strictly before `deadline_ns` (while fewer
+    /// than `quota` have been issued) and says how many there were: at the
+    /// end of a run, the arrivals nothing took, `schedule.unsent`. One due
+    /// exactly at the deadline belongs after the measured period: the
+    /// engine loop stops there without sending it.
+    pub fn drain_before(&mut self, deadline_ns: u64, quota: Option<u64>) -> u64 {
+        let mut n = 0;
+        while self.peek() < deadline_ns && quota.is_none_or(|q| self.index < q) {
+            self.take();
+            n += 1;
+        }
+        n
+    }
 }
 
 impl Arrivals {
@@ -117,6 +133,15 @@ impl Arrivals {
             Arrivals::Poisson => "poisson",
         }
     }
+}
+
+/// Lets the calling thread's timed waits end when asked: the default 50 us
+/// timer slack (prctl(2), `PR_SET_TIMERSLACK`) would make every scheduled
+/// send up to 50 us late. Called by each open-loop worker thread, and by one that pauses to batch
+/// its wake-ups.
+pub fn tighten_timer_slack() {
+    // SAFETY: prctl on the calling thread with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
 }
 
 /// What a run's pacing did, for the result's `schedule` field: `None` for a
@@ -158,25 +183,6 @@ pub fn report(
         ramp_s: ramp.as_secs_f64(),
         ramp_timeline: rec.early_timeline(ramp.as_nanos() as u64),
     })
-}
-
-/// A small, fast, seedable generator (Steele et al., "Fast splittable
-/// pseudorandom number generators", 2014): enough for arrival gaps.
-#[derive(Clone, Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 #[cfg(test)]
@@ -221,6 +227,20 @@ mod tests {
         assert!((before(2_000_000_000) as i64 - 1000).abs() <= 1);
         assert!((before(3_000_000_000) as i64 - 2000).abs() <= 1);
         assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn drains_what_is_due_before_the_deadline() {
+        // 1000/s: arrivals at 1, 2, 3 ... ms; two taken, then 3..=9 ms are
+        // due before a 10 ms deadline (the one at 10 ms is not).
+        let mut s = Schedule::new(1000.0, Arrivals::Constant, 0, 0, 1);
+        s.take();
+        s.take();
+        assert_eq!(s.drain_before(10_000_000, None), 7);
+        assert_eq!(s.drain_before(10_000_000, None), 0);
+        assert_eq!(s.peek(), 10_000_000);
+        let mut s = Schedule::new(1000.0, Arrivals::Constant, 0, 0, 1);
+        assert_eq!(s.drain_before(10_000_000, Some(4)), 4, "a quota bounds it");
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct HttpConfig {
     /// this long before measurement starts (then `warmup`, then the measured
     /// `duration`).
     pub ramp: Duration,
+    /// Closed loop: how an idle worker batches its wake-ups (`--coalesce`).
+    pub coalesce: tare_engine::Coalesce,
 }
 
 impl HttpConfig {
@@ -62,6 +64,7 @@ impl HttpConfig {
             rate: None,
             arrivals: Default::default(),
             ramp: Duration::ZERO,
+            coalesce: tare_engine::Coalesce::Off,
         }
     }
 

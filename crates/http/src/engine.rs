@@ -61,6 +61,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         arrivals: config.arrivals,
         ramp_ns,
         threads: config.threads,
+        coalesce: config.coalesce,
     };
     let board = Board::new(config.threads);
     let line = config.progress.then(|| {
@@ -107,6 +108,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     let mut rate_samples = Vec::new();
     let mut per_thread = Vec::new();
     let mut unsent = 0;
+    let mut wakeups = tare_record::WakeupReport::default();
     for o in outcomes {
         let o = o.map_err(|source| HttpError::Io {
             context: "load worker".into(),
@@ -116,6 +118,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         finished_ns = finished_ns.max(o.finished_ns);
         last_completion_ns = last_completion_ns.max(o.last_completion_ns);
         unsent += o.unsent;
+        wakeups.add(&o.wakeups);
         per_thread.push(o.recorder);
     }
     // With only a request count, the run ends with its last response.
@@ -151,6 +154,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         duration_ns,
         unsent,
     );
+    result.wakeups = Some(wakeups);
     Ok(result)
 }
 
@@ -193,6 +197,7 @@ fn result_of(
         status_codes: rec.status_codes(),
         thread_rate: tare_engine::rate::summarize(rate_samples),
         schedule: None,
+        wakeups: None,
         pg: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

@@ -170,6 +170,10 @@ fn closed_loop_ramp_staggers_connections() {
 /// A server whose capacity is set by a delay (8 connections x 5 ms = 1600/s
 /// at most), so the answer is stable: the search converges within its run
 /// budget, below capacity, and twice to the same place within the noise.
+/// The objective is loose (p99 < 50 ms, ten times the delay) because past
+/// capacity the queue makes latency grow without bound anyway, while a
+/// loaded CI host stalls for tens of milliseconds at any rate (a 20 ms
+/// objective failed even at 11 req/s at load average 5).
 #[test]
 fn find_max_converges_and_reproduces() {
     let _serial = serial();
@@ -178,7 +182,7 @@ fn find_max_converges_and_reproduces() {
         ..Default::default()
     });
     let c = config(&server, 8, 0.7);
-    let slo = parse_slo("p99<20ms").unwrap();
+    let slo = parse_slo("p99<50ms").unwrap();
     let a = find_max(&c, &slo, 7, 0.05).unwrap();
     let b = find_max(&c, &slo, 7, 0.05).unwrap();
     for f in [&a, &b] {

@@ -3,14 +3,15 @@
 
 mod support;
 
-use support::{load, Nginx, NginxOptions};
+use support::load;
 use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
+use tare_testbed::{Nginx, NginxOptions};
 
 fn trial(access_log: bool) -> (tare_monitor::MonitorRecord, u64, u64) {
     let nginx = Nginx::start(&NginxOptions {
         workers: 1,
         access_log,
-        body_size: 612,
+        index_html: "x".repeat(612),
     });
     let monitor = Monitor::start(MonitorSpec::new(
         ServerRef::Pids(vec![nginx.pid()]),

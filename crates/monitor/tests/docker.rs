@@ -69,8 +69,11 @@ fn docker_proxy_cpu_shows_in_docker_publish_and_not_in_docker_host() {
         return;
     }
     let others_before = tare_monitor::process::named("docker-proxy");
-    let publish = cell(PlacementKind::DockerPublish);
+    // The host-network cell first: the publish cell's docker-proxy exits a
+    // moment after its container stops, and was once caught (2 ticks of CPU)
+    // by a host cell that ran right after it.
     let host = cell(PlacementKind::DockerHost);
+    let publish = cell(PlacementKind::DockerPublish);
     let others_after = tare_monitor::process::named("docker-proxy");
     let (p, h) = (
         publish.per_request.clone().unwrap(),

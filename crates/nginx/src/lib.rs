@@ -9,6 +9,7 @@
 //! - [`builder`]: a [`Payload`] back to configuration text.
 //! - [`glob`]: include patterns expanded as Python's `glob` does.
 //! - [`relocate`]: a parsed configuration moved to another directory before building.
+//! - [`retarget`]: a reverse proxy's upstreams pointed at another backend before building.
 //! - [`python`]: Python's `repr` and `json.dumps`, which crossplane's output inherits.
 //! - [`advise`]: the seeds' tuning list as rules over a parsed configuration, each
 //!   with a machine-applicable [`advise::Change`].
@@ -23,11 +24,13 @@ pub mod parser;
 pub mod payload;
 pub mod python;
 pub mod relocate;
+pub mod retarget;
 
 pub use builder::{build, build_file, build_files, BuildOptions};
 pub use parser::{parse, ParseOptions};
 pub use payload::{ConfigFile, FileError, Payload, PayloadError, Statement, Status};
 pub use relocate::relocate;
+pub use retarget::{is_proxy, retarget, RetargetError, Retargeted};
 
 /// The payload as `crossplane parse` prints it (compact, or indented with `-i N`),
 /// without the trailing newline.

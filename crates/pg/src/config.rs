@@ -116,6 +116,10 @@ pub struct PgConfig {
     pub rate: Option<f64>,
     /// With `rate`: Poisson arrivals by default, as pgbench's `-R`.
     pub arrivals: tare_engine::schedule::Arrivals,
+    /// `--ramp`: before the measured `-T`, clients start one by one (closed
+    /// loop) or the rate rises linearly from 0 (open loop) over this long;
+    /// its completions per second are reported, not summarised.
+    pub ramp: Duration,
 }
 
 impl PgConfig {
@@ -166,6 +170,7 @@ impl PgConfig {
             connect_timeout: Duration::from_secs(10),
             rate: None,
             arrivals: tare_engine::schedule::Arrivals::Poisson,
+            ramp: Duration::ZERO,
         }
     }
 }

@@ -10,6 +10,7 @@
 //!   authentication (cleartext, MD5, SCRAM-SHA-256) as a state machine.
 //! - [`engine`]: worker threads, one epoll loop each, clients as state machines.
 //! - [`run()`]: one run from config to [`tare_record::LoadResult`].
+//! - [`find_max`]: the highest rate meeting an objective (`--find-max --slo`).
 //! - [`report`]: pgbench's PostgreSQL 15 text layout, plus percentiles.
 //! - [`session`]: a small blocking client; [`init`]: `--init`, pgbench's tables.
 
@@ -17,6 +18,7 @@ pub mod config;
 pub mod conninfo;
 pub mod engine;
 pub mod error;
+pub mod find_max;
 pub mod init;
 pub mod program;
 pub mod protocol;

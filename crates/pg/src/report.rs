@@ -1,11 +1,12 @@
 //! The text report: pgbench's PostgreSQL 15 layout line for line (so tools
 //! that read pgbench's output read tare's), then tare's additions:
-//! HDR percentiles, failures by SQLSTATE class, and the generator's CPU.
+//! HDR percentiles, the open loop's schedule and the ramp, failures by
+//! SQLSTATE class, and the generator's CPU.
 //! Reads only the [`LoadResult`] (record, then report).
 
 use std::fmt::Write;
 
-use tare_record::{LoadResult, PgDetails, StatementLatency};
+use tare_record::{LoadResult, PgDetails, ScheduleReport, StatementLatency};
 
 /// What the record does not say about how the text should look.
 #[derive(Clone, Copy, Debug, Default)]
@@ -158,6 +159,9 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
         l.p9999 / 1e3,
         l.max / 1e3
     );
+    if let Some(sch) = &r.schedule {
+        schedule_lines(&mut o, sch);
+    }
     if let Some(c) = &r.connect_us {
         let _ = writeln!(
             o,
@@ -201,6 +205,42 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
         r.generator_cpu_us_per_request()
     );
     o
+}
+
+/// The open loop's bookkeeping (docs/open-loop.md) and the ramp.
+fn schedule_lines(o: &mut String, s: &ScheduleReport) {
+    if let Some(rate) = s.target_rate {
+        let _ = writeln!(
+            o,
+            "schedule: {rate:.0} tps {}, started {:.1}/s, {} late (> 1 ms), lag mean {:.3} ms max {:.3} ms, {} unsent",
+            s.arrivals,
+            s.achieved_send_rate,
+            s.late_sends,
+            s.mean_lag_us / 1e3,
+            s.max_lag_us / 1e3,
+            s.unsent
+        );
+        if let Some(u) = &s.latency_uncorrected_us {
+            let _ = writeln!(
+                o,
+                "uncorrected latency (from actual start): p50 = {:.3} ms, p90 = {:.3} ms, p99 = {:.3} ms, p99.9 = {:.3} ms, max = {:.3} ms",
+                u.p50 / 1e3,
+                u.p90 / 1e3,
+                u.p99 / 1e3,
+                u.p999 / 1e3,
+                u.max / 1e3
+            );
+        }
+    }
+    if s.ramp_s > 0.0 {
+        let per_s: Vec<String> = s.ramp_timeline.iter().map(|n| n.to_string()).collect();
+        let _ = writeln!(
+            o,
+            "ramp: {:.1} s (not in the summary), transactions per second: {}",
+            s.ramp_s,
+            per_s.join(" ")
+        );
+    }
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -279,6 +319,36 @@ statement latencies in milliseconds and failures:
          0.016           0  select 1;
 latency percentiles: ";
         assert!(t.contains(expected), "{t}");
+    }
+
+    #[test]
+    fn open_loop_and_ramp_lines_follow_pgbench_layout() {
+        let mut r = sample();
+        r.schedule = Some(ScheduleReport {
+            target_rate: Some(800.0),
+            arrivals: "poisson".into(),
+            achieved_send_rate: 640.0,
+            late_sends: 120,
+            mean_lag_us: 2_500.0,
+            max_lag_us: 48_000.0,
+            unsent: 310,
+            ramp_s: 2.0,
+            ramp_timeline: vec![190, 610],
+            ..Default::default()
+        });
+        let t = text(&r, TextOptions::default());
+        assert!(
+            t.contains("rate limit schedule lag: avg 2.500 (max 48.000) ms\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("schedule: 800 tps poisson, started 640.0/s, 120 late (> 1 ms), lag mean 2.500 ms max 48.000 ms, 310 unsent\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("ramp: 2.0 s (not in the summary), transactions per second: 190 610\n"),
+            "{t}"
+        );
     }
 
     #[test]

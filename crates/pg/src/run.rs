@@ -77,12 +77,13 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         handles.push(h);
     }
     shared.barrier.wait();
-    let started = SystemTime::now();
+    // Measurement starts after the ramp; the workers load from `start_ns`.
+    let started = SystemTime::now() + cfg.ramp;
     let start_ns = clock.now_ns();
     shared.start_ns.store(start_ns, Ordering::SeqCst);
     shared.barrier.wait();
     let planned = match cfg.length {
-        Length::Duration(d) => Some(d),
+        Length::Duration(d) => Some(d + cfg.ramp),
         Length::TransactionsPerClient(_) => None,
     };
     let line = cfg
@@ -120,7 +121,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         cfg,
         &program,
         outputs,
-        start_ns,
+        start_ns + cfg.ramp.as_nanos() as u64,
         started,
         threads,
         scale,
@@ -143,6 +144,34 @@ fn validate(cfg: &PgConfig) -> Result<(), PgError> {
             return Err(PgError::Config("invalid number of transactions: 0".into()))
         }
         _ => {}
+    }
+    if let Some(r) = cfg.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(PgError::Config(
+                "--rate must be a positive number of transactions per second".into(),
+            ));
+        }
+        if r > 10_000_000.0 {
+            return Err(PgError::Config(
+                "--rate above 10M transactions per second".into(),
+            ));
+        }
+    }
+    if !cfg.ramp.is_zero() {
+        match cfg.length {
+            Length::TransactionsPerClient(_) => {
+                return Err(PgError::Config(
+                    "--ramp needs a duration (-T), not a transaction count (-t)".into(),
+                ))
+            }
+            Length::Duration(d) if cfg.ramp > d => {
+                return Err(PgError::Config(format!(
+                    "--ramp ({:?}) is longer than the measured duration -T ({:?})",
+                    cfg.ramp, d
+                )))
+            }
+            Length::Duration(_) => {}
+        }
     }
     if !cfg.allow_remote && !cfg.conn.endpoint.is_local() {
         return Err(PgError::Config(format!(
@@ -245,6 +274,7 @@ fn report_progress(sh: &Shared, every: Duration, stop: &AtomicBool) {
     }
 }
 
+/// Merges the workers' results; `start_ns`: when measurement began.
 #[allow(clippy::too_many_arguments)]
 fn assemble(
     cfg: &PgConfig,
@@ -268,6 +298,7 @@ fn assemble(
         first.result.abort_message,
     );
     let mut end_ns = first.result.end_ns;
+    let mut unsent = first.result.unsent;
     let mut cpu = first.cpu;
     let mut conn_elapsed = first.conn_elapsed_ns;
     for o in it {
@@ -290,6 +321,7 @@ fn assemble(
         aborted += o.result.aborted;
         abort_msg = abort_msg.or(o.result.abort_message);
         end_ns = end_ns.max(o.result.end_ns);
+        unsent += o.result.unsent;
         cpu.add(&o.cpu);
         conn_elapsed = conn_elapsed.max(o.conn_elapsed_ns);
     }
@@ -397,11 +429,12 @@ fn assemble(
         schedule: tare_engine::schedule::report(
             cfg.rate,
             cfg.arrivals,
-            Duration::ZERO,
+            cfg.ramp,
             &rec,
             duration_ns,
-            0,
+            unsent,
         ),
+        wakeups: None,
         pg: Some(PgDetails {
             query_mode: cfg.mode.name().into(),
             scripts: program

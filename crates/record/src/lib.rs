@@ -7,6 +7,7 @@
 //! - [`result`]: [`LoadResult`], one load run, the JSON contract of DESIGN.md.
 //! - [`latency`]: the HDR histogram (nanoseconds) every engine records into,
 //!   its base64 codec and the [`LatencySummary`] derived from it.
+//! - [`wakeups`]: [`WakeupReport`], how the workers slept and woke.
 //! - [`trial`]: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
 
@@ -14,8 +15,10 @@ pub mod latency;
 pub mod result;
 pub mod schedule;
 pub mod trial;
+pub mod wakeups;
 
 pub use latency::{Latency, LatencySummary};
 pub use result::{Errors, LoadResult, PgDetails, RateSummary, StatementLatency};
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;
+pub use wakeups::WakeupReport;

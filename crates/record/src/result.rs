@@ -58,8 +58,9 @@ pub struct LoadResult {
     pub threads: u64,
     /// Keep-alive (`true`) or a new connection per request (`false`).
     pub keepalive: bool,
-    /// Completed requests (HTTP responses or PostgreSQL transactions), errors
-    /// with a complete response (status >= 400) included, as wrk counts them.
+    /// Completed requests (HTTP responses or PostgreSQL transactions). For
+    /// `http`, responses with status >= 400 are included, as wrk counts them;
+    /// for `pg`, failed transactions are not (pgbench's "actually processed").
     pub requests: u64,
     /// Requests written but not answered when the deadline struck: neither
     /// completed nor errors, reported so counts reconcile with server logs.
@@ -100,6 +101,10 @@ pub struct LoadResult {
     /// closed loop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::schedule::ScheduleReport>,
+    /// How the workers waited and woke: batched wake-ups and receive
+    /// timestamps (absent for engines that do not report it, and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<crate::wakeups::WakeupReport>,
     /// PostgreSQL-specific results (`pg` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg: Option<PgDetails>,
@@ -111,6 +116,24 @@ impl LoadResult {
     /// Requests (or transactions) per second, whichever this engine reports.
     pub fn throughput(&self) -> f64 {
         self.rps.or(self.tps).unwrap_or(0.0)
+    }
+
+    /// Errors as a share of everything attempted (1 when nothing was).
+    /// Attempts are completions plus the errors that are not among them:
+    /// http counts status >= 400 responses in `requests`, pg does not count
+    /// failed transactions there.
+    pub fn error_rate(&self) -> f64 {
+        let errors = self.errors.total();
+        let attempts = if self.engine == "pg" {
+            self.requests + errors
+        } else {
+            self.requests + errors - self.errors.status
+        };
+        if attempts == 0 {
+            1.0
+        } else {
+            errors as f64 / attempts as f64
+        }
     }
 
     /// Generator CPU microseconds per completed request.

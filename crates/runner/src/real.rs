@@ -10,6 +10,7 @@ use tare_deploy::{
     AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, PlacementKind, Storage,
     TargetKind as DeployTarget, TargetSpec, Transport,
 };
+use tare_engine::find_max::{parse_slo, FindMax};
 use tare_record::LoadResult;
 
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
@@ -46,6 +47,7 @@ impl RealExecutor {
             TargetKind::TareServe => DeployTarget::TareServe,
             TargetKind::Nginx => DeployTarget::Nginx,
             TargetKind::Postgres => DeployTarget::Postgres,
+            TargetKind::NginxProxy => DeployTarget::NginxProxy,
         };
         let mut target = TargetSpec::new(kind);
         target.binary = t.binary.clone();
@@ -190,7 +192,7 @@ impl RunningCell for RealCell {
         let monitor = measure.then(|| self.start_monitor()).flatten();
         let result = match self.engine {
             Engine::Http => self.http(settings, measure),
-            Engine::Pg => self.pg(settings),
+            Engine::Pg => self.pg(settings, measure),
         };
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
             self.monitor = Some(m.stop().finish(r).to_json());
@@ -258,6 +260,7 @@ impl RealCell {
         cfg.threads = (s.threads as usize).min(cfg.connections).max(1);
         cfg.duration = Some(s.duration);
         cfg.keepalive = s.http.keepalive;
+        cfg.coalesce = s.http.coalesce.parse().map_err(ExecError::new)?;
         cfg.timeout = s.timeout;
         cfg.netns = self.deployment.client_netns().map(Into::into);
         cfg.progress = false;
@@ -266,27 +269,17 @@ impl RealCell {
             cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
             cfg.ramp = s.ramp;
             if let Some(slo) = &s.slo {
-                return self.find_max(&cfg, slo);
+                let objectives = parse_slo(slo).map_err(ExecError::new)?;
+                let found = tare_http::find_max::find_max(&cfg, &objectives, FIND_MAX_RUNS, 0.05)
+                    .map_err(ExecError::new)?;
+                return best_of(found, slo);
             }
         }
         tare_http::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
     }
 
-    /// A trial that searches the highest rate meeting `slo` and records the
-    /// confirming run at that rate (its `schedule.target_rate` is the answer).
-    fn find_max(&self, cfg: &tare_http::HttpConfig, slo: &str) -> Result<LoadResult, ExecError> {
-        let objectives = tare_http::find_max::parse_slo(slo).map_err(ExecError::new)?;
-        let found =
-            tare_http::find_max::find_max(cfg, &objectives, 6, 0.05).map_err(ExecError::new)?;
-        found.best.ok_or_else(|| {
-            ExecError::new(format!(
-                "no rate met {slo} (closed-loop capacity {:.0}/s)",
-                found.capacity_rps
-            ))
-        })
-    }
-
-    fn pg(&self, s: &LoadSettings) -> Result<LoadResult, ExecError> {
+    /// `measure: false` is the warm-up: a plain closed loop, as for http.
+    fn pg(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
         let user = s.pg.user.as_deref().unwrap_or("postgres");
         let db = s.pg.database.as_deref().unwrap_or("postgres");
         let mut cfg = tare_pg::PgConfig::new(self.deployment.endpoint().clone(), user, db);
@@ -306,8 +299,34 @@ impl RealCell {
         // The deployment is a cluster tare started (loopback, namespace or container).
         cfg.allow_remote = true;
         cfg.vacuum = false;
-        tare_pg::run(&cfg).map_err(ExecError::new)
+        if measure {
+            cfg.rate = s.rate;
+            cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
+            cfg.ramp = s.ramp;
+            if let Some(slo) = &s.slo {
+                let objectives = parse_slo(slo).map_err(ExecError::new)?;
+                let found = tare_pg::find_max::find_max(&cfg, &objectives, FIND_MAX_RUNS, 0.05)
+                    .map_err(ExecError::new)?;
+                return best_of(found, slo);
+            }
+        }
+        tare_pg::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
     }
+}
+
+/// Open-loop probes a `load.slo` trial may run (beside the capacity probe
+/// and the confirmation): a trial stays within ~8 load durations.
+const FIND_MAX_RUNS: usize = 6;
+
+/// A trial that searched the highest rate meeting `slo` records the
+/// confirming run at that rate (its `schedule.target_rate` is the answer).
+fn best_of(found: FindMax, slo: &str) -> Result<LoadResult, ExecError> {
+    found.best.ok_or_else(|| {
+        ExecError::new(format!(
+            "no rate met {slo} (closed-loop capacity {:.0}/s)",
+            found.capacity_rps
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -376,6 +395,40 @@ delay = "2ms"
         assert_eq!(lab.target.access_log, Some(AccessLog::Buffered));
         assert_eq!(lab.netem, Some(std::time::Duration::from_millis(2)));
         assert_eq!(lab.container, ContainerOptions::default());
+    }
+
+    #[test]
+    fn a_reverse_proxy_experiment_deploys_nginx_proxy() {
+        let text = r#"
+[target]
+kind = "nginx-proxy"
+[target.configs.baseline]
+text = "events {}"
+[factors]
+placement = ["native", "docker-bridge"]
+config = ["default", "baseline"]
+[load]
+"#;
+        let exp = Experiment::parse(
+            text,
+            std::path::Path::new("x.toml"),
+            &ConfigSource::RelativeTo(".".into()),
+        )
+        .unwrap();
+        assert_eq!(exp.target.kind, TargetKind::NginxProxy);
+        assert_eq!(exp.load.engine, Engine::Http);
+        let exec = RealExecutor::new(
+            &exp,
+            std::path::Path::new("/runs/x-abc"),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let specs: Vec<DeploySpec> = exp.cells.iter().map(|c| exec.spec(c).unwrap()).collect();
+        assert!(specs
+            .iter()
+            .all(|s| s.target.kind == DeployTarget::NginxProxy));
+        assert_eq!(specs[0].target.variant, "default");
+        assert_eq!(specs[1].target.variant, "/runs/x-abc/configs/baseline");
+        assert_eq!(specs[3].placement, PlacementKind::DockerBridge);
     }
 
     #[test]

@@ -155,6 +155,105 @@ deployment = "kept"
     }
 }
 
+/// Runs `toml` (kept deployments) and returns each trial's result.
+fn run_experiment(toml: &str, name: &str) -> Vec<tare_record::LoadResult> {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(format!("{name}.toml"));
+    std::fs::write(&path, toml).unwrap();
+    let exp = Experiment::load(&path).unwrap();
+    let dir = RunDir::create(
+        Some(&tmp.path().join(format!("tare-test-{name}"))),
+        tmp.path(),
+    )
+    .unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
+    let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
+    let trials = s.dir.read_trials(false).unwrap();
+    let errors: Vec<String> = trials.iter().filter_map(|r| r.error.clone()).collect();
+    assert_eq!(summary.failed, 0, "{summary:?} {errors:?}");
+    trials
+        .into_iter()
+        .map(|r| r.result.expect("measured"))
+        .collect()
+}
+
+/// `engine = "pg"` takes the same open-loop keys: every trial is paced at
+/// the rate after a ramp, and records its schedule; the warm-up stays a
+/// closed loop (a ramp longer than the warm-up would be refused otherwise).
+#[test]
+fn pg_open_loop_settings_reach_the_engine() {
+    let results = run_experiment(
+        r#"
+[target]
+kind = "postgres"
+[load]
+threads = 2
+connections = 4
+duration = "1s"
+warmup = "200ms"
+rate = 500
+arrivals = "constant"
+ramp = "500ms"
+[load.pg]
+script = "select 1;"
+[trials]
+count = 2
+cooldown = "0s"
+deployment = "kept"
+"#,
+        "pg-open",
+    );
+    assert_eq!(results.len(), 2);
+    for res in results {
+        assert_eq!(res.engine, "pg");
+        let sched = res
+            .schedule
+            .expect("an open-loop trial records its schedule");
+        assert_eq!(sched.target_rate, Some(500.0));
+        assert_eq!(sched.arrivals, "constant");
+        assert_eq!(sched.ramp_s, 0.5);
+        assert_eq!(sched.ramp_timeline.len(), 1);
+        assert_eq!(sched.unsent, 0);
+        let tps = res.tps.unwrap();
+        assert!((tps - 500.0).abs() <= 25.0, "{tps}");
+    }
+}
+
+/// `slo` with `engine = "pg"`: the trial searches the rate and records the
+/// confirming run at the answer, below the closed-loop capacity that 4
+/// clients x 5 ms allow (~800/s).
+#[test]
+fn pg_slo_trial_records_the_found_rate() {
+    let results = run_experiment(
+        r#"
+[target]
+kind = "postgres"
+[load]
+threads = 2
+connections = 4
+duration = "600ms"
+warmup = "0s"
+slo = "p99<30ms"
+[load.pg]
+script = "select pg_sleep(0.005);"
+[trials]
+count = 1
+cooldown = "0s"
+"#,
+        "pg-slo",
+    );
+    let res = &results[0];
+    let rate = res
+        .schedule
+        .as_ref()
+        .and_then(|s| s.target_rate)
+        .expect("the trial is the run at the rate found");
+    assert!((200.0..=900.0).contains(&rate), "{rate}");
+    assert!(res.latency_us.p99 < 30_000.0, "{}", res.latency_us.p99);
+}
+
 #[test]
 fn open_loop_settings_are_validated() {
     let tmp = tempfile::tempdir().unwrap();
@@ -173,5 +272,22 @@ fn open_loop_settings_are_validated() {
         let err = Experiment::load(&path).unwrap_err().to_string();
         assert!(err.contains(needle), "{body}: {err}");
         assert!(err.starts_with(&path.display().to_string()), "{err}");
+    }
+    // pg measures after its ramp, which may not outlast the measured period.
+    let path = tmp.path().join("pg.toml");
+    std::fs::write(
+        &path,
+        "[target]\nkind = \"postgres\"\n[load]\nduration = \"1s\"\nramp = \"2s\"\n",
+    )
+    .unwrap();
+    let err = Experiment::load(&path).unwrap_err().to_string();
+    assert!(err.contains("load.ramp") && err.contains("longer"), "{err}");
+    for body in ["rate = 100\nramp = \"1s\"", "slo = \"p99<5ms,errors<1%\""] {
+        std::fs::write(
+            &path,
+            format!("[target]\nkind = \"postgres\"\n[load]\nduration = \"1s\"\n{body}\n"),
+        )
+        .unwrap();
+        Experiment::load(&path).unwrap_or_else(|e| panic!("{body}: {e}"));
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::{TuneError, TuneOptions};
+use crate::{TuneError, TuneOptions, TuneTarget};
 
 fn secs(d: std::time::Duration) -> String {
     format!("{}ms", d.as_millis())
@@ -13,6 +13,7 @@ fn secs(d: std::time::Duration) -> String {
 /// Writes `OUT/NAME.toml` and returns it with the run directory `OUT/NAME`.
 pub fn write(
     opts: &TuneOptions,
+    target_kind: TuneTarget,
     name: &str,
     levels: &[(String, String)],
 ) -> Result<(PathBuf, PathBuf), TuneError> {
@@ -29,7 +30,7 @@ pub fn write(
         configs.insert(level.clone(), t.into());
     }
     let mut target = toml::Table::new();
-    target.insert("kind".into(), "nginx".into());
+    target.insert("kind".into(), target_kind.kind().into());
     target.insert("configs".into(), configs.into());
     doc.insert("target".into(), target.into());
 
@@ -57,8 +58,8 @@ pub fn write(
 
     let mut trials = toml::Table::new();
     trials.insert("count".into(), i64::from(opts.trials).into());
-    // nginx stays up across a cell's trials: the configs differ, not their
-    // start-up, and a session measures many cells.
+    // nginx (and a proxy's backend) stays up across a cell's trials: the
+    // configs differ, not their start-up, and a session measures many cells.
     trials.insert("deployment".into(), "kept".into());
     trials.insert("cooldown".into(), secs(opts.cooldown).into());
     doc.insert("trials".into(), trials.into());

@@ -14,6 +14,11 @@
 //!    Mann-Whitney at 5%, and no significant loss of throughput.
 //! 4. [`table`]: what each change did, and the tuned config written out.
 //!
+//! [`target`]: a config with `proxy_pass` is measured as a reverse proxy in
+//! front of a `tare serve` backend tare starts (seed 003's set-up, the
+//! `nginx-proxy` target), so the upstream rules (connection pool, buffering)
+//! are measured like the others; any other config as a static server.
+//!
 //! Rounds repeat the method from the tuned config (up to [`MAX_ROUNDS`] by
 //! default): a
 //! bottleneck removed in one round (too few worker_connections refusing
@@ -23,6 +28,7 @@ pub mod candidates;
 pub mod decide;
 pub mod experiment;
 pub mod table;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -32,6 +38,7 @@ use serde::Serialize;
 
 pub use candidates::Candidate;
 pub use decide::Verdict;
+pub use target::{TargetChoice, TuneTarget};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
@@ -57,6 +64,8 @@ pub enum TuneError {
 pub struct TuneOptions {
     /// The nginx config to start from (the baseline).
     pub config: PathBuf,
+    /// Static server, reverse proxy, or decided from the config.
+    pub target: TargetChoice,
     /// Where nginx runs (`native`, `docker-host`, ...).
     pub placement: String,
     pub connections: u32,
@@ -86,6 +95,8 @@ pub struct Round {
 #[derive(Debug, Serialize)]
 pub struct Tuning {
     pub baseline: PathBuf,
+    /// What was measured: `nginx` (a static server) or `nginx-proxy`.
+    pub target: TuneTarget,
     /// Round 1 measures every recommendation against the given config; each
     /// later round starts from the previous round's tuned config and measures
     /// what the advisor still recommends there (a bottleneck fixed in one
@@ -108,17 +119,25 @@ pub fn tune(
     exec: &mut dyn FnMut(&Path, &Path) -> Result<tare_analysis::Run, TuneError>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Tuning, TuneError> {
-    std::fs::create_dir_all(&opts.out).map_err(|source| TuneError::Io {
-        context: format!("creating {}", opts.out.display()),
-        source,
-    })?;
     let mut current = opts.config.clone();
     let mut rounds = Vec::new();
     let mut manual = Vec::new();
     let mut kept_rules: Vec<String> = Vec::new();
     let mut tuned = None;
+    let mut target = TuneTarget::Nginx;
     for round in 1..=opts.max_rounds.max(1) {
         let set = candidates::prepare(&current)?;
+        if round == 1 {
+            target = target::resolve(&opts.config, &set.payload, opts.target)?;
+            if target == TuneTarget::NginxProxy {
+                say("tare tune: a reverse proxy: measured in front of a tare serve backend tare starts");
+            }
+            // Only a config that can be measured gets a work directory.
+            std::fs::create_dir_all(&opts.out).map_err(|source| TuneError::Io {
+                context: format!("creating {}", opts.out.display()),
+                source,
+            })?;
+        }
         for m in &set.manual {
             if !manual.contains(m) {
                 say(&format!("tare tune: needs a person, not measured: {m}"));
@@ -152,7 +171,7 @@ pub fn tune(
                 .chain(fresh.iter().map(|c| (c.name.clone(), c.text.clone())))
                 .collect();
         let (toml_path, run_dir) =
-            experiment::write(opts, &format!("round{round}-alone"), &levels)?;
+            experiment::write(opts, target, &format!("round{round}-alone"), &levels)?;
         let run = exec(&toml_path, &run_dir)?;
         let mut runs = vec![run_dir];
         let verdicts: Vec<Verdict> = fresh
@@ -191,7 +210,7 @@ pub fn tune(
             ("tuned".to_string(), text.clone()),
         ];
         let (toml_path, run_dir) =
-            experiment::write(opts, &format!("round{round}-together"), &levels)?;
+            experiment::write(opts, target, &format!("round{round}-together"), &levels)?;
         let run = exec(&toml_path, &run_dir)?;
         runs.push(run_dir);
         let combined = decide::judge(&run, "tuned", "kept changes together", "");
@@ -215,6 +234,7 @@ pub fn tune(
     }
     Ok(Tuning {
         baseline: opts.config.clone(),
+        target,
         rounds,
         manual,
         kept: kept_rules,

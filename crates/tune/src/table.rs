@@ -47,6 +47,12 @@ pub fn render(t: &Tuning) -> String {
         "tare tune {}: each change alone against the baseline, then the kept ones together",
         t.baseline.display()
     );
+    if t.target == crate::TuneTarget::NginxProxy {
+        let _ = writeln!(
+            out,
+            "measured as a reverse proxy (nginx-proxy): nginx in front of a tare serve backend, its upstreams pointed there"
+        );
+    }
     for (i, r) in t.rounds.iter().enumerate() {
         let _ = writeln!(
             out,

@@ -50,6 +50,7 @@ fn tune_keeps_the_changes_that_matter() {
     .unwrap();
     let opts = TuneOptions {
         config: conf,
+        target: tare_tune::TargetChoice::Auto,
         placement: "native".into(),
         connections: 200,
         threads: 2,

@@ -23,29 +23,9 @@ pub const RESAMPLES: usize = 10_000;
 /// increment SplitMix64 itself uses.
 pub const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// SplitMix64: 64 bits of state, passes BigCrush, and is all we need to draw
-/// indices; not cryptographic.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` by Lemire's multiply-shift (bias < n / 2^64).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
+/// The workspace's generator (one home, in the engine): 64 bits of state,
+/// passes BigCrush, and is all we need to draw indices; not cryptographic.
+pub use tare_engine::splitmix::SplitMix64;
 
 /// Bootstrap replicates of the medians of several groups, resampled
 /// independently: `replicate(r)[g]` is group `g`'s median in resample `r`.
@@ -135,28 +115,6 @@ pub fn ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splitmix_matches_the_reference_sequence() {
-        // First outputs for seed 1234567 from the reference C implementation
-        // (Vigna, prng.di.unimi.it/splitmix64.c).
-        let mut r = SplitMix64::new(1_234_567);
-        assert_eq!(r.next_u64(), 6_457_827_717_110_365_317);
-        assert_eq!(r.next_u64(), 3_203_168_211_198_807_973);
-    }
-
-    #[test]
-    fn indices_cover_the_range_uniformly_enough() {
-        let mut r = SplitMix64::new(SEED);
-        let mut counts = [0u32; 5];
-        for _ in 0..50_000 {
-            counts[r.below(5)] += 1;
-        }
-        assert!(
-            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
-            "{counts:?}"
-        );
-    }
 
     #[test]
     fn same_input_in_any_order_gives_the_same_interval() {

@@ -69,6 +69,18 @@ pub struct HttpArgs {
     /// this long before measuring; shown in the timeline, not in the summary.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub ramp: Duration,
+    /// Closed loop over TCP: pause an idle worker briefly before it waits, so
+    /// one wake-up serves several responses (less generator CPU, a little
+    /// think time): off, auto (1/32 of the latency, only when idle) or a
+    /// fixed pause such as 100us. Latency stays exact (kernel receive
+    /// timestamps). See docs/http.md.
+    #[arg(
+        long,
+        default_value = "off",
+        value_name = "off|auto|PAUSE",
+        conflicts_with = "rate"
+    )]
+    pub coalesce: tare_engine::Coalesce,
     /// Search for the highest rate that meets --slo (each probe runs for -d).
     #[arg(long, requires = "slo")]
     pub find_max: bool,
@@ -97,6 +109,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     config.rate = args.rate;
     config.arrivals = args.arrivals;
     config.ramp = args.ramp;
+    config.coalesce = args.coalesce;
     config.keepalive = !args.no_keepalive;
     config.timeout = args.timeout;
     config.netns = super::emit::netns_path(args.netns.as_deref());

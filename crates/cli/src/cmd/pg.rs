@@ -1,5 +1,6 @@
 //! `tare pg`: PostgreSQL load with pgbench's flags and text, the JSON
-//! contract, and `--init` to create pgbench's tables.
+//! contract, `--init` to create pgbench's tables, and the open loop's
+//! `-R`, `--ramp` and `--find-max --slo` (docs/open-loop.md).
 //!
 //! pgbench's `-h` is the host, so clap's `-h` help is off for this
 //! subcommand; `--help` remains.
@@ -10,6 +11,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{ArgAction, Args};
+use tare_engine::find_max::Slo;
+use tare_engine::schedule::Arrivals;
+use tare_engine::units::parse_duration;
 use tare_pg::report::{self, TextOptions};
 use tare_pg::script::split_weight;
 use tare_pg::{ConnFlags, ConnParams, Length, PgConfig, QueryMode, ScriptSource, ScriptSpec};
@@ -108,9 +112,25 @@ pub struct PgArgs {
     /// schedule (pgbench's -R), latency counted from each intended start.
     #[arg(short = 'R', long = "rate", value_name = "TPS")]
     pub rate: Option<f64>,
-    /// With --rate: Poisson arrivals (pgbench's) or constant spacing.
-    #[arg(long, default_value = "poisson", requires = "rate")]
-    pub arrivals: tare_engine::schedule::Arrivals,
+    /// With --rate or --find-max: poisson arrivals (the default, as
+    /// pgbench's) or constant spacing.
+    #[arg(long, value_name = "constant|poisson")]
+    pub arrivals: Option<tare_engine::schedule::Arrivals>,
+    /// Before the measured -T, start the clients one by one (closed loop) or
+    /// raise the rate linearly from 0 (with -R) over this long (10s, 500ms);
+    /// shown per second, not in the summary. At most -T.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub ramp: Duration,
+    /// Search for the highest rate that meets --slo: a closed-loop probe,
+    /// then open-loop probes of -T each, bisecting (docs/open-loop.md).
+    #[arg(long)]
+    pub find_max: bool,
+    /// Objectives for --find-max: 'p99<10ms', 'p50<1ms,p999<50ms,errors<1%'.
+    #[arg(long, value_name = "OBJECTIVES")]
+    pub slo: Option<Slo>,
+    /// Most open-loop probes --find-max may run.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub max_runs: usize,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -164,7 +184,11 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
         }
     }
     cfg.rate = args.rate;
-    cfg.arrivals = args.arrivals;
+    if args.arrivals.is_some() && args.rate.is_none() && !args.find_max {
+        anyhow::bail!("--arrivals paces an open loop: give --rate or --find-max");
+    }
+    cfg.arrivals = args.arrivals.unwrap_or(Arrivals::Poisson);
+    cfg.ramp = args.ramp;
     cfg.connect_timeout = timeout;
     cfg.variables = args
         .define
@@ -180,6 +204,9 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     cfg.netns = super::emit::netns_path(args.netns.as_deref());
     let json_stdout = args.json.as_deref() == Some("-");
     cfg.live = !json_stdout && cfg.progress_interval.is_none();
+    if args.find_max || args.slo.is_some() {
+        return find_max(&args, cfg);
+    }
 
     let result = tare_pg::run_with_stop(&cfg, super::emit::ctrl_c_flag()?)?;
     let opts = TextOptions {
@@ -199,6 +226,37 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--find-max`: probes of `-T` each, no live line between them; the
+/// table (or the JSON search) on stdout.
+fn find_max(args: &PgArgs, mut cfg: PgConfig) -> anyhow::Result<ExitCode> {
+    let Some(slo) = args.slo.as_ref().filter(|_| args.find_max) else {
+        if args.find_max {
+            anyhow::bail!("--find-max needs objectives: --slo 'p99<10ms'");
+        }
+        anyhow::bail!("--slo is the objective of --find-max; add --find-max");
+    };
+    if args.rate.is_some() {
+        anyhow::bail!("--find-max searches the rate itself; drop --rate");
+    }
+    if !matches!(cfg.length, Length::Duration(_)) {
+        anyhow::bail!("--find-max needs a duration per probe: -T SECS");
+    }
+    if args.max_runs == 0 {
+        anyhow::bail!("--max-runs must be at least 1");
+    }
+    cfg.live = false;
+    cfg.progress_interval = None;
+    let found = tare_pg::find_max::find_max(&cfg, &slo.0, args.max_runs, 0.05)?;
+    super::emit::result(args.json.as_deref(), &found, || {
+        tare_pg::find_max::render(&found)
+    })?;
+    Ok(if found.best_rate.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The scripts in flag order: -b, -S, -N, then -f; none means tpcb-like.

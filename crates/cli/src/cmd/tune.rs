@@ -8,12 +8,17 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use tare_engine::units::parse_duration;
-use tare_tune::{TuneOptions, Tuning};
+use tare_tune::{TargetChoice, TuneOptions, Tuning};
 
 #[derive(Args, Debug)]
 pub struct TuneArgs {
     /// The nginx config to start from (the baseline).
     pub config: PathBuf,
+    /// What to measure: a reverse proxy in front of a tare serve backend tare
+    /// starts (nginx-proxy), a static server (nginx), or auto: nginx-proxy if
+    /// the config has proxy_pass.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "nginx", "nginx-proxy"])]
+    pub target: String,
     /// Where nginx runs while measured (native, docker-host, lab-bridge, ...).
     #[arg(long, default_value = "native")]
     pub placement: String,
@@ -58,8 +63,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| "nginx".into());
         PathBuf::from(format!("tune-{stem}"))
     });
+    let target = match args.target.as_str() {
+        "nginx" => TargetChoice::Static,
+        "nginx-proxy" => TargetChoice::Proxy,
+        _ => TargetChoice::Auto,
+    };
     let opts = TuneOptions {
         config: args.config.clone(),
+        target,
         placement: args.placement.clone(),
         connections: args.connections,
         threads: args.threads,

@@ -19,7 +19,7 @@ use crate::targets::Server;
 use crate::teardown::{Resource, Teardown};
 
 /// How the container is networked.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Network {
     /// `--network host`.
     Host,
@@ -27,6 +27,9 @@ pub(crate) enum Network {
     Bridge,
     /// The default bridge with `-p 127.0.0.1:host_port:container_port`.
     Publish { host_port: u16, container_port: u16 },
+    /// `--network container:ID`: another container's network namespace (a
+    /// sidecar: nginx-proxy's backend on nginx's own loopback).
+    Join(String),
 }
 
 pub(crate) struct Request<'a> {
@@ -46,6 +49,9 @@ pub(crate) struct Request<'a> {
     pub nofile: (u64, u64),
     /// Bind-mount `dir/sock` for Unix transport when the rest is not shared.
     pub share_socket_dir: bool,
+    /// Give the container the deployment directory (per `options.storage`);
+    /// false for a server that reads no files (nginx-proxy's backend).
+    pub files: bool,
 }
 
 pub(crate) struct Started {
@@ -65,7 +71,13 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
     ]);
     let dir = req.dir.display().to_string();
     let mut binds = Vec::new();
-    match req.options.storage {
+    let storage = if req.files {
+        req.options.storage
+    } else {
+        // Nothing to copy: the image's own filesystem, untouched.
+        Storage::Image
+    };
+    match storage {
         Storage::HostPath => binds.push(format!("{dir}:{dir}")),
         Storage::Volume => {
             let vol = req.name.clone();
@@ -84,12 +96,13 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         }
         Storage::Image => {}
     }
-    if req.share_socket_dir && req.options.storage != Storage::HostPath {
+    if req.share_socket_dir && storage != Storage::HostPath {
         binds.push(format!("{dir}/sock:{dir}/sock"));
     }
-    let (network_mode, port_bindings, exposed) = match req.network {
-        Network::Host => ("host", None, None),
-        Network::Bridge => ("bridge", None, None),
+    let (network_mode, port_bindings, exposed) = match &req.network {
+        Network::Host => ("host".to_string(), None, None),
+        Network::Bridge => ("bridge".to_string(), None, None),
+        Network::Join(id) => (format!("container:{id}"), None, None),
         Network::Publish {
             host_port,
             container_port,
@@ -101,7 +114,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
                 host_port: Some(host_port.to_string()),
             };
             (
-                "bridge",
+                "bridge".to_string(),
                 Some(HashMap::from([(key.clone(), Some(vec![binding]))])),
                 Some(HashMap::from([(key, HashMap::new())])),
             )
@@ -111,7 +124,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
     cmd.extend(req.server.args.iter().cloned());
     let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let host_config = HostConfig {
-        network_mode: Some(network_mode.into()),
+        network_mode: Some(network_mode),
         port_bindings,
         binds: (!binds.is_empty()).then_some(binds),
         security_opt: req
@@ -151,7 +164,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         Ok(r.id)
     })?;
     teardown.push(Resource::Container(id.clone()));
-    if req.options.storage != Storage::HostPath {
+    if req.files && storage != Storage::HostPath {
         // Into the container's own filesystem (overlay) or onto the volume
         // mounted at the same path: the archive API writes through mounts.
         let archive = dir_tar(req.dir)

@@ -36,13 +36,16 @@ pub struct ImageInfo {
 
 /// The tag for a binary: `tare/<target>:<hash of binary and recipe>`.
 pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
+    let kind = kind.binary_kind();
     let bin_hash = targets::file_sha256(binary)?;
     let h = sha256_hex(format!("{RECIPE}\n{bin_hash}").as_bytes());
     Ok((format!("tare/{}:{}", kind.name(), &h[..16]), bin_hash))
 }
 
 /// Builds the image for `kind` from `binary` unless its tag exists (or `force`).
+/// nginx-proxy's server is nginx: its image is nginx's (the backend's is tare-serve's).
 pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, DeployError> {
+    let kind = kind.binary_kind();
     let (tag, binary_sha256) = tag_for(kind, binary)?;
     let failed = |reason: String| DeployError::ImageBuild {
         target: kind.name().into(),
@@ -166,7 +169,7 @@ fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBuf>, String>
         }
     }
     match kind {
-        TargetKind::Nginx => {
+        TargetKind::Nginx | TargetKind::NginxProxy => {
             if Path::new("/etc/nginx/mime.types").exists() {
                 files.insert("/etc/nginx/mime.types".into());
             }

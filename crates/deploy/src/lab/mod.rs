@@ -299,12 +299,10 @@ fn claim_id(run_id: &str) -> Result<(String, OwnerLock, u32), LabError> {
     })
 }
 
-/// splitmix64's finaliser (Steele et al., "Fast splittable pseudorandom
-/// number generators", OOPSLA 2014): nearby inputs give unrelated outputs.
+/// splitmix64's first output from the inputs as seed (Steele et al., "Fast
+/// splittable pseudorandom number generators", OOPSLA 2014): nearby inputs
+/// give unrelated outputs.
 fn mix(pid: u32, counter: u32, nanos: u32) -> u64 {
-    let mut z = (u64::from(pid) << 32 | u64::from(counter)) ^ u64::from(nanos).rotate_left(17);
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    let seed = (u64::from(pid) << 32 | u64::from(counter)) ^ u64::from(nanos).rotate_left(17);
+    tare_engine::splitmix::SplitMix64::new(seed).next_u64()
 }

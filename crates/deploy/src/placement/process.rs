@@ -15,18 +15,20 @@ use crate::targets::Server;
 /// ("pid:starttime" per line), for `tare cleanup` after a SIGKILL.
 pub(crate) const PIDS_FILE: &str = ".tare-pids";
 
-/// Starts the server. `netns`: enter this network namespace first (lab
-/// placements); `cpus`: pin to this CPU list (taskset-style).
+/// Starts the server, its output in `dir/log/NAME.out`. `netns`: enter this
+/// network namespace first (lab placements); `cpus`: pin to this CPU list
+/// (taskset-style).
 pub(crate) fn spawn(
     server: &Server,
     dir: &Path,
+    name: &str,
     netns: Option<&Path>,
     cpus: Option<&str>,
 ) -> Result<Child, DeployError> {
     let log_dir = dir.join("log");
     std::fs::create_dir_all(&log_dir)
         .map_err(|e| DeployError::io("creating the log directory", e))?;
-    let out = File::create(log_dir.join("server.out"))
+    let out = File::create(log_dir.join(format!("{name}.out")))
         .map_err(|e| DeployError::io("creating the server output file", e))?;
     let err = out
         .try_clone()

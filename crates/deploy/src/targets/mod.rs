@@ -5,6 +5,7 @@
 
 pub(crate) mod nginx;
 pub(crate) mod postgres;
+pub(crate) mod proxy;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -50,30 +51,32 @@ pub(crate) struct Server {
 /// The port a target listens on inside its own network namespace (container,
 /// lab namespace): the conventional one, as in seed 000 and seed 001.
 pub(crate) fn standard_port(kind: TargetKind) -> u16 {
-    match kind {
-        TargetKind::Nginx => 80,
+    match kind.binary_kind() {
         TargetKind::Postgres => 5432,
         TargetKind::TareServe => 8080,
+        _ => 80,
     }
 }
 
 /// The Unix socket a target listens on with `transport = unix`.
 pub(crate) fn unix_socket(kind: TargetKind, dir: &Path, port: u16) -> PathBuf {
-    match kind {
-        TargetKind::Nginx => dir.join("sock").join("nginx.sock"),
+    match kind.binary_kind() {
         TargetKind::Postgres => dir.join("sock").join(format!(".s.PGSQL.{port}")),
         TargetKind::TareServe => dir.join("sock").join("serve.sock"),
+        _ => dir.join("sock").join("nginx.sock"),
     }
 }
 
 /// The host binary a target runs (also the one copied into tare's images).
 pub(crate) fn binary(spec: &TargetSpec) -> Result<PathBuf, DeployError> {
-    let path = match (&spec.binary, spec.kind) {
+    let path = match (&spec.binary, spec.kind.binary_kind()) {
         (Some(p), _) => p.clone(),
-        (None, TargetKind::Nginx) => which("nginx").ok_or_else(|| DeployError::MissingBinary {
-            binary: "nginx".into(),
-            hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
-        })?,
+        (None, TargetKind::Nginx | TargetKind::NginxProxy) => {
+            which("nginx").ok_or_else(|| DeployError::MissingBinary {
+                binary: "nginx".into(),
+                hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
+            })?
+        }
         (None, TargetKind::Postgres) => postgres::bin_dir()?.join("postgres"),
         (None, TargetKind::TareServe) => std::env::current_exe()
             .map_err(|e| DeployError::io("locating the running tare executable", e))?,
@@ -94,13 +97,14 @@ fn which(name: &str) -> Option<PathBuf> {
 }
 
 /// Writes the config and content into `dir` and says how to run the server.
+/// `backend`: where nginx-proxy's backend listens, as nginx reaches it.
 pub(crate) fn prepare(
     spec: &TargetSpec,
     dir: &Path,
     listen: &Listen,
+    backend: Option<SocketAddr>,
 ) -> Result<Server, DeployError> {
     let binary = binary(spec)?;
-    let d = dir.display().to_string();
     let io = |what: &str| {
         let what = what.to_string();
         move |e| DeployError::io(what, e)
@@ -108,40 +112,22 @@ pub(crate) fn prepare(
     match spec.kind {
         TargetKind::Nginx => {
             let (template, log) = nginx::template(&spec.variant, spec.access_log)?;
-            let listen_text = match listen {
-                Listen::Tcp(a) => a.to_string(),
-                Listen::Unix(p) => format!("unix:{}", p.display()),
-            };
-            let text = template
-                .replace("{{dir}}", &d)
-                .replace("{{listen}}", &listen_text);
             nginx::make_dirs(dir).map_err(io("creating nginx directories"))?;
-            let conf = dir.join("nginx.conf");
-            std::fs::write(&conf, text).map_err(io("writing nginx.conf"))?;
             std::fs::write(
                 dir.join("www/index.html"),
                 nginx::index_html(spec.body_size),
             )
             .map_err(io("writing index.html"))?;
-            Ok(Server {
-                args: vec![
-                    "-p".into(),
-                    d.clone(),
-                    "-c".into(),
-                    conf.display().to_string(),
-                    "-e".into(),
-                    dir.join("log/error.log").display().to_string(),
-                ],
-                binary,
-                run_as: None,
-                probe: Probe::Http {
-                    path: "/index.html".into(),
-                },
-                config_sha256: sha256_hex(template.as_bytes()),
-                access_log: log.to_string(),
-                log_path: dir.join("log"),
-                content_path: dir.join("www"),
-            })
+            nginx_server(binary, dir, listen, &template, log, "/index.html", None)
+        }
+        TargetKind::NginxProxy => {
+            let t = proxy::template(&spec.variant, spec.access_log)?;
+            let backend = backend.ok_or_else(|| {
+                DeployError::Invalid("nginx-proxy needs its backend's address".into())
+            })?;
+            nginx::make_dirs(dir).map_err(io("creating nginx directories"))?;
+            let (log, path) = (t.access_log, t.path.as_str());
+            nginx_server(binary, dir, listen, &t.text, log, path, Some(backend))
         }
         TargetKind::Postgres => {
             if spec.access_log.is_some() {
@@ -199,6 +185,51 @@ pub(crate) fn prepare(
     }
 }
 
+/// nginx with `template` filled in for this deployment (and, for
+/// nginx-proxy, its backend's address), probed at `probe`. The config hash
+/// is the template's: paths, listen address and backend port are the
+/// placement's, not the config's.
+fn nginx_server(
+    binary: PathBuf,
+    dir: &Path,
+    listen: &Listen,
+    template: &str,
+    log: crate::spec::AccessLog,
+    probe: &str,
+    backend: Option<SocketAddr>,
+) -> Result<Server, DeployError> {
+    let d = dir.display().to_string();
+    let listen_text = match listen {
+        Listen::Tcp(a) => a.to_string(),
+        Listen::Unix(p) => format!("unix:{}", p.display()),
+    };
+    let mut text = template
+        .replace("{{dir}}", &d)
+        .replace("{{listen}}", &listen_text);
+    if let Some(b) = backend {
+        text = text.replace(proxy::BACKEND, &b.to_string());
+    }
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, text).map_err(|e| DeployError::io("writing nginx.conf", e))?;
+    Ok(Server {
+        args: vec![
+            "-p".into(),
+            d.clone(),
+            "-c".into(),
+            conf.display().to_string(),
+            "-e".into(),
+            dir.join("log/error.log").display().to_string(),
+        ],
+        binary,
+        run_as: None,
+        probe: Probe::Http { path: probe.into() },
+        config_sha256: sha256_hex(template.as_bytes()),
+        access_log: log.to_string(),
+        log_path: dir.join("log"),
+        content_path: dir.join("www"),
+    })
+}
+
 fn socket_port(p: &Path) -> Option<u16> {
     p.file_name()?
         .to_str()?
@@ -241,11 +272,7 @@ pub(crate) fn file_sha256(path: &Path) -> Result<String, DeployError> {
 
 /// The server's own version line (`nginx -v`, `postgres --version`, `tare --version`).
 pub(crate) fn version(kind: TargetKind, binary: &Path) -> Option<String> {
-    let flag = if kind == TargetKind::Nginx {
-        "-v"
-    } else {
-        "--version"
-    };
+    let flag = if kind.is_nginx() { "-v" } else { "--version" };
     let out = std::process::Command::new(binary).arg(flag).output().ok()?;
     let text = if out.stdout.is_empty() {
         out.stderr

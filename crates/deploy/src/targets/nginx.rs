@@ -94,9 +94,9 @@ pub(crate) fn template(
     variant: &str,
     access_log: Option<AccessLog>,
 ) -> Result<(String, AccessLog), DeployError> {
-    let (body, variant_log) = match variant {
-        "default" => (DEFAULT.to_string(), AccessLog::On),
-        "tuned" => (TUNED.to_string(), AccessLog::Off),
+    let body = match variant {
+        "default" => DEFAULT,
+        "tuned" => TUNED,
         path => {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 DeployError::io(
@@ -104,23 +104,49 @@ pub(crate) fn template(
                     e,
                 )
             })?;
-            if access_log.is_none() {
-                // No access_log factor: the user's own logging stands (it is
-                // what `tare tune` measures), only moved into our directory.
-                let (body, own) = rewrite_user_config_keeping_log(&text);
-                return Ok((finish(&body, ""), own));
-            }
-            (rewrite_user_config(&text), AccessLog::On)
+            return Ok(user_template(&text, access_log));
         }
     };
+    let variant_log = if variant == "default" {
+        AccessLog::On
+    } else {
+        AccessLog::Off
+    };
+    Ok(builtin_template(body, variant_log, access_log))
+}
+
+/// A built-in body (with `{{access_log}}` where the log line goes) finished
+/// with the access_log the variant has, or the override.
+pub(crate) fn builtin_template(
+    body: &str,
+    variant_log: AccessLog,
+    access_log: Option<AccessLog>,
+) -> (String, AccessLog) {
     let log = access_log.unwrap_or(variant_log);
-    let log_line = match log {
+    (finish(body, log_line(log)), log)
+}
+
+/// A user's config made into a template: its own logging stands unless
+/// `access_log` overrides it.
+pub(crate) fn user_template(text: &str, access_log: Option<AccessLog>) -> (String, AccessLog) {
+    match access_log {
+        // No access_log factor: the user's own logging stands (it is what
+        // `tare tune` measures), only moved into our directory.
+        None => {
+            let (body, own) = rewrite_user_config_keeping_log(text);
+            (finish(&body, ""), own)
+        }
+        Some(log) => (finish(&rewrite_user_config(text), log_line(log)), log),
+    }
+}
+
+fn log_line(log: AccessLog) -> &'static str {
+    match log {
         AccessLog::On => "access_log {{dir}}/log/access.log;",
         AccessLog::Off => "access_log off;",
         // seed 000: "access_log ... buffer=32k flush=5s"
         AccessLog::Buffered => "access_log {{dir}}/log/access.log combined buffer=32k flush=5s;",
-    };
-    Ok((finish(&body, log_line), log))
+    }
 }
 
 /// The preamble, the access_log line and the temp paths around a config body.
@@ -184,20 +210,59 @@ fn rewrite_user_config_keeping_log(text: &str) -> (String, AccessLog) {
     (body, kind)
 }
 
-/// A user's nginx.conf: its `listen` directives point at our address, and the
-/// directives the preamble owns (user, daemon, pid, error_log at top level,
-/// access_log) are dropped so they are not duplicated. `{{access_log}}` is
-/// put where the first `http {` opens.
+/// Socket options of `listen` that a config's tuning may set and that mean
+/// the same on tare's address (the `listen-backlog` advice is one), kept on
+/// the first `listen`: nginx allows them once per address, and every
+/// `listen` points at the same one here. TLS, HTTP/2, QUIC and PROXY
+/// protocol would change what the load speaks, so they go.
+const LISTEN_OPTIONS: &[&str] = &[
+    "backlog=",
+    "rcvbuf=",
+    "sndbuf=",
+    "deferred",
+    "fastopen=",
+    "so_keepalive=",
+    "reuseport",
+];
+
+/// `listen {{listen}} <options>;` for the first `listen`, plain after it.
+fn listen_line(t: &str, first: bool) -> String {
+    let kept: Vec<&str> = t
+        .trim_end_matches(';')
+        .split_whitespace()
+        .skip(2) // `listen ADDR`
+        .filter(|w| first && LISTEN_OPTIONS.iter().any(|o| w.starts_with(o)))
+        .collect();
+    let sep = if kept.is_empty() { "" } else { " " };
+    format!("        listen {{{{listen}}}}{sep}{};\n", kept.join(" "))
+}
+
+/// A user's nginx.conf: its `listen` directives point at our address (the
+/// first keeping its socket options; one per server, as `listen 80; listen
+/// [::]:80;` would become a duplicate), and the directives the preamble owns
+/// (user, daemon, pid, error_log at top level, access_log) are dropped so
+/// they are not duplicated. `{{access_log}}` is put where the first `http {`
+/// opens.
 fn rewrite_user_config(text: &str) -> String {
     let mut out = String::new();
     let mut http_seen = false;
+    let mut listen_seen = false;
+    let mut listens_in_server = 0;
     for line in text.lines() {
         let t = line.trim_start();
         let first = t.split_whitespace().next().unwrap_or("");
         match first {
             "user" | "daemon" | "pid" | "error_log" | "access_log" => continue,
-            "listen" => out.push_str("        listen {{listen}};\n"),
+            "listen" if listens_in_server > 0 => {}
+            "listen" => {
+                out.push_str(&listen_line(t, !listen_seen));
+                listen_seen = true;
+                listens_in_server += 1;
+            }
             _ => {
+                if first == "server" && t.contains('{') {
+                    listens_in_server = 0;
+                }
                 out.push_str(line);
                 out.push('\n');
                 if !http_seen && first == "http" && t.contains('{') {
@@ -272,6 +337,20 @@ mod tests {
         assert!(!r.contains("user nginx"));
         assert!(r.contains("{{access_log}}"));
         assert!(!r.contains("/var/log/x"));
+    }
+
+    #[test]
+    fn the_first_listen_keeps_its_socket_options() {
+        let user = "http {\n server {\n  listen 80 default_server backlog=4096 reuseport ssl;\n  listen [::]:80 backlog=4096;\n }\n server {\n  listen 81 backlog=4096;\n }\n}\n";
+        let r = rewrite_user_config(user);
+        assert!(
+            r.contains("listen {{listen}} backlog=4096 reuseport;\n"),
+            "{r}"
+        );
+        // One listen per server; socket options once in the file.
+        assert_eq!(r.matches("listen {{listen}}").count(), 2, "{r}");
+        assert!(r.contains("listen {{listen}};\n"), "{r}");
+        assert!(!r.contains("ssl") && !r.contains("default_server"), "{r}");
     }
 
     #[test]

@@ -3,15 +3,19 @@
 //!
 //! - [`client`]: one client's connection, buffers and place in its script.
 //! - [`worker`]: the state transitions and the per-thread statistics.
-//! - [`schedule`]: when a client may start its next transaction (closed loop now).
+//! - [`wire`]: connecting, sending statements and reading replies.
+//! - [`schedule`]: when a client may start its next transaction (closed
+//!   loop, ramp, open loop).
 //!
 //! Threads connect their clients first; all threads then meet at a barrier
 //! and the main thread fixes one common start time, so every recorder's
 //! timeline is aligned and the initial connection time is kept apart from
-//! the measured period, as pgbench keeps it.
+//! the measured period, as pgbench keeps it. A `--ramp` follows that start
+//! time; measurement begins when it ends.
 
 pub mod client;
 pub mod schedule;
+pub mod wire;
 pub mod worker;
 
 use std::ops::Range;
@@ -26,7 +30,6 @@ use crate::config::{Length, PgConfig};
 use crate::program::Program;
 use crate::script::random::Rng;
 use client::{Client, Phase};
-use schedule::ClosedLoop;
 use worker::{poll_timeout, Ctx, WorkerResult};
 
 /// Per-command totals for `-r`.
@@ -102,7 +105,7 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
             tare_engine::netns::enter(ns).map_err(|e| crate::PgError::io("worker thread", e))?;
         }
         let n = ids.len();
-        let mut ctx = Ctx::new(program, cfg, shared.clock, n, Box::new(ClosedLoop))
+        let mut ctx = Ctx::new(program, cfg, shared.clock, n)
             .map_err(|e| crate::PgError::io("creating epoll", e))?;
         let mut clients: Vec<Client> = ids
             .clone()
@@ -134,11 +137,18 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
     }
 
     let start = shared.start_ns.load(Ordering::SeqCst);
+    let measure_from = start + cfg.ramp.as_nanos() as u64;
     let (deadline, expected) = match cfg.length {
-        Length::Duration(d) => (Some(start + d.as_nanos() as u64), d.as_nanos() as u64),
+        Length::Duration(d) => (
+            Some(measure_from + d.as_nanos() as u64),
+            d.as_nanos() as u64,
+        ),
         Length::TransactionsPerClient(_) => (None, 10_000_000_000),
     };
-    ctx.begin(start, expected, index);
+    if cfg.rate.is_some() {
+        tare_engine::schedule::tighten_timer_slack();
+    }
+    ctx.begin(start, expected, index, shared.board.threads.len());
     let live = LiveStats {
         board: &shared.board.threads[index],
         lat_sum_ns: &shared.lat[index].lat_sum_ns,
@@ -176,9 +186,12 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
     ctx.publish(&live);
     let end_ns = deadline.map_or(now, |d| now.min(d));
     let in_flight = clients.iter().filter(|c| c.in_flight()).count() as u64;
+    // Due before the end of this run: the deadline, or the moment a stop
+    // (Ctrl-C) ended it.
+    let unsent = ctx.unsent(&clients, deadline.map(|_| end_ns));
     drop(clients);
     Some(WorkerOutput {
-        result: ctx.into_result(end_ns, in_flight),
+        result: ctx.into_result(end_ns, in_flight, unsent),
         cpu: CpuTime::thread().since(&cpu0),
         conn_elapsed_ns,
     })

@@ -12,18 +12,16 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tare_engine::poller::{Interest, Poller, Ready};
+use tare_engine::poller::Poller;
 use tare_engine::{Clock, Recorder};
 
 use super::client::{Client, Phase};
-use super::schedule::Schedule;
+use super::schedule::{ClosedLoop, Paced, Schedule};
 use super::{CmdStat, LiveStats, ScriptStat};
-use crate::config::{PgConfig, QueryMode};
+use crate::config::PgConfig;
 use crate::program::Program;
-use crate::protocol::{self, tag};
-use crate::script::expr::Value;
-use crate::script::{CommandKind, Piece, SleepAmount};
-use crate::startup::Progress;
+use crate::protocol;
+use crate::script::{CommandKind, SleepAmount};
 
 /// What a worker hands back when it ends.
 pub struct WorkerResult {
@@ -38,6 +36,8 @@ pub struct WorkerResult {
     pub abort_message: Option<String>,
     /// Clock reading at which this worker stopped measuring.
     pub end_ns: u64,
+    /// Open loop: arrivals due before the run ended that never started.
+    pub unsent: u64,
 }
 
 /// The state of a worker shared by all its clients' transitions.
@@ -51,6 +51,13 @@ pub struct Ctx<'a> {
     timers: BinaryHeap<Reverse<(u64, usize)>>,
     /// Transactions may start (false during the initial connection phase).
     pub running: bool,
+    /// Clock reading at which the load began (the ramp's start).
+    origin_ns: u64,
+    /// Clock reading at which measurement begins (after the ramp): what
+    /// happens before it is shown in the ramp timeline, not summarised.
+    measure_from: u64,
+    /// Transactions completed before `measure_from`, for the live displays.
+    early: u64,
     pub limit: Option<u64>,
     pub per_cmd: Vec<CmdStat>,
     pub per_script: Vec<ScriptStat>,
@@ -62,6 +69,7 @@ pub struct Ctx<'a> {
     /// Clients that reached Done or Aborted.
     pub finished: usize,
     pub failed: u64,
+    /// Latency sums of every completion (ramp included), for `-P` only.
     pub lat_sum_ns: u64,
     pub lat_sumsq_ms: f64,
 }
@@ -72,7 +80,6 @@ impl<'a> Ctx<'a> {
         cfg: &'a PgConfig,
         clock: Clock,
         clients: usize,
-        schedule: Box<dyn Schedule>,
     ) -> io::Result<Self> {
         let limit = match cfg.length {
             crate::config::Length::TransactionsPerClient(n) => Some(n),
@@ -84,9 +91,13 @@ impl<'a> Ctx<'a> {
             clock,
             poller: Poller::new(clients.max(1))?,
             rec: Recorder::new(0, 0, cfg.connect_per_transaction),
-            schedule,
+            // Until `begin`: no transaction starts, so no schedule is asked.
+            schedule: Box::new(ClosedLoop::default()),
             timers: BinaryHeap::with_capacity(clients),
             running: false,
+            origin_ns: 0,
+            measure_from: 0,
+            early: 0,
             limit,
             per_cmd: vec![CmdStat::default(); program.commands],
             per_script: vec![ScriptStat::default(); program.scripts.len()],
@@ -102,27 +113,61 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// Starts measuring: a fresh recorder whose timeline begins at `start_ns`.
-    pub fn begin(&mut self, start_ns: u64, expected_ns: u64, thread: usize) {
-        self.rec = Recorder::new(start_ns, expected_ns, self.cfg.connect_per_transaction);
-        if let Some(rate) = self.cfg.rate {
-            let per_thread = rate / self.cfg.threads.max(1) as f64;
-            let seed = 0x7a7e_9000 + thread as u64;
-            self.schedule = Box::new(super::schedule::Paced(
-                tare_engine::schedule::Schedule::new(
-                    per_thread,
+    /// Starts the load at `origin_ns`: the ramp (if any) runs until
+    /// `origin_ns + cfg.ramp`, where measurement and a fresh recorder's
+    /// timeline begin. `thread` of `threads` picks this thread's share of
+    /// the rate and its arrival seed.
+    pub fn begin(&mut self, origin_ns: u64, expected_ns: u64, thread: usize, threads: usize) {
+        let ramp_ns = self.cfg.ramp.as_nanos() as u64;
+        self.origin_ns = origin_ns;
+        self.measure_from = origin_ns + ramp_ns;
+        self.rec = Recorder::new(
+            self.measure_from,
+            expected_ns,
+            self.cfg.connect_per_transaction,
+        );
+        self.schedule = match self.cfg.rate {
+            Some(rate) => {
+                self.rec.uncorrected = Some(tare_record::Latency::new());
+                Box::new(Paced(tare_engine::schedule::Schedule::new(
+                    rate / threads.max(1) as f64,
                     self.cfg.arrivals,
-                    0,
-                    start_ns,
-                    seed,
-                ),
-            ));
-            self.rec.uncorrected = Some(tare_record::Latency::new());
-        }
+                    ramp_ns,
+                    origin_ns,
+                    0x7a7e_9000 + thread as u64,
+                )))
+            }
+            None => Box::new(ClosedLoop {
+                origin_ns,
+                ramp_ns,
+                clients: self.cfg.clients,
+            }),
+        };
         self.running = true;
     }
 
-    pub fn into_result(self, end_ns: u64, in_flight: u64) -> WorkerResult {
+    /// After the ramp: completions and failures count in the summary.
+    #[inline]
+    pub fn measuring(&self, now: u64) -> bool {
+        now >= self.measure_from
+    }
+
+    /// Arrivals due before `deadline` that never started, `clients` as the
+    /// run left them: those no client took, and those a client held but
+    /// had not started (its timer and the deadline struck together).
+    pub fn unsent(&mut self, clients: &[Client], deadline: Option<u64>) -> u64 {
+        let (Some(d), Some(_)) = (deadline, self.cfg.rate) else {
+            return 0;
+        };
+        let held = clients
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Sleeping(_)))
+            .filter(|c| c.pending_start.is_some_and(|t| t < d))
+            .count() as u64;
+        held + self.schedule.unsent(d)
+    }
+
+    pub fn into_result(self, end_ns: u64, in_flight: u64, unsent: u64) -> WorkerResult {
         let mut rec = self.rec;
         rec.in_flight = in_flight;
         WorkerResult {
@@ -139,6 +184,7 @@ impl<'a> Ctx<'a> {
             aborted: self.aborted,
             abort_message: self.abort_message,
             end_ns,
+            unsent,
         }
     }
 
@@ -169,22 +215,11 @@ impl<'a> Ctx<'a> {
 
     /// Publishes this thread's totals for the progress displays.
     pub fn publish(&self, live: &LiveStats) {
-        live.board.publish(self.rec.requests, self.failed);
+        live.board
+            .publish(self.rec.requests + self.early, self.failed);
         live.lat_sum_ns.store(self.lat_sum_ns, Ordering::Relaxed);
         live.lat_sumsq_ms
             .store(self.lat_sumsq_ms.to_bits(), Ordering::Relaxed);
-    }
-
-    /// Handles one readiness event for client `token`.
-    pub fn on_event(&mut self, clients: &mut [Client], r: Ready) {
-        let token = r.token as usize;
-        let c = &mut clients[token];
-        if r.writable || (r.hangup && c.phase == Phase::Connecting) {
-            self.on_writable(c, token);
-        }
-        if (r.readable || r.hangup) && c.sock.is_some() && c.phase != Phase::Connecting {
-            self.on_readable(c, token);
-        }
     }
 
     fn stop_new(&self, c: &Client) -> bool {
@@ -235,164 +270,6 @@ impl<'a> Ctx<'a> {
         self.finish(c, Phase::Aborted);
     }
 
-    fn connect(&mut self, c: &mut Client, token: usize) {
-        c.conn_start = self.clock.now_ns();
-        match self.cfg.conn.endpoint.connect() {
-            Ok(sock) => {
-                if let Err(e) = self.poller.add(sock.fd(), token as u64, Interest::Write) {
-                    return self.abort(c, AbortKind::Connect, &format!("epoll: {e}"));
-                }
-                c.sock = Some(sock);
-                c.want_write = true;
-                c.phase = Phase::Connecting;
-            }
-            Err(e) => self.abort(
-                c,
-                AbortKind::Connect,
-                &format!(
-                    "connection to server at {} failed: {e}",
-                    self.cfg.conn.display_server()
-                ),
-            ),
-        }
-    }
-
-    fn on_writable(&mut self, c: &mut Client, token: usize) {
-        if c.phase == Phase::Connecting {
-            let err = c.sock.as_ref().map(|s| s.take_error());
-            match err {
-                Some(Ok(None)) => {}
-                Some(Ok(Some(e))) | Some(Err(e)) => {
-                    return self.abort(
-                        c,
-                        AbortKind::Connect,
-                        &format!(
-                            "connection to server at {} failed: {e}",
-                            self.cfg.conn.display_server()
-                        ),
-                    );
-                }
-                None => return,
-            }
-            c.phase = Phase::Starting;
-            c.wbuf.clear();
-            crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf);
-        }
-        self.flush(c, token);
-    }
-
-    /// Sends `wbuf`; arms `EPOLLOUT` only while a write is unfinished.
-    fn flush(&mut self, c: &mut Client, token: usize) {
-        match c.send_pending() {
-            Ok(done) => {
-                if done == c.want_write {
-                    c.want_write = !done;
-                    let interest = if done {
-                        Interest::Read
-                    } else {
-                        Interest::ReadWrite
-                    };
-                    let fd = c.sock.as_ref().map(|s| s.fd()).unwrap_or(-1);
-                    if let Err(e) = self.poller.modify(fd, token as u64, interest) {
-                        self.abort(c, AbortKind::Write, &format!("epoll: {e}"));
-                    }
-                }
-            }
-            Err(e) => self.abort(
-                c,
-                AbortKind::Write,
-                &format!("could not send data to server: {e}"),
-            ),
-        }
-    }
-
-    fn on_readable(&mut self, c: &mut Client, token: usize) {
-        match c.fill() {
-            Ok(0) => {
-                return self.abort(c, AbortKind::Read, "server closed the connection unexpectedly (perhaps the backend died while processing)");
-            }
-            Ok(_) => {}
-            Err(e)
-                if e.kind() == io::ErrorKind::WouldBlock
-                    || e.kind() == io::ErrorKind::Interrupted =>
-            {
-                return
-            }
-            Err(e) => {
-                return self.abort(
-                    c,
-                    AbortKind::Read,
-                    &format!("could not receive data from server: {e}"),
-                )
-            }
-        }
-        let mut pos = 0;
-        let epoch = c.epoch;
-        while c.epoch == epoch {
-            let (msg_tag, start, end) = {
-                let mut f = protocol::Frames::new(&c.rbuf[pos..c.rlen]);
-                match f.next_frame() {
-                    Ok(Some((t, body))) => (t, pos + 5, pos + 5 + body.len()),
-                    Ok(None) => break,
-                    Err(e) => return self.abort(c, AbortKind::Read, &e.to_string()),
-                }
-            };
-            pos = end;
-            match c.phase {
-                Phase::Starting => {
-                    let body = c.rbuf[start..end].to_vec();
-                    let (params, mut out) = (&self.cfg.conn, std::mem::take(&mut c.wbuf));
-                    let step = c.handshake.on_message(params, msg_tag, &body, &mut out);
-                    c.wbuf = out;
-                    match step {
-                        Err(e) => return self.abort(c, AbortKind::Connect, &e.to_string()),
-                        Ok(Progress::Continue) => {
-                            if !c.wbuf.is_empty() {
-                                self.flush(c, token);
-                            }
-                        }
-                        Ok(Progress::Ready) => self.connected(c, token),
-                    }
-                }
-                Phase::Waiting | Phase::RollingBack => match msg_tag {
-                    tag::ERROR if c.error.is_none() => {
-                        c.error = Some(protocol::sqlstate(&c.rbuf[start..end]))
-                    }
-                    tag::READY => {
-                        let status = c.rbuf.get(start).copied().unwrap_or(b'I');
-                        if c.phase == Phase::Waiting {
-                            self.statement_done(c, token, status);
-                        } else {
-                            self.transaction_failed(c, token);
-                        }
-                    }
-                    _ => {}
-                },
-                // Notices and parameter changes between statements.
-                _ => {}
-            }
-        }
-        if c.epoch == epoch {
-            c.rbuf.copy_within(pos..c.rlen, 0);
-            c.rlen -= pos;
-        }
-    }
-
-    fn connected(&mut self, c: &mut Client, token: usize) {
-        let now = self.clock.now_ns();
-        let took = now.saturating_sub(c.conn_start);
-        self.conn_total_ns += took;
-        self.connections += 1;
-        if self.running {
-            if let Some(h) = self.rec.connect.as_mut() {
-                h.record_ns(took);
-            }
-        }
-        c.phase = Phase::Idle;
-        self.advance(c, token);
-    }
-
-    /// Moves a client forward until it waits for the server, a timer or the end.
     pub fn advance(&mut self, c: &mut Client, token: usize) {
         let program = self.program;
         loop {
@@ -424,7 +301,9 @@ impl<'a> Ctx<'a> {
                             None => now,
                         },
                     };
-                    if self.cfg.rate.is_some() {
+                    // Open loop: how late this start is against its schedule
+                    // (ramp starts are not part of the summary).
+                    if self.cfg.rate.is_some() && self.measuring(start) {
                         self.rec.lag(start, now);
                     }
                     c.tx_start = start;
@@ -457,9 +336,14 @@ impl<'a> Ctx<'a> {
                                     )
                                 }
                             }
-                            if self.cfg.per_statement {
+                            let t1 = if self.cfg.per_statement {
+                                self.clock.now_ns()
+                            } else {
+                                0
+                            };
+                            if self.cfg.per_statement && self.measuring(t1) {
                                 let s = &mut self.per_cmd[program.command_base[c.script] + c.cmd];
-                                s.sum_ns += self.clock.now_ns().saturating_sub(t0);
+                                s.sum_ns += t1.saturating_sub(t0);
                                 s.count += 1;
                             }
                             c.cmd += 1;
@@ -504,69 +388,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn send_statement(&mut self, c: &mut Client, token: usize) {
-        let program = self.program;
-        let CommandKind::Sql(sql) = &program.scripts[c.script].script.commands[c.cmd].kind else {
-            return;
+    pub(super) fn statement_done(&mut self, c: &mut Client, token: usize, status: u8) {
+        let now = if self.cfg.per_statement {
+            self.clock.now_ns()
+        } else {
+            0
         };
-        let stmt = program.scripts[c.script].stmts[c.cmd]
-            .as_ref()
-            .expect("every SQL command has prebuilt messages");
-        c.wbuf.clear();
-        match program.mode {
-            QueryMode::Simple => {
-                let (vars, text) = (&c.vars, sql.text.as_bytes());
-                protocol::query(&mut c.wbuf, |b| {
-                    for piece in &sql.pieces {
-                        match piece {
-                            Piece::Lit(r) => b.extend_from_slice(&text[r.clone()]),
-                            Piece::Var(id, r) => match &vars[id.0] {
-                                Some(v) => push_value(b, v),
-                                None => b.extend_from_slice(&text[r.clone()]),
-                            },
-                        }
-                    }
-                });
-            }
-            QueryMode::Extended | QueryMode::Prepared => {
-                if let Some(id) = sql.params.iter().find(|id| c.vars[id.0].is_none()) {
-                    let why = format!("undefined variable \"{}\"", program.vars.name(*id));
-                    return self.abort(c, AbortKind::Script, &why);
-                }
-                if program.mode == QueryMode::Prepared && !c.prepared[stmt.slot] {
-                    c.wbuf.extend_from_slice(&stmt.parse);
-                    c.prepared[stmt.slot] = true;
-                }
-                match &stmt.fixed {
-                    Some(bytes) => c.wbuf.extend_from_slice(bytes),
-                    None => {
-                        if program.mode == QueryMode::Extended {
-                            c.wbuf.extend_from_slice(&stmt.parse);
-                        }
-                        let vars = &c.vars;
-                        protocol::bind(&mut c.wbuf, &stmt.name, sql.params.len(), |i, b| {
-                            if let Some(v) = &vars[sql.params[i].0] {
-                                push_value(b, v);
-                            }
-                        });
-                        c.wbuf.extend_from_slice(&protocol::EXECUTE);
-                        c.wbuf.extend_from_slice(&protocol::SYNC);
-                    }
-                }
-            }
-        }
-        if self.cfg.per_statement {
-            c.cmd_start = self.clock.now_ns();
-        }
-        c.phase = Phase::Waiting;
-        self.flush(c, token);
-    }
-
-    /// `ReadyForQuery` after a statement, with the transaction status byte.
-    fn statement_done(&mut self, c: &mut Client, token: usize, status: u8) {
-        if self.cfg.per_statement {
+        if self.cfg.per_statement && self.measuring(now) {
             let s = &mut self.per_cmd[self.program.command_base[c.script] + c.cmd];
-            s.sum_ns += self.clock.now_ns().saturating_sub(c.cmd_start);
+            s.sum_ns += now.saturating_sub(c.cmd_start);
             s.count += 1;
             s.failures += c.error.is_some() as u64;
         }
@@ -586,29 +416,37 @@ impl<'a> Ctx<'a> {
         self.advance(c, token);
     }
 
-    fn transaction_failed(&mut self, c: &mut Client, token: usize) {
+    pub(super) fn transaction_failed(&mut self, c: &mut Client, token: usize) {
         let code = c.error.take().unwrap_or(*b"?????");
-        *self.failed_by_class.entry([code[0], code[1]]).or_insert(0) += 1;
-        self.rec.errors.status += 1;
-        self.failed += 1;
-        self.per_script[c.script].failed += 1;
+        if self.measuring(self.clock.now_ns()) {
+            *self.failed_by_class.entry([code[0], code[1]]).or_insert(0) += 1;
+            self.rec.errors.status += 1;
+            self.failed += 1;
+            self.per_script[c.script].failed += 1;
+        }
         self.end_transaction(c, token);
     }
 
     fn transaction_done(&mut self, c: &mut Client, token: usize) {
         let now = self.clock.now_ns();
         let lat = now.saturating_sub(c.tx_start);
-        self.rec.complete(now, lat);
-        if let Some(u) = self.rec.uncorrected.as_mut() {
-            u.record_ns(now.saturating_sub(c.actual_start));
-        }
-        self.lat_sum_ns += lat;
         let ms = lat as f64 / 1e6;
+        self.lat_sum_ns += lat;
         self.lat_sumsq_ms += ms * ms;
-        let s = &mut self.per_script[c.script];
-        s.count += 1;
-        s.sum_ms += ms;
-        s.sumsq_ms += ms * ms;
+        if self.measuring(now) {
+            self.rec.complete(now, lat);
+            if let Some(u) = self.rec.uncorrected.as_mut() {
+                u.record_ns(now.saturating_sub(c.actual_start));
+            }
+            let s = &mut self.per_script[c.script];
+            s.count += 1;
+            s.sum_ms += ms;
+            s.sumsq_ms += ms * ms;
+        } else {
+            // The ramp: per second in the timeline, not in the summary.
+            self.rec.complete_early(now.saturating_sub(self.origin_ns));
+            self.early += 1;
+        }
         self.end_transaction(c, token);
     }
 
@@ -634,20 +472,6 @@ pub enum AbortKind {
     Write,
     Script,
 }
-
-/// A variable's value as statement text or a text-format parameter.
-#[inline]
-fn push_value(b: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::Int(i) => protocol::push_int(b, *i),
-        Value::Text(s) => b.extend_from_slice(s.as_bytes()),
-        other => {
-            use std::io::Write;
-            let _ = write!(b, "{other}");
-        }
-    }
-}
-
 /// How long `epoll_wait` may sleep: until the next timer or the deadline,
 /// and never over 100 ms so progress and stop checks stay timely.
 pub fn poll_timeout(now: u64, timer: Option<u64>, deadline: Option<u64>) -> Duration {

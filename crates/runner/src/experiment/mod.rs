@@ -92,6 +92,8 @@ pub enum TargetKind {
     TareServe,
     Nginx,
     Postgres,
+    /// nginx as a reverse proxy in front of a `tare serve` backend (seed 003).
+    NginxProxy,
 }
 
 impl TargetKind {
@@ -100,6 +102,7 @@ impl TargetKind {
             TargetKind::TareServe => "tare-serve",
             TargetKind::Nginx => "nginx",
             TargetKind::Postgres => "postgres",
+            TargetKind::NginxProxy => "nginx-proxy",
         }
     }
 }
@@ -146,8 +149,9 @@ pub struct LoadSettings {
     pub warmup: Duration,
     #[serde(with = "secs")]
     pub timeout: Duration,
-    /// Open loop (http): requests per second on a schedule, latency from the
-    /// intended send time (docs/open-loop.md); `None`: closed loop.
+    /// Open loop: requests (http) or transactions (pg) per second on a
+    /// schedule, latency from the intended send time (docs/open-loop.md);
+    /// `None`: closed loop.
     #[serde(default)]
     pub rate: Option<f64>,
     /// `constant` or `poisson` arrivals (with `rate`).
@@ -176,6 +180,14 @@ pub struct HttpLoad {
     pub body: Option<String>,
     /// `false`: a new connection per request (ab / http_load style).
     pub keepalive: bool,
+    /// Batched wake-ups of a closed loop (`off`, `auto` or a pause such as
+    /// `100us`; `tare http --coalesce`, docs/http.md).
+    #[serde(default = "default_coalesce")]
+    pub coalesce: String,
+}
+
+fn default_coalesce() -> String {
+    "off".into()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -78,6 +78,7 @@ pub struct RawHttp {
     pub headers: Vec<String>,
     pub body: Option<String>,
     pub keepalive: Option<bool>,
+    pub coalesce: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

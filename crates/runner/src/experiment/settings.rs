@@ -121,26 +121,37 @@ pub(super) fn load(
     let slo = match &l.slo {
         None => None,
         Some(s) => {
-            tare_http::find_max::parse_slo(s.get_ref())
+            tare_engine::find_max::parse_slo(s.get_ref())
                 .map_err(|e| loc.error(s.span(), "load.slo", e))?;
             Some(s.get_ref().clone())
         }
     };
-    if engine == Engine::Pg {
-        for (key, set) in [
-            ("load.rate", l.rate.is_some()),
-            ("load.ramp", l.ramp.is_some()),
-            ("load.slo", l.slo.is_some()),
-        ] {
-            if set {
+    let ramp = duration(loc, &l.ramp, "load.ramp", Duration::ZERO)?;
+    if engine == Engine::Pg && ramp > duration_v {
+        let span = l.ramp.as_ref().map(|r| r.span()).unwrap_or(raw.span());
+        return Err(loc.error(
+            span,
+            "load.ramp",
+            "must not be longer than load.duration (pg)",
+        ));
+    }
+    let coalesce = match http.and_then(|h| h.coalesce.as_ref()) {
+        None => "off".to_string(),
+        Some(c) => {
+            let mode = c
+                .get_ref()
+                .parse::<tare_engine::Coalesce>()
+                .map_err(|e| loc.error(c.span(), "load.http.coalesce", e))?;
+            if mode != tare_engine::Coalesce::Off && (l.rate.is_some() || l.slo.is_some()) {
                 return Err(loc.error(
-                    raw.span(),
-                    key,
-                    "the pg engine has no open loop yet (http only)",
+                    c.span(),
+                    "load.http.coalesce",
+                    "only for a closed loop: an open loop (rate, slo) keeps its schedule",
                 ));
             }
+            mode.to_string()
         }
-    }
+    };
     if let (Some(r), Some(s)) = (&l.rate, &l.slo) {
         let _ = s;
         return Err(loc.error(
@@ -153,7 +164,7 @@ pub(super) fn load(
         engine,
         rate,
         arrivals,
-        ramp: duration(loc, &l.ramp, "load.ramp", Duration::ZERO)?,
+        ramp,
         slo,
         threads: positive(loc, &l.threads, "load.threads", 2, 1024)?,
         connections: positive(loc, &l.connections, "load.connections", 50, 1_000_000)?,
@@ -170,6 +181,7 @@ pub(super) fn load(
             headers: http.map(|h| h.headers.clone()).unwrap_or_default(),
             body: http.and_then(|h| h.body.clone()),
             keepalive: http.and_then(|h| h.keepalive).unwrap_or(true),
+            coalesce,
         },
         pg: PgLoad {
             mode,

@@ -103,3 +103,27 @@ fn mistakes_are_named_with_file_line_and_key() {
         .collect();
     insta::assert_snapshot!(out.join("\n"));
 }
+
+#[test]
+fn http_coalesce_is_checked_and_kept() {
+    assert_eq!(parse(HEAD).unwrap().load.http.coalesce, "off");
+    let e = parse(&format!("{HEAD}[load.http]\ncoalesce = \"auto\"\n")).unwrap();
+    assert_eq!(e.load.http.coalesce, "auto");
+    let e = parse(&format!("{HEAD}[load.http]\ncoalesce = \"100us\"\n")).unwrap();
+    assert_eq!(e.load.http.coalesce, "100us");
+    let err = parse(&format!("{HEAD}[load.http]\ncoalesce = \"5ms\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("exp.toml:6")
+            && err.contains("load.http.coalesce")
+            && err.contains("longer than 1ms"),
+        "{err}"
+    );
+    let err = parse(&format!(
+        "{HEAD}rate = 1000.0\n[load.http]\ncoalesce = \"auto\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("closed loop"), "{err}");
+}

@@ -56,11 +56,12 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
         "tare-serve" => TargetKind::TareServe,
         "nginx" => TargetKind::Nginx,
         "postgres" => TargetKind::Postgres,
+        "nginx-proxy" => TargetKind::NginxProxy,
         other => {
             return Err(loc.error(
                 t.kind.span(),
                 "target.kind",
-                format!("unknown target `{other}` (tare-serve, nginx, postgres)"),
+                format!("unknown target `{other}` (tare-serve, nginx, nginx-proxy, postgres)"),
             ))
         }
     };

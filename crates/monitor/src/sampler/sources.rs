@@ -1,67 +1,20 @@
-//! The sampling thread: opens every source once, then reads them all every
-//! interval and turns consecutive readings into the series.
+//! The sources of one monitor: opened once (the machine's files, the
+//! server's process group or cgroup, the generator, watched processes,
+//! network namespaces, conntrack), searched again for new members now and
+//! then, and read together into one [`Raw`] reading.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use tare_engine::cpu::CpuTime;
 
 use crate::cgroup::{self, CgroupFiles, Layout};
-use crate::conntrack::{ConntrackFiles, ConntrackReading};
-use crate::net::{self, NetFiles, NetReading};
-use crate::proc_stat::{self, MachineCpu, MachineFiles, MemInfo};
+use crate::conntrack::ConntrackFiles;
+use crate::net::{self, NetFiles};
+use crate::proc_stat::{self, MachineFiles};
 use crate::process::{self, Group, Rule};
-use crate::record::{self, MonitorRecord, SamplerCost, Series};
 use crate::{GeneratorRef, MonitorError, MonitorSpec, ServerRef};
 
-/// How often process groups look for new members (children forked, a
-/// docker-proxy started). Finding them is a directory walk, so it is done
-/// less often than sampling; a member found late still counts from its birth.
-const REDISCOVER_TREE: Duration = Duration::from_millis(500);
-const REDISCOVER_NAMED: Duration = Duration::from_secs(1);
-
-enum ServerSource {
-    Procs(Group),
-    Cgroup { files: CgroupFiles, procs: Group },
-}
-
-struct Sources {
-    machine: MachineFiles,
-    server: ServerSource,
-    generator: Group,
-    /// The generator is this process: subtract the sampler's own CPU.
-    generator_is_self: bool,
-    watched: Vec<(String, Group)>,
-    net_host: Option<NetFiles>,
-    net_server: Option<NetFiles>,
-    conntrack: Option<ConntrackFiles>,
-    hz: f64,
-    page: u64,
-    notes: Vec<String>,
-    server_desc: String,
-    generator_desc: String,
-    server_capacity: f64,
-    generator_allowed: u32,
-}
-
-/// One reading of everything; cumulative values are since the monitor started.
-#[derive(Clone, Default)]
-struct Raw {
-    at: Option<Instant>,
-    cpu: MachineCpu,
-    mem: MemInfo,
-    server_user_s: f64,
-    server_system_s: f64,
-    server_rss: u64,
-    server_write: u64,
-    server_cgroup_mem: Option<u64>,
-    generator_s: f64,
-    sampler_s: f64,
-    watched_s: Vec<f64>,
-    net: NetReading,
-    net_server: Option<NetReading>,
-    conntrack: Option<ConntrackReading>,
-}
+use super::{Raw, ServerSource, Sources};
 
 fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> MonitorError {
     let context = context.into();
@@ -94,7 +47,7 @@ fn cpus_allowed(pid: u32) -> Option<u32> {
 }
 
 impl Sources {
-    fn open(spec: &MonitorSpec) -> Result<Sources, MonitorError> {
+    pub(super) fn open(spec: &MonitorSpec) -> Result<Sources, MonitorError> {
         let hz = proc_stat::ticks_per_second();
         let started = process::boot_ticks_now(hz);
         let me = std::process::id();
@@ -233,7 +186,7 @@ impl Sources {
         })
     }
 
-    fn rediscover(&mut self, named: bool) {
+    pub(super) fn rediscover(&mut self, named: bool) {
         let me = std::process::id();
         let mut exclude = vec![me];
         match &mut self.server {
@@ -256,7 +209,7 @@ impl Sources {
         }
     }
 
-    fn read(&mut self, sampler: CpuTime, sampler_at_start: f64) -> Raw {
+    pub(super) fn read(&mut self, sampler: CpuTime, sampler_at_start: f64) -> Raw {
         let ticks = |t: u64| t as f64 / self.hz;
         let mut raw = Raw {
             at: Some(Instant::now()),
@@ -304,214 +257,6 @@ impl Sources {
         raw.net_server = self.net_server.as_mut().and_then(|f| f.read().ok());
         raw.conntrack = self.conntrack.as_mut().and_then(|f| f.read().ok());
         raw
-    }
-}
-
-/// Turns consecutive cumulative values into non-negative increments; a
-/// value that dips (a process exited before its parent reaped it) and comes
-/// back is not counted twice.
-#[derive(Default)]
-struct HighWater(Vec<f64>);
-
-impl HighWater {
-    /// Starts every mark at the first reading's value (see `push`'s indexes).
-    fn seed(&mut self, first: &Raw, patterns: &[String]) {
-        self.step(0, first.server_user_s);
-        self.step(1, first.server_system_s);
-        self.step(2, first.generator_s);
-        self.step(3, first.sampler_s);
-        self.step(4, first.server_write as f64);
-        for i in 0..patterns.len() {
-            self.step(10 + i, first.watched_s.get(i).copied().unwrap_or(0.0));
-        }
-    }
-
-    fn step(&mut self, i: usize, v: f64) -> f64 {
-        if self.0.len() <= i {
-            self.0.resize(i + 1, 0.0);
-        }
-        let d = (v - self.0[i]).max(0.0);
-        self.0[i] = self.0[i].max(v);
-        d
-    }
-}
-
-fn push(
-    series: &mut Series,
-    hw: &mut HighWater,
-    prev: &Raw,
-    now: &Raw,
-    patterns: &[String],
-    hz: f64,
-    first: Instant,
-) {
-    let (Some(t0), Some(t1)) = (prev.at, now.at) else {
-        return;
-    };
-    let dt = (t1 - t0).as_secs_f64();
-    if dt <= 0.0 {
-        return;
-    }
-    let m = now.cpu.modes.since(&prev.cpu.modes);
-    let cores = |ticks: u64| ticks as f64 / hz / dt;
-    series.t_s.push((t1 - first).as_secs_f64());
-    series.dt_s.push(dt);
-    series.machine_user.push(cores(m.user + m.nice));
-    series.machine_system.push(cores(m.system));
-    series.machine_softirq.push(cores(m.softirq));
-    series.machine_irq.push(cores(m.irq));
-    series.machine_iowait.push(cores(m.iowait));
-    series.machine_idle.push(cores(m.idle));
-    series.machine_steal.push(cores(m.steal));
-    let su = hw.step(0, now.server_user_s) / dt;
-    let ss = hw.step(1, now.server_system_s) / dt;
-    let gen = hw.step(2, now.generator_s) / dt;
-    let smp = hw.step(3, now.sampler_s) / dt;
-    series.server_user.push(su);
-    series.server_system.push(ss);
-    series.generator.push(gen);
-    series.sampler.push(smp);
-    let mut watched_sum = 0.0;
-    for (i, p) in patterns.iter().enumerate() {
-        let w = hw.step(10 + i, now.watched_s.get(i).copied().unwrap_or(0.0)) / dt;
-        watched_sum += w;
-        match series.watched.get_mut(p) {
-            Some(col) => col.push(w),
-            None => {
-                series.watched.insert(p.clone(), vec![w]);
-            }
-        }
-    }
-    let busy = cores(m.busy());
-    series
-        .rest
-        .push((busy - su - ss - gen - smp - watched_sum).max(0.0));
-    series
-        .context_switches_per_s
-        .push(now.cpu.ctxt.saturating_sub(prev.cpu.ctxt) as f64 / dt);
-    series.server_rss_bytes.push(now.server_rss);
-    if let Some(mem) = now.server_cgroup_mem {
-        series.server_cgroup_memory_bytes.push(mem);
-    }
-    series
-        .server_write_bytes_per_s
-        .push(hw.step(4, now.server_write as f64) / dt);
-    series.page_cache_bytes.push(now.mem.cached);
-    series.dirty_bytes.push(now.mem.dirty);
-    let both = |f: fn(&NetReading) -> u64, r: &Raw| f(&r.net) + r.net_server.as_ref().map_or(0, f);
-    let delta = |f: fn(&NetReading) -> u64| both(f, now).saturating_sub(both(f, prev));
-    series.tcp_estab.push(both(|n| n.estab, now));
-    series.tcp_timewait.push(both(|n| n.timewait, now));
-    series.tcp_inuse.push(both(|n| n.inuse, now));
-    series.tcp_orphan.push(both(|n| n.orphan, now));
-    series.tcp_opens_per_s.push(delta(|n| n.opens) as f64 / dt);
-    series
-        .retrans_per_s
-        .push(delta(|n| n.retrans_segs) as f64 / dt);
-    series.listen_overflows.push(delta(|n| n.listen_overflows));
-    series.listen_drops.push(delta(|n| n.listen_drops));
-    if let (Some(a), Some(b)) = (&prev.conntrack, &now.conntrack) {
-        series.conntrack_entries.push(b.entries);
-        series
-            .conntrack_drops
-            .push((b.drops + b.insert_failed).saturating_sub(a.drops + a.insert_failed));
-    }
-}
-
-pub(crate) fn run(
-    spec: MonitorSpec,
-    stop: Receiver<()>,
-    ready: Sender<Result<(), MonitorError>>,
-) -> MonitorRecord {
-    let thread_start = CpuTime::thread().total_s();
-    let mut src = match Sources::open(&spec) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return MonitorRecord::default();
-        }
-    };
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let first_at = Instant::now();
-    let mut prev = src.read(CpuTime::thread(), thread_start);
-    let cpus = prev.cpu.cpus;
-    let _ = ready.send(Ok(()));
-
-    let mut series = Series::default();
-    // Counters start where the first reading found them: a cgroup's CPU is
-    // cumulative since the container started, so a mark starting at zero
-    // would bill a kept container's whole past to the first interval.
-    let mut hw = HighWater::default();
-    hw.seed(&prev, &spec.watch_processes);
-    let mut samples = 1u64;
-    let mut sample_wall = Duration::ZERO;
-    let mut sample_max = Duration::ZERO;
-    let mut next = first_at + spec.interval;
-    let mut last_tree = first_at;
-    let mut last_named = first_at;
-    loop {
-        let wait = next.saturating_duration_since(Instant::now());
-        let stopping = !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
-        let t = Instant::now();
-        if t.duration_since(last_tree) >= REDISCOVER_TREE {
-            let named = t.duration_since(last_named) >= REDISCOVER_NAMED;
-            src.rediscover(named);
-            last_tree = t;
-            if named {
-                last_named = t;
-            }
-        }
-        let now = src.read(CpuTime::thread(), thread_start);
-        push(
-            &mut series,
-            &mut hw,
-            &prev,
-            &now,
-            &spec.watch_processes,
-            src.hz,
-            first_at,
-        );
-        prev = now;
-        samples += 1;
-        let took = t.elapsed();
-        sample_wall += took;
-        sample_max = sample_max.max(took);
-        if stopping {
-            break;
-        }
-        // Skip missed ticks rather than sampling in a burst.
-        next += spec.interval;
-        while next <= Instant::now() {
-            next += spec.interval;
-        }
-    }
-    let cpu_s = CpuTime::thread().total_s() - thread_start;
-    let wall = first_at.elapsed().as_secs_f64();
-    let summary = record::summarize(&series, None);
-    MonitorRecord {
-        schema: record::SCHEMA,
-        interval_ms: spec.interval.as_millis() as u64,
-        started_unix_s,
-        cpus,
-        server_cpu_capacity: src.server_capacity,
-        generator_cpus_allowed: src.generator_allowed,
-        server: src.server_desc,
-        generator: src.generator_desc,
-        series,
-        summary,
-        window: None,
-        per_request: None,
-        verdict: None,
-        sampler: SamplerCost {
-            samples,
-            cpu_s,
-            mean_sample_us: sample_wall.as_secs_f64() * 1e6 / (samples - 1).max(1) as f64,
-            max_sample_us: sample_max.as_secs_f64() * 1e6,
-            cpu_fraction: if wall > 0.0 { cpu_s / wall } else { 0.0 },
-        },
-        notes: src.notes,
     }
 }
 

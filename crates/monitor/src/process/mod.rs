@@ -15,77 +15,23 @@
 //! `write_bytes` is what the process caused to be sent to storage, charged
 //! when a page is dirtied (Documentation/filesystems/proc.rst, "/proc/<pid>/io");
 //! writes to tmpfs never reach storage and do not show here.
+//!
+//! - `stat`: parsing `/proc/<pid>/stat` and `/io`, and the boot-time clock
+//!   of `starttime`.
+//! - `find`: finding processes: a tree's descendants, processes by name,
+//!   threads by name.
 
 use std::io;
 use std::path::PathBuf;
 
 use crate::procfile::ProcFile;
 
-/// The fields of `/proc/<pid>/stat` the monitor uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TaskStat {
-    pub ppid: u32,
-    /// Ticks (USER_HZ).
-    pub utime: u64,
-    pub stime: u64,
-    /// Ticks of reaped children (and their reaped children).
-    pub cutime: u64,
-    pub cstime: u64,
-    pub num_threads: u64,
-    /// Ticks since boot when the task started (tells a reused pid apart).
-    pub starttime: u64,
-    /// Resident pages.
-    pub rss: u64,
-}
+mod find;
+mod stat;
 
-/// Parses a `/proc/<pid>/stat` line; the command name may hold spaces and
-/// parentheses, so fields are counted from the last `)`.
-pub fn parse_stat(text: &str) -> Option<(&str, TaskStat)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?;
-    let mut f = text.get(close + 1..)?.split_ascii_whitespace();
-    // Index after ')' = proc(5) field number - 3 (state is field 3).
-    let mut at = |skip: usize| -> Option<u64> { f.nth(skip)?.parse().ok() };
-    let ppid = at(1)?; // field 4
-    let utime = at(9)?; // field 14
-    let stime = at(0)?;
-    let cutime = at(0)?;
-    let cstime = at(0)?;
-    let num_threads = at(2)?; // field 20
-    let starttime = at(1)?; // field 22
-    let rss = at(1)?; // field 24
-    Some((
-        comm,
-        TaskStat {
-            ppid: ppid as u32,
-            utime,
-            stime,
-            cutime,
-            cstime,
-            num_threads,
-            starttime,
-            rss,
-        },
-    ))
-}
-
-/// `write_bytes` of a `/proc/<pid>/io` text.
-pub fn parse_write_bytes(text: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// Whether a command name matches a watch pattern: exact, or a prefix when
-/// the pattern ends in `*` (`containerd-shim*`, `ksoftirqd/*`). Names are
-/// compared as the kernel keeps them, truncated to 15 bytes.
-pub fn name_matches(pattern: &str, comm: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => comm.starts_with(prefix) || prefix.starts_with(comm) && comm.len() == 15,
-        None => comm == pattern || (comm.len() == 15 && pattern.starts_with(comm)),
-    }
-}
+use find::threads;
+pub use find::{descendants, name_matches, named, named_all};
+pub use stat::{boot_ticks_now, parse_stat, parse_write_bytes, TaskStat};
 
 /// How a group finds its members.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -356,151 +302,9 @@ impl Group {
     }
 }
 
-fn numeric_entries(dir: &str) -> Vec<u32> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// `roots` and every process below them, from the `children` files of each
-/// thread (CONFIG_PROC_CHILDREN), falling back to a scan of ppids.
-pub fn descendants(roots: &[u32]) -> Vec<u32> {
-    let mut out: Vec<u32> = roots
-        .iter()
-        .copied()
-        .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
-        .collect();
-    let has_children_files = std::path::Path::new("/proc/self/task")
-        .join(std::process::id().to_string())
-        .join("children")
-        .exists();
-    let mut i = 0;
-    if has_children_files {
-        while i < out.len() && out.len() < 100_000 {
-            let pid = out[i];
-            for tid in numeric_entries(&format!("/proc/{pid}/task")) {
-                let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
-                    .unwrap_or_default();
-                for c in text
-                    .split_ascii_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok())
-                {
-                    if !out.contains(&c) {
-                        out.push(c);
-                    }
-                }
-            }
-            i += 1;
-        }
-        return out;
-    }
-    let all: Vec<(u32, u32)> = numeric_entries("/proc")
-        .into_iter()
-        .filter_map(|p| {
-            let text = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            Some((p, parse_stat(&text)?.1.ppid))
-        })
-        .collect();
-    while i < out.len() {
-        let parent = out[i];
-        for (p, pp) in &all {
-            if *pp == parent && !out.contains(p) {
-                out.push(*p);
-            }
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Processes whose name matches `pattern` (see [`name_matches`]).
-pub fn named(pattern: &str) -> Vec<u32> {
-    named_all(&[pattern]).pop().unwrap_or_default()
-}
-
-/// One walk of /proc for several patterns: each process's name is read
-/// once, whatever the number of patterns (the walk is the monitor's most
-/// expensive step, so it is shared).
-pub fn named_all<S: AsRef<str>>(patterns: &[S]) -> Vec<Vec<u32>> {
-    let mut out = vec![Vec::new(); patterns.len()];
-    let mut buf = String::with_capacity(32);
-    for p in numeric_entries("/proc") {
-        buf.clear();
-        let Ok(mut f) = std::fs::File::open(format!("/proc/{p}/comm")) else {
-            continue;
-        };
-        if std::io::Read::read_to_string(&mut f, &mut buf).is_err() {
-            continue;
-        }
-        let comm = buf.trim_end_matches('\n');
-        for (i, pat) in patterns.iter().enumerate() {
-            if name_matches(pat.as_ref(), comm) {
-                out[i].push(p);
-            }
-        }
-    }
-    out
-}
-
-fn threads(pid: u32, prefix: &str) -> Vec<u32> {
-    numeric_entries(&format!("/proc/{pid}/task"))
-        .into_iter()
-        .filter(|t| {
-            std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm"))
-                .map(|c| c.starts_with(prefix))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-/// Ticks since boot now (CLOCK_BOOTTIME, the clock of `starttime`).
-pub fn boot_ticks_now(ticks_per_s: f64) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is valid for writes.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    ((ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9) * ticks_per_s) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_stat_with_awkward_names() {
-        let line = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 12 3 20 0 4 0 98765 1000000 321 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
-        let (comm, s) = parse_stat(line).unwrap();
-        assert_eq!(comm, "my (odd) name");
-        assert_eq!(s.ppid, 1);
-        assert_eq!((s.utime, s.stime, s.cutime, s.cstime), (250, 75, 12, 3));
-        assert_eq!(s.num_threads, 4);
-        assert_eq!(s.starttime, 98765);
-        assert_eq!(s.rss, 321);
-        assert!(parse_stat("1 (x) S 1").is_none());
-    }
-
-    #[test]
-    fn write_bytes_from_io() {
-        let io = "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 0\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
-        assert_eq!(parse_write_bytes(io), Some(8192));
-    }
-
-    #[test]
-    fn patterns_match_truncated_kernel_names() {
-        assert!(name_matches("docker-proxy", "docker-proxy"));
-        assert!(!name_matches("docker-proxy", "docker"));
-        assert!(name_matches("containerd-shim*", "containerd-shim"));
-        assert!(name_matches("ksoftirqd/*", "ksoftirqd/1"));
-        assert!(!name_matches("ksoftirqd/*", "kworker/1"));
-        // comm keeps 15 bytes: "containerd-shim-runc-v2" is "containerd-shim".
-        assert!(name_matches("containerd-shim-runc-v2", "containerd-shim"));
-    }
 
     #[test]
     fn a_busy_child_is_found_and_its_cpu_counted_after_it_exits() {

@@ -3,12 +3,22 @@
 //! CPU each request cost and where, the verdict, and what monitoring cost.
 //! It is serialized into `TrialRecord::monitor`; reports read it back with
 //! [`MonitorRecord::from_json`].
+//!
+//! - `per_request`: [`CpuPerRequest`] from a record, and the [`CostShift`]
+//!   between two.
+//! - `summary`: [`summarize`], a series into its [`Summary`] over a window.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::verdict::Verdict;
+
+mod per_request;
+mod summary;
+
+pub use per_request::{CostShift, CpuPerRequest};
+pub use summary::summarize;
 
 /// Version of this record's layout, bumped on any incompatible change.
 pub const SCHEMA: u32 = 1;
@@ -193,106 +203,6 @@ pub struct SamplerCost {
     pub cpu_fraction: f64,
 }
 
-/// CPU microseconds per completed request, by where they were spent.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuPerRequest {
-    pub requests: u64,
-    pub server_us: f64,
-    pub generator_us: f64,
-    /// Machine-wide softirq time (packet processing). Under tick accounting
-    /// (no CONFIG_IRQ_TIME_ACCOUNTING) these ticks are also billed to the task
-    /// they interrupted, so this overlaps server and generator system time.
-    pub softirq_us: f64,
-    /// User-space proxies (docker-proxy and the like).
-    pub proxy_us: f64,
-    /// The network path: softirq + proxies.
-    pub network_us: f64,
-    /// Each watched process pattern.
-    pub watched_us: BTreeMap<String, f64>,
-    pub sampler_us: f64,
-    pub rest_us: f64,
-    /// All busy CPU of the machine per request: what one request costs the
-    /// machine, wherever it was spent.
-    pub machine_us: f64,
-}
-
-impl CpuPerRequest {
-    /// Disjoint parts of `machine_us` (softirq is not one: it overlaps).
-    pub fn parts(&self) -> Vec<(String, f64)> {
-        let mut v = vec![
-            ("server".to_string(), self.server_us),
-            ("generator".to_string(), self.generator_us),
-        ];
-        v.extend(self.watched_us.iter().map(|(k, x)| (k.clone(), *x)));
-        v.push(("sampler".into(), self.sampler_us));
-        v.push(("rest of the machine".into(), self.rest_us));
-        v
-    }
-
-    /// One line for a terminal table cell.
-    pub fn short(&self) -> String {
-        format!(
-            "server {:.1} · generator {:.1} · network {:.1} µs/req",
-            self.server_us, self.generator_us, self.network_us
-        )
-    }
-}
-
-/// How a change of factor moved the machine's CPU per request, and where the
-/// difference landed ("docker-publish: +9.0 µs/request, 70% of it in docker-proxy").
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CostShift {
-    pub total_us: f64,
-    /// (part, µs per request), largest change first.
-    pub parts: Vec<(String, f64)>,
-}
-
-impl CostShift {
-    pub fn between(from: &CpuPerRequest, to: &CpuPerRequest) -> CostShift {
-        let a: BTreeMap<String, f64> = from.parts().into_iter().collect();
-        let b: BTreeMap<String, f64> = to.parts().into_iter().collect();
-        let mut parts: Vec<(String, f64)> = a
-            .keys()
-            .chain(b.keys())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .map(|k| {
-                (
-                    k.clone(),
-                    b.get(k).unwrap_or(&0.0) - a.get(k).unwrap_or(&0.0),
-                )
-            })
-            .collect();
-        parts.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()));
-        CostShift {
-            total_us: to.machine_us - from.machine_us,
-            parts,
-        }
-    }
-}
-
-impl std::fmt::Display for CostShift {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:+.1} µs/request", self.total_us)?;
-        // Name the part that moved the same way as the total and most. A
-        // share is only meaningful when the total is clearly not zero and
-        // that part does not exceed it (parts can move against each other).
-        let top = self
-            .parts
-            .iter()
-            .find(|(_, d)| d.signum() == self.total_us.signum() && d.abs() > 0.0);
-        if let Some((name, d)) = top {
-            let share = d / self.total_us * 100.0;
-            if self.total_us.abs() >= 0.5 && share <= 100.0 {
-                write!(f, ", {share:.0}% of it in {name}")?;
-            } else {
-                write!(f, " (largest move: {name} {d:+.1})")?;
-            }
-        }
-        Ok(())
-    }
-}
-
 impl MonitorRecord {
     /// Reads a record back from `TrialRecord::monitor`.
     pub fn from_json(v: &serde_json::Value) -> Result<MonitorRecord, serde_json::Error> {
@@ -321,32 +231,6 @@ impl MonitorRecord {
         self
     }
 
-    /// CPU per request over the summary's window, for `requests` completed
-    /// requests (the load result's count for the same window).
-    pub fn per_request(&self, requests: u64) -> CpuPerRequest {
-        let c = &self.summary.cpu_s;
-        let n = requests.max(1) as f64;
-        let us = |s: f64| s * 1e6 / n;
-        let proxy: f64 = c
-            .watched
-            .iter()
-            .filter(|(k, _)| is_proxy(k))
-            .map(|(_, v)| v)
-            .sum();
-        CpuPerRequest {
-            requests,
-            server_us: us(c.server),
-            generator_us: us(c.generator),
-            softirq_us: us(c.machine_softirq),
-            proxy_us: us(proxy),
-            network_us: us(c.machine_softirq + proxy),
-            watched_us: c.watched.iter().map(|(k, v)| (k.clone(), us(*v))).collect(),
-            sampler_us: us(c.sampler),
-            rest_us: us(c.rest),
-            machine_us: us(c.machine_busy),
-        }
-    }
-
     /// What the runner calls after a trial: clip to the load's measured
     /// period, add CPU per request and the verdict.
     pub fn finish(self, load: &tare_record::LoadResult) -> MonitorRecord {
@@ -358,121 +242,6 @@ impl MonitorRecord {
         r.per_request = Some(r.per_request(load.requests));
         r.verdict = Some(crate::verdict::verdict(&r, load));
         r
-    }
-}
-
-/// Summaries over `window` = (start, length) in seconds after the first
-/// sample, or over everything.
-pub fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
-    let n = s.len();
-    let weight = |i: usize| -> f64 {
-        let (end, dt) = (s.t_s[i], s.dt_s[i]);
-        match window {
-            None => 1.0,
-            Some((w0, wlen)) if dt > 0.0 => {
-                let lo = (end - dt).max(w0);
-                let hi = end.min(w0 + wlen);
-                ((hi - lo) / dt).clamp(0.0, 1.0)
-            }
-            Some(_) => 0.0,
-        }
-    };
-    let weights: Vec<f64> = (0..n).map(weight).collect();
-    let inside: Vec<usize> = (0..n).filter(|&i| weights[i] > 0.0).collect();
-    let sum = |col: &[f64]| -> f64 {
-        inside
-            .iter()
-            .map(|&i| col.get(i).unwrap_or(&0.0) * s.dt_s[i] * weights[i])
-            .sum()
-    };
-    let max_u = |col: &[u64]| {
-        inside
-            .iter()
-            .filter_map(|&i| col.get(i))
-            .copied()
-            .max()
-            .unwrap_or(0)
-    };
-    let count_u = |col: &[u64]| -> u64 {
-        inside
-            .iter()
-            .map(|&i| (*col.get(i).unwrap_or(&0) as f64 * weights[i]).round() as u64)
-            .sum()
-    };
-    let duration: f64 = inside.iter().map(|&i| s.dt_s[i] * weights[i]).sum();
-
-    let busy = sum(&s.machine_user)
-        + sum(&s.machine_system)
-        + sum(&s.machine_softirq)
-        + sum(&s.machine_irq)
-        + sum(&s.machine_steal);
-    let idle = sum(&s.machine_idle) + sum(&s.machine_iowait);
-    let cpu = CpuSeconds {
-        machine_user: sum(&s.machine_user),
-        machine_system: sum(&s.machine_system),
-        machine_softirq: sum(&s.machine_softirq),
-        machine_irq: sum(&s.machine_irq),
-        machine_iowait: sum(&s.machine_iowait),
-        machine_idle: sum(&s.machine_idle),
-        machine_steal: sum(&s.machine_steal),
-        machine_busy: busy,
-        server: sum(&s.server_user) + sum(&s.server_system),
-        server_user: sum(&s.server_user),
-        server_system: sum(&s.server_system),
-        generator: sum(&s.generator),
-        sampler: sum(&s.sampler),
-        rest: sum(&s.rest),
-        watched: s.watched.iter().map(|(k, v)| (k.clone(), sum(v))).collect(),
-    };
-    let server_cores: Vec<f64> = inside
-        .iter()
-        .map(|&i| s.server_user.get(i).unwrap_or(&0.0) + s.server_system.get(i).unwrap_or(&0.0))
-        .collect();
-    let level_growth = |col: &[u64]| -> i64 {
-        match (inside.first(), inside.last()) {
-            // The level just before the window: the previous interval's end.
-            (Some(&a), Some(&b)) => {
-                let before = if a > 0 { col.get(a - 1) } else { col.get(a) };
-                *col.get(b).unwrap_or(&0) as i64 - *before.unwrap_or(&0) as i64
-            }
-            _ => 0,
-        }
-    };
-    Summary {
-        duration_s: duration,
-        intervals: inside.len(),
-        machine_idle_fraction: if busy + idle > 0.0 {
-            idle / (busy + idle)
-        } else {
-            0.0
-        },
-        server_cores_mean: if duration > 0.0 {
-            cpu.server / duration
-        } else {
-            0.0
-        },
-        server_cores_max: server_cores.iter().copied().fold(0.0, f64::max),
-        generator_cores_mean: if duration > 0.0 {
-            cpu.generator / duration
-        } else {
-            0.0
-        },
-        cpu_s: cpu,
-        context_switches: sum(&s.context_switches_per_s),
-        server_rss_max_bytes: max_u(&s.server_rss_bytes),
-        server_cgroup_memory_max_bytes: (!s.server_cgroup_memory_bytes.is_empty())
-            .then(|| max_u(&s.server_cgroup_memory_bytes)),
-        server_write_bytes: sum(&s.server_write_bytes_per_s),
-        page_cache_growth_bytes: level_growth(&s.page_cache_bytes),
-        tcp_estab_max: max_u(&s.tcp_estab),
-        tcp_timewait_max: max_u(&s.tcp_timewait),
-        tcp_opens: sum(&s.tcp_opens_per_s),
-        retrans_segs: sum(&s.retrans_per_s),
-        listen_overflows: count_u(&s.listen_overflows),
-        listen_drops: count_u(&s.listen_drops),
-        conntrack_entries_max: (!s.conntrack_entries.is_empty())
-            .then(|| max_u(&s.conntrack_entries)),
-        conntrack_drops: (!s.conntrack_drops.is_empty()).then(|| count_u(&s.conntrack_drops)),
     }
 }
 
@@ -542,28 +311,6 @@ mod tests {
         // Page cache: from the end of the 1st interval to the end of the 4th.
         assert_eq!(r.summary.page_cache_growth_bytes, 300);
         assert_eq!(r.series.len(), 4, "series are kept whole");
-    }
-
-    #[test]
-    fn cost_shift_names_where_the_cost_went() {
-        let base = CpuPerRequest {
-            server_us: 20.0,
-            generator_us: 15.0,
-            rest_us: 1.0,
-            machine_us: 36.0,
-            ..Default::default()
-        };
-        let mut publish = base.clone();
-        publish.watched_us.insert("docker-proxy".into(), 6.3);
-        publish.rest_us = 1.9;
-        publish.server_us = 21.8;
-        publish.machine_us = 45.0;
-        let shift = CostShift::between(&base, &publish);
-        assert_eq!(shift.parts[0].0, "docker-proxy");
-        assert_eq!(
-            shift.to_string(),
-            "+9.0 µs/request, 70% of it in docker-proxy"
-        );
     }
 
     #[test]

@@ -1,0 +1,104 @@
+//! A connection's lifecycle: open (non-blocking connect), connected or
+//! failed with back-off, and recycled when a request ends on a connection
+//! that cannot be reused.
+
+use tare_engine::Interest;
+
+use super::{Phase, Worker};
+
+/// Back-off after a failed connect, doubling up to the maximum, so an
+/// unreachable server is retried steadily instead of in a busy loop.
+pub(super) const BACKOFF_MIN_NS: u64 = 1_000_000;
+const BACKOFF_MAX_NS: u64 = 100_000_000;
+
+impl Worker<'_> {
+    /// After a request ends (completed or failed) on a connection that cannot
+    /// be reused: a new connection, or with an open loop and a connection per
+    /// request, a free slot.
+    pub(super) fn recycle(&mut self, i: usize, now: u64) {
+        self.conns[i].sock = None;
+        self.conns[i].intended = None;
+        if self.open_loop() && !self.plan.keepalive {
+            self.make_ready(i, now);
+        } else {
+            self.open(i, now);
+        }
+    }
+
+    /// Opens a new connection for slot `i`.
+    pub(super) fn open(&mut self, i: usize, now: u64) {
+        if self.schedule.is_none() && self.quota == Some(0) {
+            self.conns[i].phase = Phase::Done;
+            self.conns[i].sock = None;
+            return;
+        }
+        let c = &mut self.conns[i];
+        c.sock = None;
+        c.began_ns = now;
+        c.busy_since = now;
+        match self.plan.endpoint.connect() {
+            Err(_) => self.connect_failed(i, now),
+            Ok(sock) => {
+                let interest = if sock.connecting {
+                    Interest::Write
+                } else {
+                    Interest::Read
+                };
+                if self.poller.add(sock.fd(), i as u64, interest).is_err() {
+                    return self.connect_failed(i, now);
+                }
+                if self.rx_stamps {
+                    let _ = sock.enable_rx_timestamps();
+                }
+                let connecting = sock.connecting;
+                c.sock = Some(sock);
+                if connecting {
+                    c.phase = Phase::Connecting;
+                } else {
+                    self.connected(i, now);
+                }
+            }
+        }
+    }
+
+    pub(super) fn connect_failed(&mut self, i: usize, now: u64) {
+        if self.measuring(now) {
+            self.rec.errors.connect += 1;
+        }
+        // A failed attempt uses quota, as ab counts failed requests in -n,
+        // so a count-bounded run against a dead server still ends. (An open
+        // loop spends its quota when the schedule issues an arrival.)
+        if self.schedule.is_none() {
+            if let Some(q) = self.quota.as_mut() {
+                *q = q.saturating_sub(1);
+            }
+        }
+        let c = &mut self.conns[i];
+        c.sock = None;
+        c.intended = None;
+        c.phase = Phase::Idle {
+            retry_at: now + c.backoff_ns,
+        };
+        c.backoff_ns = (c.backoff_ns * 2).min(BACKOFF_MAX_NS);
+    }
+
+    pub(super) fn connected(&mut self, i: usize, now: u64) {
+        let measuring = self.measuring(now);
+        let c = &mut self.conns[i];
+        c.backoff_ns = BACKOFF_MIN_NS;
+        if c.phase == Phase::Connecting {
+            if let Some(s) = &c.sock {
+                let _ = self.poller.modify(s.fd(), i as u64, Interest::Read);
+            }
+        }
+        if measuring {
+            if let Some(l) = self.rec.connect.as_mut() {
+                l.record_ns(now - c.began_ns);
+            }
+        }
+        if self.schedule.is_some() && c.intended.is_none() {
+            return self.make_ready(i, now);
+        }
+        self.send(i, now);
+    }
+}

@@ -1,0 +1,225 @@
+//! One worker thread: an epoll loop that owns its share of the connections.
+//!
+//! A keep-alive request costs one `send`, one `read` (a response that fits in
+//! the 64 KiB buffer arrives whole) and a share of one `epoll_wait`; the clock
+//! is read once per completion, and that reading is also the send time of the
+//! next request on the connection. Over TCP the completion time is the
+//! kernel's receive timestamp of the response's last segment, so it does not
+//! depend on when the worker woke; that is what lets a closed loop batch its
+//! wake-ups ([`tare_engine::coalesce`]).
+//!
+//! The worker is one state machine per connection slot ([`Phase`]) driven
+//! by one loop; its parts are split by what they do, all as methods of
+//! [`Worker`] so the hot path stays direct calls on one struct:
+//!
+//! - `event_loop`: `run`, the loop itself, and routing readiness events.
+//! - `connection`: a connection's lifecycle: open, connect, back-off, recycle.
+//! - `send`: starting a request and writing it.
+//! - `receive`: reading the response and recording its completion.
+//! - `open_loop`: the schedule's arrivals, the backlog and free slots.
+//! - `timeout`: the periodic scan for stuck requests and due retries.
+
+mod connection;
+mod event_loop;
+mod open_loop;
+mod receive;
+mod send;
+mod timeout;
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tare_engine::cpu::CpuTime;
+use tare_engine::progress::Counters;
+use tare_engine::schedule::{Arrivals, Schedule};
+use tare_engine::{endpoint::Socket, Clock, Endpoint, Poller, Recorder};
+use tare_engine::{Coalesce, Coalescer, RealtimeMap};
+
+use crate::response::Parser;
+use connection::BACKOFF_MIN_NS;
+
+const READ_BUF: usize = 64 * 1024;
+
+/// What every worker of a run shares (read-only).
+pub(crate) struct Plan {
+    pub endpoint: Endpoint,
+    pub request: Vec<u8>,
+    pub head_request: bool,
+    pub keepalive: bool,
+    pub timeout_ns: u64,
+    pub clock: Clock,
+    /// Measurement starts here (after the warm-up).
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+    pub expected_ns: u64,
+    pub netns: Option<std::path::PathBuf>,
+    pub stop: Arc<AtomicBool>,
+    /// Open loop: requests per second for this whole run (shared out among
+    /// the threads); `None` is a closed loop.
+    pub rate: Option<f64>,
+    pub arrivals: Arrivals,
+    /// Connections (closed loop) or the rate (open loop) rise linearly over
+    /// this long from the start; measurement starts after it.
+    pub ramp_ns: u64,
+    pub threads: usize,
+    /// Closed loop: how an idle worker batches its wake-ups.
+    pub coalesce: Coalesce,
+}
+
+pub(crate) struct Outcome {
+    pub recorder: Recorder,
+    pub cpu: CpuTime,
+    /// Clock reading when the worker stopped measuring.
+    pub finished_ns: u64,
+    /// Clock reading of the last completion.
+    pub last_completion_ns: u64,
+    /// Open loop: arrivals due by the deadline but never sent.
+    pub unsent: u64,
+    pub wakeups: tare_record::WakeupReport,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// No socket; (re)connect at `retry_at`.
+    Idle {
+        retry_at: u64,
+    },
+    Connecting,
+    /// Request partly written.
+    Writing {
+        written: usize,
+    },
+    /// Request written, response not complete.
+    Reading,
+    /// Open loop: free for the next scheduled request (connected with
+    /// keep-alive; a free slot without a socket otherwise).
+    Ready,
+    /// Quota used up.
+    Done,
+}
+
+struct Conn {
+    sock: Option<Socket>,
+    phase: Phase,
+    parser: Parser,
+    /// When the current request began: its send time with keep-alive, its
+    /// connect start with a connection per request (latency includes connect).
+    began_ns: u64,
+    sent_ns: u64,
+    /// Arrival time of the last bytes read (receive timestamp, clock ns).
+    rx_ns: Option<u64>,
+    got_first_byte: bool,
+    backoff_ns: u64,
+    /// Open loop: the intended send time of the request this connection is
+    /// about to send.
+    intended: Option<u64>,
+    /// When this connection started on its current request (its connect, or
+    /// its send on a reused connection): `--timeout` counts from here.
+    busy_since: u64,
+}
+
+pub(crate) struct Worker<'a> {
+    plan: &'a Plan,
+    poller: Poller,
+    conns: Vec<Conn>,
+    quota: Option<u64>,
+    rec: Recorder,
+    buf: Vec<u8>,
+    board: &'a Counters,
+    last_completion_ns: u64,
+    /// Open loop: intended send times, and the requests due but waiting for
+    /// a free connection.
+    schedule: Option<Schedule>,
+    backlog: VecDeque<u64>,
+    idle: Vec<usize>,
+    coalescer: Coalescer,
+    /// Receive timestamps are asked for (TCP) and mapped with `rx_map`.
+    rx_stamps: bool,
+    rx_map: RealtimeMap,
+}
+
+impl<'a> Worker<'a> {
+    pub(crate) fn new(
+        plan: &'a Plan,
+        index: usize,
+        conns: usize,
+        quota: Option<u64>,
+        board: &'a Counters,
+    ) -> io::Result<Self> {
+        let open_loop = plan.rate.is_some();
+        let n = conns;
+        let conns = (0..conns)
+            .map(|j| Conn {
+                sock: None,
+                // A closed-loop ramp staggers connection starts evenly.
+                phase: Phase::Idle {
+                    retry_at: if open_loop {
+                        0
+                    } else {
+                        plan.ramp_ns * j as u64 / n as u64
+                    },
+                },
+                parser: Parser::new(plan.head_request),
+                began_ns: 0,
+                sent_ns: 0,
+                rx_ns: None,
+                got_first_byte: false,
+                backoff_ns: BACKOFF_MIN_NS,
+                intended: None,
+                busy_since: 0,
+            })
+            .collect::<Vec<_>>();
+        let schedule = plan.rate.map(|rate| {
+            let seed = 0x7a7e_0000 + index as u64;
+            Schedule::new(
+                rate / plan.threads as f64,
+                plan.arrivals,
+                plan.ramp_ns,
+                0,
+                seed,
+            )
+        });
+        // An open loop keeps its schedule; without receive timestamps (a Unix
+        // socket has none) a pause would show up as latency. Stamps are
+        // asked for only when pausing: `recvmsg` and its control message
+        // cost ~1.5% of a loopback request.
+        let tcp = matches!(plan.endpoint, Endpoint::Tcp(_));
+        let coalescer = Coalescer::new(if open_loop || !tcp {
+            Coalesce::Off
+        } else {
+            plan.coalesce
+        });
+        let rx_stamps = coalescer.enabled();
+        let mut rec = Recorder::new(plan.start_ns, plan.expected_ns, !plan.keepalive);
+        if open_loop {
+            rec.uncorrected = Some(tare_record::Latency::new());
+        }
+        Ok(Self {
+            plan,
+            poller: Poller::new(conns.len().clamp(1, 1024))?,
+            conns,
+            quota,
+            rec,
+            buf: vec![0; READ_BUF],
+            board,
+            last_completion_ns: 0,
+            schedule,
+            backlog: VecDeque::new(),
+            idle: Vec::new(),
+            coalescer,
+            rx_stamps,
+            rx_map: RealtimeMap::new(&plan.clock),
+        })
+    }
+
+    #[inline]
+    fn measuring(&self, now: u64) -> bool {
+        now >= self.plan.start_ns
+    }
+
+    fn open_loop(&self) -> bool {
+        self.schedule.is_some()
+    }
+}

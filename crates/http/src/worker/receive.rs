@@ -1,0 +1,104 @@
+//! Receiving a response: `read` drains the socket into the parser (with
+//! the kernel's receive timestamp when asked for), and `complete` records
+//! the request and decides what the connection does next.
+
+use std::io;
+
+use crate::response::Progress;
+
+use super::Worker;
+
+impl Worker<'_> {
+    pub(super) fn read(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(sock) = c.sock.as_ref() else {
+                return;
+            };
+            let read = if self.rx_stamps {
+                sock.read_stamped(&mut self.buf).map(|(n, stamp)| {
+                    c.rx_ns = stamp.map(|t| self.rx_map.to_clock_ns(t));
+                    n
+                })
+            } else {
+                sock.read(&mut self.buf)
+            };
+            let outcome = match read {
+                Ok(0) => Err(c.parser.eof()),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => Err(Err(crate::response::ParseError::Truncated)),
+            };
+            match outcome {
+                Ok(n) => {
+                    self.rec.bytes_read += n as u64;
+                    if !c.got_first_byte {
+                        c.got_first_byte = true;
+                        if let Some(fb) = self.rec.first_byte.as_mut() {
+                            let now = self.plan.clock.now_ns();
+                            if now >= self.plan.start_ns {
+                                fb.record_ns(now - c.sent_ns);
+                            }
+                        }
+                    }
+                    match c.parser.feed(&self.buf[..n]) {
+                        Ok(Progress::Done { used }) => {
+                            // Bytes past the response were never asked for.
+                            let junk = used < n;
+                            return self.complete(i, junk);
+                        }
+                        Ok(Progress::More) if n == self.buf.len() => continue,
+                        Ok(Progress::More) => return,
+                        Err(_) => return self.failed_read(i),
+                    }
+                }
+                Err(Ok(Progress::Done { .. })) => return self.complete(i, false),
+                Err(_) => return self.failed_read(i),
+            }
+        }
+    }
+
+    pub(super) fn failed_read(&mut self, i: usize) {
+        let now = self.plan.clock.now_ns();
+        if self.measuring(now) {
+            self.rec.errors.read += 1;
+        }
+        self.recycle(i, now);
+    }
+
+    /// A response completed; `junk`: the server sent more than one response.
+    pub(super) fn complete(&mut self, i: usize, junk: bool) {
+        let now = self.plan.clock.now_ns();
+        let c = &mut self.conns[i];
+        // The response was whole when its last bytes arrived, whenever the
+        // worker got round to reading them.
+        let done = c.rx_ns.take().map_or(now, |t| t.max(c.sent_ns).min(now));
+        if done >= self.plan.start_ns {
+            let latency = done - c.began_ns;
+            self.rec.complete(done, latency);
+            self.coalescer.observe(latency);
+            if let Some(u) = self.rec.uncorrected.as_mut() {
+                u.record_ns(done - c.sent_ns);
+            }
+            self.rec.status(c.parser.status);
+            if c.parser.status >= 400 {
+                self.rec.errors.status += 1;
+            }
+            if junk {
+                self.rec.errors.read += 1;
+            }
+            self.last_completion_ns = done;
+        } else {
+            self.coalescer.observe(done.saturating_sub(c.began_ns));
+            self.rec.complete_early(done);
+        }
+        if c.parser.close || !self.plan.keepalive || junk {
+            self.recycle(i, now);
+        } else if self.schedule.is_some() {
+            self.make_ready(i, now);
+        } else {
+            self.send(i, now);
+        }
+    }
+}

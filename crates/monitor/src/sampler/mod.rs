@@ -1,0 +1,170 @@
+//! The sampling thread: opens every source once, then reads them all every
+//! interval and turns consecutive readings into the series.
+//!
+//! - `sources`: opening the files of the machine, the server, the generator
+//!   and the watched processes, finding new members, and one reading of all.
+//! - `series`: two consecutive readings into one interval of each series.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tare_engine::cpu::CpuTime;
+
+use crate::cgroup::CgroupFiles;
+use crate::conntrack::{ConntrackFiles, ConntrackReading};
+use crate::net::{NetFiles, NetReading};
+use crate::proc_stat::{MachineCpu, MachineFiles, MemInfo};
+use crate::process::Group;
+use crate::record::{self, MonitorRecord, SamplerCost, Series};
+use crate::{MonitorError, MonitorSpec};
+
+/// How often process groups look for new members (children forked, a
+/// docker-proxy started). Finding them is a directory walk, so it is done
+/// less often than sampling; a member found late still counts from its birth.
+const REDISCOVER_TREE: Duration = Duration::from_millis(500);
+const REDISCOVER_NAMED: Duration = Duration::from_secs(1);
+
+mod series;
+mod sources;
+
+use series::{push, HighWater};
+
+enum ServerSource {
+    Procs(Group),
+    Cgroup { files: CgroupFiles, procs: Group },
+}
+
+struct Sources {
+    machine: MachineFiles,
+    server: ServerSource,
+    generator: Group,
+    /// The generator is this process: subtract the sampler's own CPU.
+    generator_is_self: bool,
+    watched: Vec<(String, Group)>,
+    net_host: Option<NetFiles>,
+    net_server: Option<NetFiles>,
+    conntrack: Option<ConntrackFiles>,
+    hz: f64,
+    page: u64,
+    notes: Vec<String>,
+    server_desc: String,
+    generator_desc: String,
+    server_capacity: f64,
+    generator_allowed: u32,
+}
+
+/// One reading of everything; cumulative values are since the monitor started.
+#[derive(Clone, Default)]
+struct Raw {
+    at: Option<Instant>,
+    cpu: MachineCpu,
+    mem: MemInfo,
+    server_user_s: f64,
+    server_system_s: f64,
+    server_rss: u64,
+    server_write: u64,
+    server_cgroup_mem: Option<u64>,
+    generator_s: f64,
+    sampler_s: f64,
+    watched_s: Vec<f64>,
+    net: NetReading,
+    net_server: Option<NetReading>,
+    conntrack: Option<ConntrackReading>,
+}
+
+pub(crate) fn run(
+    spec: MonitorSpec,
+    stop: Receiver<()>,
+    ready: Sender<Result<(), MonitorError>>,
+) -> MonitorRecord {
+    let thread_start = CpuTime::thread().total_s();
+    let mut src = match Sources::open(&spec) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return MonitorRecord::default();
+        }
+    };
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let first_at = Instant::now();
+    let mut prev = src.read(CpuTime::thread(), thread_start);
+    let cpus = prev.cpu.cpus;
+    let _ = ready.send(Ok(()));
+
+    let mut series = Series::default();
+    // Counters start where the first reading found them: a cgroup's CPU is
+    // cumulative since the container started, so a mark starting at zero
+    // would bill a kept container's whole past to the first interval.
+    let mut hw = HighWater::default();
+    hw.seed(&prev, &spec.watch_processes);
+    let mut samples = 1u64;
+    let mut sample_wall = Duration::ZERO;
+    let mut sample_max = Duration::ZERO;
+    let mut next = first_at + spec.interval;
+    let mut last_tree = first_at;
+    let mut last_named = first_at;
+    loop {
+        let wait = next.saturating_duration_since(Instant::now());
+        let stopping = !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+        let t = Instant::now();
+        if t.duration_since(last_tree) >= REDISCOVER_TREE {
+            let named = t.duration_since(last_named) >= REDISCOVER_NAMED;
+            src.rediscover(named);
+            last_tree = t;
+            if named {
+                last_named = t;
+            }
+        }
+        let now = src.read(CpuTime::thread(), thread_start);
+        push(
+            &mut series,
+            &mut hw,
+            &prev,
+            &now,
+            &spec.watch_processes,
+            src.hz,
+            first_at,
+        );
+        prev = now;
+        samples += 1;
+        let took = t.elapsed();
+        sample_wall += took;
+        sample_max = sample_max.max(took);
+        if stopping {
+            break;
+        }
+        // Skip missed ticks rather than sampling in a burst.
+        next += spec.interval;
+        while next <= Instant::now() {
+            next += spec.interval;
+        }
+    }
+    let cpu_s = CpuTime::thread().total_s() - thread_start;
+    let wall = first_at.elapsed().as_secs_f64();
+    let summary = record::summarize(&series, None);
+    MonitorRecord {
+        schema: record::SCHEMA,
+        interval_ms: spec.interval.as_millis() as u64,
+        started_unix_s,
+        cpus,
+        server_cpu_capacity: src.server_capacity,
+        generator_cpus_allowed: src.generator_allowed,
+        server: src.server_desc,
+        generator: src.generator_desc,
+        series,
+        summary,
+        window: None,
+        per_request: None,
+        verdict: None,
+        sampler: SamplerCost {
+            samples,
+            cpu_s,
+            mean_sample_us: sample_wall.as_secs_f64() * 1e6 / (samples - 1).max(1) as f64,
+            max_sample_us: sample_max.as_secs_f64() * 1e6,
+            cpu_fraction: if wall > 0.0 { cpu_s / wall } else { 0.0 },
+        },
+        notes: src.notes,
+    }
+}

@@ -1,0 +1,262 @@
+//! A client's conversation with the server: connecting, the start-up
+//! exchange, sending a statement's prebuilt messages, and reading replies
+//! until `ReadyForQuery`. The transaction logic that reacts to those
+//! replies is in [`super::worker`].
+
+use std::io;
+
+use tare_engine::poller::{Interest, Ready};
+
+use super::client::{Client, Phase};
+use super::worker::{AbortKind, Ctx};
+use crate::config::QueryMode;
+use crate::protocol::{self, tag};
+use crate::script::expr::Value;
+use crate::script::{CommandKind, Piece};
+use crate::startup::Progress;
+
+impl Ctx<'_> {
+    /// Handles one readiness event for client `token`.
+    pub fn on_event(&mut self, clients: &mut [Client], r: Ready) {
+        let token = r.token as usize;
+        let c = &mut clients[token];
+        if r.writable || (r.hangup && c.phase == Phase::Connecting) {
+            self.on_writable(c, token);
+        }
+        if (r.readable || r.hangup) && c.sock.is_some() && c.phase != Phase::Connecting {
+            self.on_readable(c, token);
+        }
+    }
+
+    pub(super) fn connect(&mut self, c: &mut Client, token: usize) {
+        c.conn_start = self.clock.now_ns();
+        match self.cfg.conn.endpoint.connect() {
+            Ok(sock) => {
+                if let Err(e) = self.poller.add(sock.fd(), token as u64, Interest::Write) {
+                    return self.abort(c, AbortKind::Connect, &format!("epoll: {e}"));
+                }
+                c.sock = Some(sock);
+                c.want_write = true;
+                c.phase = Phase::Connecting;
+            }
+            Err(e) => self.abort(
+                c,
+                AbortKind::Connect,
+                &format!(
+                    "connection to server at {} failed: {e}",
+                    self.cfg.conn.display_server()
+                ),
+            ),
+        }
+    }
+
+    fn on_writable(&mut self, c: &mut Client, token: usize) {
+        if c.phase == Phase::Connecting {
+            let err = c.sock.as_ref().map(|s| s.take_error());
+            match err {
+                Some(Ok(None)) => {}
+                Some(Ok(Some(e))) | Some(Err(e)) => {
+                    return self.abort(
+                        c,
+                        AbortKind::Connect,
+                        &format!(
+                            "connection to server at {} failed: {e}",
+                            self.cfg.conn.display_server()
+                        ),
+                    );
+                }
+                None => return,
+            }
+            c.phase = Phase::Starting;
+            c.wbuf.clear();
+            crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf);
+        }
+        self.flush(c, token);
+    }
+
+    /// Sends `wbuf`; arms `EPOLLOUT` only while a write is unfinished.
+    pub(super) fn flush(&mut self, c: &mut Client, token: usize) {
+        match c.send_pending() {
+            Ok(done) => {
+                if done == c.want_write {
+                    c.want_write = !done;
+                    let interest = if done {
+                        Interest::Read
+                    } else {
+                        Interest::ReadWrite
+                    };
+                    let fd = c.sock.as_ref().map(|s| s.fd()).unwrap_or(-1);
+                    if let Err(e) = self.poller.modify(fd, token as u64, interest) {
+                        self.abort(c, AbortKind::Write, &format!("epoll: {e}"));
+                    }
+                }
+            }
+            Err(e) => self.abort(
+                c,
+                AbortKind::Write,
+                &format!("could not send data to server: {e}"),
+            ),
+        }
+    }
+
+    fn on_readable(&mut self, c: &mut Client, token: usize) {
+        match c.fill() {
+            Ok(0) => {
+                return self.abort(c, AbortKind::Read, "server closed the connection unexpectedly (perhaps the backend died while processing)");
+            }
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::Interrupted =>
+            {
+                return
+            }
+            Err(e) => {
+                return self.abort(
+                    c,
+                    AbortKind::Read,
+                    &format!("could not receive data from server: {e}"),
+                )
+            }
+        }
+        let mut pos = 0;
+        let epoch = c.epoch;
+        while c.epoch == epoch {
+            let (msg_tag, start, end) = {
+                let mut f = protocol::Frames::new(&c.rbuf[pos..c.rlen]);
+                match f.next_frame() {
+                    Ok(Some((t, body))) => (t, pos + 5, pos + 5 + body.len()),
+                    Ok(None) => break,
+                    Err(e) => return self.abort(c, AbortKind::Read, &e.to_string()),
+                }
+            };
+            pos = end;
+            match c.phase {
+                Phase::Starting => {
+                    let body = c.rbuf[start..end].to_vec();
+                    let (params, mut out) = (&self.cfg.conn, std::mem::take(&mut c.wbuf));
+                    let step = c.handshake.on_message(params, msg_tag, &body, &mut out);
+                    c.wbuf = out;
+                    match step {
+                        Err(e) => return self.abort(c, AbortKind::Connect, &e.to_string()),
+                        Ok(Progress::Continue) => {
+                            if !c.wbuf.is_empty() {
+                                self.flush(c, token);
+                            }
+                        }
+                        Ok(Progress::Ready) => self.connected(c, token),
+                    }
+                }
+                Phase::Waiting | Phase::RollingBack => match msg_tag {
+                    tag::ERROR if c.error.is_none() => {
+                        c.error = Some(protocol::sqlstate(&c.rbuf[start..end]))
+                    }
+                    tag::READY => {
+                        let status = c.rbuf.get(start).copied().unwrap_or(b'I');
+                        if c.phase == Phase::Waiting {
+                            self.statement_done(c, token, status);
+                        } else {
+                            self.transaction_failed(c, token);
+                        }
+                    }
+                    _ => {}
+                },
+                // Notices and parameter changes between statements.
+                _ => {}
+            }
+        }
+        if c.epoch == epoch {
+            c.rbuf.copy_within(pos..c.rlen, 0);
+            c.rlen -= pos;
+        }
+    }
+
+    fn connected(&mut self, c: &mut Client, token: usize) {
+        let now = self.clock.now_ns();
+        let took = now.saturating_sub(c.conn_start);
+        // The initial connections, then those of the measured period (a
+        // ramp's reconnections under -C are not summarised).
+        if !self.running || self.measuring(now) {
+            self.conn_total_ns += took;
+            self.connections += 1;
+        }
+        if self.running && self.measuring(now) {
+            if let Some(h) = self.rec.connect.as_mut() {
+                h.record_ns(took);
+            }
+        }
+        c.phase = Phase::Idle;
+        self.advance(c, token);
+    }
+
+    pub(super) fn send_statement(&mut self, c: &mut Client, token: usize) {
+        let program = self.program;
+        let CommandKind::Sql(sql) = &program.scripts[c.script].script.commands[c.cmd].kind else {
+            return;
+        };
+        let stmt = program.scripts[c.script].stmts[c.cmd]
+            .as_ref()
+            .expect("every SQL command has prebuilt messages");
+        c.wbuf.clear();
+        match program.mode {
+            QueryMode::Simple => {
+                let (vars, text) = (&c.vars, sql.text.as_bytes());
+                protocol::query(&mut c.wbuf, |b| {
+                    for piece in &sql.pieces {
+                        match piece {
+                            Piece::Lit(r) => b.extend_from_slice(&text[r.clone()]),
+                            Piece::Var(id, r) => match &vars[id.0] {
+                                Some(v) => push_value(b, v),
+                                None => b.extend_from_slice(&text[r.clone()]),
+                            },
+                        }
+                    }
+                });
+            }
+            QueryMode::Extended | QueryMode::Prepared => {
+                if let Some(id) = sql.params.iter().find(|id| c.vars[id.0].is_none()) {
+                    let why = format!("undefined variable \"{}\"", program.vars.name(*id));
+                    return self.abort(c, AbortKind::Script, &why);
+                }
+                if program.mode == QueryMode::Prepared && !c.prepared[stmt.slot] {
+                    c.wbuf.extend_from_slice(&stmt.parse);
+                    c.prepared[stmt.slot] = true;
+                }
+                match &stmt.fixed {
+                    Some(bytes) => c.wbuf.extend_from_slice(bytes),
+                    None => {
+                        if program.mode == QueryMode::Extended {
+                            c.wbuf.extend_from_slice(&stmt.parse);
+                        }
+                        let vars = &c.vars;
+                        protocol::bind(&mut c.wbuf, &stmt.name, sql.params.len(), |i, b| {
+                            if let Some(v) = &vars[sql.params[i].0] {
+                                push_value(b, v);
+                            }
+                        });
+                        c.wbuf.extend_from_slice(&protocol::EXECUTE);
+                        c.wbuf.extend_from_slice(&protocol::SYNC);
+                    }
+                }
+            }
+        }
+        if self.cfg.per_statement {
+            c.cmd_start = self.clock.now_ns();
+        }
+        c.phase = Phase::Waiting;
+        self.flush(c, token);
+    }
+}
+
+/// A variable's value as statement text or a text-format parameter.
+#[inline]
+fn push_value(b: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Int(i) => protocol::push_int(b, *i),
+        Value::Text(s) => b.extend_from_slice(s.as_bytes()),
+        other => {
+            use std::io::Write;
+            let _ = write!(b, "{other}");
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! [`WakeupReport`]: how the generator's workers slept and woke.
+
+use serde::{Deserialize, Serialize};
+
+/// How often the workers waited for the network, and whether they paused to
+/// batch their wake-ups (`--coalesce`, see docs/http.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WakeupReport {
+    /// `auto`, `off`, or a fixed pause such as `100us`.
+    pub coalesce: String,
+    /// Waits for readiness (`epoll_pwait2` calls) during measurement.
+    pub waits: u64,
+    /// Pauses taken before a wait so that responses could accumulate.
+    pub pauses: u64,
+    /// Mean length of a pause, as slept (microseconds).
+    pub mean_pause_us: f64,
+    /// Completion times came from the kernel's receive timestamps
+    /// (`SO_TIMESTAMPNS`), not from when a worker woke to read them.
+    pub rx_timestamps: bool,
+}
+
+impl WakeupReport {
+    /// Adds another worker's counts (`mean_pause_us` weighted by pauses).
+    pub fn add(&mut self, o: &WakeupReport) {
+        let pauses = self.pauses + o.pauses;
+        if pauses > 0 {
+            self.mean_pause_us = (self.mean_pause_us * self.pauses as f64
+                + o.mean_pause_us * o.pauses as f64)
+                / pauses as f64;
+        }
+        self.pauses = pauses;
+        self.waits += o.waits;
+        self.rx_timestamps |= o.rx_timestamps;
+        if self.coalesce.is_empty() {
+            self.coalesce = o.coalesce.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_weights_the_mean_pause_by_pauses() {
+        let mut a = WakeupReport {
+            coalesce: "auto".into(),
+            waits: 10,
+            pauses: 1,
+            mean_pause_us: 10.0,
+            rx_timestamps: true,
+        };
+        a.add(&WakeupReport {
+            coalesce: "auto".into(),
+            waits: 5,
+            pauses: 3,
+            mean_pause_us: 50.0,
+            rx_timestamps: true,
+        });
+        assert_eq!((a.waits, a.pauses), (15, 4));
+        assert!((a.mean_pause_us - 40.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,129 @@
+//! A throw-away native nginx whose files live on a disk filesystem
+//! (`/var/tmp`: writes to a tmpfs never reach storage, so
+//! `/proc/<pid>/io` write_bytes would not see an access log there).
+//!
+//! nginx runs in its own process group and is killed by group on drop, so
+//! its workers never outlive a test, even one that fails.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a test varies about the server.
+pub struct NginxOptions {
+    pub workers: u32,
+    /// `access_log` on (to `<dir>/access.log`) or off.
+    pub access_log: bool,
+    /// The body of `/index.html`.
+    pub index_html: String,
+}
+
+/// nginx in its own directory; stopped and removed on drop, even when a test fails.
+pub struct Nginx {
+    pub dir: PathBuf,
+    child: Option<Child>,
+    pub port: u16,
+}
+
+impl Nginx {
+    /// Starts nginx and waits (up to 10 s) until its port accepts connections.
+    pub fn start(o: &NginxOptions) -> Nginx {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let nginx = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("nginx is not installed: run scripts/setup.sh (installs nginx-light)");
+        let dir = PathBuf::from(format!(
+            "/var/tmp/tare-testbed-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("html")).unwrap();
+        std::fs::write(dir.join("html/index.html"), &o.index_html).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = if o.access_log {
+            format!("access_log {}/access.log;", dir.display())
+        } else {
+            "access_log off;".to_string()
+        };
+        let conf = format!(
+            "worker_processes {w};\ndaemon off;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{\n  {log}\n  sendfile on;\n  keepalive_requests 1000000;\n\
+               client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+               server {{ listen 127.0.0.1:{port} backlog=4096; root {d}/html; }}\n}}\n",
+            w = o.workers,
+            d = dir.display()
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let child = Command::new(nginx)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            // Its own process group, so teardown reaches the workers too
+            // (killing only the master would orphan them).
+            .process_group(0)
+            .spawn()
+            .expect("nginx starts");
+        let n = Nginx {
+            dir,
+            child: Some(child),
+            port,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not start listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        n
+    }
+
+    /// The master's pid (its workers are its children).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/index.html", self.port)
+    }
+
+    /// Stops nginx gracefully (it finishes and logs in-flight requests) and
+    /// returns the number of access-log lines.
+    pub fn stop_and_count(mut self) -> usize {
+        let mut child = self.child.take().unwrap();
+        // SIGQUIT: graceful shutdown.
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                // SAFETY: signalling the process group of our own child.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::read_to_string(self.dir.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling the process group of our own child.
+            unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
