@@ -1,16 +1,22 @@
 //! `tare image build`: a local image made from the host's own server binary,
 //! so native and container runs use the identical binary, with no registry.
 //!
-//! The build context is a tar holding `FROM scratch` + `COPY rootfs/ /` and the
-//! binary with its shared-library closure (from `ldd`), the loader, and the
-//! few files the server reads (passwd/group, nginx mime.types, postgres share
-//! files). Files keep their host paths. The tag carries a hash of the binary
-//! and of this recipe, so the same binary is built once and reused.
+//! The image is one layer imported from a root filesystem tar (the engine's
+//! `docker import`, with the labels as changes): the binary with its
+//! shared-library closure (from `ldd`), the loader, and the few files the
+//! server reads (passwd/group, nginx mime.types, postgres share files). Files
+//! keep their host paths. The tag carries a hash of the binary and of this
+//! recipe, so the same binary is built once and reused.
+//!
+//! Import, not `/build`: the legacy builder commits each step through an
+//! intermediate container, and a tare killed mid-build left that container
+//! behind (under a random name `tare cleanup` cannot know). An import makes no
+//! container at all.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use bollard::image::{BuildImageOptions, ListImagesOptions, RemoveImageOptions};
+use bollard::image::{CreateImageOptions, ListImagesOptions, RemoveImageOptions};
 use futures_util::StreamExt;
 
 use super::{with, LABEL};
@@ -19,7 +25,7 @@ use crate::spec::TargetKind;
 use crate::targets::{self, sha256_hex};
 
 /// Bump when the image layout below changes, so old tags are not reused.
-const RECIPE: &str = "tare-image-1";
+const RECIPE: &str = "tare-image-2";
 
 /// What `tare image build` made (or found already built).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -29,6 +35,7 @@ pub struct ImageInfo {
     pub binary_sha256: String,
     /// Files copied into the image.
     pub files: usize,
+    /// Size of the root filesystem tar sent to the engine.
     pub context_bytes: u64,
     /// false: an image with this tag already existed and was reused.
     pub built: bool,
@@ -62,34 +69,31 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
         });
     }
     let files = closure(kind, binary).map_err(&failed)?;
-    let context = context_tar(&files).map_err(|e| failed(format!("build context: {e}")))?;
+    let context = rootfs_tar(&files).map_err(|e| failed(format!("root filesystem: {e}")))?;
     let context_bytes = context.len() as u64;
-    let labels = HashMap::from([
-        (LABEL.to_string(), "1".to_string()),
-        ("tare.target".to_string(), kind.name().to_string()),
-        ("tare.binary".to_string(), binary.display().to_string()),
-        ("tare.binary_sha256".to_string(), binary_sha256.clone()),
-    ]);
-    let t = tag.clone();
+    let labels = [
+        (LABEL, "1".to_string()),
+        ("tare.target", kind.name().to_string()),
+        ("tare.binary", binary.display().to_string()),
+        ("tare.binary_sha256", binary_sha256.clone()),
+    ];
+    let changes: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| format!("LABEL {k}={}", dockerfile_quote(v)))
+        .collect();
+    let (repo, version) = tag.split_once(':').expect("tags are repo:version");
+    let (repo, version) = (repo.to_string(), version.to_string());
     with(|d| async move {
-        let opts = BuildImageOptions {
-            dockerfile: "Dockerfile".to_string(),
-            t,
-            rm: true,
-            forcerm: true,
-            labels,
+        let opts = CreateImageOptions {
+            from_src: "-".to_string(),
+            repo,
+            tag: version,
+            changes: changes.iter().map(String::as_str).collect(),
             ..Default::default()
         };
-        let mut stream = d.build_image(opts, None, Some(context.into()));
-        let mut log = String::new();
+        let mut stream = d.create_image(Some(opts), Some(context.into()), None);
         while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| failed(e.to_string()))?;
-            if let Some(err) = info.error {
-                return Err(failed(format!("{err} {}", log.trim())));
-            }
-            if let Some(s) = info.stream {
-                log.push_str(&s);
-            }
+            item.map_err(|e| failed(e.to_string()))?;
         }
         Ok(())
     })?;
@@ -264,16 +268,16 @@ fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, String> {
     Ok(libs)
 }
 
-/// The build context: Dockerfile + rootfs/<host path> for each file
-/// (symlinks followed: the image gets the file under the name the loader asks for).
-fn context_tar(files: &BTreeSet<PathBuf>) -> std::io::Result<Vec<u8>> {
+/// A Dockerfile string literal: the engine parses import changes as
+/// Dockerfile instructions, so a path with a space stays one value.
+fn dockerfile_quote(v: &str) -> String {
+    format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The image's root filesystem: each file at its host path (symlinks
+/// followed: the image gets the file under the name the loader asks for).
+fn rootfs_tar(files: &BTreeSet<PathBuf>) -> std::io::Result<Vec<u8>> {
     let mut b = tar::Builder::new(Vec::new());
-    let dockerfile = b"FROM scratch\nCOPY rootfs/ /\n";
-    let mut h = tar::Header::new_gnu();
-    h.set_size(dockerfile.len() as u64);
-    h.set_mode(0o644);
-    h.set_cksum();
-    b.append_data(&mut h, "Dockerfile", &dockerfile[..])?;
     // Directories servers expect to exist (tmp is world-writable, sticky).
     for (dir, mode) in [
         ("tmp", 0o1777),
@@ -286,11 +290,11 @@ fn context_tar(files: &BTreeSet<PathBuf>) -> std::io::Result<Vec<u8>> {
         h.set_mode(mode);
         h.set_size(0);
         h.set_cksum();
-        b.append_data(&mut h, format!("rootfs/{dir}/"), std::io::empty())?;
+        b.append_data(&mut h, format!("{dir}/"), std::io::empty())?;
     }
     for f in files {
         let rel = f.strip_prefix("/").unwrap_or(f);
-        crate::docker::append_regular(&mut b, &Path::new("rootfs").join(rel), f)?;
+        crate::docker::append_regular(&mut b, rel, f)?;
     }
     b.into_inner()
 }
@@ -314,19 +318,22 @@ mod tests {
     }
 
     #[test]
-    fn context_has_dockerfile_and_files() {
+    fn rootfs_has_the_files_at_their_host_paths() {
         let files = BTreeSet::from([PathBuf::from("/etc/passwd")]);
-        let tar = context_tar(&files).unwrap();
+        let tar = rootfs_tar(&files).unwrap();
         let mut a = tar::Archive::new(&tar[..]);
         let names: Vec<String> = a
             .entries()
             .unwrap()
             .map(|e| e.unwrap().path().unwrap().display().to_string())
             .collect();
-        assert!(names.contains(&"Dockerfile".to_string()));
-        assert!(
-            names.contains(&"rootfs/etc/passwd".to_string()),
-            "{names:?}"
-        );
+        assert!(names.contains(&"etc/passwd".to_string()), "{names:?}");
+        assert!(names.contains(&"tmp/".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn label_values_are_quoted_for_the_dockerfile_parser() {
+        assert_eq!(dockerfile_quote("/usr/sbin/nginx"), "\"/usr/sbin/nginx\"");
+        assert_eq!(dockerfile_quote("a b\"c"), "\"a b\\\"c\"");
     }
 }
