@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tare_deploy::{deploy, DeploySpec, Deployment, PlacementKind, TargetKind, TargetSpec};
 use tare_engine::Endpoint;
+use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
 
 const TARE: &str = env!("CARGO_BIN_EXE_tare");
 
@@ -125,7 +126,27 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
         if let Some(ns) = d.client_netns() {
             http.arg("--netns").arg(ns);
         }
+        // The monitor counts the backend as its own part, beside the server.
+        let server_pid = d.facts().server_pid.unwrap() as u32;
+        let server = if placement.is_docker() {
+            ServerRef::CgroupOf(server_pid)
+        } else {
+            ServerRef::Pids(vec![server_pid])
+        };
+        let backend_pid = d.facts().backend.as_ref().unwrap().pid.unwrap() as u32;
+        let monitor = Monitor::start(
+            MonitorSpec::new(server, GeneratorRef::SelfProcess)
+                .with_companion("backend", vec![backend_pid]),
+        )
+        .unwrap();
         let out = http.output().unwrap();
+        let cpu = monitor.stop().summary.cpu_s;
+        let backend_cpu = cpu.watched.get("backend").copied().unwrap_or(0.0);
+        assert!(
+            backend_cpu > 0.0 && cpu.server > 0.0,
+            "{placement}: backend {backend_cpu} s, server {} s",
+            cpu.server
+        );
         assert!(
             out.status.success(),
             "{}",

@@ -98,6 +98,10 @@ pub struct MonitorSpec {
     /// Process name patterns broken out of "the rest of the machine":
     /// exact names, or prefixes ending in `*`.
     pub watch_processes: Vec<String>,
+    /// Processes of the deployment besides the server, each tree counted
+    /// under its own name (beside the watched patterns) and taken out of
+    /// "the rest": nginx-proxy's `tare serve` backend is `("backend", [pid])`.
+    pub companions: Vec<(String, Vec<u32>)>,
 }
 
 /// The processes every run watches: the network path's proxy and the
@@ -113,7 +117,14 @@ impl MonitorSpec {
             server,
             generator,
             watch_processes: DEFAULT_WATCH.iter().map(|s| s.to_string()).collect(),
+            companions: Vec::new(),
         }
+    }
+
+    /// Counts a process tree of the deployment under its own name.
+    pub fn with_companion(mut self, name: impl Into<String>, pids: Vec<u32>) -> MonitorSpec {
+        self.companions.push((name.into(), pids));
+        self
     }
 
     pub fn validate(&self) -> Result<(), MonitorError> {
@@ -142,6 +153,15 @@ impl MonitorSpec {
             return Err(MonitorError::Invalid(format!(
                 "watched process name {bad:?}"
             )));
+        }
+        for (i, (name, pids)) in self.companions.iter().enumerate() {
+            let taken = self.watch_processes.contains(name)
+                || self.companions[..i].iter().any(|(n, _)| n == name);
+            if name.is_empty() || taken || pids.is_empty() {
+                return Err(MonitorError::Invalid(format!(
+                    "companion {name:?}: needs a unique name and at least one pid"
+                )));
+            }
         }
         Ok(())
     }

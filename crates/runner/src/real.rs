@@ -223,7 +223,12 @@ impl RealCell {
             Engine::Http => "tare-http-".into(),
             Engine::Pg => "tare-pg-".into(),
         });
-        tare_monitor::Monitor::start(MonitorSpec::new(server, generator)).ok()
+        let mut spec = MonitorSpec::new(server, generator);
+        // nginx-proxy: the backend's CPU is its own part, not "the rest".
+        if let Some(b) = facts.backend.as_ref().and_then(|b| b.pid) {
+            spec = spec.with_companion("backend", vec![u32::try_from(b).ok()?]);
+        }
+        tare_monitor::Monitor::start(spec).ok()
     }
 
     /// `measure: false` is the warm-up: a plain closed loop, whatever the

@@ -98,7 +98,8 @@ pub(crate) fn run(
     // cumulative since the container started, so a mark starting at zero
     // would bill a kept container's whole past to the first interval.
     let mut hw = HighWater::default();
-    hw.seed(&prev, &spec.watch_processes);
+    let watched = src.watched_names();
+    hw.seed(&prev, &watched);
     let mut samples = 1u64;
     let mut sample_wall = Duration::ZERO;
     let mut sample_max = Duration::ZERO;
@@ -123,7 +124,7 @@ pub(crate) fn run(
             &mut hw,
             &prev,
             &now,
-            &spec.watch_processes,
+            &watched,
             src.hz,
             first_at,
         );

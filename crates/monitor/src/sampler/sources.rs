@@ -135,6 +135,13 @@ impl Sources {
         let mut exclude: Vec<u32> = vec![me, gen_pid];
         let (ServerSource::Procs(g) | ServerSource::Cgroup { procs: g, .. }) = &server;
         exclude.extend(g.pids());
+        let mut companions = Vec::new();
+        for (name, pids) in &spec.companions {
+            let g = Group::new(Rule::Tree(pids.clone()), started, &exclude)
+                .map_err(io_err(format!("reading the {name}'s processes")))?;
+            exclude.extend(g.pids());
+            companions.push((name.clone(), g));
+        }
         let mut watched = Vec::new();
         for (pattern, pids) in spec
             .watch_processes
@@ -146,6 +153,8 @@ impl Sources {
             g.adopt(&pids, &exclude);
             watched.push((pattern.clone(), g));
         }
+        // After the patterns: `watched_names` lists them in this order.
+        watched.extend(companions);
 
         let net_host = NetFiles::open(std::path::Path::new("/proc/self/net")).ok();
         if net_host.is_none() {
@@ -200,13 +209,35 @@ impl Sources {
         if let Rule::Threads { .. } = self.generator.rule() {
             let _ = self.generator.discover(&[]);
         }
+        // Companions first: their new children are not a pattern's.
+        for (_, g) in self.watched.iter_mut() {
+            if let Rule::Tree(_) = g.rule() {
+                let _ = g.discover(&exclude);
+                exclude.extend(g.pids());
+            }
+        }
         if named {
-            let patterns: Vec<&str> = self.watched.iter().map(|(p, _)| p.as_str()).collect();
+            let patterns: Vec<&str> = self
+                .watched
+                .iter()
+                .filter(|(_, g)| matches!(g.rule(), Rule::Named(_)))
+                .map(|(p, _)| p.as_str())
+                .collect();
             let found = process::named_all(&patterns);
-            for ((_, g), pids) in self.watched.iter_mut().zip(found) {
+            let named = self
+                .watched
+                .iter_mut()
+                .filter(|(_, g)| matches!(g.rule(), Rule::Named(_)));
+            for ((_, g), pids) in named.zip(found) {
                 g.adopt(&pids, &exclude);
             }
         }
+    }
+
+    /// The names of the watched groups in reading order: the patterns, then
+    /// the companions.
+    pub(super) fn watched_names(&self) -> Vec<String> {
+        self.watched.iter().map(|(n, _)| n.clone()).collect()
     }
 
     pub(super) fn read(&mut self, sampler: CpuTime, sampler_at_start: f64) -> Raw {
