@@ -51,6 +51,7 @@ impl RealExecutor {
         };
         let mut target = TargetSpec::new(kind);
         target.binary = t.binary.clone();
+        target.backend_binary = t.backend_binary.clone();
         if let Some(config) = cell.level(FactorKind::Config) {
             target.variant = if BUILTIN_CONFIGS.contains(&config)
                 && !t.configs.iter().any(|c| c.name == config)
@@ -141,6 +142,11 @@ impl Executor for RealExecutor {
         }
         if spec.target.kind != DeployTarget::TareServe {
             tare_deploy::target_binary(&spec.target).map_err(|e| e.to_string())?;
+        }
+        if let Some(b) = &spec.target.backend_binary {
+            if !b.is_file() {
+                return Err(format!("backend_binary {}: no such file", b.display()));
+            }
         }
         Ok(())
     }

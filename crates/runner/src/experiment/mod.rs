@@ -115,6 +115,10 @@ pub struct Target {
     pub binary: Option<PathBuf>,
     /// Container image; `None`: the placement's default for this kind.
     pub image: Option<String>,
+    /// nginx-proxy's backend: the `tare` binary run as `tare serve`;
+    /// `None`: the running `tare`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_binary: Option<PathBuf>,
     /// Config variants, in file order; empty: the target's defaults.
     pub configs: Vec<ConfigVariant>,
 }

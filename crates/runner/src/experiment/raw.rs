@@ -37,6 +37,9 @@ pub struct RawTarget {
     pub binary: Option<String>,
     /// Docker image for container placements.
     pub image: Option<String>,
+    /// nginx-proxy: the `tare` binary whose `serve` is the backend; default:
+    /// the running `tare`.
+    pub backend_binary: Option<Spanned<String>>,
     #[serde(default)]
     pub configs: IndexMap<Spanned<String>, Spanned<RawConfig>>,
 }

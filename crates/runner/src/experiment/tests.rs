@@ -127,3 +127,17 @@ fn http_coalesce_is_checked_and_kept() {
     .to_string();
     assert!(err.contains("closed loop"), "{err}");
 }
+
+#[test]
+fn a_backend_binary_is_nginx_proxys_alone() {
+    let proxy = "[target]\nkind = \"nginx-proxy\"\nbackend_binary = \"/opt/tare\"\n[load]\nduration = \"2s\"\n";
+    let e = parse(proxy).unwrap();
+    assert_eq!(e.target.backend_binary, Some("/opt/tare".into()));
+    let err = parse(&proxy.replace("nginx-proxy", "nginx"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("exp.toml:3") && err.contains("target.backend_binary"),
+        "{err}"
+    );
+}

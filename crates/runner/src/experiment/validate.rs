@@ -97,10 +97,20 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
             text,
         });
     }
+    if let Some(b) = &t.backend_binary {
+        if kind != TargetKind::NginxProxy {
+            return Err(loc.error(
+                b.span(),
+                "target.backend_binary",
+                "only nginx-proxy has a backend (its `tare serve`)",
+            ));
+        }
+    }
     Ok(Target {
         kind,
         binary: t.binary.as_ref().map(Into::into),
         image: t.image.clone(),
+        backend_binary: t.backend_binary.as_ref().map(|b| b.get_ref().into()),
         configs,
     })
 }
