@@ -38,30 +38,7 @@ fn run(cmd: &str, args: &[&str]) -> String {
 /// Everything tare could leave, tare's or not: containers, volumes, netns,
 /// links, nft tables, tare directories, tare server processes.
 fn machine_state() -> Vec<String> {
-    let mut v = Vec::new();
-    for l in run("docker", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
-        v.push(format!("container {l}"));
-    }
-    for l in run("docker", &["volume", "ls", "-q"]).lines() {
-        v.push(format!("volume {l}"));
-    }
-    for l in run("ip", &["netns", "list"]).lines() {
-        v.push(format!(
-            "netns {}",
-            l.split_whitespace().next().unwrap_or("")
-        ));
-    }
-    for l in run("ip", &["-o", "link", "show"]).lines() {
-        if let Some(name) = l.split(':').nth(1) {
-            v.push(format!(
-                "link {}",
-                name.trim().split('@').next().unwrap_or("")
-            ));
-        }
-    }
-    for l in run("nft", &["list", "tables"]).lines() {
-        v.push(format!("nft {l}"));
-    }
+    let mut v = tare_testbed::machine::resources();
     for e in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
         let n = e.file_name().to_string_lossy().to_string();
         let ours = deployers().iter().any(|p| n.contains(&format!("-{p}-")));

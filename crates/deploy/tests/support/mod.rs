@@ -7,7 +7,6 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tare_deploy::Deployment;
@@ -98,38 +97,7 @@ pub fn http_load(
 /// Lines naming what exists now: containers, network namespaces, links and
 /// nftables tables (tare's and everyone's), and tare directories in /tmp.
 pub fn machine_state() -> Vec<String> {
-    let mut v = Vec::new();
-    let run = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-            .unwrap_or_default()
-    };
-    for l in run("docker", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
-        v.push(format!("container {l}"));
-    }
-    for l in run("docker", &["volume", "ls", "-q"]).lines() {
-        v.push(format!("volume {l}"));
-    }
-    for l in run("ip", &["netns", "list"]).lines() {
-        v.push(format!(
-            "netns {}",
-            l.split_whitespace().next().unwrap_or("")
-        ));
-    }
-    for l in run("ip", &["-o", "link", "show"]).lines() {
-        if let Some(name) = l.split(':').nth(1) {
-            // veth peers of other containers come and go with them; names only.
-            v.push(format!(
-                "link {}",
-                name.trim().split('@').next().unwrap_or("")
-            ));
-        }
-    }
-    for l in run("nft", &["list", "tables"]).lines() {
-        v.push(format!("nft {l}"));
-    }
+    let mut v = tare_testbed::machine::resources();
     if let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().to_string();

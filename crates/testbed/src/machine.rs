@@ -1,0 +1,46 @@
+//! What exists on this machine that a test could leave behind: containers,
+//! volumes, network namespaces, links and nftables tables, tare's and
+//! everyone's, as sorted lines (`container NAME`, `netns NAME`, ...) to
+//! compare before and after.
+
+use std::process::Command;
+
+fn run(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default()
+}
+
+/// Containers, volumes, network namespaces, links and nftables tables; a
+/// tool that is missing contributes nothing.
+pub fn resources() -> Vec<String> {
+    let mut v = Vec::new();
+    for l in run("docker", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
+        v.push(format!("container {l}"));
+    }
+    for l in run("docker", &["volume", "ls", "-q"]).lines() {
+        v.push(format!("volume {l}"));
+    }
+    for l in run("ip", &["netns", "list"]).lines() {
+        v.push(format!(
+            "netns {}",
+            l.split_whitespace().next().unwrap_or("")
+        ));
+    }
+    for l in run("ip", &["-o", "link", "show"]).lines() {
+        if let Some(name) = l.split(':').nth(1) {
+            // veth peers of other containers come and go with them; names only.
+            v.push(format!(
+                "link {}",
+                name.trim().split('@').next().unwrap_or("")
+            ));
+        }
+    }
+    for l in run("nft", &["list", "tables"]).lines() {
+        v.push(format!("nft {l}"));
+    }
+    v.sort();
+    v
+}
