@@ -171,7 +171,7 @@ impl Backend {
             config_sha256: self.server.config_sha256.clone(),
             nofile_soft,
             nofile_hard,
-            cpus_visible: cpus_allowed.as_deref().map(procfs::count_cpus),
+            cpus_visible: cpus_allowed.as_deref().map(tare_engine::cpu::cpu_list_len),
             cpus_allowed,
             cpu_limit: crate::cgroup::cpu_limit(pid),
             memory_limit: crate::cgroup::memory_limit(pid),

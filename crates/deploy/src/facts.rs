@@ -247,7 +247,7 @@ pub(crate) fn measure(
         access_log: server.access_log.clone(),
         nofile_soft,
         nofile_hard,
-        cpus_visible: cpus_allowed.as_deref().map(procfs::count_cpus),
+        cpus_visible: cpus_allowed.as_deref().map(tare_engine::cpu::cpu_list_len),
         cpus_allowed,
         // What the kernel enforces on the server (its cgroup), falling back
         // to what Docker was asked for if the cgroup files are not readable.

@@ -96,19 +96,6 @@ pub(crate) fn seccomp(pid: libc::pid_t) -> Option<String> {
     })
 }
 
-pub(crate) fn count_cpus(list: &str) -> usize {
-    list.split(',')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => match (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
-                (Ok(a), Ok(b)) if b >= a => b - a + 1,
-                _ => 0,
-            },
-            None => 1,
-        })
-        .sum()
-}
-
 /// The filesystem type of `path` as process `pid` sees it (its mount
 /// namespace): the longest mount point of /proc/PID/mountinfo that contains it.
 /// Inside a container this says `overlay` or `fuse.fuse-overlayfs`; on a bind
@@ -152,13 +139,6 @@ fn unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_cpu_lists() {
-        assert_eq!(count_cpus("0-1"), 2);
-        assert_eq!(count_cpus("0,2-5,7"), 6);
-        assert_eq!(count_cpus("3"), 1);
-    }
 
     #[test]
     fn own_process_is_alive_and_described() {

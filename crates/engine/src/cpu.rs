@@ -54,6 +54,22 @@ impl CpuTime {
     }
 }
 
+/// How many CPUs a kernel CPU list names (`Cpus_allowed_list`, cpusets:
+/// `0-3,6` is 5); malformed ranges count for nothing.
+pub fn cpu_list_len(list: &str) -> usize {
+    list.trim()
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => match (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => 1,
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +85,13 @@ mod tests {
         std::hint::black_box(x);
         let used = CpuTime::thread().since(&before);
         assert!(used.total_s() > 0.01, "{used:?}");
+    }
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(super::cpu_list_len("0-3,6\n"), 5);
+        assert_eq!(super::cpu_list_len("0,2-5,7"), 6);
+        assert_eq!(super::cpu_list_len("3"), 1);
+        assert_eq!(super::cpu_list_len("5-2"), 0);
     }
 }

@@ -21,29 +21,12 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> MonitorE
     move |source| MonitorError::Io { context, source }
 }
 
-/// Count of CPUs in a `Cpus_allowed_list` such as `0-3,6`.
-fn count_cpus(list: &str) -> u32 {
-    list.trim()
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|r| match r.split_once('-') {
-            Some((a, b)) => {
-                b.parse::<u32>()
-                    .unwrap_or(0)
-                    .saturating_sub(a.parse().unwrap_or(0))
-                    + 1
-            }
-            None => 1,
-        })
-        .sum()
-}
-
 fn cpus_allowed(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(count_cpus)
+        .map(|l| tare_engine::cpu::cpu_list_len(l) as u32)
 }
 
 impl Sources {
@@ -288,17 +271,5 @@ impl Sources {
         raw.net_server = self.net_server.as_mut().and_then(|f| f.read().ok());
         raw.conntrack = self.conntrack.as_mut().and_then(|f| f.read().ok());
         raw
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::count_cpus;
-
-    #[test]
-    fn counts_cpu_lists() {
-        assert_eq!(count_cpus("0-3,6\n"), 5);
-        assert_eq!(count_cpus("1"), 1);
-        assert_eq!(count_cpus("0-1"), 2);
     }
 }
