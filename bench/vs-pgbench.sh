@@ -8,7 +8,9 @@
 # tare unix, ... Generator CPU is the kernel's rusage of the child process
 # (getrusage RUSAGE_CHILDREN), the same measure for both tools.
 # Prints per-run numbers and median ratios. Goals (issue 5): tps ratio
-# tare/pgbench >= 1.0, CPU per transaction ratio <= 0.8.
+# tare/pgbench >= 1.0, CPU per transaction ratio <= 0.8. Also tare over TCP
+# with batched wake-ups (--coalesce $COALESCE, opt-in: a little think time
+# between transactions, none of it in latency; docs/pg.md).
 #
 # Usage: bench/vs-pgbench.sh [ROUNDS] [SECONDS]      (as root)
 set -euo pipefail
@@ -16,6 +18,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 SECS=${2:-5}
 PIN=${PIN:-1}
+COALESCE=${COALESCE:-100us}
 
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pgbench" ] || { bash scripts/setup.sh; PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
@@ -71,6 +74,13 @@ for i in $(seq "$ROUNDS"); do
     host=127.0.0.1; [ "$transport" = unix ] && host=$dir
     p=$(measure pgbench $gen_cpu "$PGBIN/pgbench" -h "$host" "${common[@]}")
     t=$(measure tare $gen_cpu "$TARE" pg --json - -h "$host" "${common[@]}")
+    if [ "$transport" = tcp ]; then
+      co=$(measure tare $gen_cpu "$TARE" pg --json - -h "$host" --coalesce "$COALESCE" "${common[@]}")
+      echo "round $i tcp --coalesce $COALESCE: tare $co"
+      eval "$(echo "$co" | tr ' ' '\n' | sed 's/^/local_/')"
+      tps[co-tcp]+="$local_tps "
+      cpu[co-tcp]+="$(python3 -c "print($local_cpu_s / $local_tx * 1e6)") "
+    fi
     echo "round $i $transport: pgbench $p | tare $t"
     for who in pgbench tare; do
       line=$p; [ $who = tare ] && line=$t
@@ -82,11 +92,14 @@ for i in $(seq "$ROUNDS"); do
 done
 
 python3 - "${tps[pgbench-tcp]}" "${tps[tare-tcp]}" "${cpu[pgbench-tcp]}" "${cpu[tare-tcp]}" \
-          "${tps[pgbench-unix]}" "${tps[tare-unix]}" "${cpu[pgbench-unix]}" "${cpu[tare-unix]}" <<'PY'
+          "${tps[pgbench-unix]}" "${tps[tare-unix]}" "${cpu[pgbench-unix]}" "${cpu[tare-unix]}" \
+          "${tps[co-tcp]}" "${cpu[co-tcp]}" "$COALESCE" <<'PY'
 import statistics, sys
-a = [[float(x) for x in s.split()] for s in sys.argv[1:9]]
+a = [[float(x) for x in s.split()] for s in sys.argv[1:11]]
 m = statistics.median
 for name, (pt, tt, pc, tc) in (("tcp", a[0:4]), ("unix", a[4:8])):
     print(f"{name:4}: median tps     pgbench {m(pt):9.0f}  tare {m(tt):9.0f}  ratio tare/pgbench {m(tt)/m(pt):.3f} (goal >= 1.0)")
     print(f"{name:4}: median CPU us/tx pgbench {m(pc):7.2f}  tare {m(tc):7.2f}  ratio tare/pgbench {m(tc)/m(pc):.3f} (goal <= 0.8)")
+ct, cc = a[8], a[9]
+print(f"tcp --coalesce {sys.argv[11]}: tps ratio {m(ct)/m(a[0]):.3f}, CPU us/tx {m(cc):.2f}, ratio tare/pgbench {m(cc)/m(a[2]):.3f}")
 PY

@@ -87,6 +87,13 @@ fn open_loop_mistakes_are_one_line_and_exit_2() {
         (&["--ramp", "soon", "-T", "2"][..], "--ramp"),
         (&["--arrivals", "constant", "-T", "2"][..], "--rate"),
         (&["-R", "0", "-T", "2"][..], "--rate"),
+        (&["--coalesce", "5ms", "-T", "2"][..], "longer than 1ms"),
+        (
+            &["--coalesce", "auto", "-R", "100", "-T", "2"][..],
+            "--rate",
+        ),
+        // The built-in tpcb-like: seven round trips per transaction.
+        (&["--coalesce", "100us", "-T", "2"][..], "one SQL command"),
     ] {
         let mut all = vec!["pg"];
         all.extend_from_slice(&conn);

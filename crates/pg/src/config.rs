@@ -120,6 +120,10 @@ pub struct PgConfig {
     /// loop) or the rate rises linearly from 0 (open loop) over this long;
     /// its completions per second are reported, not summarised.
     pub ramp: Duration,
+    /// `--coalesce`: a closed-loop worker pauses before waiting so one
+    /// wake-up serves several replies; completion times then come from the
+    /// kernel's receive timestamps (TCP only; docs/pg.md).
+    pub coalesce: tare_engine::Coalesce,
 }
 
 impl PgConfig {
@@ -171,6 +175,7 @@ impl PgConfig {
             rate: None,
             arrivals: tare_engine::schedule::Arrivals::Poisson,
             ramp: Duration::ZERO,
+            coalesce: tare_engine::Coalesce::Off,
         }
     }
 }

@@ -37,7 +37,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
             .any(|s| matches!(s.source, ScriptSource::Builtin(_)));
     // Parse scripts before touching the server: a syntax error is reported
     // even when the server is down.
-    Program::compile(cfg, 1, 0)?;
+    check_coalesce(cfg, &*Program::compile(cfg, 1, 0)?)?;
     let (server_version, scale) = prepare_server(cfg, uses_builtin)?;
     let seed = cfg.random_seed.unwrap_or_else(|| {
         SystemTime::now()
@@ -127,6 +127,42 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         scale,
         server_version,
     ))
+}
+
+/// `--coalesce` pauses a worker between replies and the next send: inside
+/// a transaction of several round trips that pause would be counted in its
+/// latency, so only one-statement transactions on kept connections may
+/// coalesce. (An open loop never pauses: its starts keep their schedule.)
+fn check_coalesce(cfg: &PgConfig, program: &Program) -> Result<(), PgError> {
+    if cfg.coalesce == tare_engine::Coalesce::Off {
+        return Ok(());
+    }
+    if cfg.connect_per_transaction {
+        return Err(PgError::Config(
+            "--coalesce cannot be used with -C (connecting takes several round trips)".into(),
+        ));
+    }
+    use crate::script::CommandKind;
+    for s in &program.scripts {
+        let sql = s
+            .script
+            .commands
+            .iter()
+            .filter(|c| matches!(c.kind, CommandKind::Sql(_)))
+            .count();
+        let sleeps = s
+            .script
+            .commands
+            .iter()
+            .any(|c| matches!(c.kind, CommandKind::Sleep { .. }));
+        if sql != 1 || sleeps {
+            return Err(PgError::Config(format!(
+                "--coalesce needs scripts of one SQL command and no \\sleep; {} has {sql} (a pause between round trips would count in the transaction's latency)",
+                s.script.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn validate(cfg: &PgConfig) -> Result<(), PgError> {
@@ -299,6 +335,7 @@ fn assemble(
     );
     let mut end_ns = first.result.end_ns;
     let mut unsent = first.result.unsent;
+    let mut wakeups = first.result.wakeups;
     let mut cpu = first.cpu;
     let mut conn_elapsed = first.conn_elapsed_ns;
     for o in it {
@@ -322,6 +359,7 @@ fn assemble(
         abort_msg = abort_msg.or(o.result.abort_message);
         end_ns = end_ns.max(o.result.end_ns);
         unsent += o.result.unsent;
+        wakeups.add(&o.result.wakeups);
         cpu.add(&o.cpu);
         conn_elapsed = conn_elapsed.max(o.conn_elapsed_ns);
     }
@@ -434,7 +472,7 @@ fn assemble(
             duration_ns,
             unsent,
         ),
-        wakeups: None,
+        wakeups: Some(wakeups),
         pg: Some(PgDetails {
             query_mode: cfg.mode.name().into(),
             scripts: program

@@ -306,6 +306,7 @@ impl RealCell {
             weight: 1,
         }];
         cfg.connect_per_transaction = s.pg.reconnect;
+        cfg.coalesce = s.pg.coalesce.parse().map_err(ExecError::new)?;
         cfg.netns = self.deployment.client_netns().map(Into::into);
         // The deployment is a cluster tare started (loopback, namespace or container).
         cfg.allow_remote = true;

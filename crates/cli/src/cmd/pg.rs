@@ -121,6 +121,18 @@ pub struct PgArgs {
     /// shown per second, not in the summary. At most -T.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub ramp: Duration,
+    /// Closed loop over TCP: pause an idle worker briefly before it waits, so
+    /// one wake-up serves several replies (less generator CPU, a little
+    /// think time between transactions): off, auto or a fixed pause such as
+    /// 100us. Scripts of one SQL command only; latency stays exact (kernel
+    /// receive timestamps). See docs/pg.md.
+    #[arg(
+        long,
+        default_value = "off",
+        value_name = "off|auto|PAUSE",
+        conflicts_with = "rate"
+    )]
+    pub coalesce: tare_engine::Coalesce,
     /// Search for the highest rate that meets --slo: a closed-loop probe,
     /// then open-loop probes of -T each, bisecting (docs/open-loop.md).
     #[arg(long)]
@@ -189,6 +201,7 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     }
     cfg.arrivals = args.arrivals.unwrap_or(Arrivals::Poisson);
     cfg.ramp = args.ramp;
+    cfg.coalesce = args.coalesce;
     cfg.connect_timeout = timeout;
     cfg.variables = args
         .define

@@ -5,6 +5,7 @@
 use std::io;
 
 use tare_engine::endpoint::Socket;
+use tare_engine::RealtimeMap;
 
 use crate::script::expr::Value;
 use crate::script::random::Rng;
@@ -70,6 +71,9 @@ pub struct Client {
     /// Bumped on every disconnect: input read from an older connection is
     /// never interpreted on a newer one (`-C` reconnects mid-callback).
     pub epoch: u64,
+    /// Arrival of the last read's data (kernel receive timestamp), when
+    /// replies are stamped (`--coalesce`).
+    pub rx_ns: Option<u64>,
 }
 
 /// Initial read buffer: a `select 1` response is ~60 bytes and a pgbench
@@ -101,6 +105,7 @@ impl Client {
             error: None,
             done_txs: 0,
             epoch: 0,
+            rx_ns: None,
         }
     }
 
@@ -118,7 +123,9 @@ impl Client {
 
     /// One `read` into the free part of the buffer, growing it first when a
     /// message larger than the buffer is pending. `Ok(0)` is end of stream.
-    pub fn fill(&mut self) -> io::Result<usize> {
+    /// With `stamps`, also when the data arrived (`rx_ns`, the kernel's
+    /// receive timestamp on the run's clock).
+    pub fn fill(&mut self, stamps: Option<&RealtimeMap>) -> io::Result<usize> {
         if self.rlen == self.rbuf.len() {
             let need = crate::protocol::Frames::new(&self.rbuf[..self.rlen])
                 .pending_len()
@@ -130,7 +137,14 @@ impl Client {
             .sock
             .as_ref()
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
-        let n = sock.read(&mut self.rbuf[self.rlen..])?;
+        let n = match stamps {
+            Some(map) => {
+                let (n, stamp) = sock.read_stamped(&mut self.rbuf[self.rlen..])?;
+                self.rx_ns = stamp.map(|t| map.to_clock_ns(t));
+                n
+            }
+            None => sock.read(&mut self.rbuf[self.rlen..])?,
+        };
         self.rlen += n;
         Ok(n)
     }

@@ -145,7 +145,8 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
         ),
         Length::TransactionsPerClient(_) => (None, 10_000_000_000),
     };
-    if cfg.rate.is_some() {
+    // Timed starts and pauses should end on time, not 50 µs late.
+    if cfg.rate.is_some() || ctx.coalescer.enabled() {
         tare_engine::schedule::tighten_timer_slack();
     }
     ctx.begin(start, expected, index, shared.board.threads.len());
@@ -160,6 +161,8 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
     let total = clients.len();
     let mut ready = Vec::with_capacity(total.max(1));
     let mut now;
+    let mut last_batch = 0;
+    let mut next_remap = 0;
     loop {
         now = shared.clock.now_ns();
         if deadline.is_some_and(|d| now >= d)
@@ -172,12 +175,27 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
         if ctx.finished == total {
             break;
         }
+        if ctx.rx_stamps && now >= next_remap {
+            // Keeps the stamps' realtime-to-run-clock mapping fresh.
+            ctx.rx_map.refresh(&shared.clock);
+            next_remap = now + 10_000_000;
+        }
+        let timeout = poll_timeout(now, ctx.next_timer(), deadline);
+        let measuring = ctx.measuring(now);
+        ctx.coalescer.before_wait(
+            last_batch,
+            total - ctx.finished,
+            timeout.as_nanos() as u64,
+            measuring,
+        );
+        let now = shared.clock.now_ns();
         let timeout = poll_timeout(now, ctx.next_timer(), deadline);
         if let Err(e) = ctx.poller.wait(Some(timeout), |r| ready.push(r)) {
             ctx.abort_message
                 .get_or_insert(format!("epoll_wait failed: {e}"));
             break;
         }
+        last_batch = ready.len();
         for r in ready.drain(..) {
             ctx.on_event(&mut clients, r);
         }

@@ -35,6 +35,10 @@ impl Ctx<'_> {
                 if let Err(e) = self.poller.add(sock.fd(), token as u64, Interest::Write) {
                     return self.abort(c, AbortKind::Connect, &format!("epoll: {e}"));
                 }
+                if self.rx_stamps {
+                    // Best effort: without stamps a reply is timed when read.
+                    let _ = sock.enable_rx_timestamps();
+                }
                 c.sock = Some(sock);
                 c.want_write = true;
                 c.phase = Phase::Connecting;
@@ -100,7 +104,8 @@ impl Ctx<'_> {
     }
 
     fn on_readable(&mut self, c: &mut Client, token: usize) {
-        match c.fill() {
+        let stamps = self.rx_stamps.then_some(&self.rx_map);
+        match c.fill(stamps) {
             Ok(0) => {
                 return self.abort(c, AbortKind::Read, "server closed the connection unexpectedly (perhaps the backend died while processing)");
             }

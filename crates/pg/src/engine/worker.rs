@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tare_engine::poller::Poller;
-use tare_engine::{Clock, Recorder};
+use tare_engine::{Clock, Coalesce, Coalescer, RealtimeMap, Recorder};
 
 use super::client::{Client, Phase};
 use super::schedule::{ClosedLoop, Paced, Schedule};
@@ -38,6 +38,7 @@ pub struct WorkerResult {
     pub end_ns: u64,
     /// Open loop: arrivals due before the run ended that never started.
     pub unsent: u64,
+    pub wakeups: tare_record::WakeupReport,
 }
 
 /// The state of a worker shared by all its clients' transitions.
@@ -72,6 +73,12 @@ pub struct Ctx<'a> {
     /// Latency sums of every completion (ramp included), for `-P` only.
     pub lat_sum_ns: u64,
     pub lat_sumsq_ms: f64,
+    /// `--coalesce`: the pause before each wait, and its counts.
+    pub coalescer: Coalescer,
+    /// Replies are timed by the kernel's receive timestamps, mapped to the
+    /// run's clock with `rx_map` (coalescing over TCP).
+    pub rx_stamps: bool,
+    pub rx_map: RealtimeMap,
 }
 
 impl<'a> Ctx<'a> {
@@ -85,6 +92,15 @@ impl<'a> Ctx<'a> {
             crate::config::Length::TransactionsPerClient(n) => Some(n),
             crate::config::Length::Duration(_) => None,
         };
+        // TCP only: a Unix socket gives no receive timestamps, and without
+        // them a pause would be counted in the latency.
+        let tcp = matches!(cfg.conn.endpoint, tare_engine::Endpoint::Tcp(_));
+        let coalesce = if tcp && cfg.rate.is_none() {
+            cfg.coalesce
+        } else {
+            Coalesce::Off
+        };
+        let coalescer = Coalescer::new(coalesce);
         Ok(Self {
             program,
             cfg,
@@ -110,6 +126,9 @@ impl<'a> Ctx<'a> {
             failed: 0,
             lat_sum_ns: 0,
             lat_sumsq_ms: 0.0,
+            rx_stamps: coalescer.enabled(),
+            coalescer,
+            rx_map: RealtimeMap::new(&clock),
         })
     }
 
@@ -185,6 +204,7 @@ impl<'a> Ctx<'a> {
             abort_message: self.abort_message,
             end_ns,
             unsent,
+            wakeups: self.coalescer.report(self.rx_stamps),
         }
     }
 
@@ -388,9 +408,20 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// When the reply being handled arrived: the kernel's receive stamp
+    /// of the read that brought it when stamps are on (never before `from`
+    /// nor after now), else now.
+    fn arrived(&self, c: &Client, from: u64) -> u64 {
+        let now = self.clock.now_ns();
+        match c.rx_ns.filter(|_| self.rx_stamps) {
+            Some(t) => t.clamp(from.min(now), now),
+            None => now,
+        }
+    }
+
     pub(super) fn statement_done(&mut self, c: &mut Client, token: usize, status: u8) {
         let now = if self.cfg.per_statement {
-            self.clock.now_ns()
+            self.arrived(c, c.cmd_start)
         } else {
             0
         };
@@ -428,8 +459,9 @@ impl<'a> Ctx<'a> {
     }
 
     fn transaction_done(&mut self, c: &mut Client, token: usize) {
-        let now = self.clock.now_ns();
+        let now = self.arrived(c, c.tx_start);
         let lat = now.saturating_sub(c.tx_start);
+        self.coalescer.observe(lat);
         let ms = lat as f64 / 1e6;
         self.lat_sum_ns += lat;
         self.lat_sumsq_ms += ms * ms;

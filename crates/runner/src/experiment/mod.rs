@@ -202,6 +202,10 @@ pub struct PgLoad {
     pub script: Option<String>,
     /// A new connection per transaction (pgbench `-C`).
     pub reconnect: bool,
+    /// Batched wake-ups of a closed loop, as for http (`tare pg --coalesce`,
+    /// docs/pg.md): one-statement scripts over TCP.
+    #[serde(default = "default_coalesce")]
+    pub coalesce: String,
     pub user: Option<String>,
     pub database: Option<String>,
 }

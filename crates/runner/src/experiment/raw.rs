@@ -90,6 +90,7 @@ pub struct RawPg {
     pub mode: Option<Spanned<String>>,
     pub script: Option<String>,
     pub reconnect: Option<bool>,
+    pub coalesce: Option<Spanned<String>>,
     pub user: Option<String>,
     pub database: Option<String>,
 }

@@ -135,23 +135,28 @@ pub(super) fn load(
             "must not be longer than load.duration (pg)",
         ));
     }
-    let coalesce = match http.and_then(|h| h.coalesce.as_ref()) {
-        None => "off".to_string(),
-        Some(c) => {
-            let mode = c
-                .get_ref()
-                .parse::<tare_engine::Coalesce>()
-                .map_err(|e| loc.error(c.span(), "load.http.coalesce", e))?;
-            if mode != tare_engine::Coalesce::Off && (l.rate.is_some() || l.slo.is_some()) {
-                return Err(loc.error(
-                    c.span(),
-                    "load.http.coalesce",
-                    "only for a closed loop: an open loop (rate, slo) keeps its schedule",
-                ));
-            }
-            mode.to_string()
+    let open_loop = l.rate.is_some() || l.slo.is_some();
+    let coalesce = coalesce_mode(
+        loc,
+        http.and_then(|h| h.coalesce.as_ref()),
+        "load.http",
+        open_loop,
+    )?;
+    let pg_coalesce = coalesce_mode(
+        loc,
+        pg.and_then(|p| p.coalesce.as_ref()),
+        "load.pg",
+        open_loop,
+    )?;
+    if let Some(c) = pg.and_then(|p| p.coalesce.as_ref()) {
+        if pg_coalesce != "off" && pg.and_then(|p| p.reconnect) == Some(true) {
+            return Err(loc.error(
+                c.span(),
+                "load.pg.coalesce",
+                "not with reconnect: connecting takes several round trips",
+            ));
         }
-    };
+    }
     if let (Some(r), Some(s)) = (&l.rate, &l.slo) {
         let _ = s;
         return Err(loc.error(
@@ -187,10 +192,37 @@ pub(super) fn load(
             mode,
             script: pg.and_then(|p| p.script.clone()),
             reconnect: pg.and_then(|p| p.reconnect).unwrap_or(false),
+            coalesce: pg_coalesce,
             user: pg.and_then(|p| p.user.clone()),
             database: pg.and_then(|p| p.database.clone()),
         },
     })
+}
+
+/// `[load.http] coalesce` or `[load.pg] coalesce`: `off`, `auto` or a
+/// pause, for a closed loop only.
+fn coalesce_mode(
+    loc: &Locator,
+    raw: Option<&Spanned<String>>,
+    table: &str,
+    open_loop: bool,
+) -> Result<String> {
+    let Some(c) = raw else {
+        return Ok("off".into());
+    };
+    let key = format!("{table}.coalesce");
+    let mode = c
+        .get_ref()
+        .parse::<tare_engine::Coalesce>()
+        .map_err(|e| loc.error(c.span(), &key, e))?;
+    if mode != tare_engine::Coalesce::Off && open_loop {
+        return Err(loc.error(
+            c.span(),
+            &key,
+            "only for a closed loop: an open loop (rate, slo) keeps its schedule",
+        ));
+    }
+    Ok(mode.to_string())
 }
 
 pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<TrialPolicy> {

@@ -141,3 +141,26 @@ fn a_backend_binary_is_nginx_proxys_alone() {
         "{err}"
     );
 }
+
+#[test]
+fn pg_coalesce_is_checked_and_kept() {
+    let pg = "[target]\nkind = \"postgres\"\n[load]\nengine = \"pg\"\nduration = \"2s\"\n";
+    assert_eq!(parse(pg).unwrap().load.pg.coalesce, "off");
+    let e = parse(&format!("{pg}[load.pg]\ncoalesce = \"100us\"\n")).unwrap();
+    assert_eq!(e.load.pg.coalesce, "100us");
+    let err = parse(&format!(
+        "{pg}[load.pg]\nreconnect = true\ncoalesce = \"auto\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("exp.toml:8") && err.contains("load.pg.coalesce") && err.contains("reconnect"),
+        "{err}"
+    );
+    let err = parse(&format!(
+        "{pg}rate = 500.0\n[load.pg]\ncoalesce = \"auto\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("closed loop"), "{err}");
+}
