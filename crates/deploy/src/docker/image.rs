@@ -41,11 +41,14 @@ pub struct ImageInfo {
     pub built: bool,
 }
 
-/// The tag for a binary: `tare/<target>:<hash of binary and recipe>`.
+/// The tag for a binary: `tare/<target>:<hash of recipe, binary and path>`.
+/// The path is part of the image (files keep their host paths, and the
+/// container runs the binary by it): the same build in two checkouts must
+/// not share an image whose binary sits at the other one's path.
 pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
     let kind = kind.binary_kind();
     let bin_hash = targets::file_sha256(binary)?;
-    let h = sha256_hex(format!("{RECIPE}\n{bin_hash}").as_bytes());
+    let h = sha256_hex(format!("{RECIPE}\n{bin_hash}\n{}", binary.display()).as_bytes());
     Ok((format!("tare/{}:{}", kind.name(), &h[..16]), bin_hash))
 }
 
@@ -329,6 +332,23 @@ mod tests {
             .collect();
         assert!(names.contains(&"etc/passwd".to_string()), "{names:?}");
         assert!(names.contains(&"tmp/".to_string()), "{names:?}");
+    }
+
+    /// Regression: a clean clone built a byte-identical tare at another path,
+    /// reused the first checkout's image, and the container found no binary.
+    #[test]
+    fn the_same_binary_at_two_paths_gets_two_tags() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for p in [&a, &b] {
+            std::fs::create_dir(p).unwrap();
+            std::fs::write(p.join("tare"), b"same bytes").unwrap();
+        }
+        let ta = tag_for(TargetKind::TareServe, &a.join("tare")).unwrap();
+        let tb = tag_for(TargetKind::TareServe, &b.join("tare")).unwrap();
+        assert_eq!(ta.1, tb.1, "same content hash");
+        assert_ne!(ta.0, tb.0);
+        assert_eq!(ta, tag_for(TargetKind::TareServe, &a.join("tare")).unwrap());
     }
 
     #[test]
