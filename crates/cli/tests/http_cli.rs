@@ -89,6 +89,31 @@ fn text_output_has_wrks_lines() {
     assert!(text.contains("\nTransfer/sec: "));
 }
 
+/// A coalescing run says so in the text, with its pauses and stamps; a
+/// default run prints no such line (wrk's layout).
+#[test]
+fn text_output_reports_coalesced_wakeups() {
+    let (_s, url) = server();
+    let out = tare(&[
+        "http",
+        "-t1",
+        "-c16",
+        "-d300ms",
+        "--coalesce",
+        "200us",
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  Wake-ups: coalesce 200us: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(" waits; "), "{line}");
+    let out = tare(&["http", "-t1", "-c2", "-d200ms", &url]);
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("Wake-ups"));
+}
+
 #[test]
 fn json_to_a_file_keeps_the_text() {
     let (_s, url) = server();

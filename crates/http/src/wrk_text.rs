@@ -232,6 +232,9 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
             r.in_flight
         );
     }
+    if let Some(w) = r.wakeups.as_ref().and_then(|w| w.summary()) {
+        let _ = writeln!(out, "  Wake-ups: {w}");
+    }
     let secs = r.duration_s.max(1e-9);
     let _ = writeln!(out, "Requests/sec: {:9.2}", r.requests as f64 / secs);
     let _ = writeln!(

@@ -196,6 +196,9 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
         "tps = {:.6} (including initial connection time)",
         pg.tps_including_connect
     );
+    if let Some(w) = r.wakeups.as_ref().and_then(|w| w.summary()) {
+        let _ = writeln!(o, "wake-ups: {w}");
+    }
     let _ = writeln!(
         o,
         "generator CPU = {:.3} s (user {:.3} s, system {:.3} s), {:.2} us per transaction",

@@ -54,6 +54,11 @@ fn pauses_do_not_show_in_latency() {
         off.latency_us.mean, co.latency_us.mean
     );
     assert!(w.rx_timestamps && w.pauses > 100, "{w:?}");
+    let text = tare_pg::report::text(&co, tare_pg::report::TextOptions { progress: false });
+    assert!(
+        text.contains("\nwake-ups: coalesce 1000us: ") && text.contains("receive timestamps"),
+        "{text}"
+    );
     assert_eq!(off.wakeups.as_ref().map(|w| w.pauses), Some(0));
     assert_eq!(co.errors.total(), 0);
     let rel = (co.latency_us.mean - off.latency_us.mean).abs() / off.latency_us.mean;

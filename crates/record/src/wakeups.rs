@@ -20,6 +20,23 @@ pub struct WakeupReport {
 }
 
 impl WakeupReport {
+    /// One line for the text reports when the run coalesced; `None` when
+    /// `--coalesce` was off (nothing to say beyond the usual).
+    pub fn summary(&self) -> Option<String> {
+        if self.coalesce.is_empty() || self.coalesce == "off" {
+            return None;
+        }
+        let stamps = if self.rx_timestamps {
+            "completion times from kernel receive timestamps"
+        } else {
+            "no receive timestamps"
+        };
+        Some(format!(
+            "coalesce {}: {} pauses (mean {:.0} us) before {} waits; {stamps}",
+            self.coalesce, self.pauses, self.mean_pause_us, self.waits
+        ))
+    }
+
     /// Adds another worker's counts (`mean_pause_us` weighted by pauses).
     pub fn add(&mut self, o: &WakeupReport) {
         let pauses = self.pauses + o.pauses;
@@ -40,6 +57,24 @@ impl WakeupReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_coalescing_run_has_a_summary() {
+        let mut w = WakeupReport {
+            coalesce: "off".into(),
+            waits: 10,
+            ..Default::default()
+        };
+        assert_eq!(w.summary(), None);
+        w.coalesce = "100us".into();
+        w.pauses = 4;
+        w.mean_pause_us = 120.4;
+        w.rx_timestamps = true;
+        assert_eq!(
+            w.summary().unwrap(),
+            "coalesce 100us: 4 pauses (mean 120 us) before 10 waits; completion times from kernel receive timestamps"
+        );
+    }
 
     #[test]
     fn add_weights_the_mean_pause_by_pauses() {
