@@ -167,10 +167,20 @@ impl Drop for Killer {
     }
 }
 
+/// Removes the test's scratch directory on drop, failed test or not.
+struct ScratchDir(std::path::PathBuf);
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[test]
 fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
     let _lock = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("tare-test-kill-{}", std::process::id()));
+    let scratch =
+        ScratchDir(std::env::temp_dir().join(format!("tare-test-kill-{}", std::process::id())));
+    let dir = scratch.0.clone();
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut placements = vec!["\"native\""];
@@ -287,7 +297,6 @@ fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
         user.all_exist(),
         "a user's container, netns or nft table did not survive"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn get_ok(addr: std::net::SocketAddr, ns: Option<&std::path::Path>, n: usize) -> usize {
