@@ -159,8 +159,7 @@ impl Backend {
     /// What the backend is, measured from /proc of its process.
     pub(crate) fn facts(&self) -> BackendFacts {
         let pid = self.pid;
-        let (nofile_soft, nofile_hard) = procfs::nofile(pid).unwrap_or((None, None));
-        let cpus_allowed = procfs::status_field(pid, "Cpus_allowed_list");
+        let l = procfs::limits(pid);
         BackendFacts {
             target: TargetKind::TareServe.to_string(),
             endpoint: self.addr.to_string(),
@@ -169,13 +168,13 @@ impl Backend {
             binary_sha256: targets::file_sha256(&self.server.binary).ok(),
             server_version: targets::version(TargetKind::TareServe, &self.server.binary),
             config_sha256: self.server.config_sha256.clone(),
-            nofile_soft,
-            nofile_hard,
-            cpus_visible: cpus_allowed.as_deref().map(tare_engine::cpu::cpu_list_len),
-            cpus_allowed,
-            cpu_limit: crate::cgroup::cpu_limit(pid),
-            memory_limit: crate::cgroup::memory_limit(pid),
-            seccomp: procfs::seccomp(pid),
+            nofile_soft: l.nofile_soft,
+            nofile_hard: l.nofile_hard,
+            cpus_allowed: l.cpus_allowed,
+            cpus_visible: l.cpus_visible,
+            cpu_limit: l.cpu_limit,
+            memory_limit: l.memory_limit,
+            seccomp: l.seccomp,
             pid: Some(pid),
         }
     }

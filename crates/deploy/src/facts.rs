@@ -210,8 +210,7 @@ pub(crate) fn measure(
     // nginx's master sets up; a worker serves (worker_rlimit_nofile applies
     // there), so describe a child when there is one.
     let worker = procfs::first_child(pid).unwrap_or(pid);
-    let (nofile_soft, nofile_hard) = procfs::nofile(worker).unwrap_or((None, None));
-    let cpus_allowed = procfs::status_field(worker, "Cpus_allowed_list");
+    let limits = procfs::limits(worker);
     let user_image = spec.image.is_some();
     let storage = match (container, spec.container.storage) {
         // A process reads the host directory directly: what a container
@@ -245,20 +244,22 @@ pub(crate) fn measure(
         },
         config_sha256: server.config_sha256.clone(),
         access_log: server.access_log.clone(),
-        nofile_soft,
-        nofile_hard,
-        cpus_visible: cpus_allowed.as_deref().map(tare_engine::cpu::cpu_list_len),
-        cpus_allowed,
+        nofile_soft: limits.nofile_soft,
+        nofile_hard: limits.nofile_hard,
+        cpus_visible: limits.cpus_visible,
+        cpus_allowed: limits.cpus_allowed,
         // What the kernel enforces on the server (its cgroup), falling back
         // to what Docker was asked for if the cgroup files are not readable.
-        cpu_limit: crate::cgroup::cpu_limit(worker)
+        cpu_limit: limits
+            .cpu_limit
             .or_else(|| container.and_then(|c| c.nano_cpus).map(|n| n as f64 / 1e9)),
-        memory_limit: crate::cgroup::memory_limit(worker)
+        memory_limit: limits
+            .memory_limit
             .or_else(|| container.and_then(|c| c.memory).map(|m| m as u64)),
         storage,
         log_fs: procfs::fs_type(worker, &server.log_path),
         content_fs: procfs::fs_type(worker, &server.content_path),
-        seccomp: procfs::seccomp(worker),
+        seccomp: limits.seccomp,
         server_pid: Some(pid),
         backend: None,
     }

@@ -85,7 +85,6 @@ pub(crate) fn status_field(pid: libc::pid_t, key: &str) -> Option<String> {
     })
 }
 
-/// Number of CPUs in a list like "0-1,3".
 /// The seccomp mode from `/proc/PID/status`: `disabled`, `strict`, `filter`.
 pub(crate) fn seccomp(pid: libc::pid_t) -> Option<String> {
     status_field(pid, "Seccomp").map(|v| match v.as_str() {
@@ -94,6 +93,33 @@ pub(crate) fn seccomp(pid: libc::pid_t) -> Option<String> {
         "2" => "filter".to_string(),
         other => other.to_string(),
     })
+}
+
+/// What bounds a process, as the kernel reports it: the facts compared
+/// between placements for a server and for nginx-proxy's backend alike.
+pub(crate) struct Limits {
+    pub nofile_soft: Option<u64>,
+    pub nofile_hard: Option<u64>,
+    pub cpus_allowed: Option<String>,
+    pub cpus_visible: Option<usize>,
+    /// Its cgroup's CPU quota (cores) and memory limit.
+    pub cpu_limit: Option<f64>,
+    pub memory_limit: Option<u64>,
+    pub seccomp: Option<String>,
+}
+
+pub(crate) fn limits(pid: libc::pid_t) -> Limits {
+    let (nofile_soft, nofile_hard) = nofile(pid).unwrap_or((None, None));
+    let cpus_allowed = status_field(pid, "Cpus_allowed_list");
+    Limits {
+        nofile_soft,
+        nofile_hard,
+        cpus_visible: cpus_allowed.as_deref().map(tare_engine::cpu::cpu_list_len),
+        cpus_allowed,
+        cpu_limit: crate::cgroup::cpu_limit(pid),
+        memory_limit: crate::cgroup::memory_limit(pid),
+        seccomp: seccomp(pid),
+    }
 }
 
 /// The filesystem type of `path` as process `pid` sees it (its mount

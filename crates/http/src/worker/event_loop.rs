@@ -64,13 +64,13 @@ impl Worker<'_> {
                 }
             }
             let now = clock.now_ns();
-            self.coalescer.before_wait(
+            let paused = self.coalescer.before_wait(
                 ready.len(),
                 self.conns.len(),
                 wake.saturating_sub(now),
                 self.measuring(now),
             );
-            let now = clock.now_ns();
+            let now = if paused { clock.now_ns() } else { now };
             ready.clear();
             self.poller
                 .wait(Some(Duration::from_nanos(wake.saturating_sub(now))), |r| {

@@ -181,16 +181,7 @@ impl<'a> Worker<'a> {
                 seed,
             )
         });
-        // An open loop keeps its schedule; without receive timestamps (a Unix
-        // socket has none) a pause would show up as latency. Stamps are
-        // asked for only when pausing: `recvmsg` and its control message
-        // cost ~1.5% of a loopback request.
-        let tcp = matches!(plan.endpoint, Endpoint::Tcp(_));
-        let coalescer = Coalescer::new(if open_loop || !tcp {
-            Coalesce::Off
-        } else {
-            plan.coalesce
-        });
+        let coalescer = Coalescer::for_worker(plan.coalesce, &plan.endpoint, open_loop);
         let rx_stamps = coalescer.enabled();
         let mut rec = Recorder::new(plan.start_ns, plan.expected_ns, !plan.keepalive);
         if open_loop {

@@ -180,16 +180,16 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
             ctx.rx_map.refresh(&shared.clock);
             next_remap = now + 10_000_000;
         }
-        let timeout = poll_timeout(now, ctx.next_timer(), deadline);
+        let mut timeout = poll_timeout(now, ctx.next_timer(), deadline);
         let measuring = ctx.measuring(now);
-        ctx.coalescer.before_wait(
+        if ctx.coalescer.before_wait(
             last_batch,
             total - ctx.finished,
             timeout.as_nanos() as u64,
             measuring,
-        );
-        let now = shared.clock.now_ns();
-        let timeout = poll_timeout(now, ctx.next_timer(), deadline);
+        ) {
+            timeout = poll_timeout(shared.clock.now_ns(), ctx.next_timer(), deadline);
+        }
         if let Err(e) = ctx.poller.wait(Some(timeout), |r| ready.push(r)) {
             ctx.abort_message
                 .get_or_insert(format!("epoll_wait failed: {e}"));

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tare_engine::poller::Poller;
-use tare_engine::{Clock, Coalesce, Coalescer, RealtimeMap, Recorder};
+use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use super::client::{Client, Phase};
 use super::schedule::{ClosedLoop, Paced, Schedule};
@@ -92,15 +92,7 @@ impl<'a> Ctx<'a> {
             crate::config::Length::TransactionsPerClient(n) => Some(n),
             crate::config::Length::Duration(_) => None,
         };
-        // TCP only: a Unix socket gives no receive timestamps, and without
-        // them a pause would be counted in the latency.
-        let tcp = matches!(cfg.conn.endpoint, tare_engine::Endpoint::Tcp(_));
-        let coalesce = if tcp && cfg.rate.is_none() {
-            cfg.coalesce
-        } else {
-            Coalesce::Off
-        };
-        let coalescer = Coalescer::new(coalesce);
+        let coalescer = Coalescer::for_worker(cfg.coalesce, &cfg.conn.endpoint, cfg.rate.is_some());
         Ok(Self {
             program,
             cfg,
