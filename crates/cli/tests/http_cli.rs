@@ -185,6 +185,23 @@ fn bad_input_is_one_line_and_nonzero() {
             ],
             "cannot be used with",
         ),
+        (
+            vec!["http", "--io", "kqueue", "http://127.0.0.1:1/"],
+            "invalid --io",
+        ),
+        (
+            vec![
+                "http",
+                "--io",
+                "io_uring",
+                "--coalesce",
+                "100us",
+                "-d",
+                "1s",
+                "http://127.0.0.1:1/",
+            ],
+            "only --io epoll",
+        ),
     ] {
         let out = tare(&args);
         assert!(!out.status.success(), "{args:?} succeeded");

@@ -31,6 +31,12 @@ impl Clock {
         t.saturating_duration_since(self.origin).as_nanos() as u64
     }
 
+    /// `CLOCK_MONOTONIC` nanoseconds at the origin (within a clock read),
+    /// for kernel interfaces that take absolute monotonic times.
+    pub fn monotonic_origin_ns(&self) -> u64 {
+        crate::uring::monotonic_ns().saturating_sub(self.now_ns())
+    }
+
     pub fn instant_of(&self, ns: u64) -> Instant {
         self.origin + Duration::from_nanos(ns)
     }

@@ -200,6 +200,7 @@ impl Coalescer {
     pub fn report(&self, rx_timestamps: bool) -> WakeupReport {
         WakeupReport {
             coalesce: self.mode.to_string(),
+            io: String::new(),
             waits: self.waits,
             pauses: self.pauses,
             mean_pause_us: if self.pauses == 0 {

@@ -14,6 +14,8 @@
 //! - [`schedule`]: intended send times of an open loop (constant, Poisson, ramp).
 //! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64).
 //! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
+//! - [`uring`]: an io_uring completion loop (multishot receive into
+//!   provided buffers), the hot path where the kernel allows it.
 //! - [`netns`]: moving a worker thread into a network namespace (`lab-client`).
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
 //!   engine that can run one probe at a given rate.
@@ -31,9 +33,11 @@ pub mod recorder;
 pub mod schedule;
 pub mod splitmix;
 pub mod units;
+pub mod uring;
 
 pub use clock::{Clock, RealtimeMap};
 pub use coalesce::{Coalesce, Coalescer};
 pub use endpoint::Endpoint;
 pub use poller::{Interest, Poller};
 pub use recorder::Recorder;
+pub use uring::{IoMode, Ring};

@@ -42,6 +42,9 @@ pub struct HttpConfig {
     pub ramp: Duration,
     /// Closed loop: how an idle worker batches its wake-ups (`--coalesce`).
     pub coalesce: tare_engine::Coalesce,
+    /// How workers wait for the network (`--io`): io_uring where it can,
+    /// epoll otherwise.
+    pub io: tare_engine::IoMode,
 }
 
 impl HttpConfig {
@@ -65,6 +68,7 @@ impl HttpConfig {
             arrivals: Default::default(),
             ramp: Duration::ZERO,
             coalesce: tare_engine::Coalesce::Off,
+            io: tare_engine::IoMode::Auto,
         }
     }
 
@@ -95,6 +99,13 @@ impl HttpConfig {
             if r > 10_000_000.0 {
                 return bad("rate (--rate) above 10M requests per second");
             }
+        }
+        if self.io == tare_engine::IoMode::Uring
+            && self.coalesce != tare_engine::Coalesce::Off
+            && matches!(self.target.endpoint, tare_engine::Endpoint::Tcp(_))
+            && self.rate.is_none()
+        {
+            return bad("--coalesce needs kernel receive timestamps, which only --io epoll takes; use --io auto or epoll");
         }
         if self.timeout.is_zero() {
             return bad("timeout must be greater than zero");

@@ -62,6 +62,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         ramp_ns,
         threads: config.threads,
         coalesce: config.coalesce,
+        io: config.io,
     };
     let board = Board::new(config.threads);
     let line = config.progress.then(|| {

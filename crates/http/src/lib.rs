@@ -14,6 +14,7 @@
 
 pub mod config;
 pub mod find_max;
+mod head;
 pub mod request;
 pub mod response;
 pub mod target;

@@ -9,8 +9,6 @@
 
 /// Largest response head accepted; beyond it the response is an error.
 pub const MAX_HEAD: usize = 64 * 1024;
-/// Headers per response; nginx sends about 8.
-const MAX_HEADERS: usize = 48;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -169,55 +167,23 @@ impl Parser {
             self.head.extend_from_slice(data);
             &self.head
         };
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let len = match resp.parse(whole) {
-            Ok(httparse::Status::Complete(len)) => len,
-            Ok(httparse::Status::Partial) => {
-                if whole.len() > MAX_HEAD {
-                    return Err(ParseError::HeadTooLarge);
-                }
-                if buffered == 0 {
-                    self.head.extend_from_slice(data);
-                }
-                return Ok((data.len(), false));
+        let Some(head) = crate::head::scan(whole)? else {
+            if whole.len() > MAX_HEAD {
+                return Err(ParseError::HeadTooLarge);
             }
-            Err(httparse::Error::TooManyHeaders) => {
-                return Err(ParseError::Head("too many headers"))
+            if buffered == 0 {
+                self.head.extend_from_slice(data);
             }
-            Err(_) => return Err(ParseError::Head("not an HTTP/1.x response")),
+            return Ok((data.len(), false));
         };
-        let status = resp.code.unwrap_or(0);
-        let mut close = resp.version == Some(0);
-        let mut length: Option<u64> = None;
-        let mut chunked_te = false;
-        for h in resp.headers.iter() {
-            let v = h.value;
-            if h.name.eq_ignore_ascii_case("content-length") {
-                let n = std::str::from_utf8(v)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .ok_or(ParseError::ContentLength)?;
-                if length.is_some_and(|old| old != n) {
-                    return Err(ParseError::ContentLength);
-                }
-                length = Some(n);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked_te = v
-                    .split(|b| *b == b',')
-                    .next_back()
-                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-            } else if h.name.eq_ignore_ascii_case("connection") {
-                for token in v.split(|b| *b == b',') {
-                    let t = token.trim_ascii();
-                    if t.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                        close = false;
-                    }
-                }
-            }
+        let len = head.len;
+        if len > MAX_HEAD {
+            return Err(ParseError::HeadTooLarge);
         }
+        let status = head.status;
+        let close = head.close.unwrap_or(head.http10);
+        let length = head.content_length;
+        let chunked_te = head.chunked;
         self.status = status;
         self.close = close;
         let no_body =

@@ -1,6 +1,7 @@
 //! Servers that misbehave: every fault is a counted error or a clear message,
 //! and the run still ends with its full result. Each fake server here is a
-//! bounded thread on loopback that stops when the test's run does.
+//! bounded thread on loopback that stops when the test's run does. Every
+//! fault is tried with each way the workers can wait (epoll, io_uring).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tare_http::{run, HttpConfig, Target};
+use tare_record::LoadResult;
 
 /// A loopback server answering each connection with `handler`, until dropped.
 struct Fake {
@@ -57,6 +59,25 @@ impl Fake {
         c.timeout = Duration::from_millis(150);
         c
     }
+
+    /// One run per wait mode, each checked to have used that mode.
+    fn runs(&self) -> Vec<LoadResult> {
+        self.runs_of(&self.config())
+    }
+
+    fn runs_of(&self, c: &HttpConfig) -> Vec<LoadResult> {
+        tare_testbed::io_modes()
+            .into_iter()
+            .map(|io| {
+                let mut c = c.clone();
+                c.io = io;
+                let r = run(&c).unwrap();
+                let used = r.wakeups.as_ref().map(|w| w.io.clone()).unwrap_or_default();
+                assert_eq!(used, io.to_string(), "asked for {io}");
+                r
+            })
+            .collect()
+    }
 }
 
 impl Drop for Fake {
@@ -97,11 +118,14 @@ fn unreachable_port_counts_connect_errors() {
     c.threads = 1;
     c.connections = 2;
     c.duration = Some(Duration::from_millis(300));
-    let r = run(&c).unwrap();
-    assert_eq!(r.requests, 0);
-    assert!(r.errors.connect > 0);
-    // Back-off keeps the retry rate sane: 2 connections, >= 1 ms apart each.
-    assert!(r.errors.connect < 2 * 300, "{}", r.errors.connect);
+    for io in tare_testbed::io_modes() {
+        c.io = io;
+        let r = run(&c).unwrap();
+        assert_eq!(r.requests, 0);
+        assert!(r.errors.connect > 0);
+        // Back-off keeps the retry rate sane: 2 connections, >= 1 ms apart each.
+        assert!(r.errors.connect < 2 * 300, "{}", r.errors.connect);
+    }
 }
 
 #[test]
@@ -117,8 +141,11 @@ fn request_count_against_a_dead_port_still_ends() {
     c.connections = 1;
     c.duration = None;
     c.requests = Some(5);
-    let r = run(&c).unwrap();
-    assert_eq!((r.requests, r.errors.connect), (0, 5));
+    for io in tare_testbed::io_modes() {
+        c.io = io;
+        let r = run(&c).unwrap();
+        assert_eq!((r.requests, r.errors.connect), (0, 5));
+    }
 }
 
 #[test]
@@ -128,9 +155,10 @@ fn server_closing_mid_response_is_a_read_error() {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly-part");
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.errors.read > 0, "{:?}", r.errors);
-    assert_eq!(r.requests, 0);
+    for r in f.runs() {
+        assert!(r.errors.read > 0, "{:?}", r.errors);
+        assert_eq!(r.requests, 0);
+    }
 }
 
 #[test]
@@ -140,9 +168,10 @@ fn garbage_is_a_read_error() {
             let _ = s.write_all(b"\x00\x01\x02 this is not http\r\n\r\n");
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.errors.read > 0, "{:?}", r.errors);
-    assert_eq!(r.requests, 0);
+    for r in f.runs() {
+        assert!(r.errors.read > 0, "{:?}", r.errors);
+        assert_eq!(r.requests, 0);
+    }
 }
 
 #[test]
@@ -158,9 +187,10 @@ fn oversized_headers_are_a_read_error() {
             }
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.errors.read > 0, "{:?}", r.errors);
-    assert_eq!(r.requests, 0);
+    for r in f.runs() {
+        assert!(r.errors.read > 0, "{:?}", r.errors);
+        assert_eq!(r.requests, 0);
+    }
 }
 
 #[test]
@@ -173,9 +203,10 @@ fn a_response_never_finished_is_a_timeout() {
             let _ = s.read(&mut b);
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.errors.timeout > 0, "{:?}", r.errors);
-    assert_eq!(r.requests, 0);
+    for r in f.runs() {
+        assert!(r.errors.timeout > 0, "{:?}", r.errors);
+        assert_eq!(r.requests, 0);
+    }
 }
 
 #[test]
@@ -186,9 +217,10 @@ fn connection_close_responses_reconnect_without_errors() {
                 s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.requests > 5, "{r:?}");
-    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    for r in f.runs() {
+        assert!(r.requests > 5, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    }
 }
 
 #[test]
@@ -198,9 +230,10 @@ fn body_delimited_by_close_completes_at_eof() {
             let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nbody until close");
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.requests > 5, "{r:?}");
-    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    for r in f.runs() {
+        assert!(r.requests > 5, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    }
 }
 
 #[test]
@@ -221,7 +254,93 @@ fn keepalive_server_serving_many_requests_per_connection() {
             }
         }
     });
-    let r = run(&f.config()).unwrap();
-    assert!(r.requests > 50, "{r:?}");
-    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    for r in f.runs() {
+        assert!(r.requests > 50, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    }
+}
+
+/// Reads one request with a Content-Length body, after `stall`: meanwhile
+/// a big body fills the socket buffers and the client's write blocks.
+fn read_request_with_body(s: &mut TcpStream, stall: Duration) -> bool {
+    std::thread::sleep(stall);
+    let mut buf = Vec::new();
+    let mut b = vec![0u8; 1 << 16];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&b[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut have = buf.len() - head_end;
+    while have < len {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => have += n,
+        }
+    }
+    true
+}
+
+#[test]
+fn a_body_bigger_than_the_socket_buffers_is_written_whole() {
+    // 16 MiB cannot sit in loopback's socket buffers while the server
+    // stalls: the worker's write blocks, and it must wait for writability
+    // and go on where it stopped (a short write), every request.
+    let f = Fake::start(|mut s| {
+        for _ in 0..1000 {
+            if !read_request_with_body(&mut s, Duration::from_millis(30)) {
+                return;
+            }
+            if s.write_all(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let mut c = f.config();
+    c.method = "POST".into();
+    c.body = vec![b'x'; 16 << 20];
+    c.connections = 1;
+    c.timeout = Duration::from_secs(2);
+    c.duration = Some(Duration::from_millis(600));
+    for r in f.runs_of(&c) {
+        assert!(r.requests >= 2, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+        assert_eq!(r.status_codes.get("201"), Some(&r.requests));
+    }
+}
+
+#[test]
+fn an_open_loop_reconnects_when_the_server_drops_an_idle_connection() {
+    // Each connection serves one request, then the server closes it while
+    // the open loop has it parked for the next arrival.
+    let f = Fake::start(|mut s| {
+        if read_request(&mut s) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let mut c = f.config();
+    c.rate = Some(100.0);
+    c.connections = 2;
+    c.duration = Some(Duration::from_millis(500));
+    for r in f.runs_of(&c) {
+        // Every arrival is either completed, or (epoll, which sees the
+        // close only when it writes) a counted error; none is lost.
+        assert!(r.requests >= 20, "{r:?}");
+        if r.wakeups.as_ref().is_some_and(|w| w.io == "io_uring") {
+            assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! Exact counts: every request tare reports as completed (or in flight at the
-//! deadline) is one line in a real nginx's access log, and nothing else is.
+//! deadline) is one line in a real nginx's access log, and nothing else is,
+//! whichever way the workers wait (epoll, io_uring).
 
 use std::time::Duration;
 
@@ -14,20 +15,29 @@ fn start_nginx() -> Nginx {
     })
 }
 
-fn load(nginx: &Nginx, keepalive: bool) -> tare_record::LoadResult {
+fn load(nginx: &Nginx, keepalive: bool, io: tare_engine::IoMode) -> tare_record::LoadResult {
     let url = nginx.url();
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
     c.threads = 2;
     c.connections = 20;
     c.keepalive = keepalive;
     c.duration = Some(Duration::from_millis(1500));
-    run(&c).unwrap()
+    c.io = io;
+    let r = run(&c).unwrap();
+    assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
+    r
 }
 
 #[test]
 fn keepalive_counts_equal_access_log_lines() {
+    for io in tare_testbed::io_modes() {
+        keepalive_counts_with(io);
+    }
+}
+
+fn keepalive_counts_with(io: tare_engine::IoMode) {
     let nginx = start_nginx();
-    let r = load(&nginx, true);
+    let r = load(&nginx, true, io);
     let lines = nginx.stop_and_count();
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
     assert!(r.requests > 500);
@@ -42,8 +52,14 @@ fn keepalive_counts_equal_access_log_lines() {
 
 #[test]
 fn connection_per_request_counts_equal_access_log_lines() {
+    for io in tare_testbed::io_modes() {
+        connection_per_request_counts_with(io);
+    }
+}
+
+fn connection_per_request_counts_with(io: tare_engine::IoMode) {
     let nginx = start_nginx();
-    let r = load(&nginx, false);
+    let r = load(&nginx, false, io);
     let lines = nginx.stop_and_count();
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
     assert!(r.requests > 100);

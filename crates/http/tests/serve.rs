@@ -84,17 +84,36 @@ fn unix_socket_target() {
     c.threads = 1;
     c.connections = 3;
     c.duration = Some(Duration::from_millis(500));
-    let r = run(&c).unwrap();
+    let runs: Vec<_> = tare_testbed::io_modes()
+        .into_iter()
+        .map(|io| {
+            c.io = io;
+            run(&c)
+        })
+        .collect();
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(r.transport, "unix");
-    assert!(r.requests > 100);
-    assert_eq!(r.errors.total(), 0);
+    for r in runs {
+        let r = r.unwrap();
+        assert_eq!(r.transport, "unix");
+        assert!(r.requests > 100);
+        assert_eq!(r.errors.total(), 0);
+    }
 }
 
 #[test]
 fn chunked_and_large_bodies_complete() {
-    for (chunked, size) in [(true, 100), (false, 1 << 20), (true, 300_000)] {
+    let cases = [(true, 100), (false, 1 << 20), (true, 300_000)];
+    for io in tare_testbed::io_modes() {
+        for (chunked, size) in cases {
+            bodies_complete(io, chunked, size);
+        }
+    }
+}
+
+/// Bodies larger than a receive buffer arrive over many completions.
+fn bodies_complete(io: tare_engine::IoMode, chunked: bool, size: usize) {
+    {
         let server = serve(ServeConfig {
             chunked,
             body_size: size,
@@ -103,8 +122,9 @@ fn chunked_and_large_bodies_complete() {
         let mut c = config_for(&server, "/");
         c.duration = None;
         c.requests = Some(40);
+        c.io = io;
         let r = run(&c).unwrap();
-        assert_eq!(r.requests, 40, "chunked={chunked} size={size}");
+        assert_eq!(r.requests, 40, "{io} chunked={chunked} size={size}");
         assert_eq!(
             r.errors.total(),
             0,

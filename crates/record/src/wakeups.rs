@@ -8,7 +8,12 @@ use serde::{Deserialize, Serialize};
 pub struct WakeupReport {
     /// `auto`, `off`, or a fixed pause such as `100us`.
     pub coalesce: String,
-    /// Waits for readiness (`epoll_pwait2` calls) during measurement.
+    /// How the workers waited: `epoll` or `io_uring` (empty in results
+    /// from before tare recorded it).
+    #[serde(default)]
+    pub io: String,
+    /// Waits for the network (`epoll_pwait2` or `io_uring_enter` calls)
+    /// during measurement.
     pub waits: u64,
     /// Pauses taken before a wait so that responses could accumulate.
     pub pauses: u64,
@@ -51,6 +56,12 @@ impl WakeupReport {
         if self.coalesce.is_empty() {
             self.coalesce = o.coalesce.clone();
         }
+        if self.io.is_empty() {
+            self.io = o.io.clone();
+        } else if !o.io.is_empty() && self.io != o.io {
+            // Threads that could not all get a ring.
+            self.io = "mixed".into();
+        }
     }
 }
 
@@ -80,6 +91,7 @@ mod tests {
     fn add_weights_the_mean_pause_by_pauses() {
         let mut a = WakeupReport {
             coalesce: "auto".into(),
+            io: "epoll".into(),
             waits: 10,
             pauses: 1,
             mean_pause_us: 10.0,
@@ -87,6 +99,7 @@ mod tests {
         };
         a.add(&WakeupReport {
             coalesce: "auto".into(),
+            io: "epoll".into(),
             waits: 5,
             pauses: 3,
             mean_pause_us: 50.0,

@@ -5,8 +5,27 @@
 //! - [`Nginx`]: a throw-away native nginx on a free loopback port.
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
+//! - [`io_modes`]: the ways a worker can wait, to run a test under each.
 
 pub mod machine;
 mod nginx;
 
 pub use nginx::{Nginx, NginxOptions};
+
+/// The ways an engine's workers can wait that a test should cover on this
+/// machine: epoll always, io_uring when the kernel allows it. With
+/// `TARE_REQUIRE_URING=1` (the test script sets it where io_uring is not
+/// disabled) a missing io_uring fails the test instead of narrowing it.
+pub fn io_modes() -> Vec<tare_engine::IoMode> {
+    let mut modes = vec![tare_engine::IoMode::Epoll];
+    if tare_engine::Ring::available() {
+        modes.push(tare_engine::IoMode::Uring);
+    } else {
+        assert!(
+            std::env::var_os("TARE_REQUIRE_URING").is_none_or(|v| v != "1"),
+            "TARE_REQUIRE_URING=1 but this kernel refuses io_uring"
+        );
+        eprintln!("io_uring not available here: testing epoll only");
+    }
+    modes
+}

@@ -81,6 +81,11 @@ pub struct HttpArgs {
         conflicts_with = "rate"
     )]
     pub coalesce: tare_engine::Coalesce,
+    /// How workers wait for the network: io_uring (one multishot receive
+    /// per connection; needs Linux 6.1 and io_uring allowed), epoll, or
+    /// auto: io_uring where it can, epoll otherwise and with --coalesce.
+    #[arg(long, default_value = "auto", value_name = "auto|epoll|io_uring")]
+    pub io: tare_engine::IoMode,
     /// Search for the highest rate that meets --slo (each probe runs for -d).
     #[arg(long, requires = "slo")]
     pub find_max: bool,
@@ -110,6 +115,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     config.arrivals = args.arrivals;
     config.ramp = args.ramp;
     config.coalesce = args.coalesce;
+    config.io = args.io;
     config.keepalive = !args.no_keepalive;
     config.timeout = args.timeout;
     config.netns = super::emit::netns_path(args.netns.as_deref());

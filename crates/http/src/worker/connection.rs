@@ -2,8 +2,6 @@
 //! failed with back-off, and recycled when a request ends on a connection
 //! that cannot be reused.
 
-use tare_engine::Interest;
-
 use super::{Phase, Worker};
 
 /// Back-off after a failed connect, doubling up to the maximum, so an
@@ -16,7 +14,7 @@ impl Worker<'_> {
     /// be reused: a new connection, or with an open loop and a connection per
     /// request, a free slot.
     pub(super) fn recycle(&mut self, i: usize, now: u64) {
-        self.conns[i].sock = None;
+        self.close(i);
         self.conns[i].intended = None;
         if self.open_loop() && !self.plan.keepalive {
             self.make_ready(i, now);
@@ -29,31 +27,26 @@ impl Worker<'_> {
     pub(super) fn open(&mut self, i: usize, now: u64) {
         if self.schedule.is_none() && self.quota == Some(0) {
             self.conns[i].phase = Phase::Done;
-            self.conns[i].sock = None;
+            self.close(i);
             return;
         }
+        self.close(i);
         let c = &mut self.conns[i];
-        c.sock = None;
         c.began_ns = now;
         c.busy_since = now;
         match self.plan.endpoint.connect() {
             Err(_) => self.connect_failed(i, now),
             Ok(sock) => {
-                let interest = if sock.connecting {
-                    Interest::Write
-                } else {
-                    Interest::Read
-                };
-                if self.poller.add(sock.fd(), i as u64, interest).is_err() {
-                    return self.connect_failed(i, now);
-                }
                 if self.rx_stamps {
                     let _ = sock.enable_rx_timestamps();
                 }
                 let connecting = sock.connecting;
                 c.sock = Some(sock);
+                if self.watch_new(i, connecting).is_err() {
+                    return self.connect_failed(i, now);
+                }
                 if connecting {
-                    c.phase = Phase::Connecting;
+                    self.conns[i].phase = Phase::Connecting;
                 } else {
                     self.connected(i, now);
                 }
@@ -74,23 +67,21 @@ impl Worker<'_> {
             }
         }
         let c = &mut self.conns[i];
-        c.sock = None;
         c.intended = None;
         c.phase = Phase::Idle {
             retry_at: now + c.backoff_ns,
         };
         c.backoff_ns = (c.backoff_ns * 2).min(BACKOFF_MAX_NS);
+        self.close(i);
     }
 
     pub(super) fn connected(&mut self, i: usize, now: u64) {
         let measuring = self.measuring(now);
+        if self.conns[i].phase == Phase::Connecting {
+            self.watch_responses(i);
+        }
         let c = &mut self.conns[i];
         c.backoff_ns = BACKOFF_MIN_NS;
-        if c.phase == Phase::Connecting {
-            if let Some(s) = &c.sock {
-                let _ = self.poller.modify(s.fd(), i as u64, Interest::Read);
-            }
-        }
         if measuring {
             if let Some(l) = self.rec.connect.as_mut() {
                 l.record_ns(now - c.began_ns);

@@ -5,10 +5,10 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::poller::Ready;
+use tare_engine::uring::Event;
 
 use super::timeout::SCAN_NS;
 use super::{Outcome, Phase, Worker};
@@ -33,6 +33,8 @@ impl Worker<'_> {
             }
         }
         let mut ready: Vec<Ready> = Vec::with_capacity(1024);
+        let mut events: Vec<Event> = Vec::with_capacity(1024);
+        let mut last_batch = 0;
         let mut next_scan = now + SCAN_NS;
         let mut finished_ns;
         loop {
@@ -65,20 +67,13 @@ impl Worker<'_> {
             }
             let now = clock.now_ns();
             let paused = self.coalescer.before_wait(
-                ready.len(),
+                last_batch,
                 self.conns.len(),
                 wake.saturating_sub(now),
                 self.measuring(now),
             );
             let now = if paused { clock.now_ns() } else { now };
-            ready.clear();
-            self.poller
-                .wait(Some(Duration::from_nanos(wake.saturating_sub(now))), |r| {
-                    ready.push(r)
-                })?;
-            for r in &ready {
-                self.handle(r);
-            }
+            last_batch = self.wait_and_handle(now, wake, &mut ready, &mut events)?;
             self.board
                 .publish(self.rec.requests, self.rec.errors.total());
         }
@@ -98,7 +93,10 @@ impl Worker<'_> {
             finished_ns,
             last_completion_ns: self.last_completion_ns,
             unsent,
-            wakeups: self.coalescer.report(self.rx_stamps),
+            wakeups: tare_record::WakeupReport {
+                io: self.io.name().into(),
+                ..self.coalescer.report(self.rx_stamps)
+            },
         })
     }
 

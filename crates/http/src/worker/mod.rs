@@ -25,6 +25,7 @@ mod open_loop;
 mod receive;
 mod send;
 mod timeout;
+mod wait;
 
 use std::collections::VecDeque;
 use std::io;
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use tare_engine::cpu::CpuTime;
 use tare_engine::progress::Counters;
 use tare_engine::schedule::{Arrivals, Schedule};
-use tare_engine::{endpoint::Socket, Clock, Endpoint, Poller, Recorder};
+use tare_engine::{endpoint::Socket, Clock, Endpoint, IoMode, Recorder};
 use tare_engine::{Coalesce, Coalescer, RealtimeMap};
 
 use crate::response::Parser;
@@ -66,6 +67,8 @@ pub(crate) struct Plan {
     pub threads: usize,
     /// Closed loop: how an idle worker batches its wake-ups.
     pub coalesce: Coalesce,
+    /// epoll or io_uring (`--io`).
+    pub io: IoMode,
 }
 
 pub(crate) struct Outcome {
@@ -118,11 +121,16 @@ struct Conn {
     /// When this connection started on its current request (its connect, or
     /// its send on a reused connection): `--timeout` counts from here.
     busy_since: u64,
+    /// io_uring: the socket's generation (part of its token), and whether
+    /// a receive or a writability poll is pending on it.
+    gen: u32,
+    armed: bool,
+    polling: bool,
 }
 
 pub(crate) struct Worker<'a> {
     plan: &'a Plan,
-    poller: Poller,
+    io: wait::Io,
     conns: Vec<Conn>,
     quota: Option<u64>,
     rec: Recorder,
@@ -169,6 +177,9 @@ impl<'a> Worker<'a> {
                 backoff_ns: BACKOFF_MIN_NS,
                 intended: None,
                 busy_since: 0,
+                gen: 0,
+                armed: false,
+                polling: false,
             })
             .collect::<Vec<_>>();
         let schedule = plan.rate.map(|rate| {
@@ -189,7 +200,7 @@ impl<'a> Worker<'a> {
         }
         Ok(Self {
             plan,
-            poller: Poller::new(conns.len().clamp(1, 1024))?,
+            io: wait::Io::new(plan.io, conns.len(), rx_stamps, &plan.clock)?,
             conns,
             quota,
             rec,

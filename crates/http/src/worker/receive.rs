@@ -9,6 +9,8 @@ use crate::response::Progress;
 use super::Worker;
 
 impl Worker<'_> {
+    /// epoll: slot `i`'s socket is readable; read until the response is
+    /// whole or the socket is drained.
     pub(super) fn read(&mut self, i: usize) {
         loop {
             let c = &mut self.conns[i];
@@ -23,39 +25,68 @@ impl Worker<'_> {
             } else {
                 sock.read(&mut self.buf)
             };
-            let outcome = match read {
-                Ok(0) => Err(c.parser.eof()),
-                Ok(n) => Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => Err(Err(crate::response::ParseError::Truncated)),
-            };
-            match outcome {
+            match read {
+                Ok(0) => return self.at_eof(i),
                 Ok(n) => {
-                    self.rec.bytes_read += n as u64;
-                    if !c.got_first_byte {
-                        c.got_first_byte = true;
-                        if let Some(fb) = self.rec.first_byte.as_mut() {
-                            let now = self.plan.clock.now_ns();
-                            if now >= self.plan.start_ns {
-                                fb.record_ns(now - c.sent_ns);
-                            }
-                        }
-                    }
-                    match c.parser.feed(&self.buf[..n]) {
-                        Ok(Progress::Done { used }) => {
-                            // Bytes past the response were never asked for.
-                            let junk = used < n;
-                            return self.complete(i, junk);
-                        }
-                        Ok(Progress::More) if n == self.buf.len() => continue,
-                        Ok(Progress::More) => return,
-                        Err(_) => return self.failed_read(i),
+                    self.arrived(i, n);
+                    let fed = self.conns[i].parser.feed(&self.buf[..n]);
+                    if !self.fed(i, fed, n) || n < self.buf.len() {
+                        return;
                     }
                 }
-                Err(Ok(Progress::Done { .. })) => return self.complete(i, false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return self.failed_read(i),
             }
+        }
+    }
+
+    /// `n` bytes arrived for slot `i`: counts them, and the time to first
+    /// byte when that is measured.
+    #[inline]
+    pub(super) fn arrived(&mut self, i: usize, n: usize) {
+        self.rec.bytes_read += n as u64;
+        let c = &mut self.conns[i];
+        if !c.got_first_byte {
+            c.got_first_byte = true;
+            if let Some(fb) = self.rec.first_byte.as_mut() {
+                let now = self.plan.clock.now_ns();
+                if now >= self.plan.start_ns {
+                    fb.record_ns(now - c.sent_ns);
+                }
+            }
+        }
+    }
+
+    /// What the parser made of `n` bytes for slot `i`; true while the
+    /// response still wants more.
+    #[inline]
+    pub(super) fn fed(
+        &mut self,
+        i: usize,
+        fed: Result<Progress, crate::response::ParseError>,
+        n: usize,
+    ) -> bool {
+        match fed {
+            // Bytes past the response were never asked for.
+            Ok(Progress::Done { used }) => {
+                self.complete(i, used < n);
+                false
+            }
+            Ok(Progress::More) => true,
+            Err(_) => {
+                self.failed_read(i);
+                false
+            }
+        }
+    }
+
+    /// The server closed slot `i`'s connection: the end of a response
+    /// delimited by the close, or a truncated one.
+    pub(super) fn at_eof(&mut self, i: usize) {
+        match self.conns[i].parser.eof() {
+            Ok(Progress::Done { .. }) => self.complete(i, false),
+            _ => self.failed_read(i),
         }
     }
 

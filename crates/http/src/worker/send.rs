@@ -4,8 +4,6 @@
 
 use std::io;
 
-use tare_engine::Interest;
-
 use super::{Phase, Worker};
 
 impl Worker<'_> {
@@ -30,9 +28,8 @@ impl Worker<'_> {
         }
         if let Some(q) = self.quota.as_mut() {
             if *q == 0 {
-                let c = &mut self.conns[i];
-                c.phase = Phase::Done;
-                c.sock = None;
+                self.conns[i].phase = Phase::Done;
+                self.close(i);
                 return;
             }
             *q -= 1;
@@ -62,19 +59,19 @@ impl Worker<'_> {
                 Ok(n) => {
                     at += n;
                     if at == req.len() {
-                        if matches!(c.phase, Phase::Writing { .. }) {
-                            let _ = self.poller.modify(sock.fd(), i as u64, Interest::Read);
-                        }
+                        let was_blocked = matches!(c.phase, Phase::Writing { .. });
                         c.phase = Phase::Reading;
+                        if was_blocked {
+                            self.watch_responses(i);
+                        }
                         return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !matches!(c.phase, Phase::Writing { .. }) {
-                        let _ = self.poller.modify(sock.fd(), i as u64, Interest::Write);
-                    }
+                    let was_blocked = matches!(c.phase, Phase::Writing { .. });
                     c.phase = Phase::Writing { written: at };
+                    self.watch_writable(i, was_blocked);
                     return;
                 }
                 Err(_) => {
