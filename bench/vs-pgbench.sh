@@ -8,8 +8,9 @@
 # tare unix, ... Generator CPU is the kernel's rusage of the child process
 # (getrusage RUSAGE_CHILDREN), the same measure for both tools.
 # Prints per-run numbers and median ratios. Goals (issue 5): tps ratio
-# tare/pgbench >= 1.0, CPU per transaction ratio <= 0.8. Also tare over TCP
-# with batched wake-ups (--coalesce $COALESCE, opt-in: a little think time
+# tare/pgbench >= 1.0, CPU per transaction ratio <= 0.8. tare runs with its
+# default wait (io_uring where the kernel allows it); also over TCP with
+# --io epoll (the fallback), and with batched wake-ups (--coalesce $COALESCE, opt-in: a little think time
 # between transactions, none of it in latency; docs/pg.md).
 #
 # Usage: bench/vs-pgbench.sh [ROUNDS] [SECONDS]      (as root)
@@ -76,10 +77,14 @@ for i in $(seq "$ROUNDS"); do
     t=$(measure tare $gen_cpu "$TARE" pg --json - -h "$host" "${common[@]}")
     if [ "$transport" = tcp ]; then
       co=$(measure tare $gen_cpu "$TARE" pg --json - -h "$host" --coalesce "$COALESCE" "${common[@]}")
-      echo "round $i tcp --coalesce $COALESCE: tare $co"
+      ep=$(measure tare $gen_cpu "$TARE" pg --json - -h "$host" --io epoll "${common[@]}")
+      echo "round $i tcp --coalesce $COALESCE: tare $co | --io epoll: tare $ep"
       eval "$(echo "$co" | tr ' ' '\n' | sed 's/^/local_/')"
       tps[co-tcp]+="$local_tps "
       cpu[co-tcp]+="$(python3 -c "print($local_cpu_s / $local_tx * 1e6)") "
+      eval "$(echo "$ep" | tr ' ' '\n' | sed 's/^/local_/')"
+      tps[ep-tcp]+="$local_tps "
+      cpu[ep-tcp]+="$(python3 -c "print($local_cpu_s / $local_tx * 1e6)") "
     fi
     echo "round $i $transport: pgbench $p | tare $t"
     for who in pgbench tare; do
@@ -93,7 +98,7 @@ done
 
 python3 - "${tps[pgbench-tcp]}" "${tps[tare-tcp]}" "${cpu[pgbench-tcp]}" "${cpu[tare-tcp]}" \
           "${tps[pgbench-unix]}" "${tps[tare-unix]}" "${cpu[pgbench-unix]}" "${cpu[tare-unix]}" \
-          "${tps[co-tcp]}" "${cpu[co-tcp]}" "$COALESCE" <<'PY'
+          "${tps[co-tcp]}" "${cpu[co-tcp]}" "$COALESCE" "${tps[ep-tcp]}" "${cpu[ep-tcp]}" <<'PY'
 import statistics, sys
 a = [[float(x) for x in s.split()] for s in sys.argv[1:11]]
 m = statistics.median
@@ -102,4 +107,6 @@ for name, (pt, tt, pc, tc) in (("tcp", a[0:4]), ("unix", a[4:8])):
     print(f"{name:4}: median CPU us/tx pgbench {m(pc):7.2f}  tare {m(tc):7.2f}  ratio tare/pgbench {m(tc)/m(pc):.3f} (goal <= 0.8)")
 ct, cc = a[8], a[9]
 print(f"tcp --coalesce {sys.argv[11]}: tps ratio {m(ct)/m(a[0]):.3f}, CPU us/tx {m(cc):.2f}, ratio tare/pgbench {m(cc)/m(a[2]):.3f}")
+et, ec = ([float(x) for x in s.split()] for s in sys.argv[12:14])
+print(f"tcp --io epoll: tps ratio {m(et)/m(a[0]):.3f}, CPU us/tx {m(ec):.2f}, ratio tare/pgbench {m(ec)/m(a[2]):.3f}")
 PY

@@ -94,6 +94,11 @@ fn open_loop_mistakes_are_one_line_and_exit_2() {
         ),
         // The built-in tpcb-like: seven round trips per transaction.
         (&["--coalesce", "100us", "-T", "2"][..], "one SQL command"),
+        (&["--io", "kqueue", "-T", "2"][..], "invalid --io"),
+        (
+            &["--io", "io_uring", "--coalesce", "100us", "-S", "-T", "2"][..],
+            "only --io epoll",
+        ),
     ] {
         let mut all = vec!["pg"];
         all.extend_from_slice(&conn);

@@ -75,6 +75,68 @@ impl std::fmt::Display for IoMode {
     }
 }
 
+/// How one worker waits: epoll readiness, or io_uring completions.
+pub enum Io {
+    Epoll(crate::Poller),
+    /// `origin_ns`: the run clock's origin on `CLOCK_MONOTONIC`, to turn
+    /// run-clock deadlines into the ring's.
+    Uring {
+        ring: Box<Ring>,
+        origin_ns: u64,
+    },
+}
+
+impl Io {
+    /// The wait for `conns` connections: io_uring (receive buffers of
+    /// `buf_size`) when `mode` allows it and the kernel has it, epoll
+    /// otherwise. `needs_epoll`: receive timestamps are wanted, which only
+    /// `recvmsg` gives.
+    pub fn new(
+        mode: IoMode,
+        conns: usize,
+        buf_size: usize,
+        needs_epoll: bool,
+        clock: &crate::Clock,
+    ) -> io::Result<Io> {
+        let epoll = || crate::Poller::new(conns.clamp(1, 1024)).map(Io::Epoll);
+        let uring = || {
+            Ring::new(conns, buf_size).map(|ring| Io::Uring {
+                ring: Box::new(ring),
+                origin_ns: clock.monotonic_origin_ns(),
+            })
+        };
+        match mode {
+            IoMode::Epoll => epoll(),
+            IoMode::Auto if needs_epoll => epoll(),
+            IoMode::Auto => uring().or_else(|_| epoll()),
+            IoMode::Uring => uring()
+                .map_err(|e| io::Error::other(format!("--io io_uring: cannot set up a ring: {e}"))),
+        }
+    }
+
+    /// `epoll` or `io_uring`, as reported in `wakeups.io`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Io::Epoll(_) => "epoll",
+            Io::Uring { .. } => "io_uring",
+        }
+    }
+}
+
+/// An io_uring token for slot `slot` of a worker whose sockets in that
+/// slot are counted by `generation`: a completion for an old socket never
+/// matches the slot's current one.
+#[inline]
+pub fn token(slot: usize, generation: u64) -> u64 {
+    ((generation & 0x7fff_ffff) << 32) | (slot as u64 & 0xffff_ffff)
+}
+
+/// The slot and generation a [`token`] names.
+#[inline]
+pub fn untoken(token: u64) -> (usize, u64) {
+    ((token & 0xffff_ffff) as usize, token >> 32)
+}
+
 /// One completion, as the worker sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {

@@ -105,6 +105,67 @@ pub fn scan(buf: &[u8]) -> Result<Option<Head>, ParseError> {
     if buf[..n] != PREFIX[..n] {
         return Err(MALFORMED);
     }
+    let mut lines = [(0u32, 0u32); MAX_HEADERS + 1];
+    match split_lines(buf, &mut lines) {
+        Some((len, count)) => whole(&buf[..len], &lines[..count]),
+        None => by_line(buf),
+    }
+}
+
+/// Finds the head's lines (without their endings) in one pass: the head's
+/// length and line count, or `None` if the head is not complete yet or has
+/// too many lines (the line-by-line scan then says which).
+#[inline]
+fn split_lines(buf: &[u8], lines: &mut [(u32, u32); MAX_HEADERS + 1]) -> Option<(usize, usize)> {
+    let mut start = 0;
+    for (count, nl) in memchr::memchr_iter(b'\n', buf).enumerate() {
+        let end = if nl > start && buf[nl - 1] == b'\r' {
+            nl - 1
+        } else {
+            nl
+        };
+        if end == start && count > 0 {
+            return Some((nl + 1, count));
+        }
+        if count == lines.len() {
+            return None;
+        }
+        lines[count] = (start as u32, end as u32);
+        start = nl + 1;
+    }
+    None
+}
+
+/// A complete head: every byte checked at once (branch-free, so it
+/// vectorizes), then each line's structure.
+fn whole(head: &[u8], lines: &[(u32, u32)]) -> Result<Option<Head>, ParseError> {
+    let ctl = head.iter().fold(false, |bad, &b| {
+        bad | ((b < 0x20) & (b != b'\t') & (b != b'\r') & (b != b'\n')) | (b == 0x7f)
+    });
+    let stray_cr = head
+        .iter()
+        .zip(&head[1..])
+        .fold(false, |bad, (&a, &b)| bad | ((a == b'\r') & (b != b'\n')));
+    if ctl || stray_cr {
+        return Err(MALFORMED);
+    }
+    let at = |(a, b): (u32, u32)| &head[a as usize..b as usize];
+    let mut h = status(at(lines[0]))?;
+    for &l in &lines[1..] {
+        let l = at(l);
+        let name_len = l.iter().take_while(|&&b| TOKEN[b as usize]).count();
+        if name_len == 0 || l.get(name_len) != Some(&b':') {
+            return Err(MALFORMED);
+        }
+        interpret(&l[..name_len], &l[name_len + 1..], &mut h)?;
+    }
+    h.len = head.len();
+    Ok(Some(h))
+}
+
+/// The head line by line, for one that is not complete yet: waits while
+/// what has arrived can still become a valid head.
+fn by_line(buf: &[u8]) -> Result<Option<Head>, ParseError> {
     let Some((status_line, mut at)) = line(buf, 0)? else {
         return partial_status(buf);
     };
@@ -209,6 +270,12 @@ fn header(l: &[u8], head: &mut Head) -> Result<(), ParseError> {
     if !is_token(name) || !clean(value) {
         return Err(MALFORMED);
     }
+    interpret(name, value, head)
+}
+
+/// Records what a (valid) header says, if it is one of the three.
+#[inline]
+fn interpret(name: &[u8], value: &[u8], head: &mut Head) -> Result<(), ParseError> {
     let value = value.trim_ascii();
     // Only three names matter: test the length first, it rules out most.
     match name.len() {

@@ -124,6 +124,9 @@ pub struct PgConfig {
     /// wake-up serves several replies; completion times then come from the
     /// kernel's receive timestamps (TCP only; docs/pg.md).
     pub coalesce: tare_engine::Coalesce,
+    /// How workers wait for replies (`--io`): io_uring where it can,
+    /// epoll otherwise.
+    pub io: tare_engine::IoMode,
 }
 
 impl PgConfig {
@@ -176,6 +179,7 @@ impl PgConfig {
             arrivals: tare_engine::schedule::Arrivals::Poisson,
             ramp: Duration::ZERO,
             coalesce: tare_engine::Coalesce::Off,
+            io: tare_engine::IoMode::Auto,
         }
     }
 }

@@ -137,6 +137,12 @@ fn check_coalesce(cfg: &PgConfig, program: &Program) -> Result<(), PgError> {
     if cfg.coalesce == tare_engine::Coalesce::Off {
         return Ok(());
     }
+    let tcp = matches!(cfg.conn.endpoint, tare_engine::Endpoint::Tcp(_));
+    if cfg.io == tare_engine::IoMode::Uring && tcp && cfg.rate.is_none() {
+        return Err(PgError::Config(
+            "--coalesce needs kernel receive timestamps, which only --io epoll takes; use --io auto or epoll".into(),
+        ));
+    }
     if cfg.connect_per_transaction {
         return Err(PgError::Config(
             "--coalesce cannot be used with -C (connecting takes several round trips)".into(),

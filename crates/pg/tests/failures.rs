@@ -25,10 +25,14 @@ fn failing_queries_are_counted_by_class_and_the_run_goes_on() {
     let mut s = server.session();
     s.query("create table tare_once (id int primary key)")
         .unwrap();
-    for mode in [QueryMode::Simple, QueryMode::Extended, QueryMode::Prepared] {
+    let runs = [QueryMode::Simple, QueryMode::Extended, QueryMode::Prepared]
+        .into_iter()
+        .flat_map(|m| tare_testbed::io_modes().into_iter().map(move |io| (m, io)));
+    for (mode, io) in runs {
         s.query("truncate tare_once").unwrap();
         let mut cfg = server.config();
         cfg.mode = mode;
+        cfg.io = io;
         cfg.clients = 2;
         cfg.threads = 2;
         cfg.length = Length::TransactionsPerClient(6);
@@ -122,8 +126,15 @@ fn undefined_variable_aborts_the_client_with_a_clear_message() {
 
 #[test]
 fn a_server_that_dies_mid_run_ends_it_with_partial_results() {
+    for io in tare_testbed::io_modes() {
+        dies_mid_run(io);
+    }
+}
+
+fn dies_mid_run(io: tare_engine::IoMode) {
     let mut server = PgServer::start("");
     let mut cfg = server.config();
+    cfg.io = io;
     cfg.mode = QueryMode::Prepared;
     cfg.clients = 4;
     cfg.threads = 2;

@@ -49,18 +49,23 @@ fn every_query_mode_runs_exact_transaction_counts() {
     let mut admin = server.session();
     admin.query("create database tare_count").unwrap();
     let (clients, per_client) = (3usize, 40u64);
-    for mode in [QueryMode::Simple, QueryMode::Extended, QueryMode::Prepared] {
+    let runs = [QueryMode::Simple, QueryMode::Extended, QueryMode::Prepared]
+        .into_iter()
+        .flat_map(|m| tare_testbed::io_modes().into_iter().map(move |io| (m, io)));
+    for (mode, io) in runs {
         for endpoint in [server.unix_endpoint(), server.tcp_endpoint()] {
             let before = settled_commits(&mut admin, "tare_count", 0);
             let mut cfg = PgConfig::new(endpoint.clone(), "postgres", "tare_count");
             cfg.mode = mode;
+            cfg.io = io;
             cfg.clients = clients;
             cfg.threads = 2;
             cfg.length = Length::TransactionsPerClient(per_client);
             cfg.scripts = vec![script("one.sql", "select 1;")];
             let r = tare_pg::run(&cfg).unwrap();
             let expected = clients as u64 * per_client;
-            assert_eq!(r.requests, expected, "{mode} over {endpoint}");
+            assert_eq!(r.requests, expected, "{mode} over {endpoint}, {io}");
+            assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
             assert_eq!(r.errors.total(), 0);
             assert!(r.latency_us.p50 > 0.0);
             assert_eq!(r.transport, endpoint.transport());
@@ -227,23 +232,29 @@ fn scripts_with_variables_weights_sleep_reconnect_and_per_statement_latency() {
             "select sessions from pg_stat_database where datname = 'postgres'",
         )
     };
-    let before = sessions(&mut s);
-    let mut cfg = server.config();
-    cfg.mode = QueryMode::Prepared;
-    cfg.clients = 2;
-    cfg.threads = 2;
-    cfg.connect_per_transaction = true;
-    cfg.length = Length::TransactionsPerClient(15);
-    cfg.scripts = vec![script("one.sql", "select 1;")];
-    let r = tare_pg::run(&cfg).unwrap();
-    assert_eq!(r.requests, 30);
-    assert!(!r.keepalive);
-    assert_eq!(r.connect_us.map(|c| c.p50 > 0.0), Some(true));
-    let pg = r.pg.unwrap();
-    assert!(pg.connection_time_ms > 0.0);
-    std::thread::sleep(Duration::from_millis(1200));
-    let grown = sessions(&mut s) - before;
-    assert!(grown >= 30, "pg_stat_database.sessions grew by {grown}");
+    for io in tare_testbed::io_modes() {
+        let before = sessions(&mut s);
+        let mut cfg = server.config();
+        cfg.mode = QueryMode::Prepared;
+        cfg.clients = 2;
+        cfg.threads = 2;
+        cfg.connect_per_transaction = true;
+        cfg.length = Length::TransactionsPerClient(15);
+        cfg.scripts = vec![script("one.sql", "select 1;")];
+        cfg.io = io;
+        let r = tare_pg::run(&cfg).unwrap();
+        assert_eq!(r.requests, 30, "{io}");
+        assert!(!r.keepalive);
+        assert_eq!(r.connect_us.map(|c| c.p50 > 0.0), Some(true));
+        let pg = r.pg.unwrap();
+        assert!(pg.connection_time_ms > 0.0);
+        std::thread::sleep(Duration::from_millis(1200));
+        let grown = sessions(&mut s) - before;
+        assert!(
+            grown >= 30,
+            "{io}: pg_stat_database.sessions grew by {grown}"
+        );
+    }
 }
 
 #[test]

@@ -133,6 +133,11 @@ pub struct PgArgs {
         conflicts_with = "rate"
     )]
     pub coalesce: tare_engine::Coalesce,
+    /// How workers wait for replies: io_uring (one multishot receive per
+    /// connection; needs Linux 6.1 and io_uring allowed), epoll, or auto:
+    /// io_uring where it can, epoll otherwise and with --coalesce.
+    #[arg(long, default_value = "auto", value_name = "auto|epoll|io_uring")]
+    pub io: tare_engine::IoMode,
     /// Search for the highest rate that meets --slo: a closed-loop probe,
     /// then open-loop probes of -T each, bisecting (docs/open-loop.md).
     #[arg(long)]
@@ -202,6 +207,7 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     cfg.arrivals = args.arrivals.unwrap_or(Arrivals::Poisson);
     cfg.ramp = args.ramp;
     cfg.coalesce = args.coalesce;
+    cfg.io = args.io;
     cfg.connect_timeout = timeout;
     cfg.variables = args
         .define

@@ -130,7 +130,7 @@ struct Conn {
 
 pub(crate) struct Worker<'a> {
     plan: &'a Plan,
-    io: wait::Io,
+    io: tare_engine::uring::Io,
     conns: Vec<Conn>,
     quota: Option<u64>,
     rec: Recorder,
@@ -200,7 +200,13 @@ impl<'a> Worker<'a> {
         }
         Ok(Self {
             plan,
-            io: wait::Io::new(plan.io, conns.len(), rx_stamps, &plan.clock)?,
+            io: tare_engine::uring::Io::new(
+                plan.io,
+                conns.len(),
+                READ_BUF / 4,
+                rx_stamps,
+                &plan.clock,
+            )?,
             conns,
             quota,
             rec,

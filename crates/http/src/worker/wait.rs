@@ -12,66 +12,23 @@ use std::io;
 use std::time::Duration;
 
 use tare_engine::poller::Ready;
-use tare_engine::uring::Event;
-use tare_engine::{Clock, Interest, IoMode, Poller, Ring};
+use tare_engine::uring::{Event, Io};
+use tare_engine::Interest;
 
-use super::{Phase, Worker, READ_BUF};
-
-pub(super) enum Io {
-    Epoll(Poller),
-    /// `origin_ns`: the run clock's origin on `CLOCK_MONOTONIC`.
-    Uring {
-        ring: Box<Ring>,
-        origin_ns: u64,
-    },
-}
-
-impl Io {
-    /// The wait for `conns` connections: io_uring when `mode` allows it and
-    /// the kernel has it, epoll otherwise. `needs_epoll`: receive timestamps
-    /// are wanted (only `recvmsg` gives them).
-    pub(super) fn new(
-        mode: IoMode,
-        conns: usize,
-        needs_epoll: bool,
-        clock: &Clock,
-    ) -> io::Result<Io> {
-        let epoll = || Poller::new(conns.clamp(1, 1024)).map(Io::Epoll);
-        let uring = || {
-            Ring::new(conns, READ_BUF / 4).map(|ring| Io::Uring {
-                ring: Box::new(ring),
-                origin_ns: clock.monotonic_origin_ns(),
-            })
-        };
-        match mode {
-            IoMode::Epoll => epoll(),
-            IoMode::Auto if needs_epoll => epoll(),
-            IoMode::Auto => uring().or_else(|_| epoll()),
-            IoMode::Uring => uring()
-                .map_err(|e| io::Error::other(format!("--io io_uring: cannot set up a ring: {e}"))),
-        }
-    }
-
-    pub(super) fn name(&self) -> &'static str {
-        match self {
-            Io::Epoll(_) => "epoll",
-            Io::Uring { .. } => "io_uring",
-        }
-    }
-}
+use super::{Phase, Worker};
 
 impl Worker<'_> {
     /// This slot's io_uring token (slot index and generation).
     #[inline]
     fn token(&self, i: usize) -> u64 {
-        ((self.conns[i].gen as u64) << 32) | i as u64
+        tare_engine::uring::token(i, self.conns[i].gen as u64)
     }
 
     /// The slot a token names, if it still names the slot's current socket.
     #[inline]
     fn live(&self, token: u64) -> Option<usize> {
-        let i = (token & 0xffff_ffff) as usize;
-        (self.conns.get(i)?.gen == (token >> 32) as u32).then_some(i)
+        let (i, gen) = tare_engine::uring::untoken(token);
+        (self.conns.get(i)?.gen as u64 == gen).then_some(i)
     }
 
     /// Starts watching slot `i`'s new socket: for the end of its connect,

@@ -39,6 +39,12 @@ pub enum Phase {
 pub struct Client {
     /// Global client number (`:client_id`).
     pub id: usize,
+    /// Index among this worker's clients (its io_uring token's slot).
+    pub slot: usize,
+    /// io_uring: a multishot receive / a writability poll is pending on
+    /// the current connection.
+    pub armed: bool,
+    pub polling: bool,
     pub sock: Option<Socket>,
     pub phase: Phase,
     pub handshake: Handshake,
@@ -81,9 +87,18 @@ pub struct Client {
 const READ_BUF: usize = 16 * 1024;
 
 impl Client {
-    pub fn new(id: usize, vars: Vec<Option<Value>>, rng: Rng, statements: usize) -> Self {
+    pub fn new(
+        id: usize,
+        slot: usize,
+        vars: Vec<Option<Value>>,
+        rng: Rng,
+        statements: usize,
+    ) -> Self {
         Self {
             id,
+            slot,
+            armed: false,
+            polling: false,
             sock: None,
             phase: Phase::Disconnected,
             handshake: Handshake::new(),
@@ -109,10 +124,13 @@ impl Client {
         }
     }
 
-    /// Drops the connection and everything tied to it.
+    /// Drops the connection and everything tied to it (with io_uring, after
+    /// its receive and poll were cancelled: see `Ctx::close`).
     pub fn disconnect(&mut self) {
         self.sock = None;
         self.epoch += 1;
+        self.armed = false;
+        self.polling = false;
         self.rlen = 0;
         self.wbuf.clear();
         self.wpos = 0;
@@ -147,6 +165,17 @@ impl Client {
         };
         self.rlen += n;
         Ok(n)
+    }
+
+    /// io_uring: bytes a receive delivered, appended to the read buffer
+    /// (grown when they do not fit).
+    pub fn absorb(&mut self, data: &[u8]) {
+        let need = self.rlen + data.len();
+        if need > self.rbuf.len() {
+            self.rbuf.resize(need.max(self.rbuf.len() * 2), 0);
+        }
+        self.rbuf[self.rlen..need].copy_from_slice(data);
+        self.rlen = need;
     }
 
     /// Sends what is left of `wbuf`. `Ok(true)`: all of it went out.

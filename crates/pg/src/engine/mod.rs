@@ -30,7 +30,7 @@ use crate::config::{Length, PgConfig};
 use crate::program::Program;
 use crate::script::random::Rng;
 use client::{Client, Phase};
-use worker::{poll_timeout, Ctx, WorkerResult};
+use worker::{wake_at, Ctx, WorkerResult};
 
 /// Per-command totals for `-r`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -105,15 +105,17 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
             tare_engine::netns::enter(ns).map_err(|e| crate::PgError::io("worker thread", e))?;
         }
         let n = ids.len();
-        let mut ctx = Ctx::new(program, cfg, shared.clock, n)
-            .map_err(|e| crate::PgError::io("creating epoll", e))?;
+        let mut ctx = Ctx::new(program, cfg, shared.clock, n).map_err(|e| {
+            crate::PgError::io("setting up the worker's wait (epoll or io_uring)", e)
+        })?;
         let mut clients: Vec<Client> = ids
             .clone()
-            .map(|id| {
+            .enumerate()
+            .map(|(slot, id)| {
                 let mut vars = program.initial.clone();
                 vars[program.client_id.0] = Some(crate::script::expr::Value::Int(id as i64));
                 let seed = shared.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                Client::new(id, vars, Rng::new(seed), program.statements)
+                Client::new(id, slot, vars, Rng::new(seed), program.statements)
             })
             .collect();
         let t0 = shared.clock.now_ns();
@@ -160,6 +162,7 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
     }
     let total = clients.len();
     let mut ready = Vec::with_capacity(total.max(1));
+    let mut events = Vec::with_capacity(total.max(1));
     let mut now;
     let mut last_batch = 0;
     let mut next_remap = 0;
@@ -180,24 +183,24 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
             ctx.rx_map.refresh(&shared.clock);
             next_remap = now + 10_000_000;
         }
-        let mut timeout = poll_timeout(now, ctx.next_timer(), deadline);
+        let until = wake_at(now, ctx.next_timer(), deadline);
         let measuring = ctx.measuring(now);
         if ctx.coalescer.before_wait(
             last_batch,
             total - ctx.finished,
-            timeout.as_nanos() as u64,
+            until.saturating_sub(now),
             measuring,
         ) {
-            timeout = poll_timeout(shared.clock.now_ns(), ctx.next_timer(), deadline);
+            now = shared.clock.now_ns();
         }
-        if let Err(e) = ctx.poller.wait(Some(timeout), |r| ready.push(r)) {
-            ctx.abort_message
-                .get_or_insert(format!("epoll_wait failed: {e}"));
-            break;
-        }
-        last_batch = ready.len();
-        for r in ready.drain(..) {
-            ctx.on_event(&mut clients, r);
+        match ctx.wait(&mut clients, now, until, &mut ready, &mut events) {
+            Ok(n) => last_batch = n,
+            Err(e) => {
+                let io = ctx.io.name();
+                ctx.abort_message
+                    .get_or_insert(format!("waiting for the server ({io}) failed: {e}"));
+                break;
+            }
         }
         ctx.publish(&live);
     }
@@ -223,6 +226,7 @@ fn connect_all(ctx: &mut Ctx, clients: &mut [Client]) -> Result<(), crate::PgErr
     }
     let limit = ctx.clock.now_ns() + ctx.cfg.connect_timeout.as_nanos() as u64;
     let mut ready = Vec::with_capacity(clients.len().max(1));
+    let mut events = Vec::with_capacity(clients.len().max(1));
     loop {
         if let Some(msg) = ctx.abort_message.take() {
             return Err(crate::PgError::Config(
@@ -241,13 +245,8 @@ fn connect_all(ctx: &mut Ctx, clients: &mut [Client]) -> Result<(), crate::PgErr
                 ctx.cfg.connect_timeout
             )));
         }
-        ctx.poller
-            .wait(Some(poll_timeout(now, None, Some(limit))), |r| {
-                ready.push(r)
-            })
-            .map_err(|e| crate::PgError::io("epoll_wait", e))?;
-        for r in ready.drain(..) {
-            ctx.on_event(clients, r);
-        }
+        let until = wake_at(now, None, Some(limit));
+        ctx.wait(clients, now, until, &mut ready, &mut events)
+            .map_err(|e| crate::PgError::io("waiting for the server", e))?;
     }
 }

@@ -6,6 +6,7 @@
 use std::io;
 
 use tare_engine::poller::{Interest, Ready};
+use tare_engine::uring::{self, Event, Io};
 
 use super::client::{Client, Phase};
 use super::worker::{AbortKind, Ctx};
@@ -16,6 +17,130 @@ use crate::script::{CommandKind, Piece};
 use crate::startup::Progress;
 
 impl Ctx<'_> {
+    /// Waits until `until` (run clock; `now` read just before) at the
+    /// latest and handles what happened; returns how many events there were.
+    pub fn wait(
+        &mut self,
+        clients: &mut [Client],
+        now: u64,
+        until: u64,
+        ready: &mut Vec<Ready>,
+        events: &mut Vec<Event>,
+    ) -> io::Result<usize> {
+        match &mut self.io {
+            Io::Epoll(p) => {
+                ready.clear();
+                let timeout = std::time::Duration::from_nanos(until.saturating_sub(now));
+                p.wait(Some(timeout), |r| ready.push(r))?;
+                for r in ready.iter() {
+                    self.on_event(clients, *r);
+                }
+                Ok(ready.len())
+            }
+            Io::Uring { ring, origin_ns } => {
+                events.clear();
+                ring.wait_until(*origin_ns + until, events)?;
+                for ev in events.iter() {
+                    self.on_completion(clients, *ev);
+                }
+                Ok(events.len())
+            }
+        }
+    }
+
+    /// Closes `c`'s connection; with io_uring its receive and poll are
+    /// cancelled first (they hold the socket open).
+    pub(super) fn close(&mut self, c: &mut Client) {
+        if let Io::Uring { ring, .. } = &mut self.io {
+            if c.sock.is_some() && (c.armed || c.polling) {
+                ring.cancel(uring::token(c.slot, c.epoch));
+            }
+        }
+        c.disconnect();
+    }
+
+    /// io_uring: starts receiving on `c`'s connection.
+    fn arm(&mut self, c: &mut Client) {
+        if let (Io::Uring { ring, .. }, Some(s)) = (&mut self.io, &c.sock) {
+            if !c.armed {
+                ring.recv(s.fd(), uring::token(c.slot, c.epoch));
+                c.armed = true;
+            }
+        }
+    }
+
+    /// io_uring: one wake-up when `c`'s socket is writable.
+    fn poll_writable(&mut self, c: &mut Client) {
+        if let (Io::Uring { ring, .. }, Some(s)) = (&mut self.io, &c.sock) {
+            if !c.polling {
+                ring.poll_writable(s.fd(), uring::token(c.slot, c.epoch));
+                c.polling = true;
+            }
+        }
+    }
+
+    /// Handles one io_uring completion.
+    fn on_completion(&mut self, clients: &mut [Client], ev: Event) {
+        let token = match ev {
+            Event::Data { token, .. }
+            | Event::Eof { token }
+            | Event::Failed { token, .. }
+            | Event::Ready { token, .. } => token,
+        };
+        let (slot, epoch) = uring::untoken(token);
+        let live = clients
+            .get(slot)
+            .is_some_and(|c| c.sock.is_some() && c.epoch & 0x7fff_ffff == epoch);
+        if !live {
+            if let (Event::Data { buf, .. }, Io::Uring { ring, .. }) = (ev, &mut self.io) {
+                ring.release(buf);
+            }
+            return;
+        }
+        let c = &mut clients[slot];
+        match ev {
+            Event::Ready {
+                writable, hangup, ..
+            } => {
+                c.polling = false;
+                if writable || (hangup && c.phase == Phase::Connecting) {
+                    self.on_writable(c, slot);
+                }
+            }
+            Event::Data {
+                buf, len, armed, ..
+            } => {
+                c.armed = armed;
+                if let Io::Uring { ring, .. } = &mut self.io {
+                    c.absorb(ring.data(buf, len));
+                    ring.release(buf);
+                }
+                let epoch = c.epoch;
+                self.on_input(c, slot);
+                if c.epoch == epoch && c.sock.is_some() {
+                    self.arm(c);
+                }
+            }
+            Event::Eof { .. } => {
+                c.armed = false;
+                self.abort(c, AbortKind::Read, "server closed the connection unexpectedly (perhaps the backend died while processing)");
+            }
+            Event::Failed { errno, .. } => {
+                c.armed = false;
+                if errno == libc::ENOBUFS {
+                    self.arm(c);
+                } else {
+                    let e = io::Error::from_raw_os_error(errno);
+                    self.abort(
+                        c,
+                        AbortKind::Read,
+                        &format!("could not receive data from server: {e}"),
+                    );
+                }
+            }
+        }
+    }
+
     /// Handles one readiness event for client `token`.
     pub fn on_event(&mut self, clients: &mut [Client], r: Ready) {
         let token = r.token as usize;
@@ -32,8 +157,10 @@ impl Ctx<'_> {
         c.conn_start = self.clock.now_ns();
         match self.cfg.conn.endpoint.connect() {
             Ok(sock) => {
-                if let Err(e) = self.poller.add(sock.fd(), token as u64, Interest::Write) {
-                    return self.abort(c, AbortKind::Connect, &format!("epoll: {e}"));
+                if let Io::Epoll(p) = &self.io {
+                    if let Err(e) = p.add(sock.fd(), token as u64, Interest::Write) {
+                        return self.abort(c, AbortKind::Connect, &format!("epoll: {e}"));
+                    }
                 }
                 if self.rx_stamps {
                     // Best effort: without stamps a reply is timed when read.
@@ -42,6 +169,7 @@ impl Ctx<'_> {
                 c.sock = Some(sock);
                 c.want_write = true;
                 c.phase = Phase::Connecting;
+                self.poll_writable(c);
             }
             Err(e) => self.abort(
                 c,
@@ -72,26 +200,33 @@ impl Ctx<'_> {
                 None => return,
             }
             c.phase = Phase::Starting;
+            self.arm(c);
             c.wbuf.clear();
             crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf);
         }
         self.flush(c, token);
     }
 
-    /// Sends `wbuf`; arms `EPOLLOUT` only while a write is unfinished.
+    /// Sends `wbuf`; waits for writability only while a write is
+    /// unfinished (epoll: `EPOLLOUT` armed; io_uring: a one-shot poll).
     pub(super) fn flush(&mut self, c: &mut Client, token: usize) {
         match c.send_pending() {
             Ok(done) => {
+                if !done {
+                    self.poll_writable(c);
+                }
                 if done == c.want_write {
                     c.want_write = !done;
-                    let interest = if done {
-                        Interest::Read
-                    } else {
-                        Interest::ReadWrite
-                    };
-                    let fd = c.sock.as_ref().map(|s| s.fd()).unwrap_or(-1);
-                    if let Err(e) = self.poller.modify(fd, token as u64, interest) {
-                        self.abort(c, AbortKind::Write, &format!("epoll: {e}"));
+                    if let Io::Epoll(p) = &self.io {
+                        let interest = if done {
+                            Interest::Read
+                        } else {
+                            Interest::ReadWrite
+                        };
+                        let fd = c.sock.as_ref().map(|s| s.fd()).unwrap_or(-1);
+                        if let Err(e) = p.modify(fd, token as u64, interest) {
+                            self.abort(c, AbortKind::Write, &format!("epoll: {e}"));
+                        }
                     }
                 }
             }
@@ -124,6 +259,11 @@ impl Ctx<'_> {
                 )
             }
         }
+        self.on_input(c, token);
+    }
+
+    /// Interprets the complete messages in `c`'s read buffer.
+    fn on_input(&mut self, c: &mut Client, token: usize) {
         let mut pos = 0;
         let epoch = c.epoch;
         while c.epoch == epoch {

@@ -1,18 +1,19 @@
-//! One worker thread: its clients, one level-triggered epoll set, a timer
-//! heap for `\sleep` and scheduled starts, and a recorder touched by this
-//! thread only.
+//! One worker thread: its clients, one wait (io_uring where the kernel
+//! allows it, else a level-triggered epoll set), a timer heap for `\sleep`
+//! and scheduled starts, and a recorder touched by this thread only.
 //!
 //! Per prepared-mode `select 1` transaction the loop costs one `send`
-//! (Bind+Execute+Sync, prebuilt), one `read` (BindComplete … ReadyForQuery
-//! arrive together) and a share of one `epoll_wait`; nothing is allocated.
+//! (Bind+Execute+Sync, prebuilt) and a share of one `io_uring_enter` (a
+//! multishot receive has read the replies, BindComplete … ReadyForQuery,
+//! which arrive together); with epoll, one `read` and a share of one
+//! `epoll_wait`. Nothing is allocated.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::io;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use tare_engine::poller::Poller;
+use tare_engine::uring::Io;
 use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use super::client::{Client, Phase};
@@ -46,7 +47,7 @@ pub struct Ctx<'a> {
     pub program: &'a Program,
     pub cfg: &'a PgConfig,
     pub clock: Clock,
-    pub poller: Poller,
+    pub io: Io,
     pub rec: Recorder,
     pub schedule: Box<dyn Schedule>,
     timers: BinaryHeap<Reverse<(u64, usize)>>,
@@ -97,7 +98,7 @@ impl<'a> Ctx<'a> {
             program,
             cfg,
             clock,
-            poller: Poller::new(clients.max(1))?,
+            io: Io::new(cfg.io, clients, 16 * 1024, coalescer.enabled(), &clock)?,
             rec: Recorder::new(0, 0, cfg.connect_per_transaction),
             // Until `begin`: no transaction starts, so no schedule is asked.
             schedule: Box::new(ClosedLoop::default()),
@@ -196,7 +197,10 @@ impl<'a> Ctx<'a> {
             abort_message: self.abort_message,
             end_ns,
             unsent,
-            wakeups: self.coalescer.report(self.rx_stamps),
+            wakeups: tare_record::WakeupReport {
+                io: self.io.name().into(),
+                ..self.coalescer.report(self.rx_stamps)
+            },
         }
     }
 
@@ -244,7 +248,7 @@ impl<'a> Ctx<'a> {
                 let _ = s.write(&protocol::TERMINATE);
             }
         }
-        c.disconnect();
+        self.close(c);
         c.phase = phase;
         self.finished += 1;
     }
@@ -480,7 +484,7 @@ impl<'a> Ctx<'a> {
             if let Some(s) = &c.sock {
                 let _ = s.write(&protocol::TERMINATE);
             }
-            c.disconnect();
+            self.close(c);
             c.phase = Phase::Disconnected;
         } else {
             c.phase = Phase::Idle;
@@ -496,9 +500,10 @@ pub enum AbortKind {
     Write,
     Script,
 }
-/// How long `epoll_wait` may sleep: until the next timer or the deadline,
-/// and never over 100 ms so progress and stop checks stay timely.
-pub fn poll_timeout(now: u64, timer: Option<u64>, deadline: Option<u64>) -> Duration {
+/// When a wait must end at the latest (run clock): the next timer or the
+/// deadline, and never over 100 ms on, so progress and stop checks stay
+/// timely.
+pub fn wake_at(now: u64, timer: Option<u64>, deadline: Option<u64>) -> u64 {
     let mut until = now + 100_000_000;
     if let Some(t) = timer {
         until = until.min(t);
@@ -506,5 +511,5 @@ pub fn poll_timeout(now: u64, timer: Option<u64>, deadline: Option<u64>) -> Dura
     if let Some(d) = deadline {
         until = until.min(d);
     }
-    Duration::from_nanos(until.saturating_sub(now))
+    until
 }
