@@ -272,6 +272,7 @@ impl RealCell {
         cfg.duration = Some(s.duration);
         cfg.keepalive = s.http.keepalive;
         cfg.coalesce = s.http.coalesce.parse().map_err(ExecError::new)?;
+        cfg.io = s.io.parse().map_err(ExecError::new)?;
         cfg.timeout = s.timeout;
         cfg.netns = self.deployment.client_netns().map(Into::into);
         cfg.progress = false;
@@ -307,6 +308,7 @@ impl RealCell {
         }];
         cfg.connect_per_transaction = s.pg.reconnect;
         cfg.coalesce = s.pg.coalesce.parse().map_err(ExecError::new)?;
+        cfg.io = s.io.parse().map_err(ExecError::new)?;
         cfg.netns = self.deployment.client_netns().map(Into::into);
         // The deployment is a cluster tare started (loopback, namespace or container).
         cfg.allow_remote = true;

@@ -1,7 +1,10 @@
-//! One worker thread: an epoll loop that owns its share of the connections.
+//! One worker thread: an event loop that owns its share of the connections,
+//! waiting with io_uring or epoll (`wait`).
 //!
-//! A keep-alive request costs one `send`, one `read` (a response that fits in
-//! the 64 KiB buffer arrives whole) and a share of one `epoll_wait`; the clock
+//! A keep-alive request costs one `send` and a share of one `io_uring_enter`
+//! (a multishot receive has already read the response); with epoll, one
+//! `send`, one `read` (a response that fits in the 64 KiB buffer arrives
+//! whole) and a share of one `epoll_wait`. The clock
 //! is read once per completion, and that reading is also the send time of the
 //! next request on the connection. Over TCP the completion time is the
 //! kernel's receive timestamp of the response's last segment, so it does not
@@ -13,6 +16,8 @@
 //! [`Worker`] so the hot path stays direct calls on one struct:
 //!
 //! - `event_loop`: `run`, the loop itself, and routing readiness events.
+//! - `wait`: epoll or io_uring: registering sockets, waiting, and routing
+//!   io_uring completions into the same state machine.
 //! - `connection`: a connection's lifecycle: open, connect, back-off, recycle.
 //! - `send`: starting a request and writing it.
 //! - `receive`: reading the response and recording its completion.

@@ -168,6 +168,10 @@ pub struct LoadSettings {
     /// (`p99<10ms`, ...) and records that rate's run: capacity at equal latency.
     #[serde(default)]
     pub slo: Option<String>,
+    /// How the generator's workers wait: `auto` (io_uring where the kernel
+    /// allows it), `epoll` or `io_uring` (`tare http --io`, docs/http.md).
+    #[serde(default = "default_io")]
+    pub io: String,
     pub http: HttpLoad,
     pub pg: PgLoad,
 }
@@ -188,6 +192,10 @@ pub struct HttpLoad {
     /// `100us`; `tare http --coalesce`, docs/http.md).
     #[serde(default = "default_coalesce")]
     pub coalesce: String,
+}
+
+fn default_io() -> String {
+    "auto".into()
 }
 
 fn default_coalesce() -> String {

@@ -66,6 +66,7 @@ pub struct RawLoad {
     pub arrivals: Option<Spanned<String>>,
     pub ramp: Option<Spanned<String>>,
     pub slo: Option<Spanned<String>>,
+    pub io: Option<Spanned<String>>,
     #[serde(default)]
     pub http: Option<RawHttp>,
     #[serde(default)]

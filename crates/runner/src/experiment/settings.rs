@@ -157,6 +157,26 @@ pub(super) fn load(
             ));
         }
     }
+    let io = match &l.io {
+        None => tare_engine::IoMode::Auto,
+        Some(v) => v
+            .get_ref()
+            .parse::<tare_engine::IoMode>()
+            .map_err(|e| loc.error(v.span(), "load.io", e))?,
+    };
+    let coalescing = match engine {
+        Engine::Http => &coalesce,
+        Engine::Pg => &pg_coalesce,
+    };
+    if let (tare_engine::IoMode::Uring, Some(v)) = (io, &l.io) {
+        if coalescing != "off" {
+            return Err(loc.error(
+                v.span(),
+                "load.io",
+                "io_uring cannot coalesce (it needs receive timestamps, which only epoll takes); use auto or epoll",
+            ));
+        }
+    }
     if let (Some(r), Some(s)) = (&l.rate, &l.slo) {
         let _ = s;
         return Err(loc.error(
@@ -171,6 +191,7 @@ pub(super) fn load(
         arrivals,
         ramp,
         slo,
+        io: io.to_string(),
         threads: positive(loc, &l.threads, "load.threads", 2, 1024)?,
         connections: positive(loc, &l.connections, "load.connections", 50, 1_000_000)?,
         duration: duration_v,

@@ -105,6 +105,28 @@ fn mistakes_are_named_with_file_line_and_key() {
 }
 
 #[test]
+fn io_is_checked_and_kept() {
+    assert_eq!(parse(HEAD).unwrap().load.io, "auto");
+    let e = parse(&format!("{HEAD}io = \"epoll\"\n")).unwrap();
+    assert_eq!(e.load.io, "epoll");
+    let e = parse(&format!("{HEAD}io = \"io_uring\"\n")).unwrap();
+    assert_eq!(e.load.io, "io_uring");
+    let err = parse(&format!("{HEAD}io = \"kqueue\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("exp.toml:5") && err.contains("load.io") && err.contains("invalid --io"),
+        "{err}"
+    );
+    let err = parse(&format!(
+        "{HEAD}io = \"io_uring\"\n[load.http]\ncoalesce = \"100us\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("load.io") && err.contains("coalesce"), "{err}");
+}
+
+#[test]
 fn http_coalesce_is_checked_and_kept() {
     assert_eq!(parse(HEAD).unwrap().load.http.coalesce, "off");
     let e = parse(&format!("{HEAD}[load.http]\ncoalesce = \"auto\"\n")).unwrap();
