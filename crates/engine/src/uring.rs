@@ -114,6 +114,30 @@ impl Io {
         }
     }
 
+    /// Waits until `until` on the run clock (`now`: its reading just
+    /// before) at the latest. What happened lands in `ready` (epoll) or
+    /// `events` (io_uring), both cleared first; returns how many.
+    pub fn wait(
+        &mut self,
+        now: u64,
+        until: u64,
+        ready: &mut Vec<crate::poller::Ready>,
+        events: &mut Vec<Event>,
+    ) -> io::Result<usize> {
+        ready.clear();
+        events.clear();
+        match self {
+            Io::Epoll(p) => {
+                let timeout = Duration::from_nanos(until.saturating_sub(now));
+                p.wait(Some(timeout), |r| ready.push(r))
+            }
+            Io::Uring { ring, origin_ns } => {
+                ring.wait_until(*origin_ns + until, events)?;
+                Ok(events.len())
+            }
+        }
+    }
+
     /// `epoll` or `io_uring`, as reported in `wakeups.io`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -160,6 +184,18 @@ pub enum Event {
         writable: bool,
         hangup: bool,
     },
+}
+
+impl Event {
+    /// The token the completion is for.
+    pub fn token(&self) -> u64 {
+        match *self {
+            Event::Data { token, .. }
+            | Event::Eof { token }
+            | Event::Failed { token, .. }
+            | Event::Ready { token, .. } => token,
+        }
+    }
 }
 
 /// The buffers a multishot receive fills, shared through a ring the kernel

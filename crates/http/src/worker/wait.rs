@@ -9,7 +9,6 @@
 //! taken for the new one's.
 
 use std::io;
-use std::time::Duration;
 
 use tare_engine::poller::Ready;
 use tare_engine::uring::{Event, Io};
@@ -134,25 +133,14 @@ impl Worker<'_> {
         ready: &mut Vec<Ready>,
         events: &mut Vec<Event>,
     ) -> io::Result<usize> {
-        match &mut self.io {
-            Io::Epoll(p) => {
-                ready.clear();
-                let timeout = Duration::from_nanos(wake.saturating_sub(now));
-                p.wait(Some(timeout), |r| ready.push(r))?;
-                for r in ready.iter() {
-                    self.handle(r);
-                }
-                Ok(ready.len())
-            }
-            Io::Uring { ring: r, origin_ns } => {
-                events.clear();
-                r.wait_until(*origin_ns + wake, events)?;
-                for ev in events.iter() {
-                    self.completed(*ev);
-                }
-                Ok(events.len())
-            }
+        let n = self.io.wait(now, wake, ready, events)?;
+        for r in ready.iter() {
+            self.handle(r);
         }
+        for ev in events.iter() {
+            self.completed(*ev);
+        }
+        Ok(n)
     }
 
     /// One io_uring completion.
@@ -195,7 +183,7 @@ impl Worker<'_> {
             Event::Eof { token } => {
                 let Some(i) = self.live(token) else { return };
                 self.conns[i].armed = false;
-                self.peer_closed(i);
+                self.receive_ended(i, true);
             }
             Event::Failed { token, errno } => {
                 let Some(i) = self.live(token) else { return };
@@ -203,7 +191,7 @@ impl Worker<'_> {
                 if errno == libc::ENOBUFS {
                     self.watch_responses(i);
                 } else {
-                    self.receive_failed(i);
+                    self.receive_ended(i, false);
                 }
             }
         }
@@ -229,24 +217,14 @@ impl Worker<'_> {
         self.fed(i, fed, len);
     }
 
-    /// io_uring: the server closed slot `i`'s connection.
-    fn peer_closed(&mut self, i: usize) {
+    /// io_uring: slot `i`'s receive ended: the server closed the
+    /// connection (`eof`), or it failed (reset, ...).
+    fn receive_ended(&mut self, i: usize, eof: bool) {
         match self.conns[i].phase {
-            Phase::Reading | Phase::Writing { .. } => self.at_eof(i),
+            Phase::Reading | Phase::Writing { .. } if eof => self.at_eof(i),
+            Phase::Reading | Phase::Writing { .. } => self.failed_read(i),
             // An idle keep-alive connection the server let go: not an
             // error, only a new connection.
-            Phase::Ready => {
-                let now = self.plan.clock.now_ns();
-                self.recycle(i, now)
-            }
-            _ => {}
-        }
-    }
-
-    /// io_uring: slot `i`'s receive failed (reset, ...).
-    fn receive_failed(&mut self, i: usize) {
-        match self.conns[i].phase {
-            Phase::Reading | Phase::Writing { .. } => self.failed_read(i),
             Phase::Ready => {
                 let now = self.plan.clock.now_ns();
                 self.recycle(i, now)

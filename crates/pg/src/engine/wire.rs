@@ -27,25 +27,14 @@ impl Ctx<'_> {
         ready: &mut Vec<Ready>,
         events: &mut Vec<Event>,
     ) -> io::Result<usize> {
-        match &mut self.io {
-            Io::Epoll(p) => {
-                ready.clear();
-                let timeout = std::time::Duration::from_nanos(until.saturating_sub(now));
-                p.wait(Some(timeout), |r| ready.push(r))?;
-                for r in ready.iter() {
-                    self.on_event(clients, *r);
-                }
-                Ok(ready.len())
-            }
-            Io::Uring { ring, origin_ns } => {
-                events.clear();
-                ring.wait_until(*origin_ns + until, events)?;
-                for ev in events.iter() {
-                    self.on_completion(clients, *ev);
-                }
-                Ok(events.len())
-            }
+        let n = self.io.wait(now, until, ready, events)?;
+        for r in ready.iter() {
+            self.on_event(clients, *r);
         }
+        for ev in events.iter() {
+            self.on_completion(clients, *ev);
+        }
+        Ok(n)
     }
 
     /// Closes `c`'s connection; with io_uring its receive and poll are
@@ -81,13 +70,7 @@ impl Ctx<'_> {
 
     /// Handles one io_uring completion.
     fn on_completion(&mut self, clients: &mut [Client], ev: Event) {
-        let token = match ev {
-            Event::Data { token, .. }
-            | Event::Eof { token }
-            | Event::Failed { token, .. }
-            | Event::Ready { token, .. } => token,
-        };
-        let (slot, epoch) = uring::untoken(token);
+        let (slot, epoch) = uring::untoken(ev.token());
         let live = clients
             .get(slot)
             .is_some_and(|c| c.sock.is_some() && c.epoch & 0x7fff_ffff == epoch);
