@@ -97,7 +97,30 @@ impl Nginx {
 
     /// Stops nginx gracefully (it finishes and logs in-flight requests) and
     /// returns the number of access-log lines.
+    ///
+    /// It first waits for the log to stop growing: a request the generator
+    /// sent just before it closed may still sit unread in a keep-alive
+    /// connection, and a graceful shutdown closes such "idle" connections
+    /// without reading them. (A closing io_uring's sockets are released a
+    /// moment after the generator's thread ends.)
     pub fn stop_and_count(mut self) -> usize {
+        let log = self.dir.join("access.log");
+        let count = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let (mut last, mut steady) = (count(), 0);
+        for _ in 0..60 {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = count();
+            steady = if now == last { steady + 1 } else { 0 };
+            last = now;
+            if steady >= 4 {
+                break;
+            }
+        }
         let mut child = self.child.take().unwrap();
         // SIGQUIT: graceful shutdown.
         // SAFETY: signalling our own child process.
@@ -110,10 +133,7 @@ impl Nginx {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        std::fs::read_to_string(self.dir.join("access.log"))
-            .unwrap_or_default()
-            .lines()
-            .count()
+        count()
     }
 }
 
