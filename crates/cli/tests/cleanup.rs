@@ -107,9 +107,12 @@ impl UserThings {
         }
         // From a tare image, so it even inherits the image's `tare` label.
         let container = docker_ok().then(|| {
-            let image =
-                tare_deploy::build_image(TargetKind::TareServe, std::path::Path::new(TARE), false)
-                    .unwrap();
+            let image = tare_deploy::build_image(
+                TargetKind::named("tare-serve").unwrap(),
+                std::path::Path::new(TARE),
+                false,
+            )
+            .unwrap();
             let name = format!("user-container-{id}");
             let ok = Command::new("docker")
                 .args(["create", "--name", &name, &image.tag, TARE, "--version"])
@@ -327,24 +330,24 @@ fn get_ok(addr: std::net::SocketAddr, ns: Option<&std::path::Path>, n: usize) ->
 #[test]
 fn tare_serve_in_every_supported_placement() {
     let _lock = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let mut placements = vec![PlacementKind::Native];
+    let mut placements = vec![PlacementKind::named("native").unwrap()];
     if tare_deploy::lab::available().is_ok() {
         placements.extend([
-            PlacementKind::LabVeth,
-            PlacementKind::LabNat,
-            PlacementKind::LabClient,
+            PlacementKind::named("lab-veth").unwrap(),
+            PlacementKind::named("lab-nat").unwrap(),
+            PlacementKind::named("lab-client").unwrap(),
         ]);
     }
     if docker_ok() {
         placements.extend([
-            PlacementKind::DockerHost,
-            PlacementKind::DockerBridge,
-            PlacementKind::DockerPublish,
+            PlacementKind::named("docker-host").unwrap(),
+            PlacementKind::named("docker-bridge").unwrap(),
+            PlacementKind::named("docker-publish").unwrap(),
         ]);
     }
     for p in placements {
         let before = tare_things(&machine_state());
-        let mut target = TargetSpec::new(TargetKind::TareServe);
+        let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
         target.binary = Some(TARE.into());
         target.body_size = 100;
         let spec = DeploySpec::new(

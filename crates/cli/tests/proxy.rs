@@ -74,18 +74,21 @@ fn leftovers(run: &str) -> Vec<String> {
 }
 
 fn placements() -> Vec<PlacementKind> {
-    let mut v = vec![PlacementKind::Native];
+    let mut v = vec![PlacementKind::named("native").unwrap()];
     if tare_deploy::docker::engine_version().is_ok() {
         v.extend([
-            PlacementKind::DockerHost,
-            PlacementKind::DockerBridge,
-            PlacementKind::DockerPublish,
+            PlacementKind::named("docker-host").unwrap(),
+            PlacementKind::named("docker-bridge").unwrap(),
+            PlacementKind::named("docker-publish").unwrap(),
         ]);
     } else {
         eprintln!("Docker not reachable: docker placements not tested");
     }
     if tare_deploy::lab::available().is_ok() {
-        v.extend([PlacementKind::LabNat, PlacementKind::LabClient]);
+        v.extend([
+            PlacementKind::named("lab-nat").unwrap(),
+            PlacementKind::named("lab-client").unwrap(),
+        ]);
     }
     v
 }
@@ -95,7 +98,7 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
     for placement in placements() {
         let run = format!("tp{}{}", std::process::id() % 100000, placement.name());
         let run = run.replace('-', "");
-        let mut target = TargetSpec::new(TargetKind::NginxProxy);
+        let mut target = TargetSpec::new(TargetKind::named("nginx-proxy").unwrap());
         target.body_size = BODY;
         target.backend_binary = Some(TARE.into());
         let d = deploy(&DeploySpec::new(&run, target, placement))
@@ -127,13 +130,16 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
             http.arg("--netns").arg(ns);
         }
         // The monitor counts the backend as its own part, beside the server.
-        let server_pid = d.facts().server_pid.unwrap() as u32;
-        let server = if placement.is_docker() {
-            ServerRef::CgroupOf(server_pid)
-        } else {
-            ServerRef::Pids(vec![server_pid])
+        let watch = d.watch().clone();
+        let server = match watch.server {
+            tare_deploy::Scope::CgroupOf(pid) => ServerRef::CgroupOf(pid),
+            tare_deploy::Scope::Pids(pids) => ServerRef::Pids(pids),
         };
         let backend_pid = d.facts().backend.as_ref().unwrap().pid.unwrap() as u32;
+        assert_eq!(
+            watch.companions,
+            [("backend".to_string(), vec![backend_pid])]
+        );
         let monitor = Monitor::start(
             MonitorSpec::new(server, GeneratorRef::SelfProcess)
                 .with_companion("backend", vec![backend_pid]),
@@ -172,7 +178,7 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
         assert_eq!(b.binary_sha256.as_ref().map(String::len), Some(64));
         assert!(b.endpoint.starts_with("127.0.0.1:"), "{b:?}");
         assert!(b.nofile_soft.is_some() && b.cpus_visible.is_some(), "{b:?}");
-        if placement.is_docker() {
+        if placement.mechanism() == "docker" {
             assert!(f.image.as_deref().unwrap_or("").starts_with("tare/nginx:"));
             let img = b.image.as_deref().unwrap_or("");
             assert!(img.starts_with("tare/tare-serve:"), "{b:?}");

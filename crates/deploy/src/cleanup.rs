@@ -8,10 +8,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::deployment::{OWNER_FILE, PREFIX};
-use crate::docker;
 use crate::error::DeployError;
-use crate::lab;
-use crate::placement::process::PIDS_FILE;
+use crate::placements::{self, process::PIDS_FILE};
 use crate::procfs;
 use crate::teardown::signal_group;
 
@@ -26,40 +24,17 @@ pub struct CleanupReport {
 }
 
 /// Removes every tare leftover whose owner is gone: server processes and
-/// deployment directories, Docker containers and volumes labelled `tare`, and
-/// lab namespaces, links and nftables tables. Images are a cache, not
-/// leftovers: they stay (remove them with `docker rmi` by the `tare` label).
+/// deployment directories, then what each placement mechanism made (Docker
+/// containers and volumes labelled `tare`, lab namespaces, links and
+/// nftables tables). Images are a cache, not leftovers: they stay
+/// (remove them with `docker rmi` by the `tare` label).
 pub fn cleanup() -> Result<CleanupReport, DeployError> {
     let mut report = CleanupReport::default();
+    // Processes first (with their directories), so nothing still runs in a
+    // namespace or holds a volume when its mechanism removes it.
     clean_dirs(&mut report);
-    match docker::list_labelled() {
-        Ok((containers, volumes)) => {
-            for c in containers {
-                if c.owner.as_deref().is_some_and(procfs::owner_alive) {
-                    report.live.push(format!("container {}", c.name));
-                    continue;
-                }
-                match docker::remove_container(&c.id) {
-                    Ok(()) => report.removed.push(format!("container {}", c.name)),
-                    Err(e) => report.notes.push(format!("container {}: {e}", c.name)),
-                }
-            }
-            for v in volumes {
-                if v.owner.as_deref().is_some_and(procfs::owner_alive) {
-                    report.live.push(format!("volume {}", v.name));
-                    continue;
-                }
-                match docker::remove_volume(&v.name) {
-                    Ok(()) => report.removed.push(format!("volume {}", v.name)),
-                    Err(e) => report.notes.push(format!("volume {}: {e}", v.name)),
-                }
-            }
-        }
-        Err(e) => report.notes.push(e.to_string()),
-    }
-    match lab::cleanup_all() {
-        Ok(removed) => report.removed.extend(removed),
-        Err(e) => report.notes.push(format!("lab: {e}")),
+    for m in placements::mechanisms() {
+        m.cleanup(&mut report);
     }
     Ok(report)
 }

@@ -1,8 +1,8 @@
-//! `deploy`: make the directory, start the target in its placement, wait until
-//! it answers, measure its facts. `Deployment`: what the runner holds while it
-//! measures; dropping it removes everything.
+//! `deploy`: make the directory, start the target in its placement's site
+//! (and the target's companion beside it), wait until it answers, measure its
+//! facts. `Deployment`: what the runner holds while it measures; dropping it
+//! removes everything.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -10,16 +10,13 @@ use std::time::Duration;
 
 use tare_engine::Endpoint;
 
-use crate::backend::{self, Backend};
-use crate::docker;
 use crate::error::DeployError;
-use crate::facts::Facts;
+use crate::facts::{BackendFacts, Facts};
 use crate::health;
-use crate::lab;
-use crate::placement::process;
+use crate::placements::{Context, Role, Running, SpecOption};
 use crate::procfs;
-use crate::spec::{DeploySpec, PlacementKind, TargetKind, Transport};
-use crate::targets::{self, Listen, Probe, Server};
+use crate::spec::{DeploySpec, Transport};
+use crate::targets::{self, Listen};
 use crate::teardown::{Resource, Teardown};
 
 /// Prefix of every deployment directory (in the system temp dir) and every
@@ -32,12 +29,31 @@ pub(crate) const OWNER_FILE: &str = ".tare-owner";
 /// initdb and a container on fuse-overlayfs take a few seconds here.
 const HEALTH_LIMIT: Duration = Duration::from_secs(60);
 
+/// What the resource monitor should follow for a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// These processes and their descendants.
+    Pids(Vec<u32>),
+    /// The cgroup of this process (a container: everything in it).
+    CgroupOf(u32),
+}
+
+/// Which processes make up a deployment, for the resource monitor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watch {
+    pub server: Scope,
+    /// A target's companion (nginx-proxy's backend), by role name, counted
+    /// as its own part rather than in the rest of the machine.
+    pub companions: Vec<(String, Vec<u32>)>,
+}
+
 /// A running target. Dropping it stops and removes everything it created.
 pub struct Deployment {
     endpoint: Endpoint,
     url: String,
     client_netns: Option<PathBuf>,
     facts: Facts,
+    watch: Watch,
     dir: PathBuf,
     teardown: Arc<Teardown>,
 }
@@ -72,6 +88,11 @@ impl Deployment {
         &self.facts
     }
 
+    /// The processes the resource monitor should follow.
+    pub fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
     /// The deployment's directory (config, content, logs).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -99,6 +120,7 @@ pub fn deploy(spec: &DeploySpec) -> Result<Deployment, DeployError> {
             url: parts.url,
             client_netns: parts.client_netns,
             facts: parts.facts,
+            watch: parts.watch,
             dir: parts.dir,
             teardown,
         }),
@@ -122,10 +144,11 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             spec.run_id
         )));
     }
-    if spec.netem.is_some() && !spec.placement.is_lab() {
+    let placement = spec.placement;
+    if spec.netem.is_some() && !placement.accepts(SpecOption::Netem) {
         return Err(DeployError::Invalid(format!(
-            "--netem applies to lab-* placements only, not {}",
-            spec.placement
+            "--netem applies to {} only, not {placement}",
+            crate::PlacementKind::accepting(SpecOption::Netem)
         )));
     }
     if let Some(c) = spec.container.cpus {
@@ -136,10 +159,22 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
         }
     }
     let container_opts_set = spec.container != Default::default() || spec.image.is_some();
-    if container_opts_set && !spec.placement.is_docker() {
+    if container_opts_set && !placement.accepts(SpecOption::Container) {
         return Err(DeployError::Invalid(format!(
-            "image, storage, seccomp and container limits apply to docker-* placements, not {}",
-            spec.placement
+            "{} apply to {} only, not {placement}",
+            SpecOption::Container.describe(),
+            crate::PlacementKind::accepting(SpecOption::Container)
+        )));
+    }
+    let kind = spec.target.kind;
+    if spec.target.access_log.is_some() && !kind.has_access_log() {
+        return Err(DeployError::Invalid(format!(
+            "access_log does not apply to {kind} (it applies to: {})",
+            crate::TargetKind::all()
+                .filter(|t| t.has_access_log())
+                .map(crate::TargetKind::name)
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     Ok(())
@@ -150,6 +185,7 @@ struct Parts {
     url: String,
     client_netns: Option<PathBuf>,
     facts: Facts,
+    watch: Watch,
     dir: PathBuf,
 }
 
@@ -171,129 +207,82 @@ fn make_dir(run_id: &str, teardown: &Teardown) -> Result<PathBuf, DeployError> {
     Ok(dir)
 }
 
-pub(crate) fn free_port() -> Result<u16, DeployError> {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| DeployError::io("finding a free loopback port", e))
+/// A target's companion, started beside the server.
+struct Companion {
+    /// Where the server reaches it.
+    addr: std::net::SocketAddr,
+    server: targets::Server,
+    running: Box<dyn Running>,
 }
 
 fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployError> {
     let kind = spec.target.kind;
+    let target = kind.get();
     let dir = make_dir(&spec.run_id, teardown)?;
-    let std_port = targets::standard_port(kind);
-    let unix =
-        (spec.transport == Transport::Unix).then(|| targets::unix_socket(kind, &dir, std_port));
     let owner = procfs::own_identity();
+    let cx = Context {
+        spec,
+        dir: &dir,
+        teardown,
+        owner: &owner,
+    };
+    let mut site = spec.placement.get().site(&cx)?;
 
-    let placement = spec.placement;
-    let mut client_netns = None;
-    let mut container = None;
-    // nginx-proxy: where its backend listens, in nginx's network namespace.
-    let backend_addr = (kind == TargetKind::NginxProxy)
-        .then(|| backend::address(placement))
-        .transpose()?;
-    let mut backend: Option<Backend> = None;
-    let cpus = spec.server_cpus.as_deref();
-    let (server, endpoint, netns_for_probe, pid) = match placement {
-        PlacementKind::Native => {
-            let listen = match &unix {
-                Some(p) => Listen::Unix(p.clone()),
-                None => Listen::Tcp(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
-            };
-            if let Some(addr) = backend_addr {
-                backend = Some(backend::start_process(spec, &dir, addr, None, teardown)?);
-            }
-            let server = targets::prepare(&spec.target, &dir, &listen, backend_addr)?;
-            let child = process::spawn(&server, &dir, "server", None, cpus)?;
-            let pid = child.id() as i32;
-            teardown.push(Resource::Process(child));
-            (server, endpoint_of(&listen), None, pid)
+    // Where everything listens is known before anything starts: the
+    // server's config names its companion's address.
+    let port = target.standard_port();
+    let listen = match spec.transport {
+        Transport::Unix => Listen::Unix(target.unix_socket(&dir, port)),
+        Transport::Tcp => Listen::Tcp(site.listen(port)?),
+    };
+    let companion_spec = target.companion(&spec.target);
+    let companion_addr = match &companion_spec {
+        Some(c) => Some(site.companion(c.kind.get().standard_port())?),
+        None => None,
+    };
+    let server = target.prepare(
+        &spec.target,
+        targets::binary(&spec.target)?,
+        &dir,
+        &listen,
+        companion_addr,
+    )?;
+    let running = site.start(&cx, &server, &listen, Role::Server)?;
+    let endpoint = site.endpoint(&listen, running.as_ref())?;
+    let companion = match (companion_spec, companion_addr) {
+        (Some(c), Some(addr)) => {
+            let at = Listen::Tcp(addr);
+            let server = c
+                .kind
+                .get()
+                .prepare(&c, targets::binary(&c)?, &dir, &at, None)?;
+            let running = site.start(&cx, &server, &at, Role::Companion)?;
+            Some(Companion {
+                addr,
+                server,
+                running,
+            })
         }
-        p if p.is_lab() => {
-            let lab_kind = match p {
-                PlacementKind::LabVeth => lab::LabKind::Veth,
-                PlacementKind::LabBridge => lab::LabKind::Bridge,
-                PlacementKind::LabNat => lab::LabKind::Nat,
-                _ => lab::LabKind::Client,
-            };
-            let net = lab::LabNet::create(lab_kind, &spec.run_id, spec.netem).map_err(|e| {
-                DeployError::PlacementUnavailable {
-                    placement: p.to_string(),
-                    reason: e.to_string(),
-                }
-            })?;
-            let listen = match &unix {
-                Some(path) => Listen::Unix(path.clone()),
-                None => Listen::Tcp(SocketAddr::new(net.server_addr(), std_port)),
-            };
-            let endpoint = match &unix {
-                Some(path) => Endpoint::Unix(path.clone()),
-                None => Endpoint::Tcp(net.connect_addr(std_port)),
-            };
-            let server_ns = net.server_netns().to_path_buf();
-            client_netns = net.client_netns().map(Path::to_path_buf);
-            teardown.push(Resource::Lab(Box::new(net)));
-            if let Some(addr) = backend_addr {
-                let b = backend::start_process(spec, &dir, addr, Some(&server_ns), teardown)?;
-                backend = Some(b);
-            }
-            let server = targets::prepare(&spec.target, &dir, &listen, backend_addr)?;
-            let child = process::spawn(&server, &dir, "server", Some(&server_ns), cpus)?;
-            let pid = child.id() as i32;
-            teardown.push(Resource::Process(child));
-            (server, endpoint, client_netns.clone(), pid)
-        }
-        _ => {
-            let (server, endpoint, started) =
-                start_container(spec, &dir, unix.as_deref(), backend_addr, &owner, teardown)?;
-            let pid = started.pid;
-            if let Some(addr) = backend_addr {
-                let b = backend::start_container(
-                    spec,
-                    &dir,
-                    addr,
-                    &started.id,
-                    &owner,
-                    own_nofile(),
-                    teardown,
-                )?;
-                backend = Some(b);
-            }
-            container = Some(started);
-            (server, endpoint, None, pid)
-        }
+        _ => None,
     };
 
     let alive = || -> Result<(), String> {
-        if let Some(b) = &backend {
-            b.alive()?;
+        if let Some(c) = &companion {
+            c.running
+                .alive()
+                .map_err(|e| format!("the {}: {e}", Role::Companion.name()))?;
         }
-        match &container {
-            Some(c) => docker::container::state(&c.id),
-            None => match procfs::stat(pid) {
-                Some(s) if s.state != 'Z' => Ok(()),
-                _ => Err("the server process exited".into()),
-            },
-        }
+        running.alive()
     };
-    if let Err((last, waited)) = health::wait_healthy(
-        &endpoint,
-        &server.probe,
-        netns_for_probe.as_deref(),
-        HEALTH_LIMIT,
-        alive,
-    ) {
-        let mut log = match &container {
-            Some(c) => docker::container::logs_tail(&c.id, 20),
-            None => tail(&dir.join("log/server.out"), 20),
-        }
-        .trim()
-        .to_string();
-        if let Some(b) = &backend {
-            let b = b.log_tail(&dir);
-            if !b.is_empty() {
-                log = format!("{log}; backend: {b}");
+    let probe = |timeout| target.probe(&server, &endpoint, timeout);
+    if let Err((last, waited)) =
+        health::wait_healthy(&probe, site.client_netns(), HEALTH_LIMIT, alive)
+    {
+        let mut log = running.log_tail(20).trim().to_string();
+        if let Some(c) = &companion {
+            let tail = c.running.log_tail(10);
+            if !tail.trim().is_empty() {
+                log = format!("{log}; {}: {}", Role::Companion.name(), tail.trim());
             }
         }
         return Err(DeployError::Unhealthy {
@@ -309,149 +298,29 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         });
     }
 
-    let url = url_of(&server.probe, &endpoint);
-    let mut facts = crate::facts::measure(spec, &server, &endpoint, pid, container.as_ref());
-    facts.backend = backend.as_ref().map(Backend::facts);
+    let url = target.url(&server, &endpoint);
+    let mut facts = crate::facts::measure(spec, &server, &endpoint, running.as_ref());
+    facts.backend = companion
+        .as_ref()
+        .map(|c| BackendFacts::measure(c.addr, &c.server, c.running.as_ref()));
+    let watch = Watch {
+        server: running.scope(),
+        companions: companion
+            .iter()
+            .map(|c| {
+                (
+                    Role::Companion.name().to_string(),
+                    vec![c.running.pid() as u32],
+                )
+            })
+            .collect(),
+    };
     Ok(Parts {
         endpoint,
         url,
-        client_netns,
+        client_netns: site.client_netns().map(Path::to_path_buf),
         facts,
+        watch,
         dir,
     })
-}
-
-/// The last `lines` lines of a file, or "".
-fn tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-fn endpoint_of(listen: &Listen) -> Endpoint {
-    match listen {
-        Listen::Tcp(a) => Endpoint::Tcp(*a),
-        Listen::Unix(p) => Endpoint::Unix(p.clone()),
-    }
-}
-
-fn url_of(probe: &Probe, ep: &Endpoint) -> String {
-    match (probe, ep) {
-        (Probe::Http { path }, Endpoint::Tcp(a)) => format!("http://{a}{path}"),
-        // tare http takes the socket with --unix; the URL still names the path.
-        (Probe::Http { path }, Endpoint::Unix(_)) => format!("http://localhost{path}"),
-        (Probe::Postgres, Endpoint::Tcp(a)) => format!("postgres://postgres@{a}/postgres"),
-        (Probe::Postgres, Endpoint::Unix(p)) => {
-            let dir = p
-                .parent()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default();
-            let port = p
-                .file_name()
-                .and_then(|f| f.to_str())
-                .and_then(|f| f.strip_prefix(".s.PGSQL."))
-                .unwrap_or("5432");
-            format!("postgres://postgres@/postgres?host={dir}&port={port}")
-        }
-    }
-}
-
-fn start_container(
-    spec: &DeploySpec,
-    dir: &Path,
-    unix: Option<&Path>,
-    backend: Option<SocketAddr>,
-    owner: &str,
-    teardown: &Arc<Teardown>,
-) -> Result<(Server, Endpoint, docker::container::Started), DeployError> {
-    use docker::container::Network;
-    let kind = spec.target.kind;
-    let std_port = targets::standard_port(kind);
-    let image = match &spec.image {
-        Some(i) => i.clone(),
-        None => {
-            let binary = targets::binary(&spec.target)?;
-            docker::image::build(kind.binary_kind(), &binary, false)?.tag
-        }
-    };
-    let (network, listen) = match (spec.placement, unix) {
-        (_, Some(p)) if spec.placement == PlacementKind::DockerHost => {
-            (Network::Host, Listen::Unix(p.to_path_buf()))
-        }
-        (PlacementKind::DockerHost, None) => (
-            Network::Host,
-            Listen::Tcp(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
-        ),
-        (PlacementKind::DockerBridge, u) => (
-            Network::Bridge,
-            match u {
-                Some(p) => Listen::Unix(p.to_path_buf()),
-                None => Listen::Tcp(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), std_port)),
-            },
-        ),
-        (_, u) => (
-            Network::Publish {
-                host_port: free_port()?,
-                container_port: std_port,
-            },
-            match u {
-                Some(p) => Listen::Unix(p.to_path_buf()),
-                None => Listen::Tcp(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), std_port)),
-            },
-        ),
-    };
-    let server = targets::prepare(&spec.target, dir, &listen, backend)?;
-    let nofile = own_nofile();
-    // The container is named as its directory: tare-<run>-<pid>-<n>.
-    let name = dir
-        .file_name()
-        .and_then(|f| f.to_str())
-        .unwrap_or("tare-unnamed")
-        .to_string();
-    let started = docker::container::start(
-        docker::container::Request {
-            name,
-            image,
-            server: &server,
-            dir,
-            network: network.clone(),
-            options: &spec.container,
-            cpuset: spec.server_cpus.clone(),
-            run_id: &spec.run_id,
-            owner,
-            nofile,
-            share_socket_dir: unix.is_some(),
-            files: true,
-        },
-        teardown,
-    )?;
-    let endpoint = match (&listen, network) {
-        (Listen::Unix(p), _) => Endpoint::Unix(p.clone()),
-        (Listen::Tcp(a), Network::Host) => Endpoint::Tcp(*a),
-        (Listen::Tcp(a), Network::Bridge) => {
-            let ip: IpAddr = started.ip.ok_or_else(|| {
-                DeployError::Docker("the container has no bridge IP address".into())
-            })?;
-            Endpoint::Tcp(SocketAddr::new(ip, a.port()))
-        }
-        (Listen::Tcp(_), Network::Publish { host_port, .. }) => {
-            Endpoint::Tcp(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), host_port))
-        }
-        (Listen::Tcp(_), Network::Join(_)) => {
-            return Err(DeployError::Invalid(
-                "a server never joins another container".into(),
-            ))
-        }
-    };
-    Ok((server, endpoint, started))
-}
-
-fn own_nofile() -> (u64, u64) {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: r is valid for writes.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) };
-    (r.rlim_cur, r.rlim_max)
 }

@@ -2,13 +2,12 @@
 //! its measurements noisy.
 
 use std::fmt;
-use std::process::Command;
 
 use serde::Serialize;
 
-use crate::docker;
-use crate::lab;
-use crate::spec::PlacementKind;
+use crate::placements;
+use crate::spec::{PlacementKind, TargetKind, TargetSpec};
+use crate::targets;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacementCheck {
@@ -33,78 +32,36 @@ pub fn doctor() -> DoctorReport {
     // SAFETY: plain syscall.
     let root = unsafe { libc::geteuid() } == 0;
     facts.push(("root".into(), root.to_string()));
-    let docker = docker::engine_version();
-    facts.push((
-        "docker".into(),
-        match &docker {
-            Ok(v) => v.clone(),
-            Err(e) => e.to_string(),
-        },
-    ));
-    for (tool, flag) in [
-        ("nft", "--version"),
-        ("tc", "-V"),
-        ("ip", "-V"),
-        ("nginx", "-v"),
-    ] {
-        facts.push((
-            tool.into(),
-            tool_version(tool, flag).unwrap_or_else(|| "not found".into()),
-        ));
+    let mut availability = Vec::new();
+    for m in placements::mechanisms() {
+        availability.push((m.name(), m.available()));
+        facts.extend(m.facts());
     }
-    let lab = lab::available();
-    let netem = lab::netem_available();
-    facts.push((
-        "netem".into(),
-        match &netem {
-            Ok(()) => "available".into(),
-            Err(e) => e.clone(),
-        },
-    ));
-    let nginx = crate::targets::binary(&crate::spec::TargetSpec::new(
-        crate::spec::TargetKind::Nginx,
-    ));
-    let postgres = crate::targets::postgres::bin_dir();
-    facts.push((
-        "postgres".into(),
-        postgres
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|e| e.to_string()),
-    ));
-
-    let mut placements = Vec::new();
-    for p in PlacementKind::ALL {
-        let (available, detail) = if p == PlacementKind::Native {
-            (true, "plain processes on the host".to_string())
-        } else if p.is_docker() {
-            match &docker {
-                Ok(v) => (true, format!("Docker Engine {v}")),
-                Err(e) => (false, e.to_string()),
+    let placements = PlacementKind::all()
+        .map(|p| {
+            let (available, detail) = match availability.iter().find(|(m, _)| *m == p.mechanism()) {
+                Some((_, Ok(detail))) => (true, detail.clone()),
+                Some((_, Err(why))) => (false, why.clone()),
+                None => (false, "no mechanism".into()),
+            };
+            PlacementCheck {
+                placement: p.to_string(),
+                available,
+                detail,
             }
-        } else {
-            match &lab {
-                Ok(()) => (
-                    true,
-                    "root, ip, nft and tc present (--netem needs sch_netem)".into(),
-                ),
-                Err(e) => (false, e.clone()),
-            }
-        };
-        placements.push(PlacementCheck {
-            placement: p.to_string(),
-            available,
-            detail,
-        });
-    }
-    if nginx.is_err() {
-        warnings
-            .push("nginx not found: the nginx target needs nginx-light (scripts/setup.sh)".into());
-    }
-    if postgres.is_err() {
-        warnings.push(
-            "postgres not found: the postgres target needs postgresql (scripts/setup.sh)".into(),
-        );
+        })
+        .collect();
+    for t in TargetKind::all() {
+        let spec = TargetSpec::new(t);
+        match targets::binary(&spec) {
+            Ok(bin) => facts.push((
+                t.to_string(),
+                t.get()
+                    .version(&bin)
+                    .unwrap_or_else(|| bin.display().to_string()),
+            )),
+            Err(e) => warnings.push(format!("the {t} target cannot run here: {e}")),
+        }
     }
 
     let cores = std::thread::available_parallelism()
@@ -154,22 +111,6 @@ pub fn doctor() -> DoctorReport {
         facts,
         warnings,
     }
-}
-
-fn tool_version(tool: &str, flag: &str) -> Option<String> {
-    let out = Command::new(tool).arg(flag).output().ok()?;
-    let text = if out.stdout.is_empty() {
-        out.stderr
-    } else {
-        out.stdout
-    };
-    Some(
-        String::from_utf8_lossy(&text)
-            .lines()
-            .next()?
-            .trim()
-            .to_string(),
-    )
 }
 
 fn governors() -> Option<Vec<String>> {

@@ -16,7 +16,9 @@ pub enum DeployError {
     #[error("{binary}: not found ({hint})")]
     MissingBinary { binary: PathBuf, hint: String },
     #[error(
-        "Docker is not reachable ({reason}); placements that need it: docker-host, docker-bridge, docker-publish (native and lab-* still work)"
+        "Docker is not reachable ({reason}); placements that need it: {} (the others still work: {})",
+        crate::placements::on_mechanism("docker"),
+        crate::placements::off_mechanism("docker")
     )]
     DockerUnavailable { reason: String },
     #[error("docker: {0}")]

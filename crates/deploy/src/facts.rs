@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_engine::Endpoint;
 
-use crate::docker;
+use crate::placements::Running;
 use crate::procfs;
 use crate::spec::DeploySpec;
 use crate::targets::{self, Server};
@@ -204,33 +204,23 @@ pub(crate) fn measure(
     spec: &DeploySpec,
     server: &Server,
     endpoint: &Endpoint,
-    pid: i32,
-    container: Option<&docker::container::Started>,
+    running: &dyn Running,
 ) -> Facts {
+    let pid = running.pid();
     // nginx's master sets up; a worker serves (worker_rlimit_nofile applies
     // there), so describe a child when there is one.
     let worker = procfs::first_child(pid).unwrap_or(pid);
     let limits = procfs::limits(worker);
+    let described = running.described();
     let user_image = spec.image.is_some();
-    let storage = match (container, spec.container.storage) {
-        // A process reads the host directory directly: what a container
-        // gets with storage = host-path, so the two compare equal.
-        (None, _) => "host-path".to_string(),
-        (Some(_), s) => s.to_string(),
-    };
+    let kind = spec.target.kind;
     Facts {
-        target: spec.target.kind.to_string(),
+        target: kind.to_string(),
         placement: spec.placement.to_string(),
         variant: spec.target.variant.clone(),
         transport: spec.transport.to_string(),
         endpoint: endpoint.to_string(),
-        image: container.map(|_| {
-            spec.image.clone().unwrap_or_else(|| {
-                docker::image::tag_for(spec.target.kind.binary_kind(), &server.binary)
-                    .map(|(t, _)| t)
-                    .unwrap_or_default()
-            })
-        }),
+        image: described.image,
         binary_path: server.binary.display().to_string(),
         binary_sha256: if user_image {
             None
@@ -240,7 +230,7 @@ pub(crate) fn measure(
         server_version: if user_image {
             None
         } else {
-            targets::version(spec.target.kind, &server.binary)
+            kind.get().version(&server.binary)
         },
         config_sha256: server.config_sha256.clone(),
         access_log: server.access_log.clone(),
@@ -249,19 +239,44 @@ pub(crate) fn measure(
         cpus_visible: limits.cpus_visible,
         cpus_allowed: limits.cpus_allowed,
         // What the kernel enforces on the server (its cgroup), falling back
-        // to what Docker was asked for if the cgroup files are not readable.
-        cpu_limit: limits
-            .cpu_limit
-            .or_else(|| container.and_then(|c| c.nano_cpus).map(|n| n as f64 / 1e9)),
-        memory_limit: limits
-            .memory_limit
-            .or_else(|| container.and_then(|c| c.memory).map(|m| m as u64)),
-        storage,
+        // to what the placement asked for if the cgroup files are not readable.
+        cpu_limit: limits.cpu_limit.or(described.cpu_limit),
+        memory_limit: limits.memory_limit.or(described.memory_limit),
+        storage: described.storage,
         log_fs: procfs::fs_type(worker, &server.log_path),
         content_fs: procfs::fs_type(worker, &server.content_path),
         seccomp: limits.seccomp,
         server_pid: Some(pid),
         backend: None,
+    }
+}
+
+impl BackendFacts {
+    /// What a companion is, measured from /proc of its process.
+    pub(crate) fn measure(
+        addr: std::net::SocketAddr,
+        server: &Server,
+        running: &dyn Running,
+    ) -> BackendFacts {
+        let pid = running.pid();
+        let l = procfs::limits(pid);
+        BackendFacts {
+            target: server.kind.to_string(),
+            endpoint: addr.to_string(),
+            image: running.described().image,
+            binary_path: server.binary.display().to_string(),
+            binary_sha256: targets::file_sha256(&server.binary).ok(),
+            server_version: server.kind.get().version(&server.binary),
+            config_sha256: server.config_sha256.clone(),
+            nofile_soft: l.nofile_soft,
+            nofile_hard: l.nofile_hard,
+            cpus_allowed: l.cpus_allowed,
+            cpus_visible: l.cpus_visible,
+            cpu_limit: l.cpu_limit,
+            memory_limit: l.memory_limit,
+            seccomp: l.seccomp,
+            pid: Some(pid),
+        }
     }
 }
 

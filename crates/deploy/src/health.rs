@@ -1,22 +1,21 @@
 //! Health checks: poll until a real request succeeds, bounded in time.
 //! A listening socket is not enough (nginx binds before its workers run;
-//! postgres accepts before recovery ends), so each probe speaks the protocol.
+//! postgres accepts before recovery ends), so each target's probe
+//! (`Target::probe`) speaks its protocol; HTTP targets share [`http_get`].
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use tare_engine::Endpoint;
 
-use crate::targets::Probe;
-
 /// What a stream to the server needs.
-trait Stream: Read + Write {}
+pub(crate) trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
-fn connect(ep: &Endpoint, timeout: Duration) -> std::io::Result<Box<dyn Stream>> {
+pub(crate) fn connect(ep: &Endpoint, timeout: Duration) -> std::io::Result<Box<dyn Stream>> {
     Ok(match ep {
         Endpoint::Tcp(a) => {
             let s = TcpStream::connect_timeout(a, timeout)?;
@@ -57,54 +56,12 @@ pub(crate) fn http_get(ep: &Endpoint, path: &str, timeout: Duration) -> Result<(
     }
 }
 
-/// A v3 startup as user postgres to database postgres; Ok at ReadyForQuery.
-pub(crate) fn pg_ready(ep: &Endpoint, timeout: Duration) -> Result<(), String> {
-    let mut s = connect(ep, timeout).map_err(|e| e.to_string())?;
-    let mut body = Vec::new();
-    body.extend_from_slice(&196608u32.to_be_bytes()); // protocol 3.0
-    for kv in ["user", "postgres", "database", "postgres"] {
-        body.extend_from_slice(kv.as_bytes());
-        body.push(0);
-    }
-    body.push(0);
-    let mut msg = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-    msg.extend_from_slice(&body);
-    s.write_all(&msg).map_err(|e| e.to_string())?;
-    // Messages: 1 type byte, 4 length bytes (including themselves), payload.
-    for _ in 0..64 {
-        let mut head = [0u8; 5];
-        s.read_exact(&mut head).map_err(|e| e.to_string())?;
-        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
-        let mut payload = vec![0u8; len.saturating_sub(4).min(1 << 20)];
-        s.read_exact(&mut payload).map_err(|e| e.to_string())?;
-        match head[0] {
-            b'Z' => {
-                let _ = s.write_all(&[b'X', 0, 0, 0, 4]); // Terminate
-                return Ok(());
-            }
-            b'E' => {
-                let text: String = payload
-                    .split(|b| *b == 0)
-                    .filter(|f| f.first() == Some(&b'M'))
-                    .map(|f| String::from_utf8_lossy(&f[1..]).into_owned())
-                    .collect();
-                return Err(format!("server error: {text}"));
-            }
-            b'R' if payload.len() >= 4 && payload[..4] != [0, 0, 0, 0] => {
-                return Err("server asks for a password (tare's clusters use trust)".into())
-            }
-            _ => {}
-        }
-    }
-    Err("no ReadyForQuery".into())
-}
-
 /// Polls `probe` until it succeeds or `limit` passes. `alive` is asked between
 /// tries so a server that died is reported at once, not after the limit.
-/// `netns`: the probe runs from that network namespace (lab-client).
+/// `netns`: the probe runs from that network namespace (where the load
+/// generator will stand).
 pub(crate) fn wait_healthy(
-    ep: &Endpoint,
-    probe: &Probe,
+    probe: &(dyn Fn(Duration) -> Result<(), String> + Sync),
     netns: Option<&Path>,
     limit: Duration,
     mut alive: impl FnMut() -> Result<(), String>,
@@ -116,13 +73,7 @@ pub(crate) fn wait_healthy(
         if let Err(e) = alive() {
             return Err((e, start.elapsed().as_secs_f64()));
         }
-        let attempt = probe_once(
-            ep,
-            probe,
-            netns.map(Path::to_path_buf),
-            Duration::from_secs(2),
-        );
-        match attempt {
+        match probe_once(probe, netns, Duration::from_secs(2)) {
             Ok(()) => return Ok(()),
             Err(e) => last = e,
         }
@@ -133,28 +84,21 @@ pub(crate) fn wait_healthy(
 }
 
 fn probe_once(
-    ep: &Endpoint,
-    probe: &Probe,
-    netns: Option<PathBuf>,
+    probe: &(dyn Fn(Duration) -> Result<(), String> + Sync),
+    netns: Option<&Path>,
     timeout: Duration,
 ) -> Result<(), String> {
-    let run = {
-        let ep = ep.clone();
-        let probe = probe.clone();
-        move || match &probe {
-            Probe::Http { path } => http_get(&ep, path, timeout),
-            Probe::Postgres => pg_ready(&ep, timeout),
-        }
-    };
     match netns {
-        None => run(),
+        None => probe(timeout),
         // setns changes only the calling thread: use a short-lived one.
-        Some(ns) => std::thread::spawn(move || {
-            tare_engine::netns::enter(&ns).map_err(|e| e.to_string())?;
-            run()
-        })
-        .join()
-        .unwrap_or_else(|_| Err("probe thread panicked".into())),
+        Some(ns) => std::thread::scope(|s| {
+            s.spawn(|| {
+                tare_engine::netns::enter(ns).map_err(|e| e.to_string())?;
+                probe(timeout)
+            })
+            .join()
+            .unwrap_or_else(|_| Err("probe thread panicked".into()))
+        }),
     }
 }
 
@@ -189,13 +133,8 @@ mod tests {
             .unwrap();
         let ep = Endpoint::Tcp(port);
         let t = Instant::now();
-        let r = wait_healthy(
-            &ep,
-            &Probe::Http { path: "/".into() },
-            None,
-            Duration::from_millis(300),
-            || Ok(()),
-        );
+        let probe = |t| http_get(&ep, "/", t);
+        let r = wait_healthy(&probe, None, Duration::from_millis(300), || Ok(()));
         assert!(r.is_err());
         assert!(t.elapsed() < Duration::from_secs(3));
     }

@@ -1,21 +1,20 @@
-//! Targets (nginx, postgres, tare-serve) and placements (native, docker-*,
-//! lab-*): starting, checking and stopping the server under test, and saying
-//! how placements differ (the fairness check).
+//! Targets and placements: starting, checking and stopping the server under
+//! test, and saying how placements differ (the fairness check).
 //!
 //! - [`spec`]: what to deploy ([`DeploySpec`], [`TargetSpec`], [`PlacementKind`]…).
+//! - `targets`: one file per server tare can deploy, behind the `Target`
+//!   trait, in one registry ([`TargetKind`] names an entry).
+//! - `placements`: one file per placement behind the `Placement` trait, in
+//!   one registry ([`PlacementKind`]), on three mechanisms: plain processes,
+//!   tare's namespace [`lab`], and [`docker`].
 //! - [`deploy`] / [`Deployment`]: start, health-check, describe, stop.
-//! - `targets`: nginx config variants, the postgres throw-away cluster, tare
-//!   serve, nginx as a reverse proxy (`targets::proxy`).
-//! - `backend`: nginx-proxy's `tare serve` backend, beside nginx in every placement.
-//! - `placement`: a server as a plain process (native, lab namespaces).
-//! - [`docker`]: containers and images through the Docker Engine API (bollard).
 //! - [`lab`]: namespaces, veth, bridge, nftables NAT, netem (no Docker).
+//! - [`docker`]: containers and images through the Docker Engine API (bollard).
 //! - [`facts`]: what a running deployment is, and [`fairness`] between cells.
 //! - `teardown`: what to undo, and the registry an interrupt handler empties.
 //! - [`cleanup`]: removing what a killed run left, by label and prefix.
 //! - [`doctor`]: what this machine can run and what would make it noisy.
 
-mod backend;
 mod cgroup;
 pub mod cleanup;
 mod deployment;
@@ -25,18 +24,20 @@ mod error;
 pub mod facts;
 mod health;
 pub mod lab;
-mod placement;
+mod placements;
 mod procfs;
+mod registry;
 pub mod spec;
 mod targets;
 mod teardown;
 
 pub use cleanup::{cleanup, CleanupReport};
-pub use deployment::{deploy, Deployment};
+pub use deployment::{deploy, Deployment, Scope, Watch};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
 pub use facts::{fairness, BackendFacts, Facts, Finding};
+pub use placements::SpecOption;
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,
     TargetSpec, Transport,
@@ -48,10 +49,25 @@ pub fn target_binary(spec: &TargetSpec) -> Result<std::path::PathBuf, DeployErro
     targets::binary(spec)
 }
 
+/// Whether this machine can deploy `spec`, without deploying it: its
+/// placement's mechanism, the options it asks for, the target's binary.
+/// `Err` is one line saying what is missing.
+pub fn check(spec: &DeploySpec) -> Result<(), String> {
+    spec.placement.available()?;
+    if spec.netem.is_some() {
+        lab::delay_available()?;
+    }
+    targets::binary(&spec.target).map_err(|e| e.to_string())?;
+    if let Some(c) = spec.target.kind.get().companion(&spec.target) {
+        targets::binary(&c).map_err(|e| format!("{}: {e}", c.kind))?;
+    }
+    Ok(())
+}
+
 /// nginx-proxy: checks that the config file at `path` is a reverse proxy
 /// tare can point at its backend (parses, has a `proxy_pass`, every backend
 /// address can be rewritten), without deploying anything. The error is the
 /// one `deploy` would give.
 pub fn check_proxy_config(path: &std::path::Path) -> Result<(), DeployError> {
-    targets::proxy::check(&path.display().to_string())
+    targets::nginx_proxy::check(&path.display().to_string())
 }

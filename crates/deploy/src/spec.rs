@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::placements::PlacementKind;
+pub use crate::targets::TargetKind;
+
 /// One deployment request: everything that decides how the server runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeploySpec {
@@ -80,80 +83,11 @@ impl TargetSpec {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum TargetKind {
-    Nginx,
-    Postgres,
-    TareServe,
-    /// nginx as a reverse proxy (seed 003's set-up) in front of a `tare
-    /// serve` backend that tare starts beside it, on nginx's own loopback.
-    NginxProxy,
-}
-
-impl TargetKind {
-    /// The kind whose binary (and image) the server runs: nginx-proxy runs nginx.
-    pub fn binary_kind(self) -> TargetKind {
-        match self {
-            TargetKind::NginxProxy => TargetKind::Nginx,
-            k => k,
-        }
-    }
-
-    /// nginx and nginx-proxy: configs, access_log and the advisor apply.
-    pub fn is_nginx(self) -> bool {
-        self.binary_kind() == TargetKind::Nginx
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum AccessLog {
     On,
     Off,
     /// `buffer=32k flush=5s`, seed 000's suggested middle ground.
     Buffered,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlacementKind {
-    Native,
-    DockerHost,
-    DockerBridge,
-    DockerPublish,
-    LabVeth,
-    LabBridge,
-    LabNat,
-    LabClient,
-}
-
-impl PlacementKind {
-    pub const ALL: [PlacementKind; 8] = [
-        PlacementKind::Native,
-        PlacementKind::DockerHost,
-        PlacementKind::DockerBridge,
-        PlacementKind::DockerPublish,
-        PlacementKind::LabVeth,
-        PlacementKind::LabBridge,
-        PlacementKind::LabNat,
-        PlacementKind::LabClient,
-    ];
-
-    pub fn is_docker(self) -> bool {
-        matches!(
-            self,
-            PlacementKind::DockerHost | PlacementKind::DockerBridge | PlacementKind::DockerPublish
-        )
-    }
-
-    pub fn is_lab(self) -> bool {
-        matches!(
-            self,
-            PlacementKind::LabVeth
-                | PlacementKind::LabBridge
-                | PlacementKind::LabNat
-                | PlacementKind::LabClient
-        )
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -195,9 +129,9 @@ pub enum Storage {
 #[derive(Debug, thiserror::Error)]
 #[error("unknown {what} {given:?}: expected one of {expected}")]
 pub struct ParseNameError {
-    what: &'static str,
-    given: String,
-    expected: String,
+    pub(crate) what: &'static str,
+    pub(crate) given: String,
+    pub(crate) expected: String,
 }
 
 macro_rules! kebab_names {
@@ -228,22 +162,6 @@ macro_rules! kebab_names {
     };
 }
 
-kebab_names!(PlacementKind, "placement", [
-    PlacementKind::Native => "native",
-    PlacementKind::DockerHost => "docker-host",
-    PlacementKind::DockerBridge => "docker-bridge",
-    PlacementKind::DockerPublish => "docker-publish",
-    PlacementKind::LabVeth => "lab-veth",
-    PlacementKind::LabBridge => "lab-bridge",
-    PlacementKind::LabNat => "lab-nat",
-    PlacementKind::LabClient => "lab-client",
-]);
-kebab_names!(TargetKind, "target", [
-    TargetKind::Nginx => "nginx",
-    TargetKind::Postgres => "postgres",
-    TargetKind::TareServe => "tare-serve",
-    TargetKind::NginxProxy => "nginx-proxy",
-]);
 kebab_names!(AccessLog, "access_log setting", [
     AccessLog::On => "on",
     AccessLog::Off => "off",
@@ -265,7 +183,7 @@ mod tests {
 
     #[test]
     fn placement_names_round_trip() {
-        for p in PlacementKind::ALL {
+        for p in PlacementKind::all() {
             assert_eq!(p.to_string().parse::<PlacementKind>().unwrap(), p);
         }
         let err = "docker".parse::<PlacementKind>().unwrap_err().to_string();
@@ -274,12 +192,21 @@ mod tests {
 
     #[test]
     fn serde_uses_the_same_names_as_display() {
-        let json = serde_json::to_string(&PlacementKind::DockerPublish).unwrap();
+        let p: PlacementKind = "docker-publish".parse().unwrap();
+        let json = serde_json::to_string(&p).unwrap();
         assert_eq!(json, "\"docker-publish\"");
         let t: TargetKind = serde_json::from_str("\"tare-serve\"").unwrap();
-        assert_eq!(t, TargetKind::TareServe);
+        assert_eq!(t.name(), "tare-serve");
+        assert!(serde_json::from_str::<TargetKind>("\"apache\"").is_err());
         let t: TargetKind = "nginx-proxy".parse().unwrap();
         assert_eq!(serde_json::to_string(&t).unwrap(), "\"nginx-proxy\"");
-        assert_eq!(t.binary_kind(), TargetKind::Nginx);
+    }
+
+    #[test]
+    fn other_names_round_trip() {
+        for s in [Storage::Image, Storage::Volume, Storage::HostPath] {
+            assert_eq!(s.to_string().parse::<Storage>().unwrap(), s);
+        }
+        assert_eq!("unix".parse::<Transport>().unwrap(), Transport::Unix);
     }
 }

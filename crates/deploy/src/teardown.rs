@@ -5,7 +5,6 @@
 //! signal handler thread can undo everything while the main thread is blocked
 //! inside a load run. Undoing is idempotent: whoever comes first takes the list.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::process::Child;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -22,8 +21,14 @@ pub(crate) enum Resource {
     Volume(String),
     /// The deployment's temporary directory (config, content, logs, sockets).
     Dir(PathBuf),
-    /// A lab network; dropping it tears it down.
-    Lab(Box<dyn Any + Send>),
+    /// Anything else a placement made (a lab network), undone by itself.
+    Undo(Box<dyn Undo>),
+}
+
+/// Something a placement made that knows how to remove itself, reporting
+/// what it could not remove.
+pub(crate) trait Undo: Send {
+    fn undo(self: Box<Self>) -> Result<(), DeployError>;
 }
 
 #[derive(Default)]
@@ -84,10 +89,7 @@ fn undo(r: Resource) -> Result<(), DeployError> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(DeployError::io(format!("removing {}", path.display()), e)),
         },
-        Resource::Lab(net) => {
-            drop(net);
-            Ok(())
-        }
+        Resource::Undo(u) => u.undo(),
     }
 }
 

@@ -10,11 +10,9 @@ use std::time::Duration;
 use tare_deploy::{deploy, DeploySpec, PlacementKind, Storage, TargetKind, TargetSpec, Transport};
 use tare_engine::Endpoint;
 
-const DOCKER: [PlacementKind; 3] = [
-    PlacementKind::DockerHost,
-    PlacementKind::DockerBridge,
-    PlacementKind::DockerPublish,
-];
+fn docker_placements() -> [PlacementKind; 3] {
+    ["docker-host", "docker-bridge", "docker-publish"].map(|p| PlacementKind::named(p).unwrap())
+}
 
 fn skip_without_docker() -> bool {
     if support::docker_available() {
@@ -23,8 +21,8 @@ fn skip_without_docker() -> bool {
     // The message a user gets instead names what needs Docker.
     let spec = DeploySpec::new(
         support::run_id("nodock"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::DockerHost,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("docker-host").unwrap(),
     );
     let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("docker-host") && e.contains("native"), "{e}");
@@ -37,20 +35,18 @@ fn nginx_in_every_docker_placement() {
     if skip_without_docker() {
         return;
     }
-    for placement in DOCKER {
+    for placement in docker_placements() {
         let run = support::run_id(&format!(
             "dn{}",
             placement.name().trim_start_matches("docker-")
         ));
         let before = support::machine_state();
-        let mut target = TargetSpec::new(TargetKind::Nginx);
+        let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
         target.body_size = 2048;
         let d = deploy(&DeploySpec::new(&run, target, placement)).unwrap();
         let ep = d.endpoint().clone();
-        match (placement, &ep) {
-            (PlacementKind::DockerBridge, Endpoint::Tcp(a)) => {
-                assert!(!a.ip().is_loopback(), "{a}")
-            }
+        match (placement.name(), &ep) {
+            ("docker-bridge", Endpoint::Tcp(a)) => assert!(!a.ip().is_loopback(), "{a}"),
             (_, Endpoint::Tcp(a)) => assert!(a.ip().is_loopback(), "{a}"),
             _ => panic!("unexpected endpoint {ep}"),
         }
@@ -64,7 +60,9 @@ fn nginx_in_every_docker_placement() {
             "{f:?}"
         );
         // The identical binary: same path and hash as the host's nginx.
-        let host = tare_deploy::target_binary(&TargetSpec::new(TargetKind::Nginx)).unwrap();
+        let host =
+            tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap()))
+                .unwrap();
         assert_eq!(f.binary_path, host.display().to_string());
         assert_eq!(f.storage, "image");
         assert_eq!(f.seccomp.as_deref(), Some("filter"), "{f:?}");
@@ -82,14 +80,18 @@ fn postgres_in_docker_over_tcp_and_unix() {
         return;
     }
     for (placement, transport, storage) in [
-        (PlacementKind::DockerBridge, Transport::Tcp, Storage::Image),
         (
-            PlacementKind::DockerPublish,
+            PlacementKind::named("docker-bridge").unwrap(),
+            Transport::Tcp,
+            Storage::Image,
+        ),
+        (
+            PlacementKind::named("docker-publish").unwrap(),
             Transport::Tcp,
             Storage::Volume,
         ),
         (
-            PlacementKind::DockerHost,
+            PlacementKind::named("docker-host").unwrap(),
             Transport::Unix,
             Storage::HostPath,
         ),
@@ -99,7 +101,11 @@ fn postgres_in_docker_over_tcp_and_unix() {
             placement.name().trim_start_matches("docker-")
         ));
         let before = support::machine_state();
-        let mut spec = DeploySpec::new(&run, TargetSpec::new(TargetKind::Postgres), placement);
+        let mut spec = DeploySpec::new(
+            &run,
+            TargetSpec::new(TargetKind::named("postgres").unwrap()),
+            placement,
+        );
         spec.transport = transport;
         spec.container.storage = storage;
         let d = deploy(&spec).unwrap();
@@ -149,14 +155,14 @@ fn storage_and_seccomp_are_measured_facts() {
     }
     let native = deploy(&DeploySpec::new(
         support::run_id("fnat"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::Native,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
     let mut spec = DeploySpec::new(
         support::run_id("fimg"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::DockerHost,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("docker-host").unwrap(),
     );
     let image = deploy(&spec).unwrap();
     spec.run_id = support::run_id("fhost");
@@ -204,8 +210,8 @@ fn cleanup_leaves_a_live_runs_resources_alone() {
     let run = support::run_id("live");
     let d = deploy(&DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::DockerBridge,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("docker-bridge").unwrap(),
     ))
     .unwrap();
     // This test process owns the deployment and still runs: nothing of it goes.
@@ -226,10 +232,11 @@ fn image_builds_are_cached_by_binary_hash() {
     if skip_without_docker() {
         return;
     }
-    let bin = tare_deploy::target_binary(&TargetSpec::new(TargetKind::Nginx)).unwrap();
-    let first = tare_deploy::build_image(TargetKind::Nginx, &bin, false).unwrap();
+    let bin =
+        tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap())).unwrap();
+    let first = tare_deploy::build_image(TargetKind::named("nginx").unwrap(), &bin, false).unwrap();
     assert!(first.tag.starts_with("tare/nginx:"), "{}", first.tag);
-    let again = tare_deploy::build_image(TargetKind::Nginx, &bin, false).unwrap();
+    let again = tare_deploy::build_image(TargetKind::named("nginx").unwrap(), &bin, false).unwrap();
     assert!(!again.built, "the same binary must reuse its image");
     assert_eq!(again.tag, first.tag);
     assert_eq!(again.binary_sha256, first.binary_sha256);

@@ -7,12 +7,9 @@ use std::time::Duration;
 
 use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
 
-const LAB: [PlacementKind; 4] = [
-    PlacementKind::LabVeth,
-    PlacementKind::LabBridge,
-    PlacementKind::LabNat,
-    PlacementKind::LabClient,
-];
+fn lab_placements() -> [PlacementKind; 4] {
+    ["lab-veth", "lab-bridge", "lab-nat", "lab-client"].map(|p| PlacementKind::named(p).unwrap())
+}
 
 #[test]
 fn nginx_in_every_lab_placement() {
@@ -20,26 +17,26 @@ fn nginx_in_every_lab_placement() {
         // Not root or no ip/nft/tc: the error must say which placement and why.
         let spec = DeploySpec::new(
             support::run_id("labna"),
-            TargetSpec::new(TargetKind::Nginx),
-            PlacementKind::LabVeth,
+            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            PlacementKind::named("lab-veth").unwrap(),
         );
         let e = deploy(&spec).unwrap_err().to_string();
         assert!(e.contains("lab-veth"), "{e}");
         eprintln!("lab placements unavailable here ({why}): checked the error only");
         return;
     }
-    for placement in LAB {
+    for placement in lab_placements() {
         let run = support::run_id(&format!("l{}", placement.name().trim_start_matches("lab-")));
         let before = support::machine_state();
         let d = deploy(&DeploySpec::new(
             &run,
-            TargetSpec::new(TargetKind::Nginx),
+            TargetSpec::new(TargetKind::named("nginx").unwrap()),
             placement,
         ))
         .unwrap();
         assert_eq!(
             d.client_netns().is_some(),
-            placement == PlacementKind::LabClient
+            placement == PlacementKind::named("lab-client").unwrap()
         );
         assert_eq!(
             support::http_load(&d, "/index.html", 612, 500, Duration::from_secs(3)),
@@ -61,8 +58,8 @@ fn postgres_in_a_lab_namespace() {
     let run = support::run_id("lpg");
     let d = deploy(&DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::Postgres),
-        PlacementKind::LabBridge,
+        TargetSpec::new(TargetKind::named("postgres").unwrap()),
+        PlacementKind::named("lab-bridge").unwrap(),
     ))
     .unwrap();
     let tare_engine::Endpoint::Tcp(a) = d.endpoint().clone() else {
@@ -98,8 +95,8 @@ fn netem_without_kernel_support_is_a_clear_error() {
     }
     let mut spec = DeploySpec::new(
         support::run_id("lnetem"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::LabVeth,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("lab-veth").unwrap(),
     );
     spec.netem = Some(Duration::from_millis(1));
     match tare_deploy::lab::netem_available() {

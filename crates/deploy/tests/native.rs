@@ -14,11 +14,11 @@ fn nginx_default_and_tuned_serve_the_file_and_leave_nothing() {
     for (variant, log) in [("default", None), ("tuned", Some(AccessLog::Buffered))] {
         let run = support::run_id(&format!("ng{variant}"));
         let before = support::machine_state();
-        let mut target = TargetSpec::new(TargetKind::Nginx);
+        let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
         target.variant = variant.into();
         target.access_log = log;
         target.body_size = 1000;
-        let spec = DeploySpec::new(&run, target, PlacementKind::Native);
+        let spec = DeploySpec::new(&run, target, PlacementKind::named("native").unwrap());
         let d = deploy(&spec).unwrap();
         let dir = d.dir().to_path_buf();
         assert!(d.url().starts_with("http://127.0.0.1:"), "{}", d.url());
@@ -69,8 +69,8 @@ fn nginx_over_a_unix_socket() {
     let run = support::run_id("ngunix");
     let mut spec = DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::Native,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
     );
     spec.transport = Transport::Unix;
     let d = deploy(&spec).unwrap();
@@ -85,14 +85,14 @@ fn nginx_over_a_unix_socket() {
 fn config_hash_ignores_where_the_deployment_lives() {
     let a = deploy(&DeploySpec::new(
         support::run_id("hasha"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::Native,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
     let b = deploy(&DeploySpec::new(
         support::run_id("hashb"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::Native,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
     assert_ne!(a.endpoint(), b.endpoint());
@@ -111,8 +111,8 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
         let before = support::machine_state();
         let mut spec = DeploySpec::new(
             &run,
-            TargetSpec::new(TargetKind::Postgres),
-            PlacementKind::Native,
+            TargetSpec::new(TargetKind::named("postgres").unwrap()),
+            PlacementKind::named("native").unwrap(),
         );
         spec.transport = transport;
         let d = deploy(&spec).unwrap();
@@ -163,13 +163,21 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
 fn bad_specs_are_clear_errors() {
     let mut spec = DeploySpec::new(
         "bad id!",
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::Native,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
     );
     assert!(deploy(&spec).unwrap_err().to_string().contains("run id"));
     spec.run_id = support::run_id("bad");
     spec.netem = Some(Duration::from_millis(1));
-    assert!(deploy(&spec).unwrap_err().to_string().contains("lab-*"));
+    let e = deploy(&spec).unwrap_err().to_string();
+    assert!(e.contains("lab-nat") && e.contains("not native"), "{e}");
+    spec.netem = None;
+    spec.target.access_log = Some(tare_deploy::AccessLog::Off);
+    spec.target.kind = TargetKind::named("postgres").unwrap();
+    let e = deploy(&spec).unwrap_err().to_string();
+    assert!(e.contains("access_log does not apply to postgres"), "{e}");
+    spec.target.access_log = None;
+    spec.target.kind = TargetKind::named("nginx").unwrap();
     spec.netem = None;
     spec.target.variant = "/nonexistent.conf".into();
     let e = deploy(&spec).unwrap_err().to_string();

@@ -12,11 +12,15 @@ use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
 fn unreachable_docker_is_named_and_native_still_works() {
     std::env::set_var("DOCKER_HOST", "unix:///nonexistent/tare-test/docker.sock");
     for p in [
-        PlacementKind::DockerHost,
-        PlacementKind::DockerBridge,
-        PlacementKind::DockerPublish,
+        PlacementKind::named("docker-host").unwrap(),
+        PlacementKind::named("docker-bridge").unwrap(),
+        PlacementKind::named("docker-publish").unwrap(),
     ] {
-        let spec = DeploySpec::new(support::run_id("nd"), TargetSpec::new(TargetKind::Nginx), p);
+        let spec = DeploySpec::new(
+            support::run_id("nd"),
+            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            p,
+        );
         let e = deploy(&spec).unwrap_err().to_string();
         for name in ["docker-host", "docker-bridge", "docker-publish", "native"] {
             assert!(e.contains(name), "{e}");
@@ -42,8 +46,8 @@ fn unreachable_docker_is_named_and_native_still_works() {
 
     let d = deploy(&DeploySpec::new(
         support::run_id("ndnat"),
-        TargetSpec::new(TargetKind::Nginx),
-        PlacementKind::Native,
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
     assert_eq!(

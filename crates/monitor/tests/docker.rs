@@ -22,7 +22,7 @@ fn run_id(tag: &str) -> String {
 fn cell(placement: PlacementKind) -> MonitorRecord {
     let spec = DeploySpec::new(
         run_id(placement.name().trim_start_matches("docker-")),
-        TargetSpec::new(TargetKind::Nginx),
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
         placement,
     );
     let d = deploy(&spec).unwrap();
@@ -72,8 +72,8 @@ fn docker_proxy_cpu_shows_in_docker_publish_and_not_in_docker_host() {
     // The host-network cell first: the publish cell's docker-proxy exits a
     // moment after its container stops, and was once caught (2 ticks of CPU)
     // by a host cell that ran right after it.
-    let host = cell(PlacementKind::DockerHost);
-    let publish = cell(PlacementKind::DockerPublish);
+    let host = cell(PlacementKind::named("docker-host").unwrap());
+    let publish = cell(PlacementKind::named("docker-publish").unwrap());
     let others_after = tare_monitor::process::named("docker-proxy");
     let (p, h) = (
         publish.per_request.clone().unwrap(),

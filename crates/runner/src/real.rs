@@ -7,15 +7,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tare_deploy::{
-    AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, PlacementKind, Storage,
-    TargetKind as DeployTarget, TargetSpec, Transport,
+    AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, SpecOption, Storage, TargetSpec,
+    Transport,
 };
 use tare_engine::find_max::{parse_slo, FindMax};
 use tare_record::LoadResult;
 
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
-use crate::experiment::{Cell, Engine, Experiment, FactorKind, LoadSettings, TargetKind};
+use crate::experiment::{Cell, Engine, Experiment, FactorKind, LoadSettings};
 
 pub struct RealExecutor {
     /// Names every resource of this run (1-32 of `[A-Za-z0-9_-]`, tare-deploy's rule).
@@ -25,8 +25,9 @@ pub struct RealExecutor {
     configs_dir: PathBuf,
     /// Ctrl-C: ends a load early (the trial is then discarded and re-run on resume).
     interrupt: Arc<AtomicBool>,
-    /// Availability answers by placement family, asked once.
-    available: HashMap<&'static str, Result<(), String>>,
+    /// Whether this machine can deploy a spec, asked once per placement
+    /// mechanism and option set (Docker's answer is a round trip).
+    available: HashMap<String, Result<(), String>>,
 }
 
 impl RealExecutor {
@@ -43,13 +44,7 @@ impl RealExecutor {
     /// The deployment spec of `cell`.
     pub fn spec(&self, cell: &Cell) -> Result<DeploySpec, ExecError> {
         let t = &self.exp.target;
-        let kind = match t.kind {
-            TargetKind::TareServe => DeployTarget::TareServe,
-            TargetKind::Nginx => DeployTarget::Nginx,
-            TargetKind::Postgres => DeployTarget::Postgres,
-            TargetKind::NginxProxy => DeployTarget::NginxProxy,
-        };
-        let mut target = TargetSpec::new(kind);
+        let mut target = TargetSpec::new(t.kind);
         target.binary = t.binary.clone();
         target.backend_binary = t.backend_binary.clone();
         if let Some(config) = cell.level(FactorKind::Config) {
@@ -67,7 +62,7 @@ impl RealExecutor {
             Some("buffered") => Some(AccessLog::Buffered),
             _ => None,
         };
-        let placement: PlacementKind = cell.placement().parse().map_err(ExecError::new)?;
+        let placement = cell.placement();
         let mut spec = DeploySpec::new(self.run_id.clone(), target, placement);
         spec.transport = match cell.level(FactorKind::Transport) {
             Some("unix") => Transport::Unix,
@@ -77,7 +72,7 @@ impl RealExecutor {
             .level(FactorKind::Delay)
             .and_then(|d| humantime::parse_duration(d).ok())
             .filter(|d| !d.is_zero());
-        if placement.is_docker() {
+        if placement.accepts(SpecOption::Container) {
             spec.image = t.image.clone();
             spec.container = ContainerOptions {
                 storage: match cell.level(FactorKind::Storage) {
@@ -93,17 +88,18 @@ impl RealExecutor {
         Ok(spec)
     }
 
-    fn family_available(&mut self, family: &'static str) -> Result<(), String> {
+    /// Whether this machine can run `spec`, asked once per mechanism and
+    /// option: placements on one mechanism share the answer.
+    fn deployable(&mut self, spec: &DeploySpec) -> Result<(), String> {
+        let key = format!(
+            "{}/{}/{}",
+            spec.placement.mechanism(),
+            spec.netem.is_some(),
+            spec.target.kind
+        );
         self.available
-            .entry(family)
-            .or_insert_with(|| match family {
-                "docker" => tare_deploy::docker::engine_version()
-                    .map(|_| ())
-                    .map_err(|e| format!("Docker is not reachable ({e})")),
-                "lab" => tare_deploy::lab::available(),
-                "netem" => tare_deploy::lab::netem_available(),
-                _ => Ok(()),
-            })
+            .entry(key)
+            .or_insert_with(|| tare_deploy::check(spec))
             .clone()
     }
 }
@@ -131,24 +127,7 @@ fn deploy_id(run_dir: &std::path::Path) -> String {
 impl Executor for RealExecutor {
     fn can_run(&mut self, cell: &Cell) -> Result<(), String> {
         let spec = self.spec(cell).map_err(|e| e.to_string())?;
-        if spec.placement.is_docker() {
-            self.family_available("docker")?;
-        }
-        if spec.placement.is_lab() {
-            self.family_available("lab")?;
-        }
-        if spec.netem.is_some() {
-            self.family_available("netem")?;
-        }
-        if spec.target.kind != DeployTarget::TareServe {
-            tare_deploy::target_binary(&spec.target).map_err(|e| e.to_string())?;
-        }
-        if let Some(b) = &spec.target.backend_binary {
-            if !b.is_file() {
-                return Err(format!("backend_binary {}: no such file", b.display()));
-            }
-        }
-        Ok(())
+        self.deployable(&spec)
     }
 
     fn deploy(&mut self, cell: &Cell) -> Result<Box<dyn RunningCell>, ExecError> {
@@ -218,21 +197,19 @@ impl RunningCell for RealCell {
 impl RealCell {
     fn start_monitor(&self) -> Option<tare_monitor::Monitor> {
         use tare_monitor::{GeneratorRef, MonitorSpec, ServerRef};
-        let facts = self.deployment.facts();
-        let pid = u32::try_from(facts.server_pid?).ok()?;
-        let server = if facts.placement.starts_with("docker") {
-            ServerRef::CgroupOf(pid)
-        } else {
-            ServerRef::Pids(vec![pid])
+        let watch = self.deployment.watch();
+        let server = match &watch.server {
+            tare_deploy::Scope::CgroupOf(pid) => ServerRef::CgroupOf(*pid),
+            tare_deploy::Scope::Pids(pids) => ServerRef::Pids(pids.clone()),
         };
         let generator = GeneratorRef::Threads(match self.engine {
             Engine::Http => "tare-http-".into(),
             Engine::Pg => "tare-pg-".into(),
         });
         let mut spec = MonitorSpec::new(server, generator);
-        // nginx-proxy: the backend's CPU is its own part, not "the rest".
-        if let Some(b) = facts.backend.as_ref().and_then(|b| b.pid) {
-            spec = spec.with_companion("backend", vec![u32::try_from(b).ok()?]);
+        // A companion's CPU (nginx-proxy's backend) is its own part, not "the rest".
+        for (name, pids) in &watch.companions {
+            spec = spec.with_companion(name, pids.clone());
         }
         tare_monitor::Monitor::start(spec).ok()
     }
@@ -386,7 +363,7 @@ delay = "2ms"
         );
         let docker = exec.spec(&exp.cells[0]).unwrap();
         assert_eq!(docker.run_id, "rabc123");
-        assert_eq!(docker.placement, PlacementKind::DockerHost);
+        assert_eq!(docker.placement.name(), "docker-host");
         assert_eq!(docker.target.variant, "tuned");
         assert_eq!(docker.target.access_log, Some(AccessLog::Off));
         assert_eq!(docker.transport, Transport::Unix);
@@ -401,7 +378,7 @@ delay = "2ms"
         );
         assert_eq!(docker.netem, None);
         let lab = exec.spec(&exp.cells[1]).unwrap();
-        assert_eq!(lab.placement, PlacementKind::LabNat);
+        assert_eq!(lab.placement.name(), "lab-nat");
         assert_eq!(
             lab.target.variant,
             "/runs/20261122T0300Z-vm-abc123/configs/mine"
@@ -429,7 +406,7 @@ config = ["default", "baseline"]
             &ConfigSource::RelativeTo(".".into()),
         )
         .unwrap();
-        assert_eq!(exp.target.kind, TargetKind::NginxProxy);
+        assert_eq!(exp.target.kind.name(), "nginx-proxy");
         assert_eq!(exp.load.engine, Engine::Http);
         let exec = RealExecutor::new(
             &exp,
@@ -437,12 +414,10 @@ config = ["default", "baseline"]
             Arc::new(AtomicBool::new(false)),
         );
         let specs: Vec<DeploySpec> = exp.cells.iter().map(|c| exec.spec(c).unwrap()).collect();
-        assert!(specs
-            .iter()
-            .all(|s| s.target.kind == DeployTarget::NginxProxy));
+        assert!(specs.iter().all(|s| s.target.kind.name() == "nginx-proxy"));
         assert_eq!(specs[0].target.variant, "default");
         assert_eq!(specs[1].target.variant, "/runs/x-abc/configs/baseline");
-        assert_eq!(specs[3].placement, PlacementKind::DockerBridge);
+        assert_eq!(specs[3].placement.name(), "docker-bridge");
     }
 
     #[test]

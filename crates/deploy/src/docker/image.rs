@@ -46,19 +46,22 @@ pub struct ImageInfo {
 /// container runs the binary by it): the same build in two checkouts must
 /// not share an image whose binary sits at the other one's path.
 pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
-    let kind = kind.binary_kind();
     let bin_hash = targets::file_sha256(binary)?;
     let h = sha256_hex(format!("{RECIPE}\n{bin_hash}\n{}", binary.display()).as_bytes());
-    Ok((format!("tare/{}:{}", kind.name(), &h[..16]), bin_hash))
+    Ok((
+        format!("tare/{}:{}", kind.get().image_name(), &h[..16]),
+        bin_hash,
+    ))
 }
 
 /// Builds the image for `kind` from `binary` unless its tag exists (or `force`).
-/// nginx-proxy's server is nginx: its image is nginx's (the backend's is tare-serve's).
+/// A target that runs another's binary shares that one's image
+/// (`Target::image_name`).
 pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, DeployError> {
-    let kind = kind.binary_kind();
+    let image = kind.get().image_name();
     let (tag, binary_sha256) = tag_for(kind, binary)?;
     let failed = |reason: String| DeployError::ImageBuild {
-        target: kind.name().into(),
+        target: image.into(),
         reason,
     };
     if !force && exists(&tag)? {
@@ -76,7 +79,7 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
     let context_bytes = context.len() as u64;
     let labels = [
         (LABEL, "1".to_string()),
-        ("tare.target", kind.name().to_string()),
+        ("tare.target", image.to_string()),
         ("tare.binary", binary.display().to_string()),
         ("tare.binary_sha256", binary_sha256.clone()),
     ];
@@ -105,7 +108,7 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
             "the engine reported success but the tag is missing".into(),
         ));
     }
-    prune_superseded(kind, &tag);
+    prune_superseded(image, &tag);
     Ok(ImageInfo {
         tag,
         binary: binary.to_path_buf(),
@@ -119,13 +122,10 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
 /// Removes this target's older tare images (a rebuilt binary supersedes
 /// them: every `cargo build` of tare makes a new tare-serve binary). Images a
 /// container still uses stay: removal without force fails for them.
-fn prune_superseded(kind: TargetKind, keep: &str) {
+fn prune_superseded(image: &str, keep: &str) {
     let keep = keep.to_string();
     let _ = with(|d| async move {
-        let filters = HashMap::from([(
-            "label".to_string(),
-            vec![format!("tare.target={}", kind.name())],
-        )]);
+        let filters = HashMap::from([("label".to_string(), vec![format!("tare.target={image}")])]);
         let images = d
             .list_images(Some(ListImagesOptions {
                 all: false,
@@ -175,48 +175,12 @@ fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBuf>, String>
             files.insert(f.into());
         }
     }
-    match kind {
-        TargetKind::Nginx | TargetKind::NginxProxy => {
-            if Path::new("/etc/nginx/mime.types").exists() {
-                files.insert("/etc/nginx/mime.types".into());
-            }
-        }
-        TargetKind::Postgres => {
-            // /usr/lib/postgresql/15/bin/postgres → version dir /usr/lib/postgresql/15
-            let version_dir = binary
-                .parent()
-                .and_then(Path::parent)
-                .ok_or("unexpected postgres path")?;
-            let version = version_dir.file_name().ok_or("unexpected postgres path")?;
-            walk(
-                &Path::new("/usr/share/postgresql").join(version),
-                &mut files,
-            );
-            // Loadable modules (plpgsql is loaded by every database); llvmjit
-            // is JIT only and pulls in 100 MB of LLVM.
-            let mut libs = BTreeSet::new();
-            walk(&version_dir.join("lib"), &mut libs);
-            for lib in libs
-                .into_iter()
-                .filter(|p| !p.to_string_lossy().contains("llvmjit"))
-            {
-                if let Ok(deps) = shared_libraries(&lib) {
-                    files.extend(deps);
-                }
-                files.insert(lib);
-            }
-            for z in ["/usr/share/zoneinfo/UTC", "/usr/share/zoneinfo/Etc/UTC"] {
-                if Path::new(z).exists() {
-                    files.insert(z.into());
-                }
-            }
-        }
-        TargetKind::TareServe => {}
-    }
+    files.extend(kind.get().image_files(binary)?);
     Ok(files)
 }
 
-fn walk(dir: &Path, out: &mut BTreeSet<PathBuf>) {
+/// Every file under `dir`, recursively.
+pub(crate) fn walk(dir: &Path, out: &mut BTreeSet<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -231,7 +195,7 @@ fn walk(dir: &Path, out: &mut BTreeSet<PathBuf>) {
 }
 
 /// The shared libraries and loader of an ELF file, as `ldd` resolves them.
-fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, String> {
     let out = std::process::Command::new("ldd")
         .arg(binary)
         .output()
@@ -344,11 +308,12 @@ mod tests {
             std::fs::create_dir(p).unwrap();
             std::fs::write(p.join("tare"), b"same bytes").unwrap();
         }
-        let ta = tag_for(TargetKind::TareServe, &a.join("tare")).unwrap();
-        let tb = tag_for(TargetKind::TareServe, &b.join("tare")).unwrap();
+        let kind = TargetKind::default_target();
+        let ta = tag_for(kind, &a.join("tare")).unwrap();
+        let tb = tag_for(kind, &b.join("tare")).unwrap();
         assert_eq!(ta.1, tb.1, "same content hash");
         assert_ne!(ta.0, tb.0);
-        assert_eq!(ta, tag_for(TargetKind::TareServe, &a.join("tare")).unwrap());
+        assert_eq!(ta, tag_for(kind, &a.join("tare")).unwrap());
     }
 
     #[test]

@@ -25,7 +25,7 @@
 
 mod addressing;
 mod cleanup;
-mod command;
+pub(crate) mod command;
 mod delay;
 mod error;
 mod naming;

@@ -1,20 +1,138 @@
 //! Targets: the server under test, made ready to run in a deployment
-//! directory. A target knows its binary, its arguments, its config and how to
-//! tell it is up; it does not know where it runs (that is the placement's job),
-//! except for the address it is told to listen on.
+//! directory. A target knows its binary, its arguments, its config, its
+//! image's files and how to tell it is up; it does not know where it runs
+//! (that is the placement's job), except for the address it is told to
+//! listen on.
+//!
+//! One file per target behind [`Target`], each named once in [`TARGETS`]
+//! (ARCHITECTURE.md, "Adding a target").
 
-pub(crate) mod nginx;
-pub(crate) mod postgres;
-pub(crate) mod proxy;
+mod nginx;
+pub(crate) mod nginx_proxy;
+mod postgres;
+mod tare_serve;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tare_engine::Endpoint;
 
 use crate::error::DeployError;
-use crate::spec::{TargetKind, TargetSpec};
+use crate::spec::TargetSpec;
+
+/// Every target tare can deploy, in the order `tare doctor` lists them.
+/// The first is the embedded default (`tare run` with no file).
+pub(crate) static TARGETS: &[&dyn Target] = &[
+    &tare_serve::TareServe,
+    &nginx::Nginx,
+    &nginx_proxy::NginxProxy,
+    &postgres::Postgres,
+];
+
+/// A server tare can deploy in any placement.
+pub(crate) trait Target: Sync {
+    /// Its name in experiment files, records and on the command line.
+    fn name(&self) -> &'static str;
+
+    /// One line for `tare doctor`: what it is.
+    fn about(&self) -> &'static str;
+
+    /// The load engine that speaks its protocol (`[load] engine` by default).
+    fn engine(&self) -> &'static str;
+
+    /// The port it listens on in a network namespace of its own (container,
+    /// lab namespace, guest): the conventional one.
+    fn standard_port(&self) -> u16;
+
+    /// Its Unix socket with `transport = unix`, in the deployment's `sock/`.
+    fn unix_socket(&self, dir: &Path, port: u16) -> PathBuf;
+
+    /// The host's binary when the spec names none.
+    fn default_binary(&self) -> Result<PathBuf, DeployError>;
+
+    /// The server's own version line.
+    fn version(&self, binary: &Path) -> Option<String> {
+        version_line(binary, "--version")
+    }
+
+    /// The name of the image its binary runs from (`tare/<name>:<hash>`):
+    /// a target that runs another's binary shares that one's image.
+    fn image_name(&self) -> &'static str {
+        self.name()
+    }
+
+    /// Host files its image needs besides the binary, its libraries and the
+    /// system files every image gets (`docker::image`).
+    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+        Ok(Vec::new())
+    }
+
+    /// Whether `access_log` applies (nginx's log, seed 000's factor).
+    fn has_access_log(&self) -> bool {
+        false
+    }
+
+    /// Writes its config and content into `dir`, listening on `listen`, and
+    /// says how to run it. `companion`: where its companion listens (see
+    /// [`Target::companion`]).
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        binary: PathBuf,
+        dir: &Path,
+        listen: &Listen,
+        companion: Option<SocketAddr>,
+    ) -> Result<Server, DeployError>;
+
+    /// One readiness check: a real request of its protocol, bounded by `timeout`.
+    fn probe(&self, server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String>;
+
+    /// What a load engine is pointed at: the served resource's URL.
+    fn url(&self, server: &Server, endpoint: &Endpoint) -> String;
+
+    /// A second server this one needs beside it, on its own loopback, in
+    /// every placement (nginx-proxy's backend): its spec.
+    fn companion(&self, _spec: &TargetSpec) -> Option<TargetSpec> {
+        None
+    }
+}
+
+/// A handle on one entry of [`TARGETS`]: what [`TargetSpec`] names.
+#[derive(Clone, Copy)]
+pub struct TargetKind(&'static dyn Target);
+
+crate::registry::handle!(TargetKind, Target, TARGETS, "target");
+
+impl TargetKind {
+    /// The embedded default: the first target of the registry.
+    pub fn default_target() -> TargetKind {
+        TargetKind(TARGETS[0])
+    }
+
+    /// The load engine that speaks its protocol.
+    pub fn engine(self) -> &'static str {
+        self.0.engine()
+    }
+
+    /// One line: what it is.
+    pub fn about(self) -> &'static str {
+        self.0.about()
+    }
+
+    /// Whether the `access_log` setting applies to it.
+    pub fn has_access_log(self) -> bool {
+        self.0.has_access_log()
+    }
+
+    /// Whether it runs a companion server beside it (whose binary
+    /// `TargetSpec::backend_binary` sets).
+    pub fn has_companion(self) -> bool {
+        self.0.companion(&TargetSpec::new(self)).is_some()
+    }
+}
 
 /// Where the server listens, as the server itself sees it.
 #[derive(Clone, Debug)]
@@ -23,23 +141,27 @@ pub(crate) enum Listen {
     Unix(PathBuf),
 }
 
-/// How to tell the server is ready.
-#[derive(Clone, Debug)]
-pub(crate) enum Probe {
-    /// A GET of this path must answer 200.
-    Http { path: String },
-    /// A startup message must reach ReadyForQuery.
-    Postgres,
+impl Listen {
+    /// `ADDR:PORT` or `unix:PATH`, as nginx writes it.
+    pub(crate) fn nginx_text(&self) -> String {
+        match self {
+            Listen::Tcp(a) => a.to_string(),
+            Listen::Unix(p) => format!("unix:{}", p.display()),
+        }
+    }
 }
 
 /// A target ready to start.
 #[derive(Clone, Debug)]
 pub(crate) struct Server {
+    /// The target it is (its image, for a container).
+    pub kind: TargetKind,
     pub binary: PathBuf,
     pub args: Vec<String>,
     /// uid:gid to run as (postgres refuses root).
     pub run_as: Option<(u32, u32)>,
-    pub probe: Probe,
+    /// The path the probe asks for and load goes to (HTTP targets).
+    pub resource: String,
     pub config_sha256: String,
     pub access_log: String,
     /// Where the server writes its log / keeps data (for the filesystem fact).
@@ -48,47 +170,20 @@ pub(crate) struct Server {
     pub content_path: PathBuf,
 }
 
-/// The port a target listens on inside its own network namespace (container,
-/// lab namespace): the conventional one, as in seed 000 and seed 001.
-pub(crate) fn standard_port(kind: TargetKind) -> u16 {
-    match kind.binary_kind() {
-        TargetKind::Postgres => 5432,
-        TargetKind::TareServe => 8080,
-        _ => 80,
-    }
-}
-
-/// The Unix socket a target listens on with `transport = unix`.
-pub(crate) fn unix_socket(kind: TargetKind, dir: &Path, port: u16) -> PathBuf {
-    match kind.binary_kind() {
-        TargetKind::Postgres => dir.join("sock").join(format!(".s.PGSQL.{port}")),
-        TargetKind::TareServe => dir.join("sock").join("serve.sock"),
-        _ => dir.join("sock").join("nginx.sock"),
-    }
-}
-
 /// The host binary a target runs (also the one copied into tare's images).
 pub(crate) fn binary(spec: &TargetSpec) -> Result<PathBuf, DeployError> {
-    let path = match (&spec.binary, spec.kind.binary_kind()) {
-        (Some(p), _) => p.clone(),
-        (None, TargetKind::Nginx | TargetKind::NginxProxy) => {
-            which("nginx").ok_or_else(|| DeployError::MissingBinary {
-                binary: "nginx".into(),
-                hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
-            })?
-        }
-        (None, TargetKind::Postgres) => postgres::bin_dir()?.join("postgres"),
-        (None, TargetKind::TareServe) => std::env::current_exe()
-            .map_err(|e| DeployError::io("locating the running tare executable", e))?,
+    let path = match &spec.binary {
+        Some(p) => p.clone(),
+        None => spec.kind.get().default_binary()?,
     };
-    let canon = std::fs::canonicalize(&path).map_err(|_| DeployError::MissingBinary {
+    std::fs::canonicalize(&path).map_err(|_| DeployError::MissingBinary {
         binary: path.clone(),
         hint: "the server binary does not exist".into(),
-    })?;
-    Ok(canon)
+    })
 }
 
-fn which(name: &str) -> Option<PathBuf> {
+/// `name` on PATH (and the sbin directories a root shell has).
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
     std::env::split_paths(&path)
         .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
@@ -96,146 +191,29 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Writes the config and content into `dir` and says how to run the server.
-/// `backend`: where nginx-proxy's backend listens, as nginx reaches it.
-pub(crate) fn prepare(
-    spec: &TargetSpec,
-    dir: &Path,
-    listen: &Listen,
-    backend: Option<SocketAddr>,
-) -> Result<Server, DeployError> {
-    let binary = binary(spec)?;
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |e| DeployError::io(what, e)
+/// The first line `binary flag` prints (on stdout, or stderr if stdout is empty).
+pub(crate) fn version_line(binary: &Path, flag: &str) -> Option<String> {
+    let out = std::process::Command::new(binary).arg(flag).output().ok()?;
+    let text = if out.stdout.is_empty() {
+        out.stderr
+    } else {
+        out.stdout
     };
-    match spec.kind {
-        TargetKind::Nginx => {
-            let (template, log) = nginx::template(&spec.variant, spec.access_log)?;
-            nginx::make_dirs(dir).map_err(io("creating nginx directories"))?;
-            std::fs::write(
-                dir.join("www/index.html"),
-                nginx::index_html(spec.body_size),
-            )
-            .map_err(io("writing index.html"))?;
-            nginx_server(binary, dir, listen, &template, log, "/index.html", None)
-        }
-        TargetKind::NginxProxy => {
-            let t = proxy::template(&spec.variant, spec.access_log)?;
-            let backend = backend.ok_or_else(|| {
-                DeployError::Invalid("nginx-proxy needs its backend's address".into())
-            })?;
-            nginx::make_dirs(dir).map_err(io("creating nginx directories"))?;
-            let (log, path) = (t.access_log, t.path.as_str());
-            nginx_server(binary, dir, listen, &t.text, log, path, Some(backend))
-        }
-        TargetKind::Postgres => {
-            if spec.access_log.is_some() {
-                return Err(DeployError::Invalid(
-                    "access_log applies to nginx only".into(),
-                ));
-            }
-            let owner = postgres::postgres_user()?;
-            let text = postgres::init_cluster(&binary, dir, &spec.variant, owner)?;
-            let (addr, port) = match listen {
-                Listen::Tcp(a) => (a.ip().to_string(), a.port()),
-                Listen::Unix(p) => (String::new(), socket_port(p).unwrap_or(5432)),
-            };
-            Ok(Server {
-                args: postgres::args(dir, &addr, port),
-                binary,
-                run_as: Some(owner),
-                probe: Probe::Postgres,
-                config_sha256: sha256_hex(text.as_bytes()),
-                access_log: "n/a".into(),
-                log_path: dir.join("pgdata"),
-                content_path: dir.join("pgdata"),
-            })
-        }
-        TargetKind::TareServe => {
-            if spec.variant != "default" {
-                return Err(DeployError::Invalid(format!(
-                    "tare-serve has no config variants (got {:?}): it is the calibration point with nothing to configure",
-                    spec.variant
-                )));
-            }
-            if spec.access_log.is_some() {
-                return Err(DeployError::Invalid(
-                    "access_log applies to nginx only".into(),
-                ));
-            }
-            let mut args = vec!["serve".to_string()];
-            match listen {
-                Listen::Tcp(a) => args.extend(["--listen".into(), a.to_string()]),
-                Listen::Unix(p) => args.extend(["--unix".into(), p.display().to_string()]),
-            }
-            args.extend(["--body-size".into(), spec.body_size.to_string()]);
-            let template = format!("serve --body-size {}", spec.body_size);
-            Ok(Server {
-                args,
-                binary,
-                run_as: None,
-                probe: Probe::Http { path: "/".into() },
-                config_sha256: sha256_hex(template.as_bytes()),
-                access_log: "off".into(),
-                log_path: dir.to_path_buf(),
-                content_path: dir.to_path_buf(),
-            })
-        }
-    }
+    let line = String::from_utf8_lossy(&text)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
+    Some(line)
 }
 
-/// nginx with `template` filled in for this deployment (and, for
-/// nginx-proxy, its backend's address), probed at `probe`. The config hash
-/// is the template's: paths, listen address and backend port are the
-/// placement's, not the config's.
-fn nginx_server(
-    binary: PathBuf,
-    dir: &Path,
-    listen: &Listen,
-    template: &str,
-    log: crate::spec::AccessLog,
-    probe: &str,
-    backend: Option<SocketAddr>,
-) -> Result<Server, DeployError> {
-    let d = dir.display().to_string();
-    let listen_text = match listen {
-        Listen::Tcp(a) => a.to_string(),
-        Listen::Unix(p) => format!("unix:{}", p.display()),
-    };
-    let mut text = template
-        .replace("{{dir}}", &d)
-        .replace("{{listen}}", &listen_text);
-    if let Some(b) = backend {
-        text = text.replace(proxy::BACKEND, &b.to_string());
+/// The URL of an HTTP target's `path` at `endpoint`.
+pub(crate) fn http_url(path: &str, endpoint: &Endpoint) -> String {
+    match endpoint {
+        Endpoint::Tcp(a) => format!("http://{a}{path}"),
+        // tare http takes the socket with --unix; the URL still names the path.
+        Endpoint::Unix(_) => format!("http://localhost{path}"),
     }
-    let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, text).map_err(|e| DeployError::io("writing nginx.conf", e))?;
-    Ok(Server {
-        args: vec![
-            "-p".into(),
-            d.clone(),
-            "-c".into(),
-            conf.display().to_string(),
-            "-e".into(),
-            dir.join("log/error.log").display().to_string(),
-        ],
-        binary,
-        run_as: None,
-        probe: Probe::Http { path: probe.into() },
-        config_sha256: sha256_hex(template.as_bytes()),
-        access_log: log.to_string(),
-        log_path: dir.join("log"),
-        content_path: dir.join("www"),
-    })
-}
-
-fn socket_port(p: &Path) -> Option<u16> {
-    p.file_name()?
-        .to_str()?
-        .strip_prefix(".s.PGSQL.")?
-        .parse()
-        .ok()
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
@@ -270,19 +248,19 @@ pub(crate) fn file_sha256(path: &Path) -> Result<String, DeployError> {
     Ok(h)
 }
 
-/// The server's own version line (`nginx -v`, `postgres --version`, `tare --version`).
-pub(crate) fn version(kind: TargetKind, binary: &Path) -> Option<String> {
-    let flag = if kind.is_nginx() { "-v" } else { "--version" };
-    let out = std::process::Command::new(binary).arg(flag).output().ok()?;
-    let text = if out.stdout.is_empty() {
-        out.stderr
-    } else {
-        out.stdout
-    };
-    let line = String::from_utf8_lossy(&text)
-        .lines()
-        .next()?
-        .trim()
-        .to_string();
-    Some(line.trim_start_matches("nginx version: ").to_string())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_is_named_once_and_has_an_engine() {
+        let names: Vec<&str> = TargetKind::all().map(TargetKind::name).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for t in TargetKind::all() {
+            assert!(!t.engine().is_empty() && !t.about().is_empty(), "{t}");
+        }
+    }
 }

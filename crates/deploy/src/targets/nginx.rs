@@ -6,10 +6,161 @@
 //! config (the same list seed 003 measured). Paths are placeholders so the
 //! config hash compares the configuration, not where a deployment lives.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use tare_engine::Endpoint;
+
+use super::{http_url, sha256_hex, Listen, Server, Target};
 use crate::error::DeployError;
-use crate::spec::AccessLog;
+use crate::health;
+use crate::spec::{AccessLog, TargetKind, TargetSpec};
+
+/// nginx serving one static file.
+pub(crate) struct Nginx;
+
+impl Target for Nginx {
+    fn name(&self) -> &'static str {
+        "nginx"
+    }
+
+    fn about(&self) -> &'static str {
+        "nginx serving one static file (docs/studies.md, seed 000)"
+    }
+
+    fn engine(&self) -> &'static str {
+        "http"
+    }
+
+    fn standard_port(&self) -> u16 {
+        80
+    }
+
+    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
+        dir.join("sock").join("nginx.sock")
+    }
+
+    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+        super::which("nginx").ok_or_else(|| DeployError::MissingBinary {
+            binary: "nginx".into(),
+            hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
+        })
+    }
+
+    fn version(&self, binary: &Path) -> Option<String> {
+        version(binary)
+    }
+
+    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+        Ok(image_files())
+    }
+
+    fn has_access_log(&self) -> bool {
+        true
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        binary: PathBuf,
+        dir: &Path,
+        listen: &Listen,
+        _companion: Option<SocketAddr>,
+    ) -> Result<Server, DeployError> {
+        let (template, log) = template(&spec.variant, spec.access_log)?;
+        make_dirs(dir).map_err(|e| DeployError::io("creating nginx directories", e))?;
+        std::fs::write(dir.join("www/index.html"), index_html(spec.body_size))
+            .map_err(|e| DeployError::io("writing index.html", e))?;
+        let config = Config {
+            text: &template,
+            extra: &[],
+            log,
+            resource: "/index.html",
+        };
+        server(spec.kind, binary, dir, listen, &config)
+    }
+
+    fn probe(&self, server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+        health::http_get(endpoint, &server.resource, timeout)
+    }
+
+    fn url(&self, server: &Server, endpoint: &Endpoint) -> String {
+        http_url(&server.resource, endpoint)
+    }
+}
+
+/// `nginx -v` without its prefix (nginx-proxy runs the same binary).
+pub(super) fn version(binary: &Path) -> Option<String> {
+    let line = super::version_line(binary, "-v")?;
+    Some(line.trim_start_matches("nginx version: ").to_string())
+}
+
+/// What every nginx image holds beside the binary.
+pub(super) fn image_files() -> Vec<PathBuf> {
+    let mime = Path::new("/etc/nginx/mime.types");
+    if mime.exists() {
+        vec![mime.to_path_buf()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// An nginx config template for one deployment: placeholders `{{dir}}`,
+/// `{{listen}}` and any `extra` ones (nginx-proxy's backend address).
+pub(super) struct Config<'a> {
+    pub text: &'a str,
+    pub extra: &'a [(&'a str, String)],
+    /// The access_log setting the text has.
+    pub log: AccessLog,
+    /// The path the probe and the load ask for.
+    pub resource: &'a str,
+}
+
+/// nginx with `config` filled in for this deployment. The config hash is
+/// the template's: paths, listen address and backend port are the
+/// placement's, not the config's.
+pub(super) fn server(
+    kind: TargetKind,
+    binary: PathBuf,
+    dir: &Path,
+    listen: &Listen,
+    config: &Config<'_>,
+) -> Result<Server, DeployError> {
+    let Config {
+        text: template,
+        extra,
+        log,
+        resource,
+    } = *config;
+    let d = dir.display().to_string();
+    let mut text = template
+        .replace("{{dir}}", &d)
+        .replace("{{listen}}", &listen.nginx_text());
+    for (placeholder, value) in extra.iter() {
+        text = text.replace(placeholder, value);
+    }
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, text).map_err(|e| DeployError::io("writing nginx.conf", e))?;
+    Ok(Server {
+        args: vec![
+            "-p".into(),
+            d.clone(),
+            "-c".into(),
+            conf.display().to_string(),
+            "-e".into(),
+            dir.join("log/error.log").display().to_string(),
+        ],
+        kind,
+        binary,
+        run_as: None,
+        resource: resource.into(),
+        config_sha256: sha256_hex(template.as_bytes()),
+        access_log: log.to_string(),
+        log_path: dir.join("log"),
+        content_path: dir.join("www"),
+    })
+}
 
 /// nginx.org's stock nginx.conf, minus what does not apply to a benchmark
 /// (no mime.types include: one HTML file is served).

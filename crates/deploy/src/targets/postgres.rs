@@ -1,11 +1,185 @@
 //! PostgreSQL: a throw-away cluster, initdb into the deployment directory,
 //! run by the `postgres` user (the server refuses to run as root).
 
+use std::collections::BTreeSet;
 use std::ffi::CString;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
+use tare_engine::Endpoint;
+
+use super::{sha256_hex, Listen, Server, Target};
 use crate::error::DeployError;
+use crate::health;
+use crate::spec::TargetSpec;
+
+/// PostgreSQL, a throw-away cluster per deployment (docs/studies.md, seed 001).
+pub(crate) struct Postgres;
+
+impl Target for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn about(&self) -> &'static str {
+        "PostgreSQL, a throw-away cluster (docs/studies.md, seed 001)"
+    }
+
+    fn engine(&self) -> &'static str {
+        "pg"
+    }
+
+    fn standard_port(&self) -> u16 {
+        5432
+    }
+
+    fn unix_socket(&self, dir: &Path, port: u16) -> PathBuf {
+        dir.join("sock").join(format!(".s.PGSQL.{port}"))
+    }
+
+    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+        Ok(bin_dir()?.join("postgres"))
+    }
+
+    /// The share files of its major version, its loadable modules (plpgsql
+    /// is loaded by every database; llvmjit is JIT only and pulls in 100 MB
+    /// of LLVM) with their libraries, and the UTC zone file.
+    fn image_files(&self, binary: &Path) -> Result<Vec<PathBuf>, String> {
+        // /usr/lib/postgresql/15/bin/postgres → version dir /usr/lib/postgresql/15
+        let version_dir = binary
+            .parent()
+            .and_then(Path::parent)
+            .ok_or("unexpected postgres path")?;
+        let version = version_dir.file_name().ok_or("unexpected postgres path")?;
+        let mut files = BTreeSet::new();
+        crate::docker::image::walk(
+            &Path::new("/usr/share/postgresql").join(version),
+            &mut files,
+        );
+        let mut libs = BTreeSet::new();
+        crate::docker::image::walk(&version_dir.join("lib"), &mut libs);
+        for lib in libs
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().contains("llvmjit"))
+        {
+            if let Ok(deps) = crate::docker::image::shared_libraries(&lib) {
+                files.extend(deps);
+            }
+            files.insert(lib);
+        }
+        for z in ["/usr/share/zoneinfo/UTC", "/usr/share/zoneinfo/Etc/UTC"] {
+            if Path::new(z).exists() {
+                files.insert(z.into());
+            }
+        }
+        Ok(files.into_iter().collect())
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        binary: PathBuf,
+        dir: &Path,
+        listen: &Listen,
+        _companion: Option<SocketAddr>,
+    ) -> Result<Server, DeployError> {
+        let owner = postgres_user()?;
+        let text = init_cluster(&binary, dir, &spec.variant, owner)?;
+        let (addr, port) = match listen {
+            Listen::Tcp(a) => (a.ip().to_string(), a.port()),
+            Listen::Unix(p) => (String::new(), socket_port(p).unwrap_or(5432)),
+        };
+        Ok(Server {
+            args: args(dir, &addr, port),
+            kind: spec.kind,
+            binary,
+            run_as: Some(owner),
+            resource: String::new(),
+            config_sha256: sha256_hex(text.as_bytes()),
+            access_log: "n/a".into(),
+            log_path: dir.join("pgdata"),
+            content_path: dir.join("pgdata"),
+        })
+    }
+
+    fn probe(
+        &self,
+        _server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        ready(endpoint, timeout)
+    }
+
+    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
+        match endpoint {
+            Endpoint::Tcp(a) => format!("postgres://postgres@{a}/postgres"),
+            Endpoint::Unix(p) => {
+                let dir = p
+                    .parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default();
+                let port = socket_port(p).unwrap_or(5432);
+                format!("postgres://postgres@/postgres?host={dir}&port={port}")
+            }
+        }
+    }
+}
+
+/// The port in a socket's name (`.s.PGSQL.5432`).
+fn socket_port(p: &Path) -> Option<u16> {
+    p.file_name()?
+        .to_str()?
+        .strip_prefix(".s.PGSQL.")?
+        .parse()
+        .ok()
+}
+
+/// A v3 startup as user postgres to database postgres; Ok at ReadyForQuery.
+/// A listening socket is not enough: postgres accepts before recovery ends.
+fn ready(ep: &Endpoint, timeout: Duration) -> Result<(), String> {
+    let mut s = health::connect(ep, timeout).map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    body.extend_from_slice(&196608u32.to_be_bytes()); // protocol 3.0
+    for kv in ["user", "postgres", "database", "postgres"] {
+        body.extend_from_slice(kv.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut msg = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(&body);
+    s.write_all(&msg).map_err(|e| e.to_string())?;
+    // Messages: 1 type byte, 4 length bytes (including themselves), payload.
+    for _ in 0..64 {
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).map_err(|e| e.to_string())?;
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut payload = vec![0u8; len.saturating_sub(4).min(1 << 20)];
+        s.read_exact(&mut payload).map_err(|e| e.to_string())?;
+        match head[0] {
+            b'Z' => {
+                let _ = s.write_all(&[b'X', 0, 0, 0, 4]); // Terminate
+                return Ok(());
+            }
+            b'E' => {
+                let text: String = payload
+                    .split(|b| *b == 0)
+                    .filter(|f| f.first() == Some(&b'M'))
+                    .map(|f| String::from_utf8_lossy(&f[1..]).into_owned())
+                    .collect();
+                return Err(format!("server error: {text}"));
+            }
+            b'R' if payload.len() >= 4 && payload[..4] != [0, 0, 0, 0] => {
+                return Err("server asks for a password (tare's clusters use trust)".into())
+            }
+            _ => {}
+        }
+    }
+    Err("no ReadyForQuery".into())
+}
 
 /// Settings appended for the `tuned` variant: what a benchmark of short
 /// read-only transactions usually changes first (more connections than

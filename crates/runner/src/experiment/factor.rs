@@ -8,18 +8,7 @@
 
 use std::time::Duration;
 
-/// Placements tare knows (DESIGN.md part 3). `lab-*` names are checked
-/// against this list too, so a typo fails at load time, not after an hour.
-pub const PLACEMENTS: &[&str] = &[
-    "native",
-    "docker-host",
-    "docker-bridge",
-    "docker-publish",
-    "lab-veth",
-    "lab-bridge",
-    "lab-nat",
-    "lab-client",
-];
+use tare_deploy::{PlacementKind, SpecOption};
 
 /// Config variants every target has without a `[target.configs]` entry
 /// (tare-deploy ships them: the stock config, and seed 000's tuned one).
@@ -83,12 +72,16 @@ impl FactorKind {
         FactorKind::ALL.iter().copied().find(|k| k.name() == name)
     }
 
-    /// Whether this factor only means something for a container placement.
-    pub fn container_only(self) -> bool {
-        matches!(
-            self,
-            FactorKind::Storage | FactorKind::Seccomp | FactorKind::Cpus | FactorKind::Memory
-        )
+    /// The deployment option this factor sets, when only some placements
+    /// honour it (container factors, netem delay).
+    pub fn needs(self) -> Option<SpecOption> {
+        match self {
+            FactorKind::Storage | FactorKind::Seccomp | FactorKind::Cpus | FactorKind::Memory => {
+                Some(SpecOption::Container)
+            }
+            FactorKind::Delay => Some(SpecOption::Netem),
+            _ => None,
+        }
     }
 
     /// Checks one level and returns its canonical text. `configs` are the
@@ -106,7 +99,18 @@ impl FactorKind {
             }
         };
         match self {
-            FactorKind::Placement => one_of(PLACEMENTS),
+            // Checked against the registry, so a typo fails at load time,
+            // not after an hour.
+            FactorKind::Placement => level
+                .parse::<PlacementKind>()
+                .map(|p| p.name().to_string())
+                .map_err(|_| {
+                    let names: Vec<&str> = PlacementKind::all().map(PlacementKind::name).collect();
+                    format!(
+                        "`{level}` is not a placement level (one of: {})",
+                        names.join(", ")
+                    )
+                }),
             FactorKind::Config => {
                 if configs.iter().any(|c| c == level) || BUILTIN_CONFIGS.contains(&level) {
                     Ok(level.to_string())
@@ -172,7 +176,7 @@ impl FactorKind {
     /// varies it must name it in every cell.
     pub fn default_level(self) -> Option<&'static str> {
         match self {
-            FactorKind::Placement => Some("native"),
+            FactorKind::Placement => Some(PlacementKind::reference().name()),
             FactorKind::Transport => Some("tcp"),
             FactorKind::Config => Some("default"),
             FactorKind::Storage => Some("image"),

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ExperimentError;
 pub use factor::FactorKind;
+pub use tare_deploy::{PlacementKind, TargetKind};
 
 /// The built-in quick experiment that `tare run` with no file runs.
 pub const QUICK: &str = include_str!("../../../../examples/quick.toml");
@@ -83,27 +84,6 @@ impl Experiment {
 
     pub fn cell(&self, id: &str) -> Option<&Cell> {
         self.cells.iter().find(|c| c.id == id)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TargetKind {
-    TareServe,
-    Nginx,
-    Postgres,
-    /// nginx as a reverse proxy in front of a `tare serve` backend (seed 003).
-    NginxProxy,
-}
-
-impl TargetKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TargetKind::TareServe => "tare-serve",
-            TargetKind::Nginx => "nginx",
-            TargetKind::Postgres => "postgres",
-            TargetKind::NginxProxy => "nginx-proxy",
-        }
     }
 }
 
@@ -279,8 +259,11 @@ impl Cell {
             .or(kind.default_level())
     }
 
-    pub fn placement(&self) -> &str {
-        self.level(FactorKind::Placement).unwrap_or("native")
+    /// The cell's placement (its levels are checked, so the name is known).
+    pub fn placement(&self) -> PlacementKind {
+        self.level(FactorKind::Placement)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(PlacementKind::reference)
     }
 
     /// The load settings for this cell: the `connections` factor wins.

@@ -49,7 +49,7 @@ pub(super) fn load(
     kind: TargetKind,
 ) -> Result<LoadSettings> {
     let l = raw.get_ref();
-    let natural = if kind == TargetKind::Postgres {
+    let natural = if kind.engine() == "pg" {
         Engine::Pg
     } else {
         Engine::Http

@@ -12,7 +12,7 @@ use super::error::{ExperimentError, Locator};
 use super::factor::FactorKind;
 use super::raw::{RawCell, RawExperiment, RawFactors};
 use super::settings::{load, trials};
-use super::{Cell, ConfigSource, ConfigVariant, Experiment, Target, TargetKind};
+use super::{Cell, ConfigSource, ConfigVariant, Experiment, PlacementKind, Target, TargetKind};
 
 /// Most cells a file may declare: a product that explodes (5 factors of 5
 /// levels = 3125 cells) is almost always a mistake, and would run for days.
@@ -52,19 +52,18 @@ pub fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Exper
 
 fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<Target> {
     let t = raw.target.get_ref();
-    let kind = match t.kind.get_ref().as_str() {
-        "tare-serve" => TargetKind::TareServe,
-        "nginx" => TargetKind::Nginx,
-        "postgres" => TargetKind::Postgres,
-        "nginx-proxy" => TargetKind::NginxProxy,
-        other => {
-            return Err(loc.error(
-                t.kind.span(),
-                "target.kind",
-                format!("unknown target `{other}` (tare-serve, nginx, nginx-proxy, postgres)"),
-            ))
-        }
-    };
+    let kind: TargetKind = t.kind.get_ref().parse().map_err(|_| {
+        let names: Vec<&str> = TargetKind::all().map(TargetKind::name).collect();
+        loc.error(
+            t.kind.span(),
+            "target.kind",
+            format!(
+                "unknown target `{}` ({})",
+                t.kind.get_ref(),
+                names.join(", ")
+            ),
+        )
+    })?;
     let mut configs = Vec::new();
     for (name, cfg) in &t.configs {
         let key = format!("target.configs.{}", name.get_ref());
@@ -98,11 +97,18 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
         });
     }
     if let Some(b) = &t.backend_binary {
-        if kind != TargetKind::NginxProxy {
+        if !kind.has_companion() {
+            let with: Vec<&str> = TargetKind::all()
+                .filter(|k| k.has_companion())
+                .map(TargetKind::name)
+                .collect();
             return Err(loc.error(
                 b.span(),
                 "target.backend_binary",
-                "only nginx-proxy has a backend (its `tare serve`)",
+                format!(
+                    "`{kind}` has no backend (only {} do: their `tare serve`)",
+                    with.join(", ")
+                ),
             ));
         }
     }
@@ -266,9 +272,10 @@ fn explicit(loc: &Locator, list: &RawCells, configs: &[String]) -> Result<(Facto
     Ok((factors, cells))
 }
 
-/// Container factors need a container placement, netem delay a lab one
-/// (except at their default level, which means "no option"): anything
-/// else would silently measure two identical cells under two names.
+/// A factor that sets a deployment option needs a placement that honours
+/// it (container factors a container, netem delay a namespace tare made),
+/// except at its default level, which means "no option": anything else
+/// would silently measure two identical cells under two names.
 fn check_cells_apply(loc: &Locator, raw: &RawExperiment, cells: &[Cell]) -> Result<()> {
     // Point at the factor's key ([factors]) or at the cell ([[cells]]).
     let at = |name: &str, index: usize| -> (std::ops::Range<usize>, String) {
@@ -292,13 +299,16 @@ fn check_cells_apply(loc: &Locator, raw: &RawExperiment, cells: &[Cell]) -> Resu
             let kind = FactorKind::from_name(name).expect("levels hold known factors");
             // A default level means "no option": fine anywhere.
             let special = kind.default_level() != Some(level.as_str());
-            let bad = if special && kind.container_only() && !placement.starts_with("docker-") {
-                Some("a docker-* placement")
-            } else if special && kind == FactorKind::Delay && !placement.starts_with("lab-") {
-                Some("a lab-* placement (netem delay is injected in tare's namespaces)")
-            } else {
-                None
-            };
+            let bad = kind
+                .needs()
+                .filter(|option| special && !placement.accepts(*option))
+                .map(|option| {
+                    format!(
+                        "a placement that takes {} ({})",
+                        option.describe(),
+                        PlacementKind::accepting(option)
+                    )
+                });
             if let Some(need) = bad {
                 let (span, key) = at(name, index);
                 return Err(loc.error(

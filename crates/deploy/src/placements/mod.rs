@@ -1,0 +1,300 @@
+//! Placements: where the server runs and how load reaches it. One file per
+//! placement behind [`Placement`], each named once in [`PLACEMENTS`]; the
+//! mechanisms they are built on (plain processes, tare's namespace lab,
+//! Docker) are [`Mechanism`]s, which say whether this machine has them and
+//! what `tare cleanup` looks for (ARCHITECTURE.md, "Adding a placement").
+//!
+//! A deployment asks its placement for a [`Site`] (a network namespace, a
+//! lab network, a container network), tells the target to listen where the
+//! site says, and starts the server (and a target's companion) there; the
+//! site then says where load reaches it. Each started process is a
+//! [`Running`]: alive or not, its log, what the monitor follows and what it
+//! adds to the fairness facts.
+
+mod container;
+mod docker_bridge;
+mod docker_host;
+mod docker_publish;
+mod lab;
+mod lab_bridge;
+mod lab_client;
+mod lab_nat;
+mod lab_veth;
+mod native;
+pub(crate) mod process;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use tare_engine::Endpoint;
+
+use crate::cleanup::CleanupReport;
+use crate::error::DeployError;
+use crate::spec::DeploySpec;
+use crate::targets::{Listen, Server};
+use crate::teardown::Teardown;
+
+/// Every placement, in the order doctor and reports list them. The first is
+/// the reference every other placement is compared with: the server as a
+/// plain process on the host.
+pub(crate) static PLACEMENTS: &[&dyn Placement] = &[
+    &native::Native,
+    &docker_host::DockerHost,
+    &docker_bridge::DockerBridge,
+    &docker_publish::DockerPublish,
+    &lab_veth::LabVeth,
+    &lab_bridge::LabBridge,
+    &lab_nat::LabNat,
+    &lab_client::LabClient,
+];
+
+/// Where a server runs and how load reaches it.
+pub(crate) trait Placement: Sync {
+    /// Its name in experiment files, records and on the command line.
+    fn name(&self) -> &'static str;
+
+    /// One line: the path load takes.
+    fn about(&self) -> &'static str;
+
+    /// What it is built on: availability and cleanup are the mechanism's.
+    fn mechanism(&self) -> &'static dyn Mechanism;
+
+    /// Whether it honours a deployment option (container options, netem).
+    fn accepts(&self, _option: SpecOption) -> bool {
+        false
+    }
+
+    /// Makes the place the server will run in for `cx.spec`; what it
+    /// creates is registered on `cx.teardown` as it goes.
+    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError>;
+}
+
+/// A mechanism placements are built on.
+pub(crate) trait Mechanism: Sync {
+    /// Its name in `tare doctor` (`process`, `lab`, `docker`).
+    fn name(&self) -> &'static str;
+
+    /// Whether this machine can run it: what it relies on, or why not.
+    fn available(&self) -> Result<String, String>;
+
+    /// Facts for `tare doctor` (tool versions, kernel features).
+    fn facts(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Removes what killed runs left behind with this mechanism, by tare's
+    /// labels and name prefixes alone, and nothing whose owner still runs.
+    fn cleanup(&self, report: &mut CleanupReport);
+}
+
+/// Deployment options only some placements honour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpecOption {
+    /// A container's image, storage, seccomp profile and cgroup limits.
+    Container,
+    /// One-way delay injected on the path (netem or the delay line).
+    Netem,
+}
+
+impl SpecOption {
+    /// How people name the option in errors.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SpecOption::Container => "image, storage, seccomp and container limits",
+            SpecOption::Netem => "netem delay",
+        }
+    }
+}
+
+/// What a placement needs to make its site.
+pub(crate) struct Context<'a> {
+    pub spec: &'a DeploySpec,
+    /// The deployment directory (config, content, logs, sockets).
+    pub dir: &'a Path,
+    pub teardown: &'a Arc<Teardown>,
+    /// The owner label ("pid:starttime") of this process.
+    pub owner: &'a str,
+}
+
+/// Which server of a deployment a process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The target.
+    Server,
+    /// A target's companion on the server's loopback (nginx-proxy's backend).
+    Companion,
+}
+
+impl Role {
+    /// The name of its log file and container suffix.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Companion => "backend",
+        }
+    }
+}
+
+/// The place one deployment's servers run in.
+pub(crate) trait Site {
+    /// Where a server whose conventional port is `port` listens, as it sees it.
+    fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError>;
+
+    /// Where a companion whose conventional port is `port` listens on the
+    /// server's loopback.
+    fn companion(&mut self, port: u16) -> Result<SocketAddr, DeployError>;
+
+    /// Starts `server` listening on `listen` (the target's), registering it
+    /// for teardown. The server starts before its companion.
+    fn start(
+        &mut self,
+        cx: &Context<'_>,
+        server: &Server,
+        listen: &Listen,
+        role: Role,
+    ) -> Result<Box<dyn Running>, DeployError>;
+
+    /// Where load reaches the server started on `listen`.
+    fn endpoint(&self, listen: &Listen, server: &dyn Running) -> Result<Endpoint, DeployError>;
+
+    /// The network namespace the load generator must run in, if not the host's.
+    fn client_netns(&self) -> Option<&Path> {
+        None
+    }
+}
+
+/// A started server process, however it runs.
+pub(crate) trait Running: Send + Sync {
+    /// Its pid on the host.
+    fn pid(&self) -> i32;
+
+    /// Its own network address, when it has one (a container on a bridge).
+    fn address(&self) -> Option<std::net::IpAddr> {
+        None
+    }
+
+    /// Ok while it runs; else why not.
+    fn alive(&self) -> Result<(), String>;
+
+    /// Its last output lines, for an error message.
+    fn log_tail(&self, lines: usize) -> String;
+
+    /// What the resource monitor follows for it.
+    fn scope(&self) -> crate::Scope;
+
+    /// What its placement adds to the fairness facts.
+    fn described(&self) -> Described;
+}
+
+/// The facts a placement knows about a server beyond /proc.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Described {
+    /// The image it runs from, if any.
+    pub image: Option<String>,
+    /// Where its content and logs live: `image`, `volume` or `host-path`
+    /// (a plain process reads the host directory: what a container gets
+    /// with a bind mount, so the two compare equal).
+    pub storage: String,
+    /// Limits asked for, when the kernel's cgroup files cannot be read.
+    pub cpu_limit: Option<f64>,
+    pub memory_limit: Option<u64>,
+}
+
+/// A handle on one entry of [`PLACEMENTS`]: what [`DeploySpec`] names.
+#[derive(Clone, Copy)]
+pub struct PlacementKind(&'static dyn Placement);
+
+crate::registry::handle!(PlacementKind, Placement, PLACEMENTS, "placement");
+
+impl PlacementKind {
+    /// The reference placement: the first of the registry, the server as a
+    /// plain process on the host.
+    pub fn reference() -> PlacementKind {
+        PlacementKind(PLACEMENTS[0])
+    }
+
+    /// One line: the path load takes.
+    pub fn about(self) -> &'static str {
+        self.0.about()
+    }
+
+    /// Whether it honours `option`.
+    pub fn accepts(self, option: SpecOption) -> bool {
+        self.0.accepts(option)
+    }
+
+    /// The placements that honour `option`, comma-separated (for errors).
+    pub fn accepting(option: SpecOption) -> String {
+        PlacementKind::all()
+            .filter(|p| p.accepts(option))
+            .map(PlacementKind::name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The mechanism it is built on (`process`, `lab`, `docker`): placements
+    /// on one mechanism share its availability.
+    pub fn mechanism(self) -> &'static str {
+        self.0.mechanism().name()
+    }
+
+    /// Whether this machine can run it: what it relies on, or why not.
+    pub fn available(self) -> Result<String, String> {
+        self.0.mechanism().available()
+    }
+}
+
+/// Every distinct mechanism, in registry order.
+pub(crate) fn mechanisms() -> Vec<&'static dyn Mechanism> {
+    let mut out: Vec<&'static dyn Mechanism> = Vec::new();
+    for p in PLACEMENTS {
+        let m = p.mechanism();
+        if !out.iter().any(|o| o.name() == m.name()) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// The placements built on the mechanism `name`, comma-separated.
+pub(crate) fn on_mechanism(name: &str) -> String {
+    names_where(|p| p.mechanism().name() == name)
+}
+
+/// The placements not built on the mechanism `name`, comma-separated.
+pub(crate) fn off_mechanism(name: &str) -> String {
+    names_where(|p| p.mechanism().name() != name)
+}
+
+fn names_where(keep: impl Fn(&dyn Placement) -> bool) -> String {
+    PLACEMENTS
+        .iter()
+        .filter(|p| keep(**p))
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_placement_is_named_once() {
+        let names: Vec<&str> = PlacementKind::all().map(PlacementKind::name).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(PlacementKind::reference().mechanism(), "process");
+    }
+
+    #[test]
+    fn options_are_honoured_by_some_placement_each() {
+        for o in [SpecOption::Container, SpecOption::Netem] {
+            assert!(!PlacementKind::accepting(o).is_empty(), "{o:?}");
+            assert!(!PlacementKind::reference().accepts(o), "{o:?}");
+        }
+    }
+}

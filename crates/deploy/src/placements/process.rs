@@ -1,0 +1,294 @@
+//! The process mechanism: a server as a plain process on the host, or inside
+//! a network namespace tare made (the lab's). Its own process group, so
+//! stopping it stops its workers too.
+
+use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use tare_engine::Endpoint;
+
+use super::{Context, Described, Mechanism, Role, Running, Site};
+use crate::cleanup::CleanupReport;
+use crate::error::DeployError;
+use crate::procfs;
+use crate::spec::Storage;
+use crate::targets::{Listen, Server};
+use crate::teardown::Resource;
+
+/// Plain processes: always available; their leftovers are found through
+/// the deployment directories (`cleanup`), which list every process started.
+pub(crate) struct Processes;
+
+pub(crate) static PROCESSES: Processes = Processes;
+
+impl Mechanism for Processes {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn available(&self) -> Result<String, String> {
+        Ok("plain processes on the host".into())
+    }
+
+    fn cleanup(&self, _report: &mut CleanupReport) {
+        // Deployment directories name their processes; `cleanup` stops them
+        // with the directory, whatever placement made it.
+    }
+}
+
+/// Processes on the host's network or in one network namespace.
+pub(crate) struct HostSite {
+    /// The namespace servers run in (`None`: the host's).
+    pub netns: Option<PathBuf>,
+    /// The address a server binds; `None`: loopback with a free port (the
+    /// host's loopback is shared with everything else).
+    pub bind: Option<IpAddr>,
+    /// Where the generator reaches a server's port; `None`: where it binds.
+    pub front: Option<IpAddr>,
+    /// The namespace the generator runs in, if not the host's.
+    pub client_netns: Option<PathBuf>,
+}
+
+impl HostSite {
+    /// The host itself: loopback, free ports.
+    pub(crate) fn host() -> HostSite {
+        HostSite {
+            netns: None,
+            bind: None,
+            front: None,
+            client_netns: None,
+        }
+    }
+}
+
+impl Site for HostSite {
+    fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
+        match self.bind {
+            Some(ip) => Ok(SocketAddr::new(ip, port)),
+            None => Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
+        }
+    }
+
+    fn companion(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
+        let port = match self.netns {
+            // A namespace of its own: the conventional port.
+            Some(_) => port,
+            None => free_port()?,
+        };
+        Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
+    }
+
+    fn start(
+        &mut self,
+        cx: &Context<'_>,
+        server: &Server,
+        _listen: &Listen,
+        role: Role,
+    ) -> Result<Box<dyn Running>, DeployError> {
+        let child = spawn(
+            server,
+            cx.dir,
+            role.name(),
+            self.netns.as_deref(),
+            cx.spec.server_cpus.as_deref(),
+        )?;
+        let pid = child.id() as i32;
+        cx.teardown.push(Resource::Process(child));
+        Ok(Box::new(ProcessRun {
+            pid,
+            log: cx.dir.join("log").join(format!("{}.out", role.name())),
+        }))
+    }
+
+    fn endpoint(&self, listen: &Listen, _server: &dyn Running) -> Result<Endpoint, DeployError> {
+        Ok(match listen {
+            Listen::Unix(p) => Endpoint::Unix(p.clone()),
+            Listen::Tcp(a) => {
+                Endpoint::Tcp(SocketAddr::new(self.front.unwrap_or(a.ip()), a.port()))
+            }
+        })
+    }
+
+    fn client_netns(&self) -> Option<&Path> {
+        self.client_netns.as_deref()
+    }
+}
+
+/// A started process.
+struct ProcessRun {
+    pid: i32,
+    /// Its stdout and stderr.
+    log: PathBuf,
+}
+
+impl Running for ProcessRun {
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    fn alive(&self) -> Result<(), String> {
+        match procfs::stat(self.pid) {
+            Some(s) if s.state != 'Z' => Ok(()),
+            _ => Err("the process exited".into()),
+        }
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    fn scope(&self) -> crate::Scope {
+        crate::Scope::Pids(vec![self.pid as u32])
+    }
+
+    fn described(&self) -> Described {
+        Described {
+            storage: Storage::HostPath.to_string(),
+            ..Described::default()
+        }
+    }
+}
+
+/// A free TCP port on loopback (bound, read, released).
+pub(crate) fn free_port() -> Result<u16, DeployError> {
+    std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| DeployError::io("finding a free loopback port", e))
+}
+
+/// Name of the file in a deployment directory listing its processes
+/// ("pid:starttime" per line), for `tare cleanup` after a SIGKILL.
+pub(crate) const PIDS_FILE: &str = ".tare-pids";
+
+/// Starts the server, its output in `dir/log/NAME.out`. `netns`: enter this
+/// network namespace first (lab placements); `cpus`: pin to this CPU list
+/// (taskset-style).
+pub(crate) fn spawn(
+    server: &Server,
+    dir: &Path,
+    name: &str,
+    netns: Option<&Path>,
+    cpus: Option<&str>,
+) -> Result<Child, DeployError> {
+    let log_dir = dir.join("log");
+    std::fs::create_dir_all(&log_dir)
+        .map_err(|e| DeployError::io("creating the log directory", e))?;
+    let out = File::create(log_dir.join(format!("{name}.out")))
+        .map_err(|e| DeployError::io("creating the server output file", e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| DeployError::io("server output file", e))?;
+    let ns = netns
+        .map(|p| {
+            File::open(p)
+                .map_err(|e| DeployError::io(format!("network namespace {}", p.display()), e))
+        })
+        .transpose()?;
+    let cpu_set = cpus.map(parse_cpu_list).transpose()?;
+    let run_as = server.run_as;
+
+    let mut cmd = Command::new(&server.binary);
+    cmd.args(&server.args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
+    // SAFETY: only async-signal-safe syscalls between fork and exec. The order
+    // matters: setns and affinity need root, so identity changes come last.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = ns_fd {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(set) = &cpu_set {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some((uid, gid)) = run_as {
+                let groups = [gid];
+                if libc::setgroups(1, groups.as_ptr()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    };
+    let child = cmd
+        .spawn()
+        .map_err(|e| DeployError::io(format!("starting {}", server.binary.display()), e))?;
+    if let Some(id) = procfs::identity(child.id() as libc::pid_t) {
+        use std::io::Write;
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(PIDS_FILE))
+            .and_then(|mut f| writeln!(f, "{id}"));
+    }
+    Ok(child)
+}
+
+/// "0-1,3" → a cpu_set_t.
+pub(crate) fn parse_cpu_list(list: &str) -> Result<libc::cpu_set_t, DeployError> {
+    let bad = || {
+        DeployError::Invalid(format!(
+            "bad CPU list {list:?}: expected e.g. \"1\" or \"0-1,3\""
+        ))
+    };
+    // SAFETY: cpu_set_t is plain data; zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut any = false;
+    for part in list.split(',').map(str::trim) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse::<usize>().map_err(|_| bad())?,
+                b.trim().parse::<usize>().map_err(|_| bad())?,
+            ),
+            None => {
+                let a = part.parse::<usize>().map_err(|_| bad())?;
+                (a, a)
+            }
+        };
+        if b < a || b >= libc::CPU_SETSIZE as usize {
+            return Err(bad());
+        }
+        for c in a..=b {
+            // SAFETY: c < CPU_SETSIZE, checked above.
+            unsafe { libc::CPU_SET(c, &mut set) };
+            any = true;
+        }
+    }
+    if !any {
+        return Err(bad());
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_or_fail_clearly() {
+        assert!(parse_cpu_list("0").is_ok());
+        assert!(parse_cpu_list("0-1,3").is_ok());
+        for bad in ["", "x", "3-1", "99999"] {
+            let e = parse_cpu_list(bad).unwrap_err().to_string();
+            assert!(e.contains("bad CPU list"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Handles on registry entries: [`crate::TargetKind`] and
+//! [`crate::PlacementKind`] are each a `&'static` reference to one entry of
+//! their registry (`targets::TARGETS`, `placements::PLACEMENTS`), named,
+//! compared, printed, parsed and serialized by the entry's name. Nothing
+//! outside an entry's own file spells its name: the registry is the list.
+
+/// Implements the handle type `$handle(&'static dyn $trait)` over the
+/// registry `$list`, with `$what` in parse errors ("unknown placement ...").
+macro_rules! handle {
+    ($handle:ident, $trait:path, $list:path, $what:literal) => {
+        impl $handle {
+            /// The entry's name: on the command line, in experiment files and records.
+            pub fn name(self) -> &'static str {
+                self.0.name()
+            }
+
+            /// Every entry, in registry order.
+            pub fn all() -> impl Iterator<Item = $handle> {
+                $list.iter().map(|e| $handle(*e))
+            }
+
+            /// The entry called `name`.
+            pub fn named(name: &str) -> Result<$handle, $crate::spec::ParseNameError> {
+                $list
+                    .iter()
+                    .find(|e| e.name() == name)
+                    .map(|e| $handle(*e))
+                    .ok_or_else(|| $crate::spec::ParseNameError {
+                        what: $what,
+                        given: name.to_string(),
+                        expected: $list
+                            .iter()
+                            .map(|e| e.name())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+            }
+
+            pub(crate) fn get(self) -> &'static dyn $trait {
+                self.0
+            }
+        }
+
+        impl PartialEq for $handle {
+            fn eq(&self, other: &Self) -> bool {
+                self.name() == other.name()
+            }
+        }
+
+        impl Eq for $handle {}
+
+        impl std::hash::Hash for $handle {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.name().hash(state)
+            }
+        }
+
+        impl std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}({})", stringify!($handle), self.name())
+            }
+        }
+
+        impl std::fmt::Display for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $handle {
+            type Err = $crate::spec::ParseNameError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $handle::named(s)
+            }
+        }
+
+        impl serde::Serialize for $handle {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $handle {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let name = String::deserialize(d)?;
+                $handle::named(&name).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+pub(crate) use handle;
