@@ -22,6 +22,10 @@ pub struct PlanView {
     pub cells: Vec<PlannedCellView>,
     #[serde(default)]
     pub attribution: AttributionChain,
+    /// The cell others are compared with when no chain says (the runner
+    /// picks one in the reference placement).
+    #[serde(default)]
+    pub reference: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -184,6 +184,11 @@ impl Run {
             .collect()
     }
 
+    /// The cell the plan names as the reference for comparisons, if any.
+    pub fn reference(&self) -> Option<&str> {
+        self.plan.as_ref()?.reference.as_deref()
+    }
+
     /// The attribution chain from the plan, if it names one.
     pub fn chain(&self) -> Option<&[String]> {
         let chain = &self.plan.as_ref()?.attribution.chain;

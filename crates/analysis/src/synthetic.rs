@@ -173,6 +173,15 @@ pub fn plan(run_id: &str, cells: &[SynthCell], chain: &[String]) -> PlanView {
             chain: chain.to_vec(),
             dropped: Vec::new(),
         },
+        // As the runner picks it: the first cell in the reference placement.
+        reference: cells
+            .iter()
+            .find(|c| {
+                c.factors
+                    .iter()
+                    .any(|(k, v)| k == "placement" && v == "native")
+            })
+            .map(SynthCell::id),
     }
 }
 

@@ -79,7 +79,8 @@ impl Deployment {
         self.url.clone()
     }
 
-    /// lab-client: the namespace generator threads must enter.
+    /// The namespace the generator's threads must enter, when the placement
+    /// puts the client on another "machine".
     pub fn client_netns(&self) -> Option<&Path> {
         self.client_netns.as_deref()
     }

@@ -190,7 +190,7 @@ fn serve_and_exchange(net: &LabNet) -> Exchange {
     let (port, server) = echo_server(net.server_netns(), net.server_addr());
     let to = net.connect_addr(port);
     let client = exchange(net.client_netns().map(Path::to_path_buf), to)
-        .unwrap_or_else(|e| panic!("{}: exchange with {to}: {e}", net.kind().placement()));
+        .unwrap_or_else(|e| panic!("{:?}: exchange with {to}: {e}", net.kind()));
     let (echoed, peer) = server.join().unwrap().expect("echo server");
     assert_eq!(echoed, (ROUNDS * MESSAGE) as u64);
     match net.kind() {
@@ -216,7 +216,7 @@ fn every_kind_carries_real_bytes_and_leaves_the_host_as_it_was() {
     for kind in LabKind::ALL {
         let before = snapshot();
         let net = LabNet::create(kind, &run_id("bytes"), None)
-            .unwrap_or_else(|e| panic!("{}: {e}", kind.placement()));
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         let id = net.id().to_string();
         assert!(net.server_netns().exists());
         assert_eq!(net.client_netns().is_some(), kind == LabKind::Client);
@@ -226,8 +226,7 @@ fn every_kind_carries_real_bytes_and_leaves_the_host_as_it_was() {
         let during = snapshot();
         assert!(
             !before.diff(&during, &[&id]).is_empty(),
-            "{}: nothing was created",
-            kind.placement()
+            "{kind:?}: nothing was created"
         );
         // Loopback is up inside the namespace: a server could listen there.
         let lo = sh(
@@ -244,8 +243,7 @@ fn every_kind_carries_real_bytes_and_leaves_the_host_as_it_was() {
 
         let result = serve_and_exchange(&net);
         eprintln!(
-            "{}: connect {:?}, min rtt {:?}",
-            kind.placement(),
+            "{kind:?}: connect {:?}, min rtt {:?}",
             result.connect,
             result.min_rtt()
         );
@@ -269,8 +267,7 @@ fn every_kind_carries_real_bytes_and_leaves_the_host_as_it_was() {
                 "the host reached the server"
             );
         }
-        net.teardown()
-            .unwrap_or_else(|e| panic!("{}: {e}", kind.placement()));
+        net.teardown().unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         assert_restored(&before, &[&id]);
     }
 }
@@ -303,14 +300,13 @@ fn netem_adds_its_delay_to_every_round_trip() {
         let added = slow.min_rtt().saturating_sub(base.min_rtt());
         let handshake = slow.connect.saturating_sub(base.connect);
         eprintln!(
-            "{} ({:?}): min rtt {:?} -> {:?} (+{added:?}), connect +{handshake:?} (cold: +{:?})",
-            kind.placement(),
+            "{kind:?} ({:?}): min rtt {:?} -> {:?} (+{added:?}), connect +{handshake:?} (cold: +{:?})",
             delayed.delay_mechanism().unwrap(),
             base.min_rtt(),
             slow.min_rtt(),
             cold.connect.saturating_sub(base.connect),
         );
-        let name = kind.placement();
+        let name = format!("{kind:?}");
         // Lower bounds are hard (no packet of the server escapes the delay),
         // so they compare against the delay itself, not against a baseline a
         // busy machine could inflate.

@@ -16,7 +16,8 @@
 //! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
 //! - [`uring`]: an io_uring completion loop (multishot receive into
 //!   provided buffers), the hot path where the kernel allows it.
-//! - [`netns`]: moving a worker thread into a network namespace (`lab-client`).
+//! - [`netns`]: moving a worker thread into a network namespace (a client
+//!   "machine" tare's namespace lab built).
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
 //!   engine that can run one probe at a given rate.
 

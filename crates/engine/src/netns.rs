@@ -2,7 +2,7 @@
 //!
 //! `setns(CLONE_NEWNET)` changes the namespace of the calling *thread* only, so
 //! a load generator can stand in another namespace ("a client on another
-//! machine", the `lab-client` placement) by having each worker enter it before
+//! machine", as one of the lab's placements puts it) by having each worker enter it before
 //! opening sockets, with no subprocess and no `ip netns exec`.
 
 use std::io;

@@ -1,9 +1,9 @@
 //! Connection tracking: entries in the table
 //! (`/proc/sys/net/netfilter/nf_conntrack_count`) and packets dropped because
 //! it was full or an insert raced (`/proc/net/stat/nf_conntrack`: per-CPU rows
-//! of hex counters, summed). NAT (docker-publish from another host, lab-nat)
-//! needs an entry per connection, so a new-connection-per-request load can
-//! fill the table: seed 001's DNAT slowdown is the kind of cost that shows here.
+//! of hex counters, summed). NAT (a published port reached from another host,
+//! the lab's DNAT placements) needs an entry per connection, so a
+//! new-connection-per-request load can fill the table and pay for it here.
 //!
 //! Absent when the nf_conntrack module is not loaded; the record says so.
 

@@ -108,7 +108,7 @@ impl Report {
             run_id: run.run_id.clone(),
             dir: run.dir.clone(),
             provenance: run.provenance.clone(),
-            vs_reference: vs_reference(&cells, chain_end),
+            vs_reference: vs_reference(&cells, chain_end.or(run.reference().map(String::from))),
             cells,
             failed_cells: run.failed_cells(),
             skipped_cells: run.skipped_cells(),
@@ -119,17 +119,14 @@ impl Report {
     }
 }
 
-fn vs_reference(cells: &[CellStats], chain_end: Option<String>) -> Option<VsReference> {
+/// Every cell against one: the chain's end, else the plan's reference cell
+/// (a plain process on the host), else the first cell.
+fn vs_reference(cells: &[CellStats], reference: Option<String>) -> Option<VsReference> {
     if cells.len() < 2 {
         return None;
     }
-    let reference = chain_end
+    let reference = reference
         .and_then(|id| cells.iter().find(|c| c.cell == id))
-        .or_else(|| {
-            cells
-                .iter()
-                .find(|c| c.factors.values().any(|v| v == "native"))
-        })
         .unwrap_or(&cells[0]);
     let contrasts = cells
         .iter()

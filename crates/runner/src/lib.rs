@@ -4,7 +4,9 @@
 //! - [`experiment`]: the experiment file, checked, expanded into cells.
 //! - [`plan`]: which cells run here, the seed, the interleaved order (`plan.json`).
 //! - [`executor`]: the measurement trait (deploy a cell, load it), with
-//!   [`mock::MockExecutor`] for tests and [`real::RealExecutor`] for real runs.
+//!   [`mock::MockExecutor`] for tests, [`real::RealExecutor`] for real runs
+//!   and [`debug::DebugExecutor`] for `tare run --debug-mode` (real cells,
+//!   specs and fairness; a mock placement and engine).
 //! - [`schedule`]: runs the trials, records each durably, adds adaptive
 //!   rounds ([`adaptive`]), stops cleanly on an interrupt.
 //! - [`rundir`]: the run directory and its files; [`provenance`]: what
@@ -12,6 +14,7 @@
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
 
 pub mod adaptive;
+pub mod debug;
 pub mod executor;
 pub mod experiment;
 pub mod interrupt;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_engine::splitmix::SplitMix64;
 
-use crate::experiment::{Experiment, LoadSettings, TargetKind, TrialPolicy};
+use crate::experiment::{Experiment, LoadSettings, PlacementKind, TargetKind, TrialPolicy};
 
 /// Everything `--resume` needs besides the experiment file and the trials.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -33,6 +33,10 @@ pub struct Plan {
     /// The attribution chain as cell ids, baseline first; cells skipped on
     /// this machine are left out (`attribution_dropped` says which).
     pub attribution: Attribution,
+    /// The cell reports compare the others with when no chain says: the
+    /// first that runs here in the reference placement (a plain process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -91,6 +95,12 @@ impl Plan {
         if chain.len() < 2 {
             chain.clear();
         }
+        let reference = exp
+            .cells
+            .iter()
+            .zip(&cells)
+            .find(|(c, p)| p.skipped.is_none() && c.placement() == PlacementKind::reference())
+            .map(|(c, _)| c.id.clone());
         Plan {
             run_id: run_id.to_string(),
             experiment: exp.name.clone(),
@@ -101,6 +111,7 @@ impl Plan {
             trials: exp.trials.clone(),
             load: exp.load.clone(),
             attribution: Attribution { chain, dropped },
+            reference,
         }
     }
 

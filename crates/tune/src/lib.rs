@@ -66,7 +66,7 @@ pub struct TuneOptions {
     pub config: PathBuf,
     /// Static server, reverse proxy, or decided from the config.
     pub target: TargetChoice,
-    /// Where nginx runs (`native`, `docker-host`, ...).
+    /// Where nginx runs (any placement; `tare doctor` lists them).
     pub placement: String,
     pub connections: u32,
     pub threads: u32,

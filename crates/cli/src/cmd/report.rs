@@ -21,7 +21,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Attribution chain, one cell id per flag, baseline first (overrides
-    /// the plan's chain), e.g. `--chain placement=docker-publish --chain placement=native`.
+    /// the plan's chain), e.g. `--chain config=default --chain config=tuned`.
     #[arg(long = "chain", value_name = "CELL")]
     pub chain: Vec<String>,
 }

@@ -8,11 +8,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use tare_report::{exporter, Format, Report};
+use tare_runner::debug::DebugExecutor;
 use tare_runner::observer::{Bars, Observer};
 use tare_runner::provenance::Provenance;
 use tare_runner::real::RealExecutor;
 use tare_runner::session::{self, Session};
-use tare_runner::{Experiment, Outcome, RunDir};
+use tare_runner::{Executor, Experiment, Outcome, RunDir};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -30,6 +31,13 @@ pub struct RunArgs {
     /// No progress bar (notes and the report still print).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Deploy nothing and generate no load: a mock placement and engine
+    /// give every cell a fixed, made-up throughput (no cool-downs), so the
+    /// rest of a run (cells, specs, the fairness check, records, the report)
+    /// can be tried in a second. For testing tare itself, as hyperfine's
+    /// --debug-mode; the report says "debug mode" in every result's target.
+    #[arg(long)]
+    pub debug_mode: bool,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -44,10 +52,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let interrupt = tare_runner::interrupt::install(tare_deploy::teardown_all)
         .context("cannot install the Ctrl-C handler")?;
     let mut notes = Notes;
+    let executor = |exp: &Experiment, dir: &std::path::Path| -> Box<dyn Executor> {
+        if args.debug_mode {
+            Box::new(DebugExecutor::new(exp, dir))
+        } else {
+            Box::new(RealExecutor::new(exp, dir, interrupt.clone()))
+        }
+    };
     let (session, mut exec) = match &args.resume {
         Some(dir) => {
-            let s = session::resume(dir)?;
-            let exec = RealExecutor::new(&s.exp, &s.dir.path, interrupt.clone());
+            let mut s = session::resume(dir)?;
+            if args.debug_mode {
+                s.exp.trials.cooldown = std::time::Duration::ZERO;
+            }
+            let exec = executor(&s.exp, &s.dir.path);
             eprintln!(
                 "tare run: resuming {} in {}",
                 s.exp.name,
@@ -56,10 +74,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             (s, exec)
         }
         None => {
-            let exp = experiment(&args)?;
+            let mut exp = experiment(&args)?;
+            if args.debug_mode {
+                // Nothing runs, so nothing needs to cool down.
+                exp.trials.cooldown = std::time::Duration::ZERO;
+            }
             let cwd = std::env::current_dir().context("no current directory")?;
             let dir = RunDir::create(args.out.as_deref(), &cwd)?;
-            let mut exec = RealExecutor::new(&exp, &dir.path, interrupt.clone());
+            let mut exec = executor(&exp, &dir.path);
             eprintln!(
                 "tare run: {}: {} cells x {} trials ({} load each, {} warm-up) into {}",
                 exp.name,
@@ -69,7 +91,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 humantime::format_duration(exp.load.warmup),
                 dir.path.display()
             );
-            let s = session::begin(exp, dir, &mut exec, &mut notes, &Provenance::collect())?;
+            let s = session::begin(exp, dir, exec.as_mut(), &mut notes, &Provenance::collect())?;
             (s, exec)
         }
     };
@@ -78,7 +100,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Box::new(Bars::new())
     };
-    let summary = session.run(&mut exec, observer.as_mut(), &interrupt)?;
+    let summary = session.run(exec.as_mut(), observer.as_mut(), &interrupt)?;
     drop(observer);
     let dir = session.dir.path.display().to_string();
     if summary.outcome == Outcome::Interrupted {

@@ -19,9 +19,10 @@ pub struct TuneArgs {
     /// the config has proxy_pass.
     #[arg(long, default_value = "auto", value_parser = ["auto", "nginx", "nginx-proxy"])]
     pub target: String,
-    /// Where nginx runs while measured (native, docker-host, lab-bridge, ...).
-    #[arg(long, default_value = "native")]
-    pub placement: String,
+    /// Where nginx runs while measured (any placement `tare doctor` lists;
+    /// default: the reference, a plain process on the host).
+    #[arg(long, default_value_t = tare_deploy::PlacementKind::reference())]
+    pub placement: tare_deploy::PlacementKind,
     /// Connections of the load.
     #[arg(short = 'c', long, default_value_t = 200)]
     pub connections: u32,
@@ -71,7 +72,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let opts = TuneOptions {
         config: args.config.clone(),
         target,
-        placement: args.placement.clone(),
+        placement: args.placement.to_string(),
         connections: args.connections,
         threads: args.threads,
         duration: args.duration,

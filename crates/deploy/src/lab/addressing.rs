@@ -1,10 +1,10 @@
 //! Subnets for lab networks: each gets its own /27 of 10.213.0.0/16 (2048
-//! blocks), and a loopback front address 127.213.x.y for `lab-nat`.
+//! blocks), and a loopback front address 127.213.x.y for `LabKind::Nat`.
 //!
 //! Layout of one block (base B):
-//! - B+1 host side, B+2 server (a /30 for `lab-veth`, a /28 on the bridge
+//! - B+1 host side, B+2 server (a /30 for `LabKind::Veth`, a /28 on the bridge
 //!   for the others);
-//! - B+17 a second host address on the bridge, B+18 the client (`lab-client`,
+//! - B+17 a second host address on the bridge, B+18 the client (`LabKind::Client`,
 //!   a /28 of its own, so client and server are on different subnets and
 //!   every packet between them is routed through the host, as from a LAN
 //!   client to a published port).
@@ -43,7 +43,7 @@ impl Block {
     }
 
     /// A loopback address only this block uses: the DNAT front of
-    /// `lab-nat`, reached like Docker's 127.0.0.1:PORT but without taking
+    /// `LabKind::Nat`, reached like Docker's 127.0.0.1:PORT but without taking
     /// any port on 127.0.0.1. 127.0.0.0/8 is all loopback (RFC 1122 3.2.1.3).
     pub(crate) fn loopback_front(self) -> Ipv4Addr {
         Ipv4Addr::new(

@@ -61,16 +61,6 @@ impl LabKind {
         LabKind::Nat,
         LabKind::Client,
     ];
-
-    /// The placement's name on the command line and in records.
-    pub fn placement(self) -> &'static str {
-        match self {
-            LabKind::Veth => "lab-veth",
-            LabKind::Bridge => "lab-bridge",
-            LabKind::Nat => "lab-nat",
-            LabKind::Client => "lab-client",
-        }
-    }
 }
 
 /// One lab network. Dropping it tears down everything it made.

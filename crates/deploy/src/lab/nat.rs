@@ -1,14 +1,14 @@
-//! The nftables rules of `lab-nat` and `lab-client`, and the hole a lab bridge
+//! The nftables rules of [`LabKind::Nat`] and [`LabKind::Client`], and the hole a lab bridge
 //! needs in a forward chain whose policy is drop (Docker sets one).
 //!
-//! `lab-nat` reproduces Docker's published port with `--userland-proxy=false`
+//! `LabKind::Nat` reproduces Docker's published port with `--userland-proxy=false`
 //! reached from the host on loopback (libnetwork's iptables rules: a nat
 //! OUTPUT DNAT, `route_localnet=1` on the bridge, and a MASQUERADE of
 //! loopback sources leaving through the bridge). The only difference: the
 //! front is 127.213.x.y, a loopback address of this lab alone, with every TCP
 //! port forwarded unchanged, so a lab net takes no port on 127.0.0.1.
 //!
-//! `lab-client` reproduces a LAN client reaching a published port: a
+//! `LabKind::Client` reproduces a LAN client reaching a published port: a
 //! PREROUTING DNAT of the host's address on the client's subnet, then routed
 //! (forwarded) to the server, with no masquerade, so the server sees the
 //! client's own address, as a container sees a LAN client's.
@@ -23,7 +23,7 @@ use super::LabError;
 const DSTNAT: i32 = -100;
 const SRCNAT: i32 = 100;
 
-/// The `lab-nat` table: loopback front → server, as libnetwork does it.
+/// The `LabKind::Nat` table: loopback front → server, as libnetwork does it.
 pub(crate) fn loopback_dnat(
     table: &str,
     front: Ipv4Addr,
@@ -45,7 +45,7 @@ pub(crate) fn loopback_dnat(
     )
 }
 
-/// The `lab-client` table: the host's address on the bridge → server, for
+/// The `LabKind::Client` table: the host's address on the bridge → server, for
 /// packets arriving from the bridge (the LAN side).
 pub(crate) fn lan_dnat(table: &str, front: Ipv4Addr, server: Ipv4Addr, bridge: &str) -> String {
     format!(

@@ -54,7 +54,7 @@ impl CpuPerRequest {
 }
 
 /// How a change of factor moved the machine's CPU per request, and where the
-/// difference landed ("docker-publish: +9.0 µs/request, 70% of it in docker-proxy").
+/// difference landed ("placement=A → placement=B: +9.0 µs/request, 70% of it in docker-proxy").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CostShift {
     pub total_us: f64,

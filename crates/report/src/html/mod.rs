@@ -166,7 +166,7 @@ impl Naming {
         }
     }
 
-    /// `docker-host, tuned, off`; the cell id when it has no factors.
+    /// `A, tuned, off`; the cell id when it has no factors.
     pub fn label_of(&self, factors: &BTreeMap<String, String>, id: &str) -> String {
         let v: Vec<&str> = self
             .order

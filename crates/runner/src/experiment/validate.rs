@@ -134,11 +134,14 @@ fn cells(loc: &Locator, raw: &RawExperiment, configs: &[String]) -> Result<(Fact
         )),
         (Some(f), None) => product(loc, f.get_ref(), configs),
         (None, Some(list)) => explicit(loc, list, configs),
-        // One cell: repeated trials of one setup.
-        (None, None) => Ok((
-            vec![(FactorKind::Placement, vec!["native".into()])],
-            vec![Cell::new(vec![("placement".into(), "native".into())])],
-        )),
+        // One cell: repeated trials of one setup, in the reference placement.
+        (None, None) => {
+            let reference = PlacementKind::reference().name().to_string();
+            Ok((
+                vec![(FactorKind::Placement, vec![reference.clone()])],
+                vec![Cell::new(vec![("placement".into(), reference)])],
+            ))
+        }
     }
 }
 
