@@ -367,6 +367,7 @@ fn tare_serve_in_every_supported_placement() {
         let server = d.facts().server_pid.unwrap();
         assert!(
             d.facts()
+                .process
                 .server_version
                 .as_deref()
                 .unwrap_or("")

@@ -174,10 +174,13 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
         assert_eq!(f.target, "nginx-proxy");
         let b = f.backend.clone().expect("backend facts");
         let tare = std::fs::canonicalize(TARE).unwrap();
-        assert_eq!(b.binary_path, tare.display().to_string());
-        assert_eq!(b.binary_sha256.as_ref().map(String::len), Some(64));
+        assert_eq!(b.process.binary_path, tare.display().to_string());
+        assert_eq!(b.process.binary_sha256.as_ref().map(String::len), Some(64));
         assert!(b.endpoint.starts_with("127.0.0.1:"), "{b:?}");
-        assert!(b.nofile_soft.is_some() && b.cpus_visible.is_some(), "{b:?}");
+        assert!(
+            b.process.nofile_soft.is_some() && b.process.cpus_visible.is_some(),
+            "{b:?}"
+        );
         if placement.mechanism() == "docker" {
             assert!(f.image.as_deref().unwrap_or("").starts_with("tare/nginx:"));
             let img = b.image.as_deref().unwrap_or("");

@@ -22,9 +22,47 @@ pub struct Facts {
     pub variant: String,
     pub transport: String,
     pub endpoint: String,
-    /// The image the server ran from (docker placements).
+    /// The image the server ran from (container placements).
     pub image: Option<String>,
-    /// The server binary's path (inside the container, for docker placements).
+    /// The server process: binary, config, limits.
+    #[serde(flatten)]
+    pub process: ProcessFacts,
+    pub access_log: String,
+    /// `image` (overlayfs), `volume` or `host-path` (bind mount; a plain
+    /// process too).
+    pub storage: String,
+    /// Filesystem type of the access log / served content as the server sees it.
+    pub log_fs: Option<String>,
+    pub content_fs: Option<String>,
+    /// Host pid of the server (master) process.
+    pub server_pid: Option<i32>,
+    /// A target's companion (nginx-proxy's `tare serve` backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendFacts>,
+}
+
+/// What a target's companion is (nginx-proxy's backend), measured from /proc
+/// of its process like the server, so a difference between placements is
+/// found on either side.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendFacts {
+    /// Its target (`tare-serve`).
+    pub target: String,
+    /// Where the server reaches it, in the server's network namespace.
+    pub endpoint: String,
+    pub image: Option<String>,
+    #[serde(flatten)]
+    pub process: ProcessFacts,
+    /// Host pid of its process.
+    pub pid: Option<i32>,
+}
+
+/// What one server process is, whatever runs it: the same measurements for
+/// a target and for its companion.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessFacts {
+    /// The binary's path (inside the container, for a container: the same
+    /// as on the host, as tare's images keep host paths).
     pub binary_path: String,
     /// sha256 of the binary (hex); `None` for a user image tare did not build.
     pub binary_sha256: Option<String>,
@@ -32,97 +70,91 @@ pub struct Facts {
     /// sha256 of the effective config with the listen address and the
     /// deployment's own paths blanked, so placements compare by content.
     pub config_sha256: String,
-    pub access_log: String,
-    /// Open-file limit (soft, hard) of the server process; `None` is unlimited.
+    /// Open-file limit (soft, hard); `None` is unlimited.
     pub nofile_soft: Option<u64>,
     pub nofile_hard: Option<u64>,
-    /// `Cpus_allowed_list` of the server process.
+    /// `Cpus_allowed_list`.
     pub cpus_allowed: Option<String>,
     pub cpus_visible: Option<usize>,
     /// CPU quota in CPUs (cgroup limit, `--cpus`), `None` if unlimited.
     pub cpu_limit: Option<f64>,
     /// Memory limit in bytes, `None` if unlimited.
     pub memory_limit: Option<u64>,
-    /// `image` (overlayfs), `volume` or `host-path` (bind mount; native and lab too).
-    pub storage: String,
-    /// Filesystem type of the access log / served content as the server sees it.
-    pub log_fs: Option<String>,
-    pub content_fs: Option<String>,
     /// `filter` (a seccomp profile applies), `disabled`, or unknown.
     pub seccomp: Option<String>,
-    /// Host pid of the server (master) process.
-    pub server_pid: Option<i32>,
-    /// nginx-proxy: the `tare serve` backend behind nginx.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<BackendFacts>,
 }
 
-/// What nginx-proxy's backend is, measured from /proc of its process like
-/// the server, so a difference between placements is found on either side.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct BackendFacts {
-    /// `tare-serve`.
-    pub target: String,
-    /// Where nginx reaches it, in nginx's network namespace.
-    pub endpoint: String,
-    pub image: Option<String>,
-    pub binary_path: String,
-    pub binary_sha256: Option<String>,
-    pub server_version: Option<String>,
-    /// sha256 of its settings (`serve --body-size N`).
-    pub config_sha256: String,
-    pub nofile_soft: Option<u64>,
-    pub nofile_hard: Option<u64>,
-    pub cpus_allowed: Option<String>,
-    pub cpus_visible: Option<usize>,
-    pub cpu_limit: Option<f64>,
-    pub memory_limit: Option<u64>,
-    pub seccomp: Option<String>,
-    /// Host pid of the `tare serve` process.
-    pub pid: Option<i32>,
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "unknown".into(), |v| v.to_string())
 }
 
-impl Facts {
-    /// The facts compared by [`fairness`], by name, as display strings.
-    pub fn compared(&self) -> BTreeMap<&'static str, String> {
-        fn opt<T: ToString>(v: &Option<T>) -> String {
-            v.as_ref()
-                .map_or_else(|| "unknown".into(), |v| v.to_string())
+fn limit<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "unlimited".into(), |v| v.to_string())
+}
+
+impl ProcessFacts {
+    /// Measures process `pid` running `server` (a user image's binary is
+    /// not tare's to vouch for: `vouch` false leaves hash and version out).
+    fn of(pid: i32, server: &Server, vouch: bool) -> ProcessFacts {
+        let l = procfs::limits(pid);
+        ProcessFacts {
+            binary_path: server.binary.display().to_string(),
+            binary_sha256: vouch
+                .then(|| targets::file_sha256(&server.binary).ok())
+                .flatten(),
+            server_version: vouch
+                .then(|| server.kind.get().version(&server.binary))
+                .flatten(),
+            config_sha256: server.config_sha256.clone(),
+            nofile_soft: l.nofile_soft,
+            nofile_hard: l.nofile_hard,
+            cpus_allowed: l.cpus_allowed,
+            cpus_visible: l.cpus_visible,
+            cpu_limit: l.cpu_limit,
+            memory_limit: l.memory_limit,
+            seccomp: l.seccomp,
         }
-        fn limit<T: ToString>(v: &Option<T>) -> String {
-            v.as_ref()
-                .map_or_else(|| "unlimited".into(), |v| v.to_string())
-        }
-        let mut m = BTreeMap::new();
-        m.insert("binary_path", self.binary_path.clone());
-        m.insert("binary_sha256", opt(&self.binary_sha256));
-        m.insert("server_version", opt(&self.server_version));
-        m.insert("config_sha256", self.config_sha256.clone());
-        m.insert("access_log", self.access_log.clone());
-        m.insert(
+    }
+
+    /// Its compared facts, each name prefixed with `prefix`.
+    fn compared(&self, prefix: &str, m: &mut BTreeMap<String, String>) {
+        let mut put = |name: &str, value: String| {
+            m.insert(format!("{prefix}{name}"), value);
+        };
+        put("binary_path", self.binary_path.clone());
+        put("binary_sha256", opt(&self.binary_sha256));
+        put("server_version", opt(&self.server_version));
+        put("config_sha256", self.config_sha256.clone());
+        put(
             "nofile",
             format!("{}/{}", limit(&self.nofile_soft), limit(&self.nofile_hard)),
         );
-        m.insert("cpus_visible", opt(&self.cpus_visible));
-        m.insert("cpu_limit", limit(&self.cpu_limit));
-        m.insert("memory_limit", limit(&self.memory_limit));
-        m.insert("storage", self.storage.clone());
-        m.insert("log_fs", opt(&self.log_fs));
-        m.insert("content_fs", opt(&self.content_fs));
-        m.insert("seccomp", opt(&self.seccomp));
-        m.insert("transport", self.transport.clone());
+        put("cpus_visible", opt(&self.cpus_visible));
+        put("cpu_limit", limit(&self.cpu_limit));
+        put("memory_limit", limit(&self.memory_limit));
+        put("seccomp", opt(&self.seccomp));
+    }
+}
+
+impl Facts {
+    /// The facts compared by [`fairness`], by name, as display strings; a
+    /// companion's are prefixed `backend_`.
+    pub fn compared(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        self.process.compared("", &mut m);
+        for (name, value) in [
+            ("access_log", self.access_log.clone()),
+            ("storage", self.storage.clone()),
+            ("log_fs", opt(&self.log_fs)),
+            ("content_fs", opt(&self.content_fs)),
+            ("transport", self.transport.clone()),
+        ] {
+            m.insert(name.to_string(), value);
+        }
         if let Some(b) = &self.backend {
-            m.insert("backend_binary_sha256", opt(&b.binary_sha256));
-            m.insert("backend_server_version", opt(&b.server_version));
-            m.insert("backend_config_sha256", b.config_sha256.clone());
-            m.insert(
-                "backend_nofile",
-                format!("{}/{}", limit(&b.nofile_soft), limit(&b.nofile_hard)),
-            );
-            m.insert("backend_cpus_visible", opt(&b.cpus_visible));
-            m.insert("backend_cpu_limit", limit(&b.cpu_limit));
-            m.insert("backend_memory_limit", limit(&b.memory_limit));
-            m.insert("backend_seccomp", opt(&b.seccomp));
+            b.process.compared("backend_", &mut m);
         }
         m
     }
@@ -167,7 +199,7 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
         .iter()
         .flat_map(|f| excused_by(f).iter().copied().chain(std::iter::once(*f)))
         .collect();
-    let maps: Vec<(&str, BTreeMap<&str, String>)> = cells
+    let maps: Vec<(&str, BTreeMap<String, String>)> = cells
         .iter()
         .map(|(n, f)| (n.as_str(), f.compared()))
         .collect();
@@ -176,7 +208,7 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
     };
     let mut out = Vec::new();
     for fact in first.keys() {
-        if excused.contains(fact) {
+        if excused.contains(&fact.as_str()) {
             continue;
         }
         let values: Vec<(String, String)> = maps
@@ -210,42 +242,24 @@ pub(crate) fn measure(
     // nginx's master sets up; a worker serves (worker_rlimit_nofile applies
     // there), so describe a child when there is one.
     let worker = procfs::first_child(pid).unwrap_or(pid);
-    let limits = procfs::limits(worker);
+    let mut process = ProcessFacts::of(worker, server, spec.image.is_none());
     let described = running.described();
-    let user_image = spec.image.is_some();
-    let kind = spec.target.kind;
+    // What the kernel enforces on the server (its cgroup), falling back to
+    // what the placement asked for if the cgroup files are not readable.
+    process.cpu_limit = process.cpu_limit.or(described.cpu_limit);
+    process.memory_limit = process.memory_limit.or(described.memory_limit);
     Facts {
-        target: kind.to_string(),
+        target: spec.target.kind.to_string(),
         placement: spec.placement.to_string(),
         variant: spec.target.variant.clone(),
         transport: spec.transport.to_string(),
         endpoint: endpoint.to_string(),
         image: described.image,
-        binary_path: server.binary.display().to_string(),
-        binary_sha256: if user_image {
-            None
-        } else {
-            targets::file_sha256(&server.binary).ok()
-        },
-        server_version: if user_image {
-            None
-        } else {
-            kind.get().version(&server.binary)
-        },
-        config_sha256: server.config_sha256.clone(),
+        process,
         access_log: server.access_log.clone(),
-        nofile_soft: limits.nofile_soft,
-        nofile_hard: limits.nofile_hard,
-        cpus_visible: limits.cpus_visible,
-        cpus_allowed: limits.cpus_allowed,
-        // What the kernel enforces on the server (its cgroup), falling back
-        // to what the placement asked for if the cgroup files are not readable.
-        cpu_limit: limits.cpu_limit.or(described.cpu_limit),
-        memory_limit: limits.memory_limit.or(described.memory_limit),
         storage: described.storage,
         log_fs: procfs::fs_type(worker, &server.log_path),
         content_fs: procfs::fs_type(worker, &server.content_path),
-        seccomp: limits.seccomp,
         server_pid: Some(pid),
         backend: None,
     }
@@ -259,22 +273,11 @@ impl BackendFacts {
         running: &dyn Running,
     ) -> BackendFacts {
         let pid = running.pid();
-        let l = procfs::limits(pid);
         BackendFacts {
             target: server.kind.to_string(),
             endpoint: addr.to_string(),
             image: running.described().image,
-            binary_path: server.binary.display().to_string(),
-            binary_sha256: targets::file_sha256(&server.binary).ok(),
-            server_version: server.kind.get().version(&server.binary),
-            config_sha256: server.config_sha256.clone(),
-            nofile_soft: l.nofile_soft,
-            nofile_hard: l.nofile_hard,
-            cpus_allowed: l.cpus_allowed,
-            cpus_visible: l.cpus_visible,
-            cpu_limit: l.cpu_limit,
-            memory_limit: l.memory_limit,
-            seccomp: l.seccomp,
+            process: ProcessFacts::of(pid, server, true),
             pid: Some(pid),
         }
     }
@@ -290,7 +293,10 @@ mod tests {
             Facts {
                 placement: placement.into(),
                 log_fs: Some(log_fs.into()),
-                config_sha256: "abc".into(),
+                process: ProcessFacts {
+                    config_sha256: "abc".into(),
+                    ..ProcessFacts::default()
+                },
                 ..Facts::default()
             },
         )
@@ -325,8 +331,11 @@ mod tests {
         let with = |name: &str, nofile: u64, seccomp: &str| {
             let mut c = cell(name, "ext4", name);
             c.1.backend = Some(BackendFacts {
-                nofile_soft: Some(nofile),
-                seccomp: Some(seccomp.into()),
+                process: ProcessFacts {
+                    nofile_soft: Some(nofile),
+                    seccomp: Some(seccomp.into()),
+                    ..ProcessFacts::default()
+                },
                 ..BackendFacts::default()
             });
             c
@@ -346,7 +355,7 @@ mod tests {
     #[test]
     fn config_difference_is_excused_only_by_variant() {
         let mut b = cell("b", "ext4", "native");
-        b.1.config_sha256 = "def".into();
+        b.1.process.config_sha256 = "def".into();
         let cells = [cell("a", "ext4", "native"), b];
         assert_eq!(fairness(&cells, &["placement"])[0].fact, "config_sha256");
         assert!(fairness(&cells, &["variant"]).is_empty());

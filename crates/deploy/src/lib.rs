@@ -36,7 +36,7 @@ pub use deployment::{deploy, Deployment, Scope, Watch};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
-pub use facts::{fairness, BackendFacts, Facts, Finding};
+pub use facts::{fairness, BackendFacts, Facts, Finding, ProcessFacts};
 pub use placements::SpecOption;
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,

@@ -63,9 +63,9 @@ fn nginx_in_every_docker_placement() {
         let host =
             tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap()))
                 .unwrap();
-        assert_eq!(f.binary_path, host.display().to_string());
+        assert_eq!(f.process.binary_path, host.display().to_string());
         assert_eq!(f.storage, "image");
-        assert_eq!(f.seccomp.as_deref(), Some("filter"), "{f:?}");
+        assert_eq!(f.process.seccomp.as_deref(), Some("filter"), "{f:?}");
         d.stop().unwrap();
         assert_eq!(
             support::left_behind(&before, &support::machine_state(), &run),
@@ -177,15 +177,15 @@ fn storage_and_seccomp_are_measured_facts() {
     // bind mount, on the same filesystem as native.
     assert!(i.log_fs.as_deref().unwrap().contains("overlay"), "{i:?}");
     assert_eq!(h.log_fs, n.log_fs, "{h:?}");
-    assert_eq!(h.seccomp.as_deref(), Some("disabled"));
-    assert_eq!(h.memory_limit, Some(512 << 20));
-    assert_eq!(h.cpu_limit, Some(1.5));
-    assert_eq!(i.cpu_limit, n.cpu_limit);
+    assert_eq!(h.process.seccomp.as_deref(), Some("disabled"));
+    assert_eq!(h.process.memory_limit, Some(512 << 20));
+    assert_eq!(h.process.cpu_limit, Some(1.5));
+    assert_eq!(i.process.cpu_limit, n.process.cpu_limit);
     // Same binary and config everywhere; the fairness check names the rest.
-    assert_eq!(n.binary_sha256, i.binary_sha256);
-    assert_eq!(n.config_sha256, i.config_sha256);
+    assert_eq!(n.process.binary_sha256, i.process.binary_sha256);
+    assert_eq!(n.process.config_sha256, i.process.config_sha256);
     assert_eq!(
-        n.nofile_soft, i.nofile_soft,
+        n.process.nofile_soft, i.process.nofile_soft,
         "nofile is matched by construction"
     );
     let cells = [

@@ -29,12 +29,18 @@ fn nginx_default_and_tuned_serve_the_file_and_leave_nothing() {
         let f = d.facts().clone();
         assert_eq!(f.placement, "native");
         assert!(
-            f.server_version.as_deref().unwrap_or("").contains("nginx/"),
+            f.process
+                .server_version
+                .as_deref()
+                .unwrap_or("")
+                .contains("nginx/"),
             "{f:?}"
         );
-        assert_eq!(f.binary_sha256.as_ref().map(String::len), Some(64));
+        assert_eq!(f.process.binary_sha256.as_ref().map(String::len), Some(64));
         assert!(
-            f.log_fs.is_some() && f.nofile_soft.is_some() && f.cpus_visible.is_some(),
+            f.log_fs.is_some()
+                && f.process.nofile_soft.is_some()
+                && f.process.cpus_visible.is_some(),
             "{f:?}"
         );
         assert_eq!(
@@ -96,7 +102,10 @@ fn config_hash_ignores_where_the_deployment_lives() {
     ))
     .unwrap();
     assert_ne!(a.endpoint(), b.endpoint());
-    assert_eq!(a.facts().config_sha256, b.facts().config_sha256);
+    assert_eq!(
+        a.facts().process.config_sha256,
+        b.facts().process.config_sha256
+    );
     let cells = [
         ("a".to_string(), a.facts().clone()),
         ("b".to_string(), b.facts().clone()),
@@ -119,6 +128,7 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
         assert!(d.url().starts_with("postgres://"), "{}", d.url());
         assert!(
             d.facts()
+                .process
                 .server_version
                 .as_deref()
                 .unwrap_or("")

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use tare_deploy::{DeploySpec, Facts, SpecOption, Storage};
+use tare_deploy::{DeploySpec, Facts, ProcessFacts, SpecOption, Storage};
 use tare_record::LoadResult;
 
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
@@ -150,21 +150,23 @@ fn facts(spec: &DeploySpec) -> Facts {
         transport: spec.transport.to_string(),
         endpoint: format!("mock:{}", spec.placement),
         image: container.then(|| format!("tare/{}:debug", spec.target.kind)),
-        binary_path: format!("/debug/{}", spec.target.kind),
-        binary_sha256: Some("0".repeat(64)),
-        server_version: Some("debug".into()),
-        config_sha256: format!("{}/{access_log}", spec.target.variant),
+        process: ProcessFacts {
+            binary_path: format!("/debug/{}", spec.target.kind),
+            binary_sha256: Some("0".repeat(64)),
+            server_version: Some("debug".into()),
+            config_sha256: format!("{}/{access_log}", spec.target.variant),
+            nofile_soft: Some(1024),
+            nofile_hard: Some(524_288),
+            cpus_allowed: Some("0-1".into()),
+            cpus_visible: Some(2),
+            cpu_limit: spec.container.cpus,
+            memory_limit: spec.container.memory,
+            seccomp: Some(seccomp.into()),
+        },
         access_log,
-        nofile_soft: Some(1024),
-        nofile_hard: Some(524_288),
-        cpus_allowed: Some("0-1".into()),
-        cpus_visible: Some(2),
-        cpu_limit: spec.container.cpus,
-        memory_limit: spec.container.memory,
         storage: storage.to_string(),
         log_fs: Some(fs.into()),
         content_fs: Some(fs.into()),
-        seccomp: Some(seccomp.into()),
         server_pid: None,
         backend: None,
     }
