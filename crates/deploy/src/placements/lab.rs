@@ -23,7 +23,10 @@ impl Mechanism for Lab {
     fn available(&self) -> Result<String, String> {
         lab::available()?;
         Ok(match lab::delay_available() {
-            Ok(m) => format!("root, ip, nft and tc present; delay by {m:?}"),
+            Ok(lab::DelayMechanism::Netem) => "root, ip, nft and tc present; delay by netem".into(),
+            Ok(lab::DelayMechanism::DelayLine) => {
+                "root, ip, nft and tc present; delay by tare's delay line (no netem here)".into()
+            }
             Err(e) => format!("root, ip, nft and tc present; no delay injection ({e})"),
         })
     }
@@ -39,9 +42,10 @@ impl Mechanism for Lab {
             })
             .collect();
         facts.push((
-            "netem".into(),
-            match lab::netem_available() {
-                Ok(()) => "available".into(),
+            "delay injection".into(),
+            match lab::delay_available() {
+                Ok(lab::DelayMechanism::Netem) => "netem".into(),
+                Ok(lab::DelayMechanism::DelayLine) => "tare's delay line (no netem here)".into(),
                 Err(e) => e,
             },
         ));
