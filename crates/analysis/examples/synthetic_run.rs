@@ -1,5 +1,6 @@
-//! Writes a synthetic run directory (seed 000's five-cell chain) for trying
-//! `tare report` and `tare compare` without generating load:
+//! Writes a synthetic run directory (seed 000's five-cell chain:
+//! docs/studies.md, seed 000) for trying `tare report` and `tare compare`
+//! without generating load:
 //!
 //! ```text
 //! cargo run -p tare-analysis --features synthetic --example synthetic_run -- /tmp/tare-a 5 1

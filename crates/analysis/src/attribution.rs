@@ -1,12 +1,15 @@
-//! Attribution: seed 000's waterfall, computed. Along an ordered chain of
-//! cells, each differing from the one before by exactly one factor, the
-//! total throughput gap (last - first) is split into the steps' changes;
-//! each step's share of the gap carries a bootstrap interval, and each step a
-//! Mann-Whitney call against the step before.
+//! Attribution: seed 000's waterfall, computed (docs/studies.md, seed 000,
+//! "The post's attribution"). Along an ordered chain of cells, each differing
+//! from the one before by exactly one factor, the total throughput gap (last -
+//! first) is split into the steps' changes; each step's share of the gap
+//! carries a bootstrap interval, and each step a Mann-Whitney call against the
+//! step before.
 //!
-//! Seed 000 by hand: 9.9k (bridge + published port) → 27.5k (host network)
-//! → 30k (tuned config) → 36.5k (access_log off) → 39k (native): the
-//! published port is 60% of the gap, the container itself 9%.
+//! Seed 000's results read as a chain, by hand, in that section: 9.9k
+//! (bridge + published port) → 27.5k (host network) → 30k (tuned config) →
+//! 36.5k (access_log off) → 39k (native): the published port is 60% of the
+//! gap, the container itself 9% (its computed shares; the post itself states
+//! ~30-40% and ~7-8%).
 //!
 //! Shares telescope: the step deltas add up to the gap exactly, so the shares
 //! sum to 100% whatever the noise; their *intervals* come from one joint

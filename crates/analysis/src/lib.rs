@@ -1,8 +1,8 @@
 //! Statistics and attribution over recorded runs.
 //!
-//! Analysis only *reads* what the runner recorded (STYLE.md, "record, then
-//! report"), so any old run directory can be re-analysed or compared without
-//! generating load again. `docs/analysis.md` explains every method and why.
+//! Analysis only *reads* what the runner recorded (ARCHITECTURE.md, "Record,
+//! then report"), so any old run directory can be re-analysed or compared
+//! without generating load again. `docs/analysis.md` explains every method and why.
 //!
 //! - [`stats`]: pure functions on slices: the median and its exact
 //!   order-statistic interval, the Mann-Whitney U test, a seeded bootstrap,

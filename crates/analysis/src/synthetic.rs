@@ -57,14 +57,15 @@ impl SynthCell {
     }
 }
 
-/// Connections of every synthetic load run (wrk -c100, as DESIGN.md's
-/// reference measurements).
+/// Connections of every synthetic load run (wrk -c100, as in docs/studies.md,
+/// "nginx by placement (seed 000 redone)").
 const CONNECTIONS: u64 = 100;
 /// Seconds of every synthetic load run.
 const DURATION_S: u64 = 4;
 /// Latency values recorded per trial: enough for a stable p99.
 const LATENCY_SAMPLES: usize = 4_000;
-/// Generator CPU per request (µs), DESIGN.md's wrk figure.
+/// Generator CPU per request (µs): wrk's figure in docs/studies.md, "Load
+/// generators: CPU per request".
 const CPU_US_PER_REQUEST: f64 = 21.2;
 
 /// Trials for `cells`, `trials` rounds, interleaved as the runner does
@@ -207,7 +208,8 @@ pub fn write_run_dir(
 
 /// Seed 000's waterfall as five cells: bridge + published port with the
 /// default config and access log → host network → tuned config → access_log
-/// off → native (the blog's ~9.9k → 27.5k → 30k → 36.5k → 39k req/s).
+/// off → native (~9.9k → 27.5k → 30k → 36.5k → 39k req/s: seed 000's results
+/// table read as a chain, docs/studies.md, seed 000).
 pub fn seed000_cells(spread: f64) -> Vec<SynthCell> {
     let cell = |placement, config, log, rps| {
         SynthCell::new(

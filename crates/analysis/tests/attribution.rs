@@ -1,6 +1,6 @@
-//! The attribution waterfall on seed 000's numbers, and the chains it must
-//! refuse. Snapshots pin every printed number (insta), so a change in any
-//! statistic shows up as a reviewed diff.
+//! The attribution waterfall on seed 000's numbers (docs/studies.md, seed
+//! 000), and the chains it must refuse. Snapshots pin every printed number
+//! (insta), so a change in any statistic shows up as a reviewed diff.
 
 use std::fmt::Write as _;
 

@@ -1,4 +1,5 @@
-//! The command-line contract (DESIGN.md, "Command-line contract (v1)").
+//! The command-line contract (README.md, "The parts", and each command's page
+//! in docs/).
 //! Each subcommand's flags live beside its implementation in `cmd/`.
 
 use clap::{Parser, Subcommand};

@@ -1,4 +1,4 @@
-//! nginx-proxy (seed 003's set-up): nginx in front of a `tare serve` backend
+//! nginx-proxy (seed 003's set-up: docs/studies.md): nginx in front of a `tare serve` backend
 //! that tare starts itself (this very binary). Deployed natively, in Docker
 //! and in the namespace lab where the machine allows, loaded with `tare http`
 //! through the proxy; every response must be the backend's (only tare serve

@@ -1,7 +1,10 @@
 //! The fairness check: every measured difference between placements that is
-//! not the factor under test. Seed 000's "unfair comparison" table (different
-//! worker_connections, epoll, log target between host and Docker) is what this
-//! catches before any load runs.
+//! not the factor under test. Seed 000's "unfair comparison" table
+//! (docs/studies.md, seed 000, "Test 1": network mode, worker_connections,
+//! epoll, multi_accept, tcp_nopush, tcp_nodelay and worker_rlimit_nofile
+//! differing between host and Docker) is the kind of difference this catches
+//! before any load runs. Facts the table has no row for (the binary, the log
+//! target, the storage) are tare's additions.
 
 use std::collections::BTreeMap;
 
@@ -174,8 +177,9 @@ pub struct Finding {
 fn excused_by(factor: &str) -> &'static [&'static str] {
     match factor {
         // Placement changes where the server runs, not what it is: storage and
-        // log filesystem are separate factors (DESIGN.md reference measurements:
-        // ~11 of the 17 points of --network host were overlayfs).
+        // log filesystem are separate factors (docs/studies.md, "Why is
+        // `--network host` 17% slower than native?": ~11 of the 17 points were
+        // overlayfs).
         "placement" => &[],
         "variant" | "config" => &["config_sha256", "access_log"],
         "access_log" => &["config_sha256", "access_log"],

@@ -86,7 +86,8 @@ impl TargetSpec {
 pub enum AccessLog {
     On,
     Off,
-    /// `buffer=32k flush=5s`, seed 000's suggested middle ground.
+    /// `buffer=32k flush=5s`, seed 000's suggested middle ground
+    /// (docs/studies.md, seed 000, "The tuned configuration").
     Buffered,
 }
 
@@ -97,13 +98,14 @@ pub enum Transport {
     Unix,
 }
 
-/// Container factors (DESIGN.md: "container factors are factors too").
+/// Container factors ("container factors are factors too": docs/studies.md,
+/// "Why is `--network host` 17% slower than native?").
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerOptions {
     /// Where the served content, config and logs live inside the container.
     pub storage: Storage,
     /// `--security-opt seccomp=unconfined`: ~2 points of the host-network gap
-    /// in DESIGN.md's reference measurements.
+    /// in the same section of docs/studies.md.
     pub seccomp_unconfined: bool,
     /// CPU limit in CPUs (`--cpus`), e.g. 1.5.
     pub cpus: Option<f64>,

@@ -104,9 +104,12 @@ pub struct MonitorSpec {
     pub companions: Vec<(String, Vec<u32>)>,
 }
 
-/// The processes every run watches: the network path's proxy and the
-/// container runtime's shim (seed 000 and seed 001's suspects), and the
-/// softirq threads.
+/// The processes every run watches: docker-proxy, on the path seed 000 blames
+/// for the published port's cost ("client → iptables DNAT → docker-proxy →
+/// container": docs/studies.md, seed 000, "The post's attribution"); the
+/// container runtime's shim and the softirq threads, tare's own choice (no
+/// seed names them), as the other places a container's or the network's CPU
+/// can go.
 pub const DEFAULT_WATCH: [&str; 3] = ["docker-proxy", "containerd-shim*", "ksoftirqd/*"];
 
 impl MonitorSpec {

@@ -1,5 +1,5 @@
 //! nginx configuration: a crossplane-compatible parser and builder, and the
-//! tuning advisor (DESIGN.md part 7).
+//! tuning advisor (`tare nginx advise`, docs/nginx.md).
 //!
 //! The pipeline, one module per step:
 //! - [`lexer`]: text to tokens, exactly as crossplane 0.5.8 cuts them.
@@ -11,8 +11,8 @@
 //! - [`relocate`]: a parsed configuration moved to another directory before building.
 //! - [`retarget`]: a reverse proxy's upstreams pointed at another backend before building.
 //! - [`python`]: Python's `repr` and `json.dumps`, which crossplane's output inherits.
-//! - [`advise`]: the seeds' tuning list as rules over a parsed configuration, each
-//!   with a machine-applicable [`advise::Change`].
+//! - [`advise`]: the tuning lists of seeds 000 and 003 (docs/studies.md) as rules
+//!   over a parsed configuration, each with a machine-applicable [`advise::Change`].
 
 pub mod advise;
 pub mod analyzer;

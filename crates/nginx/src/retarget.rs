@@ -1,11 +1,11 @@
 //! Pointing a reverse proxy at another backend before building it, so a
 //! user's proxy config can be measured in front of a backend tare started
-//! (`tare tune` on seed 003's set-up) without ever reaching the servers the
-//! config names. Every `server` of every `upstream` block, and every
-//! `proxy_pass` to a bare address, is pointed at the backend; what cannot be
-//! pointed there for certain (a server chosen by a variable, TLS, a non-HTTP
-//! backend, TCP proxying in `stream`) is an error naming the statement, never
-//! a guess.
+//! (`tare tune` on seed 003's set-up: docs/studies.md, seed 003) without ever
+//! reaching the servers the config names. Every `server` of every `upstream`
+//! block, and every `proxy_pass` to a bare address, is pointed at the
+//! backend; what cannot be pointed there for certain (a server chosen by a
+//! variable, TLS, a non-HTTP backend, TCP proxying in `stream`) is an error
+//! naming the statement, never a guess.
 
 use thiserror::Error;
 

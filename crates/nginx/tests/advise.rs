@@ -1,8 +1,9 @@
 //! Each advice rule fires on a config that needs it and stays quiet on one that
 //! does not; applying its change makes it quiet; the changed config still parses.
 //!
-//! The base config is seed 000's and seed 003's tuned settings together: no rule
-//! may fire on it. Each case breaks exactly one thing and expects exactly its rule.
+//! The base config is seed 000's and seed 003's tuned settings together
+//! (docs/studies.md): no rule may fire on it. Each case breaks exactly one
+//! thing and expects exactly its rule.
 
 use tare_nginx::advise::{advise, Advice, HostFacts, Priority, Report};
 use tare_nginx::{parse, BuildOptions, ParseOptions, Payload, Status};
@@ -197,6 +198,7 @@ fn applying_the_change_silences_the_rule() {
     }
 }
 
+/// tare's levels over the seeds' rankings (see `Priority`).
 #[test]
 fn priorities_follow_the_seeds() {
     let p = |conf: &str, host| report(conf, host).advice[0].priority;

@@ -1,7 +1,8 @@
-//! The real nginx agrees: a seed-003-style proxy config passes `nginx -t` before
-//! and after every advised change is applied and the files are rebuilt. nginx
-//! only checks the config here: nothing is started, no traffic is sent. Skipped
-//! loudly when no nginx binary is installed (scripts/setup.sh installs nginx-light).
+//! The real nginx agrees: a seed-003-style proxy config (docs/studies.md, seed
+//! 003) passes `nginx -t` before and after every advised change is applied and
+//! the files are rebuilt. nginx only checks the config here: nothing is
+//! started, no traffic is sent. Skipped loudly when no nginx binary is
+//! installed (scripts/setup.sh installs nginx-light).
 
 use std::net::TcpListener;
 use std::path::Path;

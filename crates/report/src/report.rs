@@ -21,8 +21,9 @@ pub struct Report {
     /// Planned cells this machine could not run, with the reason.
     pub skipped_cells: Vec<(String, String)>,
     pub attribution: AttributionOutcome,
-    /// Every cell's throughput relative to one reference cell (DESIGN.md's
-    /// "vs native" column); `None` with fewer than two cells.
+    /// Every cell's throughput relative to one reference cell (the "vs
+    /// native" column of docs/studies.md, "Reference measurements"); `None`
+    /// with fewer than two cells.
     pub vs_reference: Option<VsReference>,
     /// `None`: the run has no `findings.json` (fairness was not checked).
     pub findings: Option<Vec<Finding>>,

@@ -26,7 +26,7 @@ fn seed000_report_has_every_chart() {
             "no {kind} chart"
         );
     }
-    // No concurrency factor in seed 000: no concurrency chart.
+    // No concurrency factor in seed 000 (docs/studies.md): no concurrency chart.
     assert!(charts.concurrency.is_none());
     assert!(!page.contains("data-chart=\"concurrency"));
     let w = charts.waterfall.as_ref().expect("seed 000 names a chain");
@@ -80,7 +80,8 @@ fn seed001_client_sweep_draws_concurrency_curves() {
         .map(|s| s.points.iter().map(|p| p.level).collect())
         .collect();
     assert_eq!(levels, vec![vec![16.0, 48.0, 96.0]; 2]);
-    // Seed 001: Docker falls off past the core count, native much less.
+    // Seed 001 (docs/studies.md): Docker falls off past the core count, native
+    // much less.
     let docker = &c.series[1].points;
     assert!(docker[2].throughput.median < 0.75 * docker[1].throughput.median);
     for kind in ["concurrency-throughput", "concurrency-p99"] {

@@ -1,5 +1,9 @@
-//! `tare tune FILE`: seed 003's rule, "change one thing at a time and measure
-//! each change", automated.
+//! `tare tune FILE`: seed 003's rules, "don't guess, measure" and "adjust one
+//! parameter, or one class of parameters, at a time" (docs/studies.md, seed
+//! 003, "The article's rules"), automated: one advised change at a time, where
+//! a change is one rule's edits (one parameter, or a class such as the
+//! upstream pool's three settings). Keeping a change only when it helps
+//! beyond the noise is tare's addition.
 //!
 //! 1. [`candidates`]: the advisor's recommendations for FILE
 //!    (`tare nginx advise`), each applied *alone* to the baseline, as one

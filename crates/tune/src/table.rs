@@ -1,4 +1,5 @@
-//! What each change did, as a table (seed 003's before/after list, measured).
+//! What each change did, as a table (seed 003's before/after list, measured:
+//! docs/studies.md, seed 003, "Results").
 
 use std::fmt::Write as _;
 

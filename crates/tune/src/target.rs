@@ -1,6 +1,7 @@
 //! What the config is measured as: a static server (`nginx`) or a reverse
 //! proxy in front of a `tare serve` backend tare starts (`nginx-proxy`,
-//! seed 003's set-up). Decided once, from the baseline, before anything runs.
+//! seed 003's set-up: docs/studies.md, seed 003). Decided once, from the
+//! baseline, before anything runs.
 
 use std::path::Path;
 

@@ -22,7 +22,7 @@ pub enum NginxCommand {
     Parse(ParseArgs),
     /// Write configuration files back from crossplane JSON.
     Build(BuildArgs),
-    /// Check a configuration against the seeds' tuning list.
+    /// Check a configuration against the tuning lists of seeds 000 and 003 (docs/studies.md).
     Advise(AdviseArgs),
 }
 

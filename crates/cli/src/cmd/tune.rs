@@ -1,5 +1,7 @@
 //! `tare tune FILE`: apply each nginx recommendation alone, measure it in an
-//! interleaved experiment, keep what helps beyond the noise (seed 003's method).
+//! interleaved experiment, keep what helps beyond the noise (seed 003's rule of
+//! one parameter, or one class of parameters, at a time: docs/studies.md, seed
+//! 003, "The article's rules"; the noise test is tare's).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -45,7 +45,8 @@ pub(crate) struct Request<'a> {
     pub owner: &'a str,
     /// Open-file limit (soft, hard) to give the server: the same as a native
     /// server inherits from tare, so nofile is not a hidden difference (seed
-    /// 000's `--ulimit nofile=65535:65535` fixes the same thing by hand).
+    /// 000's `--ulimit nofile=65535:65535` fixes the same thing by hand:
+    /// docs/studies.md, seed 000, "The tuned configuration").
     pub nofile: (u64, u64),
     /// Bind-mount `dir/sock` for Unix transport when the rest is not shared.
     pub share_socket_dir: bool,
@@ -109,7 +110,8 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         } => {
             let key = format!("{container_port}/tcp");
             let binding = PortBinding {
-                // Loopback only (DESIGN.md): on 127.0.0.1 this is docker-proxy.
+                // Loopback only by default (ARCHITECTURE.md, "Principles"):
+                // on 127.0.0.1 this is docker-proxy.
                 host_ip: Some("127.0.0.1".into()),
                 host_port: Some(host_port.to_string()),
             };

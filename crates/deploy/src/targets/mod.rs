@@ -70,7 +70,8 @@ pub(crate) trait Target: Sync {
         Ok(Vec::new())
     }
 
-    /// Whether `access_log` applies (nginx's log, seed 000's factor).
+    /// Whether `access_log` applies (nginx's log, seed 000's factor:
+    /// docs/studies.md, seed 000).
     fn has_access_log(&self) -> bool {
         false
     }

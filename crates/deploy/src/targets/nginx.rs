@@ -1,10 +1,17 @@
 //! nginx: the built-in config variants and the user-config rewrite.
 //!
-//! `default` is the conservative stock configuration seed 000 found in the
-//! official image (worker_connections 1024, no epoll/multi_accept, no
-//! tcp_nopush/tcp_nodelay, access_log on); `tuned` is seed 000's optimised
-//! config (the same list seed 003 measured). Paths are placeholders so the
-//! config hash compares the configuration, not where a deployment lives.
+//! `default` is nginx.org's stock nginx.conf (`worker_processes 1`,
+//! worker_connections 1024, no epoll/multi_accept, tcp_nopush commented out,
+//! no tcp_nodelay, access_log on): in every setting seed 000's "unfair
+//! comparison" table lists, the value it gives for Docker's default
+//! (docs/studies.md, seed 000, "Test 1"). Seed 000 does not state the image's
+//! worker_processes (the official image's own config says `auto`:
+//! crates/nginx/tests/corpus/seed000-default). `tuned` is seed 000's
+//! optimised config (docs/studies.md, seed 000, "The tuned configuration");
+//! seed 003's tuned proxy config sets many of the same directives with other
+//! values (worker_connections 50000, keepalive_timeout 15, ...). Paths are
+//! placeholders so the config hash compares the configuration, not where a
+//! deployment lives.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -187,7 +194,8 @@ http {
 }
 ";
 
-/// Seed 000's optimised configuration (its comments are its reasons).
+/// Seed 000's optimised configuration (docs/studies.md, seed 000, "The tuned
+/// configuration"; its comments are its reasons).
 const TUNED: &str = "\
 worker_processes auto;
 worker_rlimit_nofile 65535;
@@ -295,7 +303,7 @@ fn log_line(log: AccessLog) -> &'static str {
     match log {
         AccessLog::On => "access_log {{dir}}/log/access.log;",
         AccessLog::Off => "access_log off;",
-        // seed 000: "access_log ... buffer=32k flush=5s"
+        // seed 000's tuned config: "access_log ... buffer=32k flush=5s"
         AccessLog::Buffered => "access_log {{dir}}/log/access.log combined buffer=32k flush=5s;",
     }
 }

@@ -1,6 +1,7 @@
 //! nginx-proxy: nginx as a reverse proxy in front of a `tare serve` backend
-//! (seed 003's set-up), with seed 003's two configs built in and a user's
-//! proxy config pointed at the backend tare started.
+//! (seed 003's set-up: docs/studies.md, seed 003), with seed 003's two
+//! configs built in and a user's proxy config pointed at the backend tare
+//! started.
 //!
 //! A user's config is parsed (includes followed), its upstream servers and
 //! bare `proxy_pass` addresses become `{{backend}}` (tare-nginx's
@@ -116,8 +117,12 @@ impl Target for NginxProxy {
 /// Where the backend's address goes in a template.
 pub(crate) const BACKEND: &str = "{{backend}}";
 
-/// Seed 003's baseline ("步骤1: 定义基准配置"): the stock proxy, one upstream
-/// without a connection pool, HTTP/1.0 to the backend, access_log on.
+/// Seed 003's baseline ("步骤1: 定义基准配置"; docs/studies.md, seed 003,
+/// "Baseline and tuned configurations"): the stock proxy, one upstream
+/// without a connection pool. The article sets neither `proxy_http_version`
+/// nor `access_log`; nginx's defaults then mean HTTP/1.0 to the backend (a
+/// new connection per request) and the access log on (written out here by
+/// the `{{access_log}}` line).
 const DEFAULT: &str = "\
 worker_processes auto;
 
@@ -146,7 +151,9 @@ http {
 
 /// Seed 003's optimised config ("步骤3"), its comments its reasons, except
 /// worker_rlimit_nofile: 65535 as the static `tuned` (a container without
-/// CAP_SYS_RESOURCE cannot raise its limit to seed 003's 200000).
+/// CAP_SYS_RESOURCE cannot raise its limit to seed 003's 200000), and
+/// `error_log ... warn`: the error log line is the one every variant gets
+/// (nginx.rs, `PREAMBLE`).
 const TUNED: &str = "\
 worker_processes auto;
 worker_rlimit_nofile 65535;

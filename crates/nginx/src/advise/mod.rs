@@ -1,8 +1,10 @@
-//! The tuning advisor: the nginx tuning lists of seeds 000 and 003 as rules over
-//! a parsed configuration and the facts of the machine. Each piece of advice
-//! names its rule, its priority (as the seeds rank it), the reason in this
-//! config's own numbers, the effect the seeds measured, where it applies, and a
-//! [`Change`] that `tare tune` can apply and measure, one at a time.
+//! The tuning advisor: the nginx tuning lists of seeds 000 and 003
+//! (docs/studies.md, seed 000, "The tuned configuration"; seed 003, "Baseline
+//! and tuned configurations") as rules over a parsed configuration and the
+//! facts of the machine. Each piece of advice names its rule, its priority
+//! (tare's grouping of the seeds' rankings, see [`Priority`]), the reason in
+//! this config's own numbers, the effect the seeds state, where it applies,
+//! and a [`Change`] that `tare tune` can apply and measure, one at a time.
 //!
 //! - [`host`]: CPUs, `ulimit -n`, `net.core.somaxconn`, behind the [`Host`] trait.
 //! - [`view`]: the configuration with includes resolved.
@@ -23,9 +25,14 @@ use crate::payload::Payload;
 pub use change::{Anchor, Change, ChangeError, Edit, Sysctl};
 pub use host::{Host, HostFacts, LocalHost};
 
-/// How much a recommendation matters, as the seeds rank them: seed 000's
-/// priority table (1-3 high, 4-6 medium, 7 low) and seed 003's "most important"
-/// list (worker_connections, keepalive to clients and upstreams, buffering).
+/// How much a recommendation matters. The levels are tare's grouping, not
+/// the seeds': seed 000 ranks its seven settings 1-7 (docs/studies.md, seed
+/// 000, "The tuned configuration") and tare calls 1-3 high, 4-6 medium, 7 low.
+/// Of seed 003's "most important" settings (worker_connections, keep-alive to
+/// clients and to the backend, buffering: docs/studies.md, seed 003, "The
+/// article's rules"), tare ranks the upstream pool, which seed 000's list
+/// lacks, high and proxy buffering medium; what neither ranks (epoll,
+/// multi_accept, tcp_nodelay, from seed 000's difference table) is low.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
@@ -54,7 +61,7 @@ pub struct Advice {
     pub title: String,
     /// Why, with this configuration's and this machine's numbers.
     pub reason: String,
-    /// What the seeds measured or expect from it.
+    /// What the seeds say it brings (docs/studies.md).
     pub effect: String,
     /// `file:line` of the statement concerned, if there is one.
     pub location: Option<String>,

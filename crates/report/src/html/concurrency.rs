@@ -1,7 +1,9 @@
-//! Concurrency curves (seed 001's 16/48/96 client sweep): throughput and
-//! p99 against the number of connections or clients, one line per
-//! combination of the other factors, with interval whiskers, and a dashed
-//! line at the machine's CPU count, where seed 001 saw Docker fall off.
+//! Concurrency curves (seed 001's 16/48/96 client sweep: docs/studies.md,
+//! seed 001): throughput and p99 against the number of connections or
+//! clients, one line per combination of the other factors, with interval
+//! whiskers, and a dashed line at the machine's CPU count, where seed 001 saw
+//! Docker fall off (it says past the physical core count; its Docker runs
+//! drop 32% from 40 to 96 clients on 48 logical CPUs).
 //!
 //! Drawn only when the experiment varies concurrency: a factor named for it
 //! (`connections`, `clients`, ...) or a numeric factor whose levels are the

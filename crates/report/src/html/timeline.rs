@@ -16,9 +16,12 @@ use super::Naming;
 use crate::units;
 
 /// A first second below 80% of the trial's median second is a warm-up
-/// effect; any later second below 50% is a stall. Thresholds chosen to
-/// ignore the ±5% second-to-second jitter of a healthy loopback run (wrk's
-/// `Req/Sec` stdev on DESIGN.md's reference machine) by a wide margin.
+/// effect; any later second below 50% is a stall. Both thresholds are tare's
+/// choice, meant to stay far outside the second-to-second jitter of a healthy
+/// loopback run. docs/studies.md gives no per-second figure for tare's
+/// machines: seed 000's wrk `Req/Sec` stdev (1.37k of 5.74k per thread) is
+/// another machine and load, and "Reference measurements" give run-to-run
+/// variation (about 15% within minutes), not second-to-second.
 const WARMUP: f64 = 0.8;
 const STALL: f64 = 0.5;
 

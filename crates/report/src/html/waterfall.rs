@@ -1,9 +1,10 @@
-//! The attribution waterfall (seed 000's chain, computed): one row per
-//! chain cell, top to bottom. The baseline is a bar from zero; each later
-//! row floats from the previous cell's median to its own, so the bars'
-//! lengths are the steps' deltas and add up to the gap. A whisker on each
-//! bar's end is that cell's throughput interval; the text on the right is
-//! the step's share of the gap with its bootstrap interval.
+//! The attribution waterfall (seed 000's chain, computed: docs/studies.md,
+//! seed 000, "The post's attribution"): one row per chain cell, top to
+//! bottom. The baseline is a bar from zero; each later row floats from the
+//! previous cell's median to its own, so the bars' lengths are the steps'
+//! deltas and add up to the gap. A whisker on each bar's end is that cell's
+//! throughput interval; the text on the right is the step's share of the gap
+//! with its bootstrap interval.
 
 use serde::Serialize;
 use tare_analysis::stats::Significance;

@@ -4,7 +4,8 @@
 //! the markers mean and what to do about them.
 //!
 //! - [`cells`]: the per-cell table.
-//! - [`waterfall`]: the attribution table (seed 000's waterfall).
+//! - [`waterfall`]: the attribution table (seed 000's waterfall: docs/studies.md,
+//!   seed 000).
 //! - [`compare`]: two runs, benchstat-style.
 //! - [`notes`]: the notes collected while rendering.
 

@@ -2,7 +2,8 @@
 //! each step of the chain with its throughput and p99 (medians and
 //! intervals), the change it makes, the change's interval, its share of the
 //! total gap with an interval, and the p-value against the step before;
-//! then the waterfall on one line, as the blog wrote it by hand.
+//! then the waterfall on one line, as docs/studies.md (seed 000, "The post's
+//! attribution") writes seed 000's results by hand.
 
 use tare_analysis::stats::{Contrast, Significance, ALPHA};
 use tare_analysis::{Attribution, CellStats};
@@ -149,7 +150,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     }
     out.push_str(&t.render(2));
 
-    // The waterfall on one line, as seed 000 wrote it.
+    // The waterfall on one line, as docs/studies.md writes seed 000's.
     let line: Vec<String> = a
         .steps
         .iter()

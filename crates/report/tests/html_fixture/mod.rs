@@ -12,8 +12,9 @@ use tare_analysis::stats::bootstrap::SplitMix64;
 use tare_analysis::synthetic::{self, SynthCell};
 use tare_record::{Latency, TrialRecord};
 
-/// Seed 000's chain (9.9k → 27.5k → 30k → 36.5k → 39k req/s), five
-/// trials each, one trial with a warm-up ramp and one with a stall.
+/// Seed 000's chain (9.9k → 27.5k → 30k → 36.5k → 39k req/s: docs/studies.md,
+/// seed 000), five trials each, one trial with a warm-up ramp and one with a
+/// stall.
 pub fn seed000(dir: &Path) {
     let cells = synthetic::seed000_cells(0.03);
     let mut trials = synthetic::trials("seed000", &cells, 5, 7);
@@ -43,7 +44,8 @@ pub fn seed000(dir: &Path) {
 
 /// Seed 001's client sweep over the Unix socket, `select 1` with pgbench
 /// `-M prepared`: native and Docker at 16, 48 and 96 clients (271k/336k/304k
-/// and 257k/265k/180k tps in the seed), three trials each.
+/// and 257k/265k/180k tps in the seed, whose Docker "48" was run with 40
+/// clients: docs/studies.md, seed 001), three trials each.
 pub fn seed001(dir: &Path) {
     let sweep = [
         ("native", "16", 271_232.0),

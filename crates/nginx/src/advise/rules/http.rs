@@ -1,5 +1,7 @@
 //! HTTP-level settings: file transfer, client keep-alive, the access log and
-//! compression (seed 000's priorities 4-7, seed 003's tuned http block).
+//! compression (seed 000's priorities 4-7, seed 003's tuned http block:
+//! docs/studies.md, seed 000, "The tuned configuration"; seed 003, "Baseline
+//! and tuned configurations").
 
 use super::{change, number, replace, seconds, set, Context, Finding, Rule};
 use crate::advise::view::{all_named, Node};
@@ -151,8 +153,8 @@ fn keepalive_requests(ctx: &Context) -> Vec<Finding> {
 pub const ACCESS_LOG_BUFFERED: Rule = Rule {
     id: "access-log-buffered",
     priority: Priority::Medium,
-    effect: "Seed 000 priority 6; it measured the access log at 15-20% of throughput (Docker, \
-             host network: 30k req/s with the log, 36.5k without). A buffer (seed 000: 32k, \
+    effect: "Seed 000 priority 6; it puts the access log at 15-20% of throughput (its Docker \
+             host-network rows: 30k req/s with the log, 36.5k without). A buffer (seed 000: 32k, \
              flush 5 s; seed 003: 64k, flush 1 min) keeps the log but writes once per buffer \
              instead of once per request; `access_log off` removes the cost entirely.",
     check: access_log,
@@ -205,7 +207,8 @@ pub const GZIP_LEVEL: Rule = Rule {
     id: "gzip-level",
     priority: Priority::Low,
     effect: "Seed 000 priority 7: gzip trades CPU for bandwidth; its tuned config uses level 2. \
-             Higher levels cost several times the CPU for responses a few percent smaller.",
+             That higher levels cost more CPU for little further saving is tare's \
+             expectation, not a seed's: `tare tune` measures it.",
     check: gzip_level,
 };
 

@@ -8,16 +8,19 @@ use crate::advise::Priority;
 /// nginx's backlog when `listen` gives none (`NGX_LISTEN_BACKLOG`, 511 on Linux).
 const NGINX_DEFAULT: u64 = 511;
 /// What tare suggests: the kernel's own default somaxconn since Linux 5.4, enough
-/// for the seeds' 1000 connections opened at once. (Seed 003 uses 65535.)
+/// for the seeds' 1000 connections opened at once (seed 000's wrk -c1000, seed
+/// 003's 1000 JMeter threads: docs/studies.md). (Seed 003 uses 65535.)
 const SUGGESTED: u64 = 4096;
 
 pub const LISTEN_BACKLOG: Rule = Rule {
     id: "listen-backlog",
     priority: Priority::Medium,
-    effect: "Seed 003's tuned config raises the backlog (backlog=65535); with 1000 clients \
-             connecting at once (seed 000: wrk -c1000; seed 003: 1000 threads) a short accept \
-             queue overflows and connections are dropped or reset (seed 003's baseline: 0.5% \
-             errors, connection resets).",
+    effect: "Seed 003's tuned config raises the backlog (backlog=65535, \"longer listen \
+             queue\"), but credits its 0.5% -> 0 errors (connection resets) to \
+             worker_connections and worker_rlimit_nofile, not to the backlog. tare's reasoning: \
+             with 1000 clients connecting at once (seed 000: wrk -c1000; seed 003: 1000 \
+             threads) a short accept queue can overflow, and the kernel then drops or resets \
+             connections.",
     check: listen_backlog,
 };
 

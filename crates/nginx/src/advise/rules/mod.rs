@@ -1,6 +1,10 @@
 //! The rules, in the seeds' order: process and events settings first (seed 000's
-//! priorities 1-3), then HTTP transfer, keep-alive, logging and compression
-//! (4-7), then the listen queue and the reverse-proxy settings of seed 003.
+//! priorities 1-3: docs/studies.md, seed 000, "The tuned configuration"), then
+//! HTTP transfer, keep-alive, logging and compression (4-7), then the listen
+//! queue and the reverse-proxy settings of seed 003 (docs/studies.md, seed
+//! 003). A rule's `effect` gives what the seeds say the setting brings; how
+//! nginx works is explained in tare's words, and an expectation no seed states
+//! is marked as tare's.
 
 mod http;
 mod listen;
@@ -73,7 +77,8 @@ impl Finding {
     }
 }
 
-/// A rule: its id, its priority, what the seeds say it brings, and its check.
+/// A rule: its id, its priority (tare's, see [`Priority`]), what the seeds say
+/// it brings, and its check.
 pub struct Rule {
     pub id: &'static str,
     pub priority: Priority,

@@ -1,5 +1,7 @@
 //! Process and event-loop settings: seed 000's priorities 1-3 and the
-//! events-block differences of its "unfair comparison" table.
+//! events-block differences of its "unfair comparison" table (docs/studies.md,
+//! seed 000, "Test 1" and "The tuned configuration"), with seed 003's advice
+//! (docs/studies.md, seed 003, "The parameters as the article explains them").
 
 use super::{change, number, set, Context, Finding, Rule};
 use crate::advise::Priority;
@@ -7,9 +9,10 @@ use crate::advise::Priority;
 pub const WORKER_PROCESSES: Rule = Rule {
     id: "worker-processes",
     priority: Priority::High,
-    effect: "Seed 000 ranks it first (\"CPU cores not used\"). One worker per core is the \
-             usual best; seed 003: the core count for CPU-bound work (TLS, gzip), more \
-             workers only add context switches.",
+    effect: "Seed 000 ranks it first (\"CPU cores not all used\"); its tuned config says \
+             usually the core count. Seed 003: the core count for CPU-bound work (TLS, gzip), \
+             1.5-2 x the cores for I/O-bound work (static files, proxying), and too many \
+             workers add context switches.",
     check: worker_processes,
 };
 
@@ -83,7 +86,9 @@ fn worker_rlimit_nofile(ctx: &Context) -> Vec<Finding> {
     .at(node)]
 }
 
-/// seed 000's tuned value; seed 003 says "10240 or more" for its 4-core proxy.
+/// Seed 000's tuned value. Seed 003's general advice is "usually 10240 or more"
+/// and its tuned proxy config sets 50000; tare suggests seed 000's smaller
+/// value, which covers both seeds' 1000 connections (tare's choice).
 const CONNECTIONS: u64 = 4096;
 
 pub const WORKER_CONNECTIONS: Rule = Rule {
@@ -91,7 +96,8 @@ pub const WORKER_CONNECTIONS: Rule = Rule {
     priority: Priority::High,
     effect: "Seed 000 ranks it third (tuned: 4096; Docker's default 1024 \"becomes the \
              bottleneck at high concurrency\"); seed 003 names it among the most important \
-             settings and credits it, with keep-alive, for 12.5k -> 32k QPS and 0.5% -> 0 errors.",
+             settings (tuned: 50000) and credits it, with the keep-alive settings, for \
+             12.5k -> 32k QPS, and with worker_rlimit_nofile for 0.5% -> 0 errors.",
     check: worker_connections,
 };
 
@@ -106,7 +112,8 @@ fn worker_connections(ctx: &Context) -> Vec<Finding> {
     let node = events.child("worker_connections");
     let why = format!(
         "worker_connections {wc}{}: each worker holds at most {wc} connections (clients and \
-         upstreams together), fewer than seed 000's 1000-connection load needs once proxied",
+         upstreams together, so a proxy serves at most half as many clients); seed 000's \
+         tuned config has 4096 for its load of 1000 connections",
         if node.is_none() {
             " (unset: nginx's default)"
         } else {
@@ -130,9 +137,9 @@ pub const USE_EPOLL: Rule = Rule {
     id: "use-epoll",
     priority: Priority::Low,
     effect: "Seed 000 lists `use epoll` among the differences between its tuned and default \
-             configs (worth ~20-30% together). nginx already picks epoll on Linux when `use` \
-             is absent, so alone expect no measurable change; an explicit select or poll is \
-             what costs (every wake-up scans all connections).",
+             configs (which it puts at ~20-30% together). nginx already picks epoll on Linux \
+             when `use` is absent, so alone expect no measurable change; an explicit select or \
+             poll is what costs (every wake-up scans all connections).",
     check: use_epoll,
 };
 
@@ -162,8 +169,8 @@ fn use_epoll(ctx: &Context) -> Vec<Finding> {
 pub const MULTI_ACCEPT: Rule = Rule {
     id: "multi-accept",
     priority: Priority::Low,
-    effect: "Seed 000 lists it among the config differences worth ~20-30% together (its test \
-             opens 1000 connections at once); seed 003's tuned config sets it.",
+    effect: "Seed 000 lists it among the config differences it puts at ~20-30% together (its \
+             test opens 1000 connections at once); seed 003's tuned config sets it.",
     check: multi_accept,
 };
 
