@@ -12,7 +12,8 @@
 //!   every single response.
 //! - [`clock`]: one monotonic nanosecond clock for the whole run.
 //! - [`schedule`]: intended send times of an open loop (constant, Poisson, ramp).
-//! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64).
+//! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64),
+//!   defined in `tare-record` and re-exported here.
 //! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
 //! - [`uring`]: an io_uring completion loop (multishot receive into
 //!   provided buffers), the hot path where the kernel allows it.
@@ -31,9 +32,10 @@ pub mod progress;
 pub mod rate;
 pub mod recorder;
 pub mod schedule;
-pub mod splitmix;
 pub mod units;
 pub mod uring;
+
+pub use tare_record::splitmix;
 
 pub use clock::{Clock, RealtimeMap};
 pub use coalesce::{Coalesce, Coalescer};

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tare_engine::cpu::CpuTime;
 use tare_engine::progress::{Board, Line};
 use tare_engine::{Clock, Endpoint, Recorder};
-use tare_record::LoadResult;
+use tare_record::{LoadResult, Unit};
 
 use crate::config::HttpConfig;
 use crate::request;
@@ -174,6 +174,9 @@ fn result_of(
     };
     LoadResult {
         engine: "http".into(),
+        unit: Some(Unit::Requests),
+        // A response with status >= 400 is a completed request (wrk's count).
+        attempts: Some(rec.requests + rec.errors.total() - rec.errors.status),
         target,
         transport: config.target.endpoint.transport().into(),
         started_unix_s,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tare_engine::progress::{Board, Line};
 use tare_engine::Clock;
 use tare_record::result::PgScriptResult;
-use tare_record::{LoadResult, PgDetails, StatementLatency};
+use tare_record::{LoadResult, PgDetails, StatementLatency, Unit};
 
 use crate::config::{Length, PgConfig, ScriptSource};
 use crate::engine::{self, LatCounters, Shared, WorkerOutput};
@@ -444,6 +444,9 @@ fn assemble(
     let transport = cfg.conn.endpoint.transport().to_string();
     LoadResult {
         engine: "pg".into(),
+        unit: Some(Unit::Transactions),
+        // Failed transactions are not among the processed ones (pgbench).
+        attempts: Some(n + rec.errors.total()),
         target: cfg.conn.target(),
         transport,
         started_unix_s: started

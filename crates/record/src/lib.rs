@@ -10,15 +10,19 @@
 //! - [`wakeups`]: [`WakeupReport`], how the workers slept and woke.
 //! - [`trial`]: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
+//! - [`splitmix`]: the workspace's one small seedable generator: open-loop
+//!   arrival gaps, the runner's trial order and the analysis bootstrap all
+//!   draw from it, so a recorded seed reproduces what was recorded.
 
 pub mod latency;
 pub mod result;
 pub mod schedule;
+pub mod splitmix;
 pub mod trial;
 pub mod wakeups;
 
 pub use latency::{Latency, LatencySummary};
-pub use result::{Errors, LoadResult, PgDetails, RateSummary, StatementLatency};
+pub use result::{Errors, LoadResult, PgDetails, RateSummary, StatementLatency, Unit};
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;
 pub use wakeups::WakeupReport;
