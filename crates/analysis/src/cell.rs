@@ -70,10 +70,7 @@ impl CellStats {
         let requests: u64 = ok.iter().map(|r| r.requests).sum();
         let attempts: u64 = ok.iter().map(|r| r.attempts()).sum();
         let cpu_s: f64 = ok.iter().map(|r| r.generator_cpu_s).sum();
-        let unit = ok
-            .first()
-            .map_or(Unit::Requests, |r| r.unit())
-            .rate_label();
+        let unit = ok.first().map_or(Unit::Requests, |r| r.unit()).rate_label();
         Some(CellStats {
             cell: cell.to_string(),
             factors: trials.first()?.factors.clone(),
@@ -148,7 +145,11 @@ mod tests {
             let trials = pg_trials(ok, failed);
             let refs: Vec<&TrialRecord> = trials.iter().collect();
             let s = CellStats::from_trials("c", &refs).unwrap();
-            assert!((s.error_rate - want).abs() < 1e-12, "{ok}+{failed}: {}", s.error_rate);
+            assert!(
+                (s.error_rate - want).abs() < 1e-12,
+                "{ok}+{failed}: {}",
+                s.error_rate
+            );
             assert_eq!(s.unit, "tps");
         }
     }

@@ -18,14 +18,20 @@
 //! - [`uring`]: an io_uring completion loop (multishot receive into
 //!   provided buffers), the hot path where the kernel allows it.
 //! - [`netns`]: moving a worker thread into a network namespace (`lab-client`).
+//! - [`load`]: [`Load`], the settings every engine shares, checked once.
+//! - [`engine`]: the [`Engine`] trait every load engine implements.
+//! - [`workers`]: worker threads started, gated and joined once for every
+//!   engine.
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
-//!   engine that can run one probe at a given rate.
+//!   [`Engine`].
 
 pub mod clock;
 pub mod coalesce;
 pub mod cpu;
 pub mod endpoint;
+pub mod engine;
 pub mod find_max;
+pub mod load;
 pub mod netns;
 pub mod poller;
 pub mod progress;
@@ -34,12 +40,15 @@ pub mod recorder;
 pub mod schedule;
 pub mod units;
 pub mod uring;
+pub mod workers;
 
 pub use tare_record::splitmix;
 
 pub use clock::{Clock, RealtimeMap};
 pub use coalesce::{Coalesce, Coalescer};
 pub use endpoint::Endpoint;
+pub use engine::Engine;
+pub use load::Load;
 pub use poller::{Interest, Poller};
 pub use recorder::Recorder;
 pub use uring::{IoMode, Ring};

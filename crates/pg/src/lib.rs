@@ -9,8 +9,10 @@
 //! - [`protocol`]: wire messages; [`startup`]: connection start-up and
 //!   authentication (cleartext, MD5, SCRAM-SHA-256) as a state machine.
 //! - [`engine`]: worker threads, one epoll loop each, clients as state machines.
-//! - [`run()`]: one run from config to [`tare_record::LoadResult`].
-//! - [`find_max`]: the highest rate meeting an objective (`--find-max --slo`).
+//! - [`run()`]: one run from config to [`tare_record::LoadResult`]; [`Pg`],
+//!   the engine as the code shared by every engine sees it
+//!   ([`tare_engine::Engine`]): `--find-max` is
+//!   `tare_engine::find_max::find_max::<Pg>`.
 //! - [`report`]: pgbench's PostgreSQL 15 text layout, plus percentiles.
 //! - [`session`]: a small blocking client; [`init`]: `--init`, pgbench's tables.
 
@@ -18,7 +20,6 @@ pub mod config;
 pub mod conninfo;
 pub mod engine;
 pub mod error;
-pub mod find_max;
 pub mod init;
 pub mod program;
 pub mod protocol;
@@ -31,4 +32,4 @@ pub mod startup;
 pub use config::{Length, PgConfig, QueryMode, ScriptSource, ScriptSpec};
 pub use conninfo::{ConnFlags, ConnParams};
 pub use error::PgError;
-pub use run::{run, run_with_stop};
+pub use run::{run, run_with_stop, Pg};

@@ -57,6 +57,16 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// One of them, in words (`no request completed`).
+    pub fn noun(self) -> &'static str {
+        match self {
+            Unit::Requests => "request",
+            Unit::Transactions => "transaction",
+            Unit::Commands => "command",
+            Unit::RoundTrips => "round trip",
+        }
+    }
+
     /// The unit of a throughput in this unit, as reports print it.
     pub fn rate_label(self) -> &'static str {
         match self {
@@ -313,7 +323,11 @@ mod tests {
         assert_eq!(r.attempts(), 1000);
         let http: LoadResult = serde_json::from_str(&old.replace(r#""tps""#, r#""rps""#)).unwrap();
         assert_eq!(http.unit(), Unit::Requests);
-        assert_eq!(http.attempts(), 900, "a 4xx response is a completed request");
+        assert_eq!(
+            http.attempts(),
+            900,
+            "a 4xx response is a completed request"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use tare_deploy::{
     AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, PlacementKind, Storage,
     TargetKind as DeployTarget, TargetSpec, Transport,
 };
-use tare_engine::find_max::{parse_slo, FindMax};
+use tare_engine::find_max::{find_max, Budget, FindMax};
 use tare_record::LoadResult;
 
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
@@ -267,23 +267,24 @@ impl RealCell {
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
             .collect();
         cfg.body = s.http.body.clone().unwrap_or_default().into_bytes();
-        cfg.connections = s.connections as usize;
-        cfg.threads = (s.threads as usize).min(cfg.connections).max(1);
-        cfg.duration = Some(s.duration);
+        cfg.load.connections = s.connections as usize;
+        cfg.load.threads = (s.threads as usize).min(cfg.load.connections).max(1);
+        cfg.load.duration = Some(s.duration);
         cfg.keepalive = s.http.keepalive;
-        cfg.coalesce = s.http.coalesce.parse().map_err(ExecError::new)?;
-        cfg.io = s.io.parse().map_err(ExecError::new)?;
-        cfg.timeout = s.timeout;
-        cfg.netns = self.deployment.client_netns().map(Into::into);
+        cfg.load.coalesce = s.http.coalesce.parse().map_err(ExecError::new)?;
+        cfg.load.io = s.io.parse().map_err(ExecError::new)?;
+        cfg.load.timeout = s.timeout;
+        cfg.load.netns = self.deployment.client_netns().map(Into::into);
         cfg.progress = false;
         if measure {
-            cfg.rate = s.rate;
-            cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
-            cfg.ramp = s.ramp;
+            cfg.load.rate = s.rate;
+            cfg.load.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
+            cfg.load.ramp = s.ramp;
             if let Some(slo) = &s.slo {
-                let objectives = parse_slo(slo).map_err(ExecError::new)?;
-                let found = tare_http::find_max::find_max(&cfg, &objectives, FIND_MAX_RUNS, 0.05)
-                    .map_err(ExecError::new)?;
+                cfg.load.slo = Some(slo.parse().map_err(ExecError::new)?);
+                let found =
+                    find_max::<tare_http::Http>(&cfg, Budget::runs(FIND_MAX_RUNS), &self.interrupt)
+                        .map_err(ExecError::new)?;
                 return best_of(found, slo);
             }
         }
@@ -295,9 +296,9 @@ impl RealCell {
         let user = s.pg.user.as_deref().unwrap_or("postgres");
         let db = s.pg.database.as_deref().unwrap_or("postgres");
         let mut cfg = tare_pg::PgConfig::new(self.deployment.endpoint().clone(), user, db);
-        cfg.clients = s.connections as usize;
-        cfg.threads = (s.threads as usize).min(cfg.clients).max(1);
-        cfg.length = tare_pg::Length::Duration(s.duration);
+        cfg.load.connections = s.connections as usize;
+        cfg.load.threads = (s.threads as usize).min(cfg.load.connections).max(1);
+        cfg.set_length(tare_pg::Length::Duration(s.duration));
         cfg.mode = s.pg.mode.parse().map_err(ExecError::new)?;
         cfg.scripts = vec![tare_pg::ScriptSpec {
             source: tare_pg::ScriptSource::Text {
@@ -307,20 +308,21 @@ impl RealCell {
             weight: 1,
         }];
         cfg.connect_per_transaction = s.pg.reconnect;
-        cfg.coalesce = s.pg.coalesce.parse().map_err(ExecError::new)?;
-        cfg.io = s.io.parse().map_err(ExecError::new)?;
-        cfg.netns = self.deployment.client_netns().map(Into::into);
+        cfg.load.coalesce = s.pg.coalesce.parse().map_err(ExecError::new)?;
+        cfg.load.io = s.io.parse().map_err(ExecError::new)?;
+        cfg.load.netns = self.deployment.client_netns().map(Into::into);
         // The deployment is a cluster tare started (loopback, namespace or container).
         cfg.allow_remote = true;
         cfg.vacuum = false;
         if measure {
-            cfg.rate = s.rate;
-            cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
-            cfg.ramp = s.ramp;
+            cfg.load.rate = s.rate;
+            cfg.load.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
+            cfg.load.ramp = s.ramp;
             if let Some(slo) = &s.slo {
-                let objectives = parse_slo(slo).map_err(ExecError::new)?;
-                let found = tare_pg::find_max::find_max(&cfg, &objectives, FIND_MAX_RUNS, 0.05)
-                    .map_err(ExecError::new)?;
+                cfg.load.slo = Some(slo.parse().map_err(ExecError::new)?);
+                let found =
+                    find_max::<tare_pg::Pg>(&cfg, Budget::runs(FIND_MAX_RUNS), &self.interrupt)
+                        .map_err(ExecError::new)?;
                 return best_of(found, slo);
             }
         }

@@ -185,7 +185,9 @@ impl Ctx<'_> {
             c.phase = Phase::Starting;
             self.arm(c);
             c.wbuf.clear();
-            crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf);
+            if let Err(e) = crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf) {
+                return self.abort(c, AbortKind::Connect, &e.to_string());
+            }
         }
         self.flush(c, token);
     }
