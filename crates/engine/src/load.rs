@@ -194,7 +194,7 @@ impl Load {
             if self.slo.is_some() {
                 return Err(LoadError::new(
                     K::Rate,
-                    "and an slo exclude each other: give either a rate or an slo (which searches the rate)",
+                    "give either a rate or an slo (which searches the rate), not both",
                 ));
             }
         }

@@ -1,5 +1,6 @@
-//! [`RealExecutor`]: cells deployed with `tare-deploy`, loaded with
-//! `tare-http` or `tare-pg`, compared with `tare_deploy::fairness`.
+//! [`RealExecutor`]: cells deployed with `tare-deploy`, loaded by the
+//! experiment's engine ([`crate::engines`]), compared with
+//! `tare_deploy::fairness`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,12 +11,12 @@ use tare_deploy::{
     AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, PlacementKind, Storage,
     TargetKind as DeployTarget, TargetSpec, Transport,
 };
-use tare_engine::find_max::{find_max, Budget, FindMax};
 use tare_record::LoadResult;
 
+use crate::engines::{self, Engine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
-use crate::experiment::{Cell, Engine, Experiment, FactorKind, LoadSettings, TargetKind};
+use crate::experiment::{Cell, Experiment, FactorKind, LoadSettings, TargetKind};
 
 pub struct RealExecutor {
     /// Names every resource of this run (1-32 of `[A-Za-z0-9_-]`, tare-deploy's rule).
@@ -181,7 +182,7 @@ impl Executor for RealExecutor {
 
 struct RealCell {
     deployment: Deployment,
-    engine: Engine,
+    engine: &'static dyn Engine,
     interrupt: Arc<AtomicBool>,
     /// The last measured load's resource monitoring (docs/monitor.md).
     monitor: Option<serde_json::Value>,
@@ -196,10 +197,12 @@ impl RunningCell for RealCell {
         // Every measured load is monitored (CPU by component, disk, sockets,
         // the verdict); a monitor that cannot start costs the trial nothing.
         let monitor = measure.then(|| self.start_monitor()).flatten();
-        let result = match self.engine {
-            Engine::Http => self.http(settings, measure),
-            Engine::Pg => self.pg(settings, measure),
+        let offer = Offer {
+            endpoint: self.deployment.endpoint(),
+            url: self.deployment.url(),
+            netns: self.deployment.client_netns(),
         };
+        let result = engines::run(settings, measure, &offer, &self.interrupt);
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
             self.monitor = Some(m.stop().finish(r).to_json());
         }
@@ -225,10 +228,7 @@ impl RealCell {
         } else {
             ServerRef::Pids(vec![pid])
         };
-        let generator = GeneratorRef::Threads(match self.engine {
-            Engine::Http => "tare-http-".into(),
-            Engine::Pg => "tare-pg-".into(),
-        });
+        let generator = GeneratorRef::Threads(self.engine.thread_prefix());
         let mut spec = MonitorSpec::new(server, generator);
         // nginx-proxy: the backend's CPU is its own part, not "the rest".
         if let Some(b) = facts.backend.as_ref().and_then(|b| b.pid) {
@@ -236,113 +236,6 @@ impl RealCell {
         }
         tare_monitor::Monitor::start(spec).ok()
     }
-
-    /// `measure: false` is the warm-up: a plain closed loop, whatever the
-    /// measured load's schedule.
-    fn http(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
-        let url = self.deployment.url();
-        let (authority, _, _, deploy_path) =
-            tare_http::target::split_url(&url).map_err(ExecError::new)?;
-        // The experiment's path wins; the deployment's is the target's natural resource.
-        let path = if s.http.path == "/" {
-            deploy_path
-        } else {
-            s.http.path.clone()
-        };
-        let target = tare_http::Target {
-            url: url.clone(),
-            authority,
-            path,
-            // The deployment's own endpoint: loopback, a namespace or a
-            // container tare created (DESIGN.md, "Loopback only by default").
-            endpoint: self.deployment.endpoint().clone(),
-        };
-        let mut cfg = tare_http::HttpConfig::new(target);
-        cfg.method = s.http.method.clone();
-        cfg.headers = s
-            .http
-            .headers
-            .iter()
-            .filter_map(|h| h.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect();
-        cfg.body = s.http.body.clone().unwrap_or_default().into_bytes();
-        cfg.load.connections = s.connections as usize;
-        cfg.load.threads = (s.threads as usize).min(cfg.load.connections).max(1);
-        cfg.load.duration = Some(s.duration);
-        cfg.keepalive = s.http.keepalive;
-        cfg.load.coalesce = s.http.coalesce.parse().map_err(ExecError::new)?;
-        cfg.load.io = s.io.parse().map_err(ExecError::new)?;
-        cfg.load.timeout = s.timeout;
-        cfg.load.netns = self.deployment.client_netns().map(Into::into);
-        cfg.progress = false;
-        if measure {
-            cfg.load.rate = s.rate;
-            cfg.load.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
-            cfg.load.ramp = s.ramp;
-            if let Some(slo) = &s.slo {
-                cfg.load.slo = Some(slo.parse().map_err(ExecError::new)?);
-                let found =
-                    find_max::<tare_http::Http>(&cfg, Budget::runs(FIND_MAX_RUNS), &self.interrupt)
-                        .map_err(ExecError::new)?;
-                return best_of(found, slo);
-            }
-        }
-        tare_http::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
-    }
-
-    /// `measure: false` is the warm-up: a plain closed loop, as for http.
-    fn pg(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
-        let user = s.pg.user.as_deref().unwrap_or("postgres");
-        let db = s.pg.database.as_deref().unwrap_or("postgres");
-        let mut cfg = tare_pg::PgConfig::new(self.deployment.endpoint().clone(), user, db);
-        cfg.load.connections = s.connections as usize;
-        cfg.load.threads = (s.threads as usize).min(cfg.load.connections).max(1);
-        cfg.set_length(tare_pg::Length::Duration(s.duration));
-        cfg.mode = s.pg.mode.parse().map_err(ExecError::new)?;
-        cfg.scripts = vec![tare_pg::ScriptSpec {
-            source: tare_pg::ScriptSource::Text {
-                name: "experiment".into(),
-                text: s.pg.script.clone().unwrap_or_else(|| "SELECT 1;".into()),
-            },
-            weight: 1,
-        }];
-        cfg.connect_per_transaction = s.pg.reconnect;
-        cfg.load.coalesce = s.pg.coalesce.parse().map_err(ExecError::new)?;
-        cfg.load.io = s.io.parse().map_err(ExecError::new)?;
-        cfg.load.netns = self.deployment.client_netns().map(Into::into);
-        // The deployment is a cluster tare started (loopback, namespace or container).
-        cfg.allow_remote = true;
-        cfg.vacuum = false;
-        if measure {
-            cfg.load.rate = s.rate;
-            cfg.load.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
-            cfg.load.ramp = s.ramp;
-            if let Some(slo) = &s.slo {
-                cfg.load.slo = Some(slo.parse().map_err(ExecError::new)?);
-                let found =
-                    find_max::<tare_pg::Pg>(&cfg, Budget::runs(FIND_MAX_RUNS), &self.interrupt)
-                        .map_err(ExecError::new)?;
-                return best_of(found, slo);
-            }
-        }
-        tare_pg::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
-    }
-}
-
-/// Open-loop probes a `load.slo` trial may run (beside the capacity probe
-/// and the confirmation): a trial stays within ~8 load durations.
-const FIND_MAX_RUNS: usize = 6;
-
-/// A trial that searched the highest rate meeting `slo` records the
-/// confirming run at that rate (its `schedule.target_rate` is the answer).
-fn best_of(found: FindMax, slo: &str) -> Result<LoadResult, ExecError> {
-    found.best.ok_or_else(|| {
-        ExecError::new(format!(
-            "no rate met {slo} (closed-loop capacity {:.0}/s)",
-            found.capacity_rps
-        ))
-    })
 }
 
 #[cfg(test)]
@@ -432,7 +325,7 @@ config = ["default", "baseline"]
         )
         .unwrap();
         assert_eq!(exp.target.kind, TargetKind::NginxProxy);
-        assert_eq!(exp.load.engine, Engine::Http);
+        assert_eq!(exp.load.engine.name(), "http");
         let exec = RealExecutor::new(
             &exp,
             std::path::Path::new("/runs/x-abc"),

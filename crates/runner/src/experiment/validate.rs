@@ -28,7 +28,12 @@ pub fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Exper
     let config_names: Vec<String> = target.configs.iter().map(|c| c.name.clone()).collect();
     let (factors, cells) = cells(&loc, &raw, &config_names)?;
     check_cells_apply(&loc, &raw, &cells)?;
-    let load = load(&loc, &raw.load, target.kind)?;
+    let load = load(
+        &loc,
+        &raw.load,
+        default_engine(target.kind),
+        target.kind.name(),
+    )?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
 
@@ -48,6 +53,15 @@ pub fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Exper
         trials,
         attribution,
     })
+}
+
+/// The engine that loads a target when `[load] engine` does not say
+/// (a name in `crate::engines::REGISTRY`).
+fn default_engine(kind: TargetKind) -> &'static str {
+    match kind {
+        TargetKind::Postgres => "pg",
+        _ => "http",
+    }
 }
 
 fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<Target> {
