@@ -3,14 +3,14 @@
 //!
 //! - [`poller`]: a thin level-triggered epoll wrapper (one per worker thread).
 //! - [`endpoint`]: where load goes (TCP or Unix socket) and non-blocking connect.
-//! - [`recorder`]: per-thread latency histogram, timeline and counters, merged
+//! - `recorder`: per-thread latency histogram, timeline and counters, merged
 //!   into a [`tare_record::LoadResult`] at the end.
 //! - [`cpu`]: CPU seconds of the calling thread (getrusage `RUSAGE_THREAD`).
 //! - [`progress`]: per-thread counters a progress line can read without
 //!   slowing the workers, and the line itself.
 //! - [`coalesce`]: batched wake-ups, so an idle worker is not woken for
 //!   every single response.
-//! - [`clock`]: one monotonic nanosecond clock for the whole run.
+//! - `clock`: one monotonic nanosecond clock for the whole run.
 //! - [`schedule`]: intended send times of an open loop (constant, Poisson, ramp).
 //! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64),
 //!   defined in `tare-record` and re-exported here.
@@ -25,7 +25,7 @@
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
 //!   [`Engine`].
 
-pub mod clock;
+mod clock;
 pub mod coalesce;
 pub mod cpu;
 pub mod endpoint;
@@ -36,7 +36,7 @@ pub mod netns;
 pub mod poller;
 pub mod progress;
 pub mod rate;
-pub mod recorder;
+mod recorder;
 pub mod schedule;
 pub mod units;
 pub mod uring;

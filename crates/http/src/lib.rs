@@ -6,7 +6,7 @@
 //! - [`request`]: the request bytes, serialized once and reused for every send.
 //! - [`response`]: an incremental response parser (Content-Length, chunked,
 //!   close-delimited) that never allocates per response.
-//! - [`worker`]: one event loop per thread owning its share of connections.
+//! - `worker`: one event loop per thread owning its share of connections.
 //! - [`run`]: starts the workers ([`tare_engine::workers`]), merges their
 //!   recorders into a [`tare_record::LoadResult`].
 //! - [`Http`]: the engine as the code shared by every engine sees it
@@ -14,7 +14,7 @@
 //!   `tare_engine::find_max::find_max::<Http>`.
 //! - [`wrk_text`]: the wrk 4.x text layout of a result.
 
-pub mod config;
+mod config;
 mod head;
 pub mod request;
 pub mod response;

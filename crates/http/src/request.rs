@@ -4,7 +4,7 @@
 /// Builds `METHOD PATH HTTP/1.1` with Host (unless given), the user's
 /// headers, `Content-Length` for a body, and `Connection: close` when each
 /// request gets its own connection.
-pub fn build(
+pub(crate) fn build(
     method: &str,
     path: &str,
     authority: &str,

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
 use tare_engine::{workers, Clock};
-use tare_record::result::PgScriptResult;
+use tare_record::PgScriptResult;
 use tare_record::{LoadResult, PgDetails, StatementLatency, Unit};
 
-use crate::config::{Length, PgConfig, ScriptSource};
+use crate::config::{Length, PgConfig};
 use crate::engine::{self, LatCounters, Shared, WorkerOutput};
 use crate::error::PgError;
 use crate::program::Program;
@@ -64,15 +64,11 @@ pub fn run(cfg: &PgConfig) -> Result<LoadResult, PgError> {
 /// [`run`], ending early (with the results so far) once `stop` is set.
 pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, PgError> {
     validate(cfg)?;
-    let uses_builtin = cfg.scripts.is_empty()
-        || cfg
-            .scripts
-            .iter()
-            .any(|s| matches!(s.source, ScriptSource::Builtin(_)));
     // Parse scripts before touching the server: a syntax error is reported
     // even when the server is down.
-    check_coalesce(cfg, &*Program::compile(cfg, 1, 0)?)?;
-    let (server_version, scale) = prepare_server(cfg, uses_builtin)?;
+    let parsed = Program::compile(cfg, 1, 0)?;
+    check_coalesce(cfg, &parsed)?;
+    let (server_version, scale) = prepare_server(cfg, parsed.uses_builtin())?;
     let seed = cfg.random_seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -11,8 +11,8 @@
 //!    reports the next lower rate that passed, with that run (the failed
 //!    confirmation stays in the probes: the noise is stated, not hidden).
 //!
-//! - [`slo`]: the objectives and the verdict on one probe ([`judge`]).
-//! - [`text`]: the table of probes and the answer.
+//! - `slo`: the objectives ([`Slo`]) and the verdict on one probe.
+//! - `text`: the table of probes and the answer ([`render_for`]).
 
 mod slo;
 mod text;
@@ -25,8 +25,11 @@ use tare_record::{LoadResult, Unit};
 
 use crate::engine::Engine;
 
-pub use slo::{judge, parse_slo, Objective, Slo};
-pub use text::{render, Style};
+use slo::judge;
+#[cfg(test)]
+use slo::parse_slo;
+pub use slo::{Objective, Slo};
+use text::{render, Style};
 
 /// One measured rate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,7 +147,7 @@ pub fn render_for<E: Engine>(f: &FindMax) -> String {
 /// Searches for the highest rate meeting `slo`. `probe(None)` runs the
 /// closed loop, `probe(Some(rate))` an open loop at `rate`, each with the
 /// same connections, threads and duration; `unit` is what they complete.
-pub fn search<E>(
+fn search<E>(
     slo: &[Objective],
     budget: Budget,
     unit: Unit,

@@ -46,7 +46,7 @@ impl std::fmt::Display for Slo {
 }
 
 /// Parses `p99<10ms`, `p50<500us,errors<1%`.
-pub fn parse_slo(text: &str) -> Result<Vec<Objective>, String> {
+pub(crate) fn parse_slo(text: &str) -> Result<Vec<Objective>, String> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (metric, bound) = part.split_once('<').ok_or_else(|| {
@@ -89,7 +89,7 @@ pub fn parse_slo(text: &str) -> Result<Vec<Objective>, String> {
 /// It passes when every objective holds on the *corrected* latency and the
 /// generator kept its schedule (sent at least 98% of the target rate): a
 /// generator that cannot keep up must never pass as a server that can.
-pub fn judge(r: &LoadResult, rate: Option<f64>, slo: &[Objective]) -> Probe {
+pub(crate) fn judge(r: &LoadResult, rate: Option<f64>, slo: &[Objective]) -> Probe {
     let error_rate = r.error_rate();
     let mut failures = Vec::new();
     for o in slo {

@@ -308,7 +308,6 @@ impl Ctx<'_> {
         // ramp's reconnections under -C are not summarised).
         if !self.running || self.measuring(now) {
             self.conn_total_ns += took;
-            self.connections += 1;
         }
         if self.running && self.measuring(now) {
             if let Some(h) = self.rec.connect.as_mut() {

@@ -32,7 +32,6 @@ pub struct WorkerResult {
     pub failed_by_class: BTreeMap<String, u64>,
     /// Sum of connection set-up times (all connections, including initial).
     pub conn_total_ns: u64,
-    pub connections: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
     /// Clock reading at which this worker stopped measuring.
@@ -65,7 +64,6 @@ pub struct Ctx<'a> {
     pub per_script: Vec<ScriptStat>,
     failed_by_class: BTreeMap<[u8; 2], u64>,
     pub conn_total_ns: u64,
-    pub connections: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
     /// Clients that reached Done or Aborted.
@@ -114,7 +112,6 @@ impl<'a> Ctx<'a> {
             per_script: vec![ScriptStat::default(); program.scripts.len()],
             failed_by_class: BTreeMap::new(),
             conn_total_ns: 0,
-            connections: 0,
             aborted: 0,
             abort_message: None,
             finished: 0,
@@ -195,7 +192,6 @@ impl<'a> Ctx<'a> {
                 .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
                 .collect(),
             conn_total_ns: self.conn_total_ns,
-            connections: self.connections,
             aborted: self.aborted,
             abort_message: self.abort_message,
             end_ns,
