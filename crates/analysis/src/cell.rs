@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tare_record::{Errors, TrialRecord};
+use tare_record::{Errors, TrialRecord, Unit};
 
 use crate::stats::{median_ci, MedianCi, CONFIDENCE};
 
@@ -20,7 +20,8 @@ pub const NOISY_SPREAD: f64 = 0.05;
 pub struct CellStats {
     pub cell: String,
     pub factors: BTreeMap<String, String>,
-    /// `req/s` for HTTP, `tps` for PostgreSQL.
+    /// The throughput's unit as the records name it (`req/s` for
+    /// requests, `tps` for transactions: [`tare_record::Unit::rate_label`]).
     pub unit: String,
     /// Trials recorded, failed ones included.
     pub trials: usize,
@@ -38,8 +39,9 @@ pub struct CellStats {
     /// Completed requests over all successful trials.
     pub requests: u64,
     pub errors: Errors,
-    /// Errors over attempts (completed requests plus requests that never
-    /// completed: connect, read, write and timeout errors).
+    /// Errors over attempts, each trial's attempts as its record counts them
+    /// ([`tare_record::LoadResult::attempts`]): an HTTP 4xx is a completed
+    /// request, a failed transaction is not a completed transaction.
     pub error_rate: f64,
     /// The load generator's user + system CPU per completed request, over all
     /// successful trials (total CPU / total requests, not a mean of ratios).
@@ -66,12 +68,9 @@ impl CellStats {
         let mut errors = Errors::default();
         ok.iter().for_each(|r| errors.add(&r.errors));
         let requests: u64 = ok.iter().map(|r| r.requests).sum();
-        let attempts = requests + errors.total() - errors.status;
+        let attempts: u64 = ok.iter().map(|r| r.attempts()).sum();
         let cpu_s: f64 = ok.iter().map(|r| r.generator_cpu_s).sum();
-        let unit = match ok.first().map(|r| r.engine.as_str()) {
-            Some("pg") => "tps",
-            _ => "req/s",
-        };
+        let unit = ok.first().map_or(Unit::Requests, |r| r.unit()).rate_label();
         Some(CellStats {
             cell: cell.to_string(),
             factors: trials.first()?.factors.clone(),
@@ -104,5 +103,54 @@ impl CellStats {
     /// True when the throughput interval is wider than ±[`NOISY_SPREAD`].
     pub fn is_noisy(&self) -> bool {
         self.throughput.relative_spread() > NOISY_SPREAD
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tare_record::LoadResult;
+
+    /// A pg trial of `ok` completed and `failed` failed transactions, as
+    /// tare pg records it (failed ones only in `errors.status`), and as an
+    /// older record without `unit` and `attempts` has it.
+    fn pg_trials(ok: u64, failed: u64) -> Vec<TrialRecord> {
+        let mut r = LoadResult {
+            engine: "pg".into(),
+            unit: Some(Unit::Transactions),
+            attempts: Some(ok + failed),
+            requests: ok,
+            tps: Some(ok as f64),
+            ..Default::default()
+        };
+        r.errors.status = failed;
+        let mut old = r.clone();
+        (old.unit, old.attempts) = (None, None);
+        [r, old]
+            .into_iter()
+            .map(|r| TrialRecord {
+                cell: "c".into(),
+                result: Some(r),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// Regression: `tare report` computed attempts as requests + errors -
+    /// errors.status, http's rule, for pg too: 900 ok + 100 failed showed
+    /// 11.1%, and a cell where every transaction failed showed 0%.
+    #[test]
+    fn report_pg_error_rate_counts_failed_transactions_once() {
+        for (ok, failed, want) in [(900, 100, 0.10), (0, 1000, 1.0)] {
+            let trials = pg_trials(ok, failed);
+            let refs: Vec<&TrialRecord> = trials.iter().collect();
+            let s = CellStats::from_trials("c", &refs).unwrap();
+            assert!(
+                (s.error_rate - want).abs() < 1e-12,
+                "{ok}+{failed}: {}",
+                s.error_rate
+            );
+            assert_eq!(s.unit, "tps");
+        }
     }
 }

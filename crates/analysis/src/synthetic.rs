@@ -127,6 +127,8 @@ pub fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadR
     let cpu_s = requests as f64 * CPU_US_PER_REQUEST / 1e6;
     LoadResult {
         engine: "http".into(),
+        unit: Some(tare_record::Unit::Requests),
+        attempts: Some(requests),
         target: "http://127.0.0.1:8080/".into(),
         transport: "tcp".into(),
         started_unix_s,

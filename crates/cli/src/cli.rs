@@ -39,3 +39,15 @@ pub enum Command {
     /// Remove everything killed tare runs left behind (and nothing else).
     Cleanup(cmd::cleanup::CleanupArgs),
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks its definitions (ids, conflicts, short flags) only in
+    /// debug builds; the test profile is optimised, so check them here.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -50,6 +50,20 @@ fn json_output_matches_the_documented_schema() {
         assert!(errors.is_empty(), "{errors:#?}");
         assert!(value["requests"].as_u64().unwrap() > 0);
         assert_eq!(value["engine"], "http");
+        // The record says what it counts and how much was attempted.
+        assert_eq!(value["unit"], "requests");
+        let e = &value["errors"];
+        let not_completed: u64 = ["connect", "read", "write", "timeout"]
+            .iter()
+            .map(|k| e[*k].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            value["attempts"].as_u64().unwrap(),
+            value["requests"].as_u64().unwrap() + not_completed
+        );
+        let mut bad_unit = value.clone();
+        bad_unit["unit"] = "bananas".into();
+        assert!(!validator.is_valid(&bad_unit));
         // The schema is not vacuous: a result missing a required field fails.
         let mut broken = value.clone();
         broken.as_object_mut().unwrap().remove("latency_us");

@@ -149,6 +149,9 @@ fn rate_with_ramp_reports_schedule_and_ramp() {
     assert!(out.status.success(), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     validate(&value);
+    assert_eq!(value["unit"], "transactions");
+    let failed = value["errors"]["status"].as_u64().unwrap();
+    assert!(value["attempts"].as_u64().unwrap() >= value["requests"].as_u64().unwrap() + failed);
     let s = &value["schedule"];
     assert_eq!(s["target_rate"], 500.0);
     assert_eq!(s["arrivals"], "constant");

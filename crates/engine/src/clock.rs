@@ -4,7 +4,7 @@
 //! syscall, ~20 ns. Engines read it once per completed request: the completion
 //! time of one request is also the send time of the next on that connection.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -35,10 +35,6 @@ impl Clock {
     /// for kernel interfaces that take absolute monotonic times.
     pub fn monotonic_origin_ns(&self) -> u64 {
         crate::uring::monotonic_ns().saturating_sub(self.now_ns())
-    }
-
-    pub fn instant_of(&self, ns: u64) -> Instant {
-        self.origin + Duration::from_nanos(ns)
     }
 }
 
@@ -82,7 +78,7 @@ mod tests {
     #[test]
     fn realtime_now_maps_to_clock_now() {
         let clock = Clock::new(Instant::now());
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(std::time::Duration::from_millis(2));
         let map = RealtimeMap::new(&clock);
         let real = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)

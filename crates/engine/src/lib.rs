@@ -3,42 +3,53 @@
 //!
 //! - [`poller`]: a thin level-triggered epoll wrapper (one per worker thread).
 //! - [`endpoint`]: where load goes (TCP or Unix socket) and non-blocking connect.
-//! - [`recorder`]: per-thread latency histogram, timeline and counters, merged
+//! - `recorder`: per-thread latency histogram, timeline and counters, merged
 //!   into a [`tare_record::LoadResult`] at the end.
 //! - [`cpu`]: CPU seconds of the calling thread (getrusage `RUSAGE_THREAD`).
 //! - [`progress`]: per-thread counters a progress line can read without
 //!   slowing the workers, and the line itself.
 //! - [`coalesce`]: batched wake-ups, so an idle worker is not woken for
 //!   every single response.
-//! - [`clock`]: one monotonic nanosecond clock for the whole run.
+//! - `clock`: one monotonic nanosecond clock for the whole run.
 //! - [`schedule`]: intended send times of an open loop (constant, Poisson, ramp).
-//! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64).
+//! - [`splitmix`]: the workspace's one small seedable generator (SplitMix64),
+//!   defined in `tare-record` and re-exported here.
 //! - [`units`]: durations (`10s`, `500ms`) and sizes (`4k`) as typed by people.
 //! - [`uring`]: an io_uring completion loop (multishot receive into
 //!   provided buffers), the hot path where the kernel allows it.
 //! - [`netns`]: moving a worker thread into a network namespace (a client
 //!   "machine" tare's namespace lab built).
+//! - [`load`]: [`Load`], the settings every engine shares, checked once.
+//! - [`engine`]: the [`Engine`] trait every load engine implements.
+//! - [`workers`]: worker threads started, gated and joined once for every
+//!   engine.
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
-//!   engine that can run one probe at a given rate.
+//!   [`Engine`].
 
-pub mod clock;
+mod clock;
 pub mod coalesce;
 pub mod cpu;
 pub mod endpoint;
+pub mod engine;
 pub mod find_max;
+pub mod load;
 pub mod netns;
 pub mod poller;
 pub mod progress;
 pub mod rate;
-pub mod recorder;
+mod recorder;
 pub mod schedule;
-pub mod splitmix;
 pub mod units;
 pub mod uring;
+pub mod workers;
+
+pub use tare_record::splitmix;
 
 pub use clock::{Clock, RealtimeMap};
 pub use coalesce::{Coalesce, Coalescer};
 pub use endpoint::Endpoint;
+pub use engine::Engine;
+pub use load::Load;
 pub use poller::{Interest, Poller};
 pub use recorder::Recorder;
 pub use uring::{IoMode, Ring};

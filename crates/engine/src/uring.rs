@@ -292,7 +292,7 @@ pub struct Ring {
 
 /// `CLOCK_MONOTONIC` in nanoseconds (the clock of [`Ring::wait_until`];
 /// `std::time::Instant` reads the same clock).
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

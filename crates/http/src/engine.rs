@@ -1,18 +1,51 @@
-//! A whole run: plan, spawn one worker per thread, merge what they recorded.
+//! A whole run: plan, start one worker per thread, merge what they
+//! recorded; and [`Http`], the engine as the shared code sees it.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::cpu::CpuTime;
+use tare_engine::load::Load;
 use tare_engine::progress::{Board, Line};
-use tare_engine::{Clock, Endpoint, Recorder};
-use tare_record::LoadResult;
+use tare_engine::{workers, Clock, Endpoint, Recorder};
+use tare_record::{LoadResult, Unit};
 
 use crate::config::HttpConfig;
 use crate::request;
-use crate::worker::{Outcome, Plan, Worker};
+use crate::worker::{Plan, Worker};
 use crate::HttpError;
+
+/// `tare http` to the code written once for every engine (find-max, the
+/// command line's shared flags, the experiment runner).
+pub struct Http;
+
+impl tare_engine::Engine for Http {
+    type Config = HttpConfig;
+    type Error = HttpError;
+    const NAME: &'static str = "http";
+    const UNIT: Unit = Unit::Requests;
+
+    fn format_time(us: f64) -> String {
+        crate::wrk_text::format_time_us(us)
+    }
+
+    fn load(config: &HttpConfig) -> &Load {
+        &config.load
+    }
+
+    fn load_mut(config: &mut HttpConfig) -> &mut Load {
+        &mut config.load
+    }
+
+    fn quiet(config: &mut HttpConfig) {
+        config.progress = false;
+    }
+
+    fn run(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, HttpError> {
+        run_with_stop(config, stop)
+    }
+}
 
 /// Splits `total` into `parts` shares differing by at most one.
 fn share(total: u64, parts: usize, i: usize) -> u64 {
@@ -30,6 +63,7 @@ pub fn run(config: &HttpConfig) -> Result<LoadResult, HttpError> {
 /// the time actually measured.
 pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, HttpError> {
     config.validate()?;
+    let load = &config.load;
     let t = &config.target;
     let request = request::build(
         &config.method,
@@ -40,63 +74,44 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         config.keepalive,
     );
     let origin = Instant::now();
-    let ramp_ns = config.ramp.as_nanos() as u64;
-    let start_ns = ramp_ns + config.warmup.as_nanos() as u64;
-    let end_ns = config.duration.map(|d| start_ns + d.as_nanos() as u64);
+    let ramp_ns = load.ramp.as_nanos() as u64;
+    let start_ns = ramp_ns + load.warmup.as_nanos() as u64;
+    let end_ns = load.duration.map(|d| start_ns + d.as_nanos() as u64);
     let plan = Plan {
         endpoint: t.endpoint.clone(),
         request,
         head_request: config.method == "HEAD",
         keepalive: config.keepalive,
-        timeout_ns: config.timeout.as_nanos() as u64,
+        timeout_ns: load.timeout.as_nanos() as u64,
         clock: Clock::new(origin),
         start_ns,
         end_ns,
-        expected_ns: config
+        expected_ns: load
             .duration
             .map_or(10_000_000_000, |d| d.as_nanos() as u64),
-        netns: config.netns.clone(),
+        netns: load.netns.clone(),
         stop,
-        rate: config.rate,
-        arrivals: config.arrivals,
+        rate: load.rate,
+        arrivals: load.arrivals,
         ramp_ns,
-        threads: config.threads,
-        coalesce: config.coalesce,
-        io: config.io,
+        threads: load.threads,
+        coalesce: load.coalesce,
+        io: load.io,
     };
-    let board = Board::new(config.threads);
+    let board = Board::new(load.threads);
     let line = config.progress.then(|| {
-        let total = config.duration.map(|d| d + config.warmup + config.ramp);
+        let total = load.duration.map(|d| d + load.warmup + load.ramp);
         Line::start(board.clone(), "req", total)
     });
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-        + (config.warmup + config.ramp).as_secs_f64();
+        + (load.warmup + load.ramp).as_secs_f64();
 
-    let outcomes: Vec<std::io::Result<Outcome>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..config.threads)
-            .map(|i| {
-                let conns = share(config.connections as u64, config.threads, i) as usize;
-                let quota = config.requests.map(|n| share(n, config.threads, i));
-                let plan = &plan;
-                let counters = &board.threads[i];
-                std::thread::Builder::new()
-                    .name(format!("tare-http-{i}"))
-                    .spawn_scoped(s, move || {
-                        Worker::new(plan, i, conns, quota, counters)?.run()
-                    })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("worker thread panicked"))),
-                Err(e) => Err(e),
-            })
-            .collect()
+    let outcomes = workers::run(<Http as tare_engine::Engine>::NAME, load.threads, |i| {
+        let conns = share(load.connections as u64, load.threads, i) as usize;
+        let quota = config.requests.map(|n| share(n, load.threads, i));
+        Worker::new(&plan, i, conns, quota, &board.threads[i])?.run()
     });
     if let Some(l) = line {
         l.finish();
@@ -111,7 +126,9 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     let mut unsent = 0;
     let mut wakeups = tare_record::WakeupReport::default();
     for o in outcomes {
-        let o = o.map_err(|source| HttpError::Io {
+        // A worker that panicked took its counts with it: the run cannot
+        // report exact counts, so it is an error naming the worker.
+        let o = o?.map_err(|source| HttpError::Io {
             context: "load worker".into(),
             source,
         })?;
@@ -123,7 +140,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         per_thread.push(o.recorder);
     }
     // With only a request count, the run ends with its last response.
-    let end = if config.duration.is_some() {
+    let end = if load.duration.is_some() {
         finished_ns
     } else {
         last_completion_ns.max(start_ns + 1)
@@ -148,9 +165,9 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         &rate_samples,
     );
     result.schedule = tare_engine::schedule::report(
-        config.rate,
-        config.arrivals,
-        config.ramp,
+        load.rate,
+        load.arrivals,
+        load.ramp,
         &rec,
         duration_ns,
         unsent,
@@ -173,13 +190,16 @@ fn result_of(
         Endpoint::Tcp(_) => config.target.url.clone(),
     };
     LoadResult {
-        engine: "http".into(),
+        engine: <Http as tare_engine::Engine>::NAME.into(),
+        unit: Some(<Http as tare_engine::Engine>::UNIT),
+        // A response with status >= 400 is a completed request (wrk's count).
+        attempts: Some(rec.requests + rec.errors.total() - rec.errors.status),
         target,
         transport: config.target.endpoint.transport().into(),
         started_unix_s,
         duration_s: secs,
-        connections: config.connections as u64,
-        threads: config.threads as u64,
+        connections: config.load.connections as u64,
+        threads: config.load.threads as u64,
         keepalive: config.keepalive,
         requests: rec.requests,
         in_flight: rec.in_flight,

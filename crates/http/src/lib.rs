@@ -6,14 +6,15 @@
 //! - [`request`]: the request bytes, serialized once and reused for every send.
 //! - [`response`]: an incremental response parser (Content-Length, chunked,
 //!   close-delimited) that never allocates per response.
-//! - [`worker`]: one epoll loop per thread owning its share of connections.
-//! - [`run`]: spawns the workers, merges their recorders into a
-//!   [`tare_record::LoadResult`].
+//! - `worker`: one event loop per thread owning its share of connections.
+//! - [`run`]: starts the workers ([`tare_engine::workers`]), merges their
+//!   recorders into a [`tare_record::LoadResult`].
+//! - [`Http`]: the engine as the code shared by every engine sees it
+//!   ([`tare_engine::Engine`]): `--find-max` is
+//!   `tare_engine::find_max::find_max::<Http>`.
 //! - [`wrk_text`]: the wrk 4.x text layout of a result.
-//! - [`find_max`]: the highest open-loop rate meeting a latency objective.
 
-pub mod config;
-pub mod find_max;
+mod config;
 mod head;
 pub mod request;
 pub mod response;
@@ -24,7 +25,7 @@ pub mod wrk_text;
 mod engine;
 
 pub use config::HttpConfig;
-pub use engine::{run, run_with_stop};
+pub use engine::{run, run_with_stop, Http};
 pub use target::Target;
 
 /// Why a run could not start or had to stop.
@@ -41,4 +42,7 @@ pub enum HttpError {
         context: String,
         source: std::io::Error,
     },
+    /// A worker thread panicked (or could not start): its counts are lost.
+    #[error(transparent)]
+    Worker(#[from] tare_engine::workers::WorkerFailed),
 }

@@ -4,7 +4,7 @@
 /// Builds `METHOD PATH HTTP/1.1` with Host (unless given), the user's
 /// headers, `Content-Length` for a body, and `Connection: close` when each
 /// request gets its own connection.
-pub fn build(
+pub(crate) fn build(
     method: &str,
     path: &str,
     authority: &str,
@@ -32,20 +32,48 @@ pub fn build(
     bytes
 }
 
-/// Parses a `-H 'Name: value'` argument.
+/// Parses a header as `-H 'Name: value'` and an experiment's
+/// `[load.http] headers` give it: the name a token (RFC 9110 §5.1), the
+/// value without CR, LF or NUL (RFC 9110 §5.5: they would end the header
+/// or be refused), both trimmed.
 pub fn parse_header(text: &str) -> Result<(String, String), String> {
     let (k, v) = text
         .split_once(':')
         .ok_or_else(|| format!("invalid header {text:?}: expected 'Name: value'"))?;
     let k = k.trim();
-    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-        return Err(format!("invalid header name in {text:?}"));
+    if k.is_empty() || !k.bytes().all(is_tchar) {
+        return Err(format!(
+            "invalid header name in {text:?}: letters, digits and !#$%&'*+-.^_`|~ only"
+        ));
     }
     let v = v.trim();
     if v.bytes().any(|b| b == b'\r' || b == b'\n') {
         return Err(format!("invalid header {text:?}: line breaks in the value"));
     }
+    if v.bytes().any(|b| b == 0) {
+        return Err(format!("invalid header {text:?}: a NUL byte in the value"));
+    }
     Ok((k.to_string(), v.to_string()))
+}
+
+/// A method as tare sends it: an uppercase token (`GET`, `POST`,
+/// `PURGE`, `MKCOL`, `VERSION-CONTROL`).
+pub fn check_method(method: &str) -> Result<(), String> {
+    if method.is_empty()
+        || !method
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_')
+    {
+        return Err(format!(
+            "invalid method {method:?}: an uppercase token such as GET or POST"
+        ));
+    }
+    Ok(())
+}
+
+/// RFC 9110 §5.6.2 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[cfg(test)]
@@ -82,5 +110,23 @@ mod tests {
         assert!(parse_header("nocolon").is_err());
         assert!(parse_header(": v").is_err());
         assert!(parse_header("A: b\r\nX: y").is_err());
+        assert!(parse_header("A: b\0").is_err());
+        assert!(parse_header("A\0: b").is_err());
+        assert!(parse_header("A B: c").is_err());
+        assert!(parse_header("(a): c").is_err());
+        assert_eq!(
+            parse_header("X-Trace_id.1: a:b").unwrap(),
+            ("X-Trace_id.1".into(), "a:b".into())
+        );
+    }
+
+    #[test]
+    fn methods_are_uppercase_tokens() {
+        for ok in ["GET", "POST", "VERSION-CONTROL", "M_SEARCH"] {
+            assert!(check_method(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "get", "GE T", "GET\0", "GET\r\n"] {
+            assert!(check_method(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! a byte-level state machine, and a body without either ends at EOF.
 
 /// Largest response head accepted; beyond it the response is an error.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {

@@ -53,7 +53,7 @@ fn format_units(n: f64, m: &Units, precision: usize) -> String {
 }
 
 /// wrk's `format_time_us`.
-pub fn format_time_us(us: f64) -> String {
+pub(crate) fn format_time_us(us: f64) -> String {
     if us >= 1_000_000.0 {
         format_units(us / 1_000_000.0, &TIME_S, 2)
     } else {
@@ -62,15 +62,15 @@ pub fn format_time_us(us: f64) -> String {
 }
 
 /// wrk's `format_time_s` (the "Running 10s test" line).
-pub fn format_time_s(s: f64) -> String {
+pub(crate) fn format_time_s(s: f64) -> String {
     format_units(s, &TIME_S, 0)
 }
 
-pub fn format_binary(n: f64) -> String {
+pub(crate) fn format_binary(n: f64) -> String {
     format_units(n, &BINARY, 2)
 }
 
-pub fn format_metric(n: f64) -> String {
+pub(crate) fn format_metric(n: f64) -> String {
     format_units(n, &METRIC, 2)
 }
 

@@ -96,10 +96,10 @@ fn answer(mut conn: TcpStream, mut seed: u64, lo: Duration, hi: Duration) {
 fn config_at(addr: SocketAddr, coalesce: Coalesce) -> HttpConfig {
     let url = format!("http://{addr}/");
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.threads = 1;
-    c.connections = 16;
-    c.duration = Some(Duration::from_millis(1500));
-    c.coalesce = coalesce;
+    c.load.threads = 1;
+    c.load.connections = 16;
+    c.load.duration = Some(Duration::from_millis(1500));
+    c.load.coalesce = coalesce;
     c
 }
 
@@ -187,9 +187,9 @@ fn unix_sockets_and_open_loops_never_pause() {
     })
     .expect("tare serve starts");
     let mut c = HttpConfig::new(Target::new("http://localhost/", Some(sock), false).unwrap());
-    c.connections = 16;
-    c.duration = Some(Duration::from_millis(500));
-    c.coalesce = Coalesce::Fixed(Duration::from_micros(500));
+    c.load.connections = 16;
+    c.load.duration = Some(Duration::from_millis(500));
+    c.load.coalesce = Coalesce::Fixed(Duration::from_micros(500));
     let r = run(&c).unwrap();
     let w = r.wakeups.unwrap();
     assert_eq!(
@@ -201,8 +201,8 @@ fn unix_sockets_and_open_loops_never_pause() {
 
     let server = delayed(Duration::from_millis(2));
     let mut c = config(&server, Coalesce::Fixed(Duration::from_micros(500)));
-    c.rate = Some(2000.0);
-    c.duration = Some(Duration::from_millis(500));
+    c.load.rate = Some(2000.0);
+    c.load.duration = Some(Duration::from_millis(500));
     let w = run(&c).unwrap().wakeups.unwrap();
     assert_eq!((w.coalesce.as_str(), w.pauses), ("off", 0));
 }

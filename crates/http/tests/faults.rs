@@ -53,10 +53,10 @@ impl Fake {
     fn config(&self) -> HttpConfig {
         let url = format!("http://127.0.0.1:{}/", self.port);
         let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-        c.threads = 1;
-        c.connections = 2;
-        c.duration = Some(Duration::from_millis(400));
-        c.timeout = Duration::from_millis(150);
+        c.load.threads = 1;
+        c.load.connections = 2;
+        c.load.duration = Some(Duration::from_millis(400));
+        c.load.timeout = Duration::from_millis(150);
         c
     }
 
@@ -70,7 +70,7 @@ impl Fake {
             .into_iter()
             .map(|io| {
                 let mut c = c.clone();
-                c.io = io;
+                c.load.io = io;
                 let r = run(&c).unwrap();
                 let used = r.wakeups.as_ref().map(|w| w.io.clone()).unwrap_or_default();
                 assert_eq!(used, io.to_string(), "asked for {io}");
@@ -115,11 +115,11 @@ fn unreachable_port_counts_connect_errors() {
         .port();
     let url = format!("http://127.0.0.1:{port}/");
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.threads = 1;
-    c.connections = 2;
-    c.duration = Some(Duration::from_millis(300));
+    c.load.threads = 1;
+    c.load.connections = 2;
+    c.load.duration = Some(Duration::from_millis(300));
     for io in tare_testbed::io_modes() {
-        c.io = io;
+        c.load.io = io;
         let r = run(&c).unwrap();
         assert_eq!(r.requests, 0);
         assert!(r.errors.connect > 0);
@@ -137,12 +137,12 @@ fn request_count_against_a_dead_port_still_ends() {
         .port();
     let url = format!("http://127.0.0.1:{port}/");
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.threads = 1;
-    c.connections = 1;
-    c.duration = None;
+    c.load.threads = 1;
+    c.load.connections = 1;
+    c.load.duration = None;
     c.requests = Some(5);
     for io in tare_testbed::io_modes() {
-        c.io = io;
+        c.load.io = io;
         let r = run(&c).unwrap();
         assert_eq!((r.requests, r.errors.connect), (0, 5));
     }
@@ -311,9 +311,9 @@ fn a_body_bigger_than_the_socket_buffers_is_written_whole() {
     let mut c = f.config();
     c.method = "POST".into();
     c.body = vec![b'x'; 16 << 20];
-    c.connections = 1;
-    c.timeout = Duration::from_secs(2);
-    c.duration = Some(Duration::from_millis(600));
+    c.load.connections = 1;
+    c.load.timeout = Duration::from_secs(2);
+    c.load.duration = Some(Duration::from_millis(600));
     for r in f.runs_of(&c) {
         assert!(r.requests >= 2, "{r:?}");
         assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
@@ -332,9 +332,9 @@ fn an_open_loop_reconnects_when_the_server_drops_an_idle_connection() {
         }
     });
     let mut c = f.config();
-    c.rate = Some(100.0);
-    c.connections = 2;
-    c.duration = Some(Duration::from_millis(500));
+    c.load.rate = Some(100.0);
+    c.load.connections = 2;
+    c.load.duration = Some(Duration::from_millis(500));
     for r in f.runs_of(&c) {
         // Every arrival is either completed, or (epoll, which sees the
         // close only when it writes) a counted error; none is lost.

@@ -18,11 +18,11 @@ fn start_nginx() -> Nginx {
 fn load(nginx: &Nginx, keepalive: bool, io: tare_engine::IoMode) -> tare_record::LoadResult {
     let url = nginx.url();
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.threads = 2;
-    c.connections = 20;
+    c.load.threads = 2;
+    c.load.connections = 20;
     c.keepalive = keepalive;
-    c.duration = Some(Duration::from_millis(1500));
-    c.io = io;
+    c.load.duration = Some(Duration::from_millis(1500));
+    c.load.io = io;
     let r = run(&c).unwrap();
     assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
     r

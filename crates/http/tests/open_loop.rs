@@ -2,12 +2,13 @@
 //! ramps visible, and the max-rate search bounded. Against `tare serve`
 //! told to stall or delay by known amounts, so theory gives the answers.
 
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tare_engine::find_max::{find_max, Budget};
 use tare_engine::schedule::Arrivals;
-use tare_http::find_max::{find_max, parse_slo};
-use tare_http::{run, HttpConfig, Target};
+use tare_http::{run, Http, HttpConfig, Target};
 use tare_serve::{ServeConfig, Server};
 
 /// These tests measure time: run them one at a time, not against each other.
@@ -28,9 +29,9 @@ fn serve(config: ServeConfig) -> Server {
 fn config(server: &Server, connections: usize, secs: f64) -> HttpConfig {
     let url = format!("http://{}/", server.local_addr().unwrap());
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.threads = 1;
-    c.connections = connections;
-    c.duration = Some(Duration::from_secs_f64(secs));
+    c.load.threads = 1;
+    c.load.connections = connections;
+    c.load.duration = Some(Duration::from_secs_f64(secs));
     c
 }
 
@@ -51,8 +52,8 @@ fn stalls_show_in_corrected_latency_only() {
         ..Default::default()
     });
     let mut c = config(&server, 4, 3.0);
-    c.warmup = Duration::from_millis(50);
-    c.rate = Some(2000.0);
+    c.load.warmup = Duration::from_millis(50);
+    c.load.rate = Some(2000.0);
     let r = run(&c).unwrap();
     let p90 = r.latency_us.p90 / 1e3;
     let p99 = r.latency_us.p99 / 1e3;
@@ -90,8 +91,8 @@ fn achieved_rate_is_within_one_percent() {
         (4_000.0, Arrivals::Poisson),
     ] {
         let mut c = config(&server, 16, 2.0);
-        c.rate = Some(rate);
-        c.arrivals = arrivals;
+        c.load.rate = Some(rate);
+        c.load.arrivals = arrivals;
         let r = run(&c).unwrap();
         let s = r.schedule.as_ref().unwrap();
         // Poisson counts vary: sd of a count over 2 s is sqrt(8000) ~ 1.1%.
@@ -121,8 +122,8 @@ fn open_loop_ramp_rises_linearly_and_is_excluded() {
     let _serial = serial();
     let server = serve(ServeConfig::default());
     let mut c = config(&server, 8, 1.0);
-    c.rate = Some(2000.0);
-    c.ramp = Duration::from_secs(2);
+    c.load.rate = Some(2000.0);
+    c.load.ramp = Duration::from_secs(2);
     let r = run(&c).unwrap();
     let s = r.schedule.as_ref().unwrap();
     // N(t) = rate t^2 / (2T): 500 in the first second, 1500 in the second.
@@ -146,7 +147,7 @@ fn closed_loop_ramp_staggers_connections() {
         ..Default::default()
     });
     let mut c = config(&server, 10, 1.0);
-    c.ramp = Duration::from_secs(2);
+    c.load.ramp = Duration::from_secs(2);
     let r = run(&c).unwrap();
     let s = r.schedule.as_ref().unwrap();
     // Connections open evenly over the ramp: ~1/4 of full throughput in the
@@ -181,10 +182,11 @@ fn find_max_converges_and_reproduces() {
         delay: Duration::from_millis(5),
         ..Default::default()
     });
-    let c = config(&server, 8, 0.7);
-    let slo = parse_slo("p99<50ms").unwrap();
-    let a = find_max(&c, &slo, 7, 0.05).unwrap();
-    let b = find_max(&c, &slo, 7, 0.05).unwrap();
+    let mut c = config(&server, 8, 0.7);
+    c.load.slo = Some("p99<50ms".parse().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let a = find_max::<Http>(&c, Budget::runs(7), &stop).unwrap();
+    let b = find_max::<Http>(&c, Budget::runs(7), &stop).unwrap();
     for f in [&a, &b] {
         assert!(f.probes.len() <= 1 + 7 + 1, "{} probes", f.probes.len());
         let best = f.best_rate.expect("a rate meets the objective");

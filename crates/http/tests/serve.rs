@@ -16,9 +16,9 @@ fn serve(config: ServeConfig) -> Server {
 fn config_for(server: &Server, path: &str) -> HttpConfig {
     let url = format!("http://{}{path}", server.local_addr().unwrap());
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.threads = 1;
-    c.connections = 4;
-    c.duration = Some(Duration::from_millis(800));
+    c.load.threads = 1;
+    c.load.connections = 4;
+    c.load.duration = Some(Duration::from_millis(800));
     c
 }
 
@@ -45,9 +45,9 @@ fn keepalive_run_counts_every_response() {
 fn request_count_is_exact_and_leaves_nothing_in_flight() {
     let server = serve(ServeConfig::default());
     let mut c = config_for(&server, "/");
-    c.threads = 2;
-    c.connections = 7;
-    c.duration = None;
+    c.load.threads = 2;
+    c.load.connections = 7;
+    c.load.duration = None;
     c.requests = Some(1001);
     let r = run(&c).unwrap();
     assert_eq!(r.requests, 1001);
@@ -81,13 +81,13 @@ fn unix_socket_target() {
     });
     let target = Target::new("http://localhost/", Some(sock), false).unwrap();
     let mut c = HttpConfig::new(target);
-    c.threads = 1;
-    c.connections = 3;
-    c.duration = Some(Duration::from_millis(500));
+    c.load.threads = 1;
+    c.load.connections = 3;
+    c.load.duration = Some(Duration::from_millis(500));
     let runs: Vec<_> = tare_testbed::io_modes()
         .into_iter()
         .map(|io| {
-            c.io = io;
+            c.load.io = io;
             run(&c)
         })
         .collect();
@@ -120,9 +120,9 @@ fn bodies_complete(io: tare_engine::IoMode, chunked: bool, size: usize) {
             ..Default::default()
         });
         let mut c = config_for(&server, "/");
-        c.duration = None;
+        c.load.duration = None;
         c.requests = Some(40);
-        c.io = io;
+        c.load.io = io;
         let r = run(&c).unwrap();
         assert_eq!(r.requests, 40, "{io} chunked={chunked} size={size}");
         assert_eq!(
@@ -142,7 +142,7 @@ fn error_statuses_are_counted_but_complete() {
         ..Default::default()
     });
     let mut c = config_for(&server, "/");
-    c.duration = None;
+    c.load.duration = None;
     c.requests = Some(50);
     let r = run(&c).unwrap();
     assert_eq!(r.requests, 50);
@@ -157,7 +157,7 @@ fn head_and_post_requests() {
         ..Default::default()
     });
     let mut c = config_for(&server, "/");
-    c.duration = None;
+    c.load.duration = None;
     c.requests = Some(30);
     c.method = "HEAD".into();
     let r = run(&c).unwrap();
@@ -177,8 +177,8 @@ fn head_and_post_requests() {
 fn p50_matches_a_known_delay() {
     let server = serve(ServeConfig::default());
     let mut c = config_for(&server, "/");
-    c.connections = 1;
-    c.duration = Some(Duration::from_millis(500));
+    c.load.connections = 1;
+    c.load.duration = Some(Duration::from_millis(500));
     let rtt = run(&c).unwrap().latency_us.p50;
     drop(server);
 
@@ -188,8 +188,8 @@ fn p50_matches_a_known_delay() {
         ..Default::default()
     });
     let mut c = config_for(&server, "/");
-    c.connections = 4;
-    c.duration = Some(Duration::from_millis(1500));
+    c.load.connections = 4;
+    c.load.duration = Some(Duration::from_millis(1500));
     let r = run(&c).unwrap();
     let expected = delay.as_secs_f64() * 1e6 + rtt;
     let p50 = r.latency_us.p50;
@@ -204,8 +204,8 @@ fn p50_matches_a_known_delay() {
 fn warmup_requests_are_not_recorded() {
     let server = serve(ServeConfig::default());
     let mut c = config_for(&server, "/");
-    c.warmup = Duration::from_millis(300);
-    c.duration = Some(Duration::from_millis(500));
+    c.load.warmup = Duration::from_millis(300);
+    c.load.duration = Some(Duration::from_millis(500));
     let r = run(&c).unwrap();
     assert_eq!(r.timeline.len(), 1);
     assert_eq!(r.timeline.iter().sum::<u64>(), r.requests);

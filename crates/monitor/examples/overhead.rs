@@ -47,10 +47,10 @@ fn main() {
 
     let load = || {
         let mut c = tare_http::HttpConfig::new(tare_http::Target::new(&url, None, false).unwrap());
-        c.threads = 1;
-        c.connections = 32;
-        c.warmup = Duration::from_millis(500);
-        c.duration = Some(Duration::from_secs(2));
+        c.load.threads = 1;
+        c.load.connections = 32;
+        c.load.warmup = Duration::from_millis(500);
+        c.load.duration = Some(Duration::from_secs(2));
         tare_http::run(&c).expect("load runs")
     };
     let mut with = Vec::new();

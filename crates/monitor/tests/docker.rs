@@ -42,10 +42,10 @@ fn cell(placement: PlacementKind) -> MonitorRecord {
         endpoint: d.endpoint().clone(),
     };
     let mut c = tare_http::HttpConfig::new(target);
-    c.threads = 1;
-    c.connections = 16;
-    c.duration = Some(Duration::from_millis(1500));
-    c.warmup = Duration::from_millis(200);
+    c.load.threads = 1;
+    c.load.connections = 16;
+    c.load.duration = Some(Duration::from_millis(1500));
+    c.load.warmup = Duration::from_millis(200);
     let result = tare_http::run(&c).unwrap();
     assert_eq!(result.errors.total(), 0, "{:?}", result.errors);
     let record = monitor.stop().finish(&result);

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use tare_engine::Endpoint;
+use tare_engine::schedule::Arrivals;
+use tare_engine::{Endpoint, Load};
 
 use crate::conninfo::ConnParams;
 
@@ -80,11 +81,14 @@ pub enum Length {
 #[derive(Clone, Debug)]
 pub struct PgConfig {
     pub conn: ConnParams,
-    /// `-c`: concurrent database sessions.
-    pub clients: usize,
-    /// `-j`: worker threads; clients are spread over them as pgbench does.
-    pub threads: usize,
-    pub length: Length,
+    /// Clients (`load.connections`, `-c`), threads (`load.threads`, `-j`;
+    /// clients are spread over them as pgbench does), `-T`
+    /// (`load.duration`), pacing, ... `load.timeout` bounds establishing one
+    /// connection and tare's own statements (libpq's `connect_timeout`);
+    /// pgbench has no per-transaction timeout, and neither has tare pg.
+    pub load: Load,
+    /// `-t`: transactions per client, when `load.duration` is `None`.
+    pub transactions: Option<u64>,
     pub mode: QueryMode,
     /// Empty: the built-in `tpcb-like`.
     pub scripts: Vec<ScriptSpec>,
@@ -96,8 +100,6 @@ pub struct PgConfig {
     pub progress_interval: Option<Duration>,
     /// A live one-line display on a terminal.
     pub live: bool,
-    /// Worker threads enter this network namespace before connecting.
-    pub netns: Option<PathBuf>,
     /// `-s`: the `:scale` variable; `None` reads it from `pgbench_branches`
     /// when a built-in script runs, else 1 (pgbench's rule).
     pub scale: Option<u32>,
@@ -109,29 +111,13 @@ pub struct PgConfig {
     pub random_seed: Option<u64>,
     /// Allow load to a non-loopback address (DESIGN.md, "Loopback only by default").
     pub allow_remote: bool,
-    /// Bound on establishing one connection (and on tare's own statements).
-    pub connect_timeout: Duration,
-    /// Open loop (`-R`): transactions per second in total, started on a
-    /// schedule; latency counts from each intended start.
-    pub rate: Option<f64>,
-    /// With `rate`: Poisson arrivals by default, as pgbench's `-R`.
-    pub arrivals: tare_engine::schedule::Arrivals,
-    /// `--ramp`: before the measured `-T`, clients start one by one (closed
-    /// loop) or the rate rises linearly from 0 (open loop) over this long;
-    /// its completions per second are reported, not summarised.
-    pub ramp: Duration,
-    /// `--coalesce`: a closed-loop worker pauses before waiting so one
-    /// wake-up serves several replies; completion times then come from the
-    /// kernel's receive timestamps (TCP only; docs/pg.md).
-    pub coalesce: tare_engine::Coalesce,
-    /// How workers wait for replies (`--io`): io_uring where it can,
-    /// epoll otherwise.
-    pub io: tare_engine::IoMode,
 }
 
 impl PgConfig {
     /// A run against `endpoint` as `user` on `database` with pgbench's
-    /// defaults: 1 client, 1 thread, 10 transactions, simple mode, tpcb-like.
+    /// defaults: 1 client, 1 thread, 10 transactions, simple mode,
+    /// tpcb-like, Poisson arrivals with a rate (`-R`), and libpq's habit of
+    /// a bounded connect (10 s).
     pub fn new(endpoint: Endpoint, user: &str, database: &str) -> PgConfig {
         let (host, port) = match &endpoint {
             Endpoint::Tcp(a) => (a.ip().to_string(), a.port()),
@@ -159,27 +145,48 @@ impl PgConfig {
                 password: None,
                 application_name: "tare".into(),
             },
-            clients: 1,
-            threads: 1,
-            length: Length::TransactionsPerClient(10),
+            load: Load {
+                threads: 1,
+                connections: 1,
+                duration: None,
+                timeout: Duration::from_secs(10),
+                arrivals: Arrivals::Poisson,
+                ..Load::default()
+            },
+            transactions: Some(10),
             mode: QueryMode::Simple,
             scripts: Vec::new(),
             connect_per_transaction: false,
             per_statement: false,
             progress_interval: None,
             live: false,
-            netns: None,
             scale: None,
             vacuum: true,
             variables: Vec::new(),
             random_seed: None,
             allow_remote: false,
-            connect_timeout: Duration::from_secs(10),
-            rate: None,
-            arrivals: tare_engine::schedule::Arrivals::Poisson,
-            ramp: Duration::ZERO,
-            coalesce: tare_engine::Coalesce::Off,
-            io: tare_engine::IoMode::Auto,
+        }
+    }
+
+    /// `-T` or `-t`, whichever bounds the run (`-t 10` when neither is set).
+    pub fn length(&self) -> Length {
+        match self.load.duration {
+            Some(d) => Length::Duration(d),
+            None => Length::TransactionsPerClient(self.transactions.unwrap_or(10)),
+        }
+    }
+
+    /// Bounds the run by `-T` or `-t` (and only by it).
+    pub fn set_length(&mut self, length: Length) {
+        match length {
+            Length::Duration(d) => {
+                self.load.duration = Some(d);
+                self.transactions = None;
+            }
+            Length::TransactionsPerClient(n) => {
+                self.load.duration = None;
+                self.transactions = Some(n);
+            }
         }
     }
 }

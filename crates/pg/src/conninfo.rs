@@ -85,7 +85,7 @@ impl ConnParams {
                 let text = std::fs::read_to_string(file).ok()?;
                 passfile_lookup(&text, &host, port, &database, &user)
             });
-        Ok(Self {
+        let params = Self {
             endpoint,
             host,
             port,
@@ -93,7 +93,35 @@ impl ConnParams {
             database,
             password,
             application_name,
-        })
+        };
+        params.check()?;
+        Ok(params)
+    }
+
+    /// Start-up parameters and passwords travel as NUL-terminated strings:
+    /// a NUL inside one would cut it short, so it is refused here, with the
+    /// parameter named, wherever it came from (flags, environment, password
+    /// file, an experiment file, a library caller).
+    pub fn check(&self) -> Result<(), PgError> {
+        let fields = [
+            ("user name", Some(&self.user)),
+            ("database name", Some(&self.database)),
+            ("application name", Some(&self.application_name)),
+            ("password", self.password.as_ref()),
+        ];
+        for (what, value) in fields {
+            if let Some(v) = value.filter(|v| v.contains('\0')) {
+                let shown = if what == "password" {
+                    String::new()
+                } else {
+                    format!(" {v:?}")
+                };
+                return Err(PgError::Config(format!(
+                    "invalid {what}{shown}: it contains a NUL byte"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// `host=… port=… dbname=… user=…`, the run's `target`.
@@ -190,6 +218,21 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_parameter_is_an_error_naming_it() {
+        let e = ConnParams::resolve(&ConnFlags::default(), &env(&[("PGUSER", "a\0")]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "invalid user name \"a\\0\": it contains a NUL byte");
+        let e = ConnParams::resolve(
+            &ConnFlags::default(),
+            &env(&[("PGUSER", "u"), ("PGPASSWORD", "p\0w")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "invalid password: it contains a NUL byte");
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub enum PgError {
     Unsupported(String),
     #[error("{context}: {cause}")]
     Io { context: String, cause: io::Error },
+    /// A worker thread panicked (or could not start) before the run began.
+    #[error(transparent)]
+    Worker(#[from] tare_engine::workers::WorkerFailed),
 }
 
 impl From<FrameError> for PgError {

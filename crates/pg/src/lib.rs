@@ -2,33 +2,35 @@
 //! interface and output, HDR latency percentiles and the generator's own CPU.
 //!
 //! The pipeline, in module order:
-//! - [`config`]: [`PgConfig`], what one run needs (CLI or experiment runner).
-//! - [`conninfo`]: host/port/user/database/password resolved as libpq does.
+//! - `config`: [`PgConfig`], what one run needs (CLI or experiment runner).
+//! - `conninfo`: host/port/user/database/password resolved as libpq does.
 //! - [`script`]: pgbench's script language (SQL, `:var`, `\set`, `\sleep`).
-//! - [`program`]: scripts compiled once, protocol bytes prebuilt.
-//! - [`protocol`]: wire messages; [`startup`]: connection start-up and
+//! - `program`: scripts compiled once, protocol bytes prebuilt.
+//! - `protocol`: wire messages; `startup`: connection start-up and
 //!   authentication (cleartext, MD5, SCRAM-SHA-256) as a state machine.
-//! - [`engine`]: worker threads, one epoll loop each, clients as state machines.
-//! - [`run()`]: one run from config to [`tare_record::LoadResult`].
-//! - [`find_max`]: the highest rate meeting an objective (`--find-max --slo`).
+//! - `engine`: worker threads, one epoll loop each, clients as state machines.
+//! - [`run()`]: one run from config to [`tare_record::LoadResult`]; [`Pg`],
+//!   the engine as the code shared by every engine sees it
+//!   ([`tare_engine::Engine`]): `--find-max` is
+//!   `tare_engine::find_max::find_max::<Pg>`.
 //! - [`report`]: pgbench's PostgreSQL 15 text layout, plus percentiles.
 //! - [`session`]: a small blocking client; [`init`]: `--init`, pgbench's tables.
 
-pub mod config;
-pub mod conninfo;
-pub mod engine;
-pub mod error;
-pub mod find_max;
+mod config;
+mod conninfo;
+mod engine;
+mod error;
 pub mod init;
-pub mod program;
-pub mod protocol;
+mod program;
+mod protocol;
 pub mod report;
-pub mod run;
+mod run;
 pub mod script;
 pub mod session;
-pub mod startup;
+mod startup;
 
 pub use config::{Length, PgConfig, QueryMode, ScriptSource, ScriptSpec};
 pub use conninfo::{ConnFlags, ConnParams};
 pub use error::PgError;
-pub use run::{run, run_with_stop};
+pub use protocol::ServerError;
+pub use run::{run, run_with_stop, Pg};

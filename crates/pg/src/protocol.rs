@@ -88,7 +88,6 @@ pub mod tag {
     pub const ERROR: u8 = b'E';
     pub const READY: u8 = b'Z';
     pub const DATA_ROW: u8 = b'D';
-    pub const COMMAND_COMPLETE: u8 = b'C';
     pub const COPY_IN: u8 = b'G';
 }
 

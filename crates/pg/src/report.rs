@@ -268,7 +268,7 @@ fn statement_lines(o: &mut String, stmts: &[&StatementLatency]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tare_record::result::PgScriptResult;
+    use tare_record::PgScriptResult;
 
     fn sample() -> LoadResult {
         LoadResult {

@@ -5,20 +5,54 @@
 //! one per client), reads `server_version` and, for built-in scripts, the
 //! scale from `pgbench_branches`, and vacuums as pgbench does.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
-use tare_engine::Clock;
-use tare_record::result::PgScriptResult;
-use tare_record::{LoadResult, PgDetails, StatementLatency};
+use tare_engine::{workers, Clock};
+use tare_record::PgScriptResult;
+use tare_record::{LoadResult, PgDetails, StatementLatency, Unit};
 
-use crate::config::{Length, PgConfig, ScriptSource};
+use crate::config::{Length, PgConfig};
 use crate::engine::{self, LatCounters, Shared, WorkerOutput};
 use crate::error::PgError;
 use crate::program::Program;
 use crate::session::Session;
+
+/// `tare pg` to the code written once for every engine (find-max, the
+/// command line's shared flags, the experiment runner).
+pub struct Pg;
+
+impl tare_engine::Engine for Pg {
+    type Config = PgConfig;
+    type Error = PgError;
+    const NAME: &'static str = "pg";
+    const UNIT: Unit = Unit::Transactions;
+
+    /// pgbench's milliseconds.
+    fn format_time(us: f64) -> String {
+        format!("{:.3}ms", us / 1e3)
+    }
+
+    fn load(config: &PgConfig) -> &Load {
+        &config.load
+    }
+
+    fn load_mut(config: &mut PgConfig) -> &mut Load {
+        &mut config.load
+    }
+
+    fn quiet(config: &mut PgConfig) {
+        config.live = false;
+        config.progress_interval = None;
+    }
+
+    fn run(config: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, PgError> {
+        run_with_stop(config, stop)
+    }
+}
 
 /// Runs the load described by `cfg`. Client aborts (a server that died, a
 /// script that cannot go on) end with `Ok` and partial results: see
@@ -30,15 +64,11 @@ pub fn run(cfg: &PgConfig) -> Result<LoadResult, PgError> {
 /// [`run`], ending early (with the results so far) once `stop` is set.
 pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, PgError> {
     validate(cfg)?;
-    let uses_builtin = cfg.scripts.is_empty()
-        || cfg
-            .scripts
-            .iter()
-            .any(|s| matches!(s.source, ScriptSource::Builtin(_)));
     // Parse scripts before touching the server: a syntax error is reported
     // even when the server is down.
-    check_coalesce(cfg, &*Program::compile(cfg, 1, 0)?)?;
-    let (server_version, scale) = prepare_server(cfg, uses_builtin)?;
+    let parsed = Program::compile(cfg, 1, 0)?;
+    check_coalesce(cfg, &parsed)?;
+    let (server_version, scale) = prepare_server(cfg, parsed.uses_builtin())?;
     let seed = cfg.random_seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -47,7 +77,8 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
     });
     let program = Program::compile(cfg, scale, seed)?;
 
-    let threads = cfg.threads.min(cfg.clients).max(1);
+    let load = &cfg.load;
+    let threads = load.threads;
     let clock = Clock::new(Instant::now());
     let shared = Arc::new(Shared {
         program: program.clone(),
@@ -55,49 +86,55 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         clock,
         board: Board::new(threads),
         lat: Arc::new((0..threads).map(|_| LatCounters::default()).collect()),
-        barrier: Barrier::new(threads + 1),
-        start_ns: AtomicU64::new(0),
-        failed: AtomicBool::new(false),
         failure: Mutex::new(None),
         seed,
         stop,
     });
-    let mut handles = Vec::with_capacity(threads);
-    let mut next = 0;
-    for i in 0..threads {
-        // pgbench's split: the first `clients % threads` threads get one more.
-        let n = cfg.clients / threads + usize::from(i < cfg.clients % threads);
-        let ids = next..next + n;
-        next += n;
-        let sh = shared.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("tare-pg-{i}"))
-            .spawn(move || engine::run_worker(i, ids, &sh))
-            .map_err(|e| PgError::io("spawning a worker thread", e))?;
-        handles.push(h);
-    }
-    shared.barrier.wait();
-    // Measurement starts after the ramp; the workers load from `start_ns`.
-    let started = SystemTime::now() + cfg.ramp;
-    let start_ns = clock.now_ns();
-    shared.start_ns.store(start_ns, Ordering::SeqCst);
-    shared.barrier.wait();
-    let planned = match cfg.length {
-        Length::Duration(d) => Some(d + cfg.ramp),
-        Length::TransactionsPerClient(_) => None,
+    // pgbench's split: the first `clients % threads` threads get one more.
+    let share = |i: usize| load.connections / threads + usize::from(i < load.connections % threads);
+    let first = |i: usize| (0..i).map(share).sum::<usize>();
+    let before_measuring = load.ramp + load.warmup;
+    // Workers connect their clients, then wait at the gate; the main thread
+    // fixes one common start once all are ready (or calls the run off).
+    let (started, outputs) = workers::run_gated(
+        <Pg as tare_engine::Engine>::NAME,
+        threads,
+        |i, ticket| engine::run_worker(i, first(i)..first(i) + share(i), &shared, ticket),
+        |gate| {
+            if !gate.all_ready() {
+                gate.open(None);
+                return None;
+            }
+            // Measurement starts after the ramp and the warm-up; the
+            // workers load from `start_ns`.
+            let started = SystemTime::now() + before_measuring;
+            let start_ns = clock.now_ns();
+            gate.open(Some(start_ns));
+            let planned = load.duration.map(|d| d + before_measuring);
+            let line = cfg
+                .live
+                .then(|| Line::start(shared.board.clone(), "tx", planned));
+            let stop_progress = Arc::new(AtomicBool::new(false));
+            let progress = cfg.progress_interval.map(|every| {
+                let (sh, stop) = (shared.clone(), stop_progress.clone());
+                std::thread::spawn(move || report_progress(&sh, every, &stop))
+            });
+            Some((started, start_ns, line, stop_progress, progress))
+        },
+    );
+    let Some((started, start_ns, line, stop_progress, progress)) = started else {
+        // A worker could not connect (its error is in the slot), or died
+        // before the gate (its panic is in `outputs`).
+        let stored = shared
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let died = outputs.into_iter().find_map(Result::err).map(PgError::from);
+        return Err(stored
+            .or(died)
+            .unwrap_or_else(|| PgError::Config("a worker thread failed to start".into())));
     };
-    let line = cfg
-        .live
-        .then(|| Line::start(shared.board.clone(), "tx", planned));
-    let stop_progress = Arc::new(AtomicBool::new(false));
-    let progress = cfg.progress_interval.map(|every| {
-        let (sh, stop) = (shared.clone(), stop_progress.clone());
-        std::thread::spawn(move || report_progress(&sh, every, &stop))
-    });
-    let outputs: Vec<Option<WorkerOutput>> = handles
-        .into_iter()
-        .map(|h| h.join().ok().flatten())
-        .collect();
     stop_progress.store(true, Ordering::Relaxed);
     if let Some(p) = progress {
         let _ = p.join();
@@ -105,43 +142,52 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
     if let Some(l) = line {
         l.finish();
     }
-    if shared.failed.load(Ordering::SeqCst) {
-        let e = shared
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        return Err(e.unwrap_or_else(|| PgError::Config("a worker thread failed to start".into())));
+    // A worker that panicked after the start lost its clients' counts:
+    // they count as aborted clients, with the panic as the abort's words.
+    let mut lost = (0, None);
+    let outputs: Vec<WorkerOutput> = outputs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Ok(Some(o)) => Some(o),
+            Ok(None) => None,
+            Err(e) => {
+                lost.0 += share(i) as u64;
+                lost.1.get_or_insert(e.to_string());
+                None
+            }
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Err(PgError::Config(
+            lost.1.unwrap_or_else(|| "no worker thread finished".into()),
+        ));
     }
-    if outputs.iter().any(Option::is_none) {
-        return Err(PgError::Protocol("a worker thread panicked".into()));
-    }
-    let outputs: Vec<WorkerOutput> = outputs.into_iter().flatten().collect();
-    Ok(assemble(
+    let mut result = assemble(
         cfg,
         &program,
         outputs,
-        start_ns + cfg.ramp.as_nanos() as u64,
+        start_ns + before_measuring.as_nanos() as u64,
         started,
         threads,
         scale,
         server_version,
-    ))
+    );
+    if let (Some(pg), Some(why)) = (result.pg.as_mut(), lost.1) {
+        pg.aborted_clients += lost.0;
+        pg.abort_error.get_or_insert(why);
+    }
+    Ok(result)
 }
 
 /// `--coalesce` pauses a worker between replies and the next send: inside
 /// a transaction of several round trips that pause would be counted in its
 /// latency, so only one-statement transactions on kept connections may
-/// coalesce. (An open loop never pauses: its starts keep their schedule.)
+/// coalesce. (An open loop never pauses: its starts keep their schedule;
+/// the shared checks of [`Load::check`] refuse coalescing there.)
 fn check_coalesce(cfg: &PgConfig, program: &Program) -> Result<(), PgError> {
-    if cfg.coalesce == tare_engine::Coalesce::Off {
+    if cfg.load.coalesce == tare_engine::Coalesce::Off {
         return Ok(());
-    }
-    let tcp = matches!(cfg.conn.endpoint, tare_engine::Endpoint::Tcp(_));
-    if cfg.io == tare_engine::IoMode::Uring && tcp && cfg.rate.is_none() {
-        return Err(PgError::Config(
-            "--coalesce needs kernel receive timestamps, which only --io epoll takes; use --io auto or epoll".into(),
-        ));
     }
     if cfg.connect_per_transaction {
         return Err(PgError::Config(
@@ -171,50 +217,50 @@ fn check_coalesce(cfg: &PgConfig, program: &Program) -> Result<(), PgError> {
     Ok(())
 }
 
+/// A shared setting as `tare pg` spells it (pgbench's flags where pgbench has them).
+fn subject(key: LoadKey) -> &'static str {
+    match key {
+        LoadKey::Threads => "number of threads (-j)",
+        LoadKey::Connections => "number of clients (-c)",
+        LoadKey::Duration => "duration (-T)",
+        LoadKey::Timeout => "connection timeout (--timeout, --connect-timeout)",
+        LoadKey::Rate => "--rate",
+        LoadKey::Warmup => "--warmup",
+        LoadKey::Arrivals => "--arrivals",
+        LoadKey::Ramp => "--ramp",
+        LoadKey::Slo => "--slo",
+        LoadKey::Coalesce => "--coalesce",
+        LoadKey::Io => "--io",
+        LoadKey::Netns => "--netns",
+    }
+}
+
 fn validate(cfg: &PgConfig) -> Result<(), PgError> {
-    if cfg.clients == 0 {
-        return Err(PgError::Config("invalid number of clients: 0".into()));
-    }
-    if cfg.threads == 0 {
-        return Err(PgError::Config("invalid number of threads: 0".into()));
-    }
-    match cfg.length {
-        Length::Duration(d) if d.is_zero() => {
-            return Err(PgError::Config("invalid duration: 0".into()))
+    let load = &cfg.load;
+    let tcp = matches!(cfg.conn.endpoint, tare_engine::Endpoint::Tcp(_));
+    let shared = |e: tare_engine::load::LoadError| PgError::Config(e.with_subject(subject(e.key)));
+    load.check(Some(tcp)).map_err(shared)?;
+    match (load.duration, cfg.transactions) {
+        (Some(_), Some(_)) => {
+            return Err(PgError::Config(
+                "specify either a number of transactions (-t) or a duration (-T), not both".into(),
+            ))
         }
-        Length::TransactionsPerClient(0) => {
-            return Err(PgError::Config("invalid number of transactions: 0".into()))
-        }
+        (None, Some(0)) => return Err(PgError::Config("invalid number of transactions: 0".into())),
         _ => {}
     }
-    if let Some(r) = cfg.rate {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(PgError::Config(
-                "--rate must be a positive number of transactions per second".into(),
-            ));
-        }
-        if r > 10_000_000.0 {
-            return Err(PgError::Config(
-                "--rate above 10M transactions per second".into(),
-            ));
-        }
-    }
-    if !cfg.ramp.is_zero() {
-        match cfg.length {
-            Length::TransactionsPerClient(_) => {
-                return Err(PgError::Config(
-                    "--ramp needs a duration (-T), not a transaction count (-t)".into(),
-                ))
-            }
-            Length::Duration(d) if cfg.ramp > d => {
-                return Err(PgError::Config(format!(
-                    "--ramp ({:?}) is longer than the measured duration -T ({:?})",
-                    cfg.ramp, d
-                )))
-            }
-            Length::Duration(_) => {}
-        }
-    }
+    // The ramp and the warm-up come before a measured -T (pgbench counts
+    // every transaction of a -t run).
+    load.check_ramp_within_duration().map_err(|e| {
+        PgError::Config(match load.duration {
+            None => format!(
+                "{} needs a duration (-T), not a transaction count (-t)",
+                subject(e.key)
+            ),
+            Some(_) => e.with_subject(subject(e.key)),
+        })
+    })?;
+    cfg.conn.check()?;
     if !cfg.allow_remote && !cfg.conn.endpoint.is_local() {
         return Err(PgError::Config(format!(
             "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
@@ -227,11 +273,12 @@ fn validate(cfg: &PgConfig) -> Result<(), PgError> {
 /// The pre-run session, inside the run's network namespace when it has one.
 fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), PgError> {
     let cfg2 = cfg.clone();
+    let timeout = cfg.load.timeout;
     let work = move || -> Result<(String, u32), PgError> {
-        if let Some(ns) = &cfg2.netns {
+        if let Some(ns) = &cfg2.load.netns {
             tare_engine::netns::enter(ns).map_err(|e| PgError::io("pre-run check", e))?;
         }
-        let mut s = Session::connect(&cfg2.conn, cfg2.connect_timeout)?;
+        let mut s = Session::connect(&cfg2.conn, timeout)?;
         let version = s.query_value("SHOW server_version")?.unwrap_or_default();
         let scale = match cfg2.scale {
             Some(n) => n,
@@ -266,7 +313,7 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
         }
         Ok((version, scale))
     };
-    if cfg.netns.is_some() {
+    if cfg.load.netns.is_some() {
         std::thread::spawn(work)
             .join()
             .map_err(|_| PgError::Protocol("pre-run check panicked".into()))?
@@ -443,7 +490,10 @@ fn assemble(
 
     let transport = cfg.conn.endpoint.transport().to_string();
     LoadResult {
-        engine: "pg".into(),
+        engine: <Pg as tare_engine::Engine>::NAME.into(),
+        unit: Some(<Pg as tare_engine::Engine>::UNIT),
+        // Failed transactions are not among the processed ones (pgbench).
+        attempts: Some(n + rec.errors.total()),
         target: cfg.conn.target(),
         transport,
         started_unix_s: started
@@ -451,7 +501,7 @@ fn assemble(
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0),
         duration_s,
-        connections: cfg.clients as u64,
+        connections: cfg.load.connections as u64,
         threads: threads as u64,
         keepalive: !cfg.connect_per_transaction,
         requests: n,
@@ -471,9 +521,9 @@ fn assemble(
         status_codes: Default::default(),
         thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
         schedule: tare_engine::schedule::report(
-            cfg.rate,
-            cfg.arrivals,
-            cfg.ramp,
+            cfg.load.rate,
+            cfg.load.arrivals,
+            cfg.load.ramp,
             &rec,
             duration_ns,
             unsent,
@@ -494,11 +544,11 @@ fn assemble(
             failed,
             tps_including_connect: tps_including,
             scale,
-            planned_duration_s: match cfg.length {
+            planned_duration_s: match cfg.length() {
                 Length::Duration(d) => Some(d.as_secs_f64()),
                 _ => None,
             },
-            transactions_per_client: match cfg.length {
+            transactions_per_client: match cfg.length() {
                 Length::TransactionsPerClient(t) => Some(t),
                 _ => None,
             },

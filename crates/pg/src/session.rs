@@ -57,7 +57,7 @@ impl Session {
             params: params.clone(),
         };
         let mut out = Vec::new();
-        Handshake::startup(params, &mut out);
+        Handshake::startup(params, &mut out)?;
         s.send(&out)?;
         let mut hs = Handshake::new();
         loop {

@@ -34,8 +34,11 @@ impl Handshake {
         Self::default()
     }
 
-    /// Appends the StartupMessage (protocol 3.0).
-    pub fn startup(params: &ConnParams, out: &mut Vec<u8>) {
+    /// Appends the StartupMessage (protocol 3.0). Fails on a NUL inside a
+    /// value ([`ConnParams::check`] refuses those before any run; this is
+    /// the same refusal for a caller that skipped it).
+    pub fn startup(params: &ConnParams, out: &mut Vec<u8>) -> Result<(), PgError> {
+        params.check()?;
         let mut b = BytesMut::new();
         let kv = [
             ("user", params.user.as_str()),
@@ -43,10 +46,10 @@ impl Handshake {
             ("application_name", params.application_name.as_str()),
             ("client_encoding", "UTF8"),
         ];
-        // Fails only on a NUL inside a value, which no flag or env var holds.
         frontend::startup_message(kv.iter().copied(), &mut b)
-            .expect("start-up parameters contain no NUL byte");
+            .map_err(|e| PgError::Config(format!("start-up message: {e}")))?;
         out.extend_from_slice(&b);
+        Ok(())
     }
 
     /// Consumes one backend message; replies (if any) are appended to `out`.
@@ -156,5 +159,29 @@ impl Handshake {
         }
         out.extend_from_slice(&b);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `[load.pg] user = "a\u0000"` in an experiment file
+    /// panicked here (`expect`); it is an error naming the user now.
+    #[test]
+    fn startup_with_a_nul_in_the_user_is_an_error_not_a_panic() {
+        let mut p = crate::PgConfig::new(
+            tare_engine::Endpoint::Tcp("127.0.0.1:5432".parse().unwrap()),
+            "a\0",
+            "db",
+        )
+        .conn;
+        let mut out = Vec::new();
+        let e = Handshake::startup(&p, &mut out).unwrap_err().to_string();
+        assert!(e.contains("user name") && e.contains("NUL"), "{e}");
+        assert!(out.is_empty());
+        p.user = "a".into();
+        Handshake::startup(&p, &mut out).unwrap();
+        assert!(!out.is_empty());
     }
 }

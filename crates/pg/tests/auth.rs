@@ -25,11 +25,11 @@ fn config(server: &PgServer, tcp: bool, user: &str, password: Option<&str>, db: 
     };
     let mut c = PgConfig::new(ep, user, db);
     c.conn.password = password.map(String::from);
-    c.clients = 2;
-    c.length = Length::TransactionsPerClient(5);
+    c.load.connections = 2;
+    c.set_length(Length::TransactionsPerClient(5));
     c.mode = QueryMode::Prepared;
     // Generous: SCRAM's 4096 PBKDF2 rounds on a loaded CI machine.
-    c.connect_timeout = Duration::from_secs(20);
+    c.load.timeout = Duration::from_secs(20);
     c.scripts = vec![ScriptSpec {
         source: ScriptSource::Text {
             name: "one.sql".into(),

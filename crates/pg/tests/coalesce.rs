@@ -19,10 +19,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn config(server: &PgServer, sql: &str, coalesce: Coalesce) -> PgConfig {
     let mut c = server.config();
     c.conn.endpoint = server.tcp_endpoint();
-    c.clients = 16;
-    c.threads = 2;
-    c.length = Length::Duration(Duration::from_millis(1500));
-    c.coalesce = coalesce;
+    c.load.connections = 16;
+    c.load.threads = 2;
+    c.set_length(Length::Duration(Duration::from_millis(1500)));
+    c.load.coalesce = coalesce;
     c.scripts = vec![ScriptSpec {
         source: ScriptSource::Text {
             name: "test.sql".into(),
@@ -91,7 +91,7 @@ fn only_one_round_trip_transactions_coalesce() {
     }
     let mut c = config(&server, "select 1;", pause);
     c.conn.endpoint = server.unix_endpoint();
-    c.length = Length::Duration(Duration::from_millis(300));
+    c.set_length(Length::Duration(Duration::from_millis(300)));
     let r = tare_pg::run(&c).unwrap();
     let w = r.wakeups.unwrap();
     assert_eq!((w.pauses, w.rx_timestamps), (0, false));

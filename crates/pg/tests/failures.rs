@@ -32,10 +32,10 @@ fn failing_queries_are_counted_by_class_and_the_run_goes_on() {
         s.query("truncate tare_once").unwrap();
         let mut cfg = server.config();
         cfg.mode = mode;
-        cfg.io = io;
-        cfg.clients = 2;
-        cfg.threads = 2;
-        cfg.length = Length::TransactionsPerClient(6);
+        cfg.load.io = io;
+        cfg.load.connections = 2;
+        cfg.load.threads = 2;
+        cfg.set_length(Length::TransactionsPerClient(6));
         cfg.per_statement = true;
         // Each client's first insert succeeds; every later one violates the
         // primary key (23505) inside a transaction block, which tare rolls back.
@@ -62,8 +62,8 @@ fn failing_queries_are_counted_by_class_and_the_run_goes_on() {
     }
     // A failure outside a transaction block (division by zero, class 22).
     let mut cfg = server.config();
-    cfg.clients = 1;
-    cfg.length = Length::TransactionsPerClient(20);
+    cfg.load.connections = 1;
+    cfg.set_length(Length::TransactionsPerClient(20));
     cfg.scripts = vec![script("div.sql", "\\set d random(0, 1)\nselect 1 / :d;\n")];
     let r = tare_pg::run(&cfg).unwrap();
     let pg = r.pg.unwrap();
@@ -113,7 +113,7 @@ fn undefined_variable_aborts_the_client_with_a_clear_message() {
     let server = PgServer::start("");
     let mut cfg = server.config();
     cfg.mode = QueryMode::Prepared;
-    cfg.length = Length::TransactionsPerClient(3);
+    cfg.set_length(Length::TransactionsPerClient(3));
     cfg.scripts = vec![script("undef.sql", "select :nope;")];
     let r = tare_pg::run(&cfg).unwrap();
     let pg = r.pg.unwrap();
@@ -134,11 +134,11 @@ fn a_server_that_dies_mid_run_ends_it_with_partial_results() {
 fn dies_mid_run(io: tare_engine::IoMode) {
     let mut server = PgServer::start("");
     let mut cfg = server.config();
-    cfg.io = io;
+    cfg.load.io = io;
     cfg.mode = QueryMode::Prepared;
-    cfg.clients = 4;
-    cfg.threads = 2;
-    cfg.length = Length::Duration(Duration::from_secs(20));
+    cfg.load.connections = 4;
+    cfg.load.threads = 2;
+    cfg.set_length(Length::Duration(Duration::from_secs(20)));
     cfg.scripts = vec![script("one.sql", "select 1;")];
     let started = Instant::now();
     let run = std::thread::spawn(move || tare_pg::run(&cfg));

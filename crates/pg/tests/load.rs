@@ -57,10 +57,10 @@ fn every_query_mode_runs_exact_transaction_counts() {
             let before = settled_commits(&mut admin, "tare_count", 0);
             let mut cfg = PgConfig::new(endpoint.clone(), "postgres", "tare_count");
             cfg.mode = mode;
-            cfg.io = io;
-            cfg.clients = clients;
-            cfg.threads = 2;
-            cfg.length = Length::TransactionsPerClient(per_client);
+            cfg.load.io = io;
+            cfg.load.connections = clients;
+            cfg.load.threads = 2;
+            cfg.set_length(Length::TransactionsPerClient(per_client));
             cfg.scripts = vec![script("one.sql", "select 1;")];
             let r = tare_pg::run(&cfg).unwrap();
             let expected = clients as u64 * per_client;
@@ -118,9 +118,9 @@ fn builtin_scripts_after_init_keep_the_books_balanced() {
         let (a0, t0, b0, _) = totals(&mut s);
         let mut cfg = server.config();
         cfg.mode = mode;
-        cfg.clients = 3;
-        cfg.threads = 1;
-        cfg.length = Length::TransactionsPerClient(10);
+        cfg.load.connections = 3;
+        cfg.load.threads = 1;
+        cfg.set_length(Length::TransactionsPerClient(10));
         cfg.scripts = vec![ScriptSpec {
             source: ScriptSource::Builtin(builtin.into()),
             weight: 1,
@@ -160,9 +160,9 @@ fn scripts_with_variables_weights_sleep_reconnect_and_per_statement_latency() {
         s.query("truncate tare_vars").unwrap();
         let mut cfg = server.config();
         cfg.mode = mode;
-        cfg.clients = 4;
-        cfg.threads = 2;
-        cfg.length = Length::TransactionsPerClient(25);
+        cfg.load.connections = 4;
+        cfg.load.threads = 2;
+        cfg.set_length(Length::TransactionsPerClient(25));
         cfg.scripts = vec![script("vars.sql", text)];
         cfg.variables = vec![("offset".into(), "1000".into())];
         cfg.per_statement = true;
@@ -200,8 +200,8 @@ fn scripts_with_variables_weights_sleep_reconnect_and_per_statement_latency() {
 
     // Two weighted scripts: both run, in roughly the asked proportion.
     let mut cfg = server.config();
-    cfg.clients = 2;
-    cfg.length = Length::TransactionsPerClient(200);
+    cfg.load.connections = 2;
+    cfg.set_length(Length::TransactionsPerClient(200));
     cfg.scripts = vec![
         script("a.sql", "select 1;"),
         ScriptSpec {
@@ -216,7 +216,7 @@ fn scripts_with_variables_weights_sleep_reconnect_and_per_statement_latency() {
 
     // \sleep is part of the transaction's latency, as in pgbench.
     let mut cfg = server.config();
-    cfg.length = Length::TransactionsPerClient(3);
+    cfg.set_length(Length::TransactionsPerClient(3));
     cfg.scripts = vec![script(
         "sleep.sql",
         "\\set ms 20\n\\sleep :ms ms\nselect 1;",
@@ -236,12 +236,12 @@ fn scripts_with_variables_weights_sleep_reconnect_and_per_statement_latency() {
         let before = sessions(&mut s);
         let mut cfg = server.config();
         cfg.mode = QueryMode::Prepared;
-        cfg.clients = 2;
-        cfg.threads = 2;
+        cfg.load.connections = 2;
+        cfg.load.threads = 2;
         cfg.connect_per_transaction = true;
-        cfg.length = Length::TransactionsPerClient(15);
+        cfg.set_length(Length::TransactionsPerClient(15));
         cfg.scripts = vec![script("one.sql", "select 1;")];
-        cfg.io = io;
+        cfg.load.io = io;
         let r = tare_pg::run(&cfg).unwrap();
         assert_eq!(r.requests, 30, "{io}");
         assert!(!r.keepalive);
@@ -262,9 +262,9 @@ fn timed_run_fills_the_timeline_and_validates_against_the_schema() {
     let server = PgServer::start("");
     let mut cfg = server.config();
     cfg.mode = QueryMode::Prepared;
-    cfg.clients = 4;
-    cfg.threads = 2;
-    cfg.length = Length::Duration(Duration::from_millis(1500));
+    cfg.load.connections = 4;
+    cfg.load.threads = 2;
+    cfg.set_length(Length::Duration(Duration::from_millis(1500)));
     cfg.scripts = vec![script("one.sql", "select 1;")];
     let r = tare_pg::run(&cfg).unwrap();
     assert!(r.requests > 100);

@@ -11,8 +11,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use pgserver::PgServer;
+use tare_engine::find_max::{find_max, render_for, Budget};
 use tare_engine::schedule::Arrivals;
-use tare_pg::{Length, PgConfig, ScriptSource, ScriptSpec};
+use tare_pg::{Length, Pg, PgConfig, ScriptSource, ScriptSpec};
 
 /// These tests measure time: one at a time, not against each other.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -23,9 +24,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn config(server: &PgServer, sql: &str, clients: usize, threads: usize, secs: f64) -> PgConfig {
     let mut c = server.config();
-    c.clients = clients;
-    c.threads = threads;
-    c.length = Length::Duration(Duration::from_secs_f64(secs));
+    c.load.connections = clients;
+    c.load.threads = threads;
+    c.set_length(Length::Duration(Duration::from_secs_f64(secs)));
     c.scripts = vec![ScriptSpec {
         source: ScriptSource::Text {
             name: "test.sql".into(),
@@ -44,8 +45,8 @@ fn open_loop_keeps_its_rate_and_corrects_for_stalls() {
     let _serial = serial();
     let server = PgServer::start("");
     let mut cfg = config(&server, "select 1;", 4, 2, 2.0);
-    cfg.rate = Some(800.0);
-    cfg.arrivals = Arrivals::Constant;
+    cfg.load.rate = Some(800.0);
+    cfg.load.arrivals = Arrivals::Constant;
     let r = tare_pg::run(&cfg).unwrap();
     let s = r
         .schedule
@@ -73,8 +74,8 @@ fn open_loop_keeps_its_rate_and_corrects_for_stalls() {
         1,
         2.0,
     );
-    cfg.rate = Some(400.0);
-    cfg.arrivals = Arrivals::Constant;
+    cfg.load.rate = Some(400.0);
+    cfg.load.arrivals = Arrivals::Constant;
     let r = tare_pg::run(&cfg).unwrap();
     let s = r.schedule.as_ref().unwrap();
     let corrected = r.latency_us.p90 / 1e3;
@@ -96,8 +97,8 @@ fn arrivals_the_server_cannot_take_are_unsent_and_late() {
     let _serial = serial();
     let server = PgServer::start("");
     let mut cfg = config(&server, "select pg_sleep(0.02);", 2, 1, 1.0);
-    cfg.rate = Some(400.0);
-    cfg.arrivals = Arrivals::Constant;
+    cfg.load.rate = Some(400.0);
+    cfg.load.arrivals = Arrivals::Constant;
     let r = tare_pg::run(&cfg).unwrap();
     let s = r.schedule.as_ref().unwrap();
     let started = (s.achieved_send_rate * r.duration_s).round() as u64;
@@ -137,7 +138,7 @@ fn closed_loop_ramp_rises_and_is_excluded() {
     let _serial = serial();
     let server = PgServer::start("");
     let mut cfg = config(&server, "\\sleep 20 ms\nselect 1;", 8, 2, 2.0);
-    cfg.ramp = Duration::from_secs(2);
+    cfg.load.ramp = Duration::from_secs(2);
     let r = tare_pg::run(&cfg).unwrap();
     let s = r.schedule.as_ref().expect("a ramp is reported");
     assert_eq!(s.target_rate, None);
@@ -183,9 +184,9 @@ fn open_loop_ramp_rises_to_the_rate_and_holds_it() {
     let _serial = serial();
     let server = PgServer::start("");
     let mut cfg = config(&server, "select 1;", 8, 2, 2.0);
-    cfg.rate = Some(1000.0);
-    cfg.arrivals = Arrivals::Constant;
-    cfg.ramp = Duration::from_secs(2);
+    cfg.load.rate = Some(1000.0);
+    cfg.load.arrivals = Arrivals::Constant;
+    cfg.load.ramp = Duration::from_secs(2);
     let r = tare_pg::run(&cfg).unwrap();
     let s = r.schedule.as_ref().unwrap();
     assert_eq!(s.ramp_timeline.len(), 2, "{:?}", s.ramp_timeline);
@@ -216,11 +217,12 @@ fn find_max_converges_within_its_budget() {
     let _serial = serial();
     let server = PgServer::start("");
     let mut cfg = config(&server, "select pg_sleep(0.005);", 4, 2, 0.7);
-    cfg.arrivals = Arrivals::Constant;
-    let slo = tare_pg::find_max::parse_slo("p99<20ms").unwrap();
+    cfg.load.arrivals = Arrivals::Constant;
+    cfg.load.slo = Some("p99<20ms".parse().unwrap());
     let started = std::time::Instant::now();
-    let f = tare_pg::find_max::find_max(&cfg, &slo, 6, 0.05).unwrap();
-    let text = tare_pg::find_max::render(&f);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let f = find_max::<Pg>(&cfg, Budget::runs(6), &stop).unwrap();
+    let text = render_for::<Pg>(&f);
     eprintln!("{text}");
     assert!(f.probes.len() <= 1 + 6 + 1, "{} probes", f.probes.len());
     assert!(started.elapsed() < Duration::from_secs(40));
@@ -255,15 +257,15 @@ fn bad_ramps_and_rates_are_config_errors_before_any_load() {
         "postgres",
         "postgres",
     );
-    cfg.length = Length::Duration(Duration::from_secs(2));
-    cfg.ramp = Duration::from_secs(3);
+    cfg.set_length(Length::Duration(Duration::from_secs(2)));
+    cfg.load.ramp = Duration::from_secs(3);
     let e = tare_pg::run(&cfg).unwrap_err().to_string();
     assert!(e.contains("--ramp") && e.contains("longer than"), "{e}");
-    cfg.length = Length::TransactionsPerClient(10);
+    cfg.set_length(Length::TransactionsPerClient(10));
     let e = tare_pg::run(&cfg).unwrap_err().to_string();
     assert!(e.contains("--ramp needs a duration"), "{e}");
-    cfg.ramp = Duration::ZERO;
-    cfg.rate = Some(f64::NAN);
+    cfg.load.ramp = Duration::ZERO;
+    cfg.load.rate = Some(f64::NAN);
     let e = tare_pg::run(&cfg).unwrap_err().to_string();
     assert!(e.contains("--rate"), "{e}");
 }

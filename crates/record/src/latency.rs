@@ -54,15 +54,6 @@ impl Latency {
         self.hist.saturating_record(ns.max(1));
     }
 
-    /// Records `ns` and, as wrk2 and HdrHistogram's `recordValueWithExpectedInterval`
-    /// do, the values a stalled closed-loop client would have seen every
-    /// `interval_ns`. Used by the open-loop schedule's uncorrected twin only.
-    pub fn record_corrected_ns(&mut self, ns: u64, interval_ns: u64) {
-        self.hist
-            .record_correct(ns.clamp(1, HIGHEST_NS), interval_ns)
-            .ok();
-    }
-
     pub fn merge(&mut self, other: &Latency) {
         // Same bounds on both sides, so `add` cannot fail.
         self.hist.add(&other.hist).ok();

@@ -4,21 +4,28 @@
 //! and reports *read* them back (STYLE.md, "record, then report"). Nothing here
 //! knows how load is generated.
 //!
-//! - [`result`]: [`LoadResult`], one load run, the JSON contract of DESIGN.md.
-//! - [`latency`]: the HDR histogram (nanoseconds) every engine records into,
+//! - `result`: [`LoadResult`], one load run, the JSON contract of DESIGN.md.
+//! - `latency`: the HDR histogram (nanoseconds) every engine records into,
 //!   its base64 codec and the [`LatencySummary`] derived from it.
-//! - [`wakeups`]: [`WakeupReport`], how the workers slept and woke.
-//! - [`trial`]: [`TrialRecord`], one trial of one experiment cell (a line of
+//! - `schedule`: [`ScheduleReport`], an open loop's pacing and a ramp.
+//! - `wakeups`: [`WakeupReport`], how the workers slept and woke.
+//! - `trial`: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
+//! - [`splitmix`]: the workspace's one small seedable generator: open-loop
+//!   arrival gaps, the runner's trial order and the analysis bootstrap all
+//!   draw from it, so a recorded seed reproduces what was recorded.
 
-pub mod latency;
-pub mod result;
-pub mod schedule;
-pub mod trial;
-pub mod wakeups;
+mod latency;
+mod result;
+mod schedule;
+pub mod splitmix;
+mod trial;
+mod wakeups;
 
-pub use latency::{Latency, LatencySummary};
-pub use result::{Errors, LoadResult, PgDetails, RateSummary, StatementLatency};
+pub use latency::{CodecError, Latency, LatencySummary};
+pub use result::{
+    Errors, LoadResult, PgDetails, PgScriptResult, RateSummary, StatementLatency, Unit,
+};
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;
 pub use wakeups::WakeupReport;

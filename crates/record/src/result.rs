@@ -39,11 +39,59 @@ impl Errors {
     }
 }
 
+/// What an engine counts in `requests`: the thing one completion is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// HTTP requests (`tare http`).
+    #[serde(rename = "requests")]
+    Requests,
+    /// Database transactions (`tare pg`).
+    #[serde(rename = "transactions")]
+    Transactions,
+    /// Commands of a key-value protocol (one request, one reply).
+    #[serde(rename = "commands")]
+    Commands,
+    /// Network round trips (TCP_RR-style exchanges).
+    #[serde(rename = "round trips")]
+    RoundTrips,
+}
+
+impl Unit {
+    /// One of them, in words (`no request completed`).
+    pub fn noun(self) -> &'static str {
+        match self {
+            Unit::Requests => "request",
+            Unit::Transactions => "transaction",
+            Unit::Commands => "command",
+            Unit::RoundTrips => "round trip",
+        }
+    }
+
+    /// The unit of a throughput in this unit, as reports print it.
+    pub fn rate_label(self) -> &'static str {
+        match self {
+            Unit::Requests => "req/s",
+            Unit::Transactions => "tps",
+            Unit::Commands => "cmd/s",
+            Unit::RoundTrips => "rt/s",
+        }
+    }
+}
+
 /// One load run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadResult {
-    /// `"http"` or `"pg"`.
+    /// The engine that ran the load (`tare <engine>`: `"http"`, `"pg"`).
     pub engine: String,
+    /// What `requests` counts. Every engine writes it; records written
+    /// before it existed lack it, and [`LoadResult::unit`] derives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<Unit>,
+    /// Everything attempted: completions plus the errors that are not among
+    /// them (the denominator of the error rate). Every engine writes it;
+    /// [`LoadResult::attempts`] derives it for older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u64>,
     /// What was loaded: the URL (with `unix:PATH` when over a Unix socket) or
     /// the PostgreSQL connection (`host=… port=… dbname=…`).
     pub target: String,
@@ -118,21 +166,36 @@ impl LoadResult {
         self.rps.or(self.tps).unwrap_or(0.0)
     }
 
+    /// What `requests` counts: the recorded unit, or for a record written
+    /// before engines recorded it, the one its fields imply (only
+    /// transaction counts carried `tps`).
+    pub fn unit(&self) -> Unit {
+        self.unit.unwrap_or(if self.tps.is_some() {
+            Unit::Transactions
+        } else {
+            Unit::Requests
+        })
+    }
+
+    /// Everything attempted: the recorded count, or for an older record the
+    /// count its unit implies. Requests with status >= 400 are among the
+    /// completed `requests` (as wrk counts them); failed transactions are
+    /// not (pgbench's "actually processed"), so they add to the attempts.
+    pub fn attempts(&self) -> u64 {
+        self.attempts.unwrap_or_else(|| {
+            let errors = self.errors.total();
+            match self.unit() {
+                Unit::Requests => self.requests + errors - self.errors.status,
+                _ => self.requests + errors,
+            }
+        })
+    }
+
     /// Errors as a share of everything attempted (1 when nothing was).
-    /// Attempts are completions plus the errors that are not among them:
-    /// http counts status >= 400 responses in `requests`, pg does not count
-    /// failed transactions there.
     pub fn error_rate(&self) -> f64 {
-        let errors = self.errors.total();
-        let attempts = if self.engine == "pg" {
-            self.requests + errors
-        } else {
-            self.requests + errors - self.errors.status
-        };
-        if attempts == 0 {
-            1.0
-        } else {
-            errors as f64 / attempts as f64
+        match self.attempts() {
+            0 => 1.0,
+            attempts => self.errors.total() as f64 / attempts as f64,
         }
     }
 
@@ -227,4 +290,62 @@ pub struct RateSummary {
     pub stdev: f64,
     pub max: f64,
     pub within_stdev_pct: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed_transactions(ok: u64, failed: u64) -> LoadResult {
+        let mut r = LoadResult {
+            engine: "pg".into(),
+            requests: ok,
+            tps: Some(ok as f64),
+            ..Default::default()
+        };
+        r.errors.status = failed;
+        r
+    }
+
+    /// A record written before `unit` and `attempts` existed reads as its
+    /// fields say, whatever its engine is called.
+    #[test]
+    fn older_records_derive_unit_and_attempts_from_their_fields() {
+        // As a record of an engine with an unknown name, before `unit`
+        // and `attempts` existed.
+        let mut old = serde_json::to_value(failed_transactions(900, 100)).unwrap();
+        old["engine"] = "x".into();
+        assert!(old.get("unit").is_none() && old.get("attempts").is_none());
+        let old = old.to_string();
+        let r: LoadResult = serde_json::from_str(&old).unwrap();
+        assert_eq!((r.unit, r.attempts), (None, None));
+        assert_eq!(r.unit(), Unit::Transactions);
+        assert_eq!(r.attempts(), 1000);
+        let http: LoadResult = serde_json::from_str(&old.replace(r#""tps""#, r#""rps""#)).unwrap();
+        assert_eq!(http.unit(), Unit::Requests);
+        assert_eq!(
+            http.attempts(),
+            900,
+            "a 4xx response is a completed request"
+        );
+    }
+
+    #[test]
+    fn recorded_unit_and_attempts_win_and_round_trip() {
+        let mut r = failed_transactions(900, 100);
+        r.unit = Some(Unit::RoundTrips);
+        r.attempts = Some(2000);
+        assert_eq!(r.error_rate(), 0.05);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["unit"], "round trips");
+        assert_eq!(json["attempts"], 2000);
+        assert_eq!(serde_json::from_value::<LoadResult>(json).unwrap(), r);
+    }
+
+    #[test]
+    fn failed_transactions_are_attempts_once() {
+        assert_eq!(failed_transactions(900, 100).error_rate(), 0.1);
+        assert_eq!(failed_transactions(0, 100).error_rate(), 1.0);
+        assert_eq!(failed_transactions(0, 0).error_rate(), 1.0);
+    }
 }

@@ -117,7 +117,7 @@ fn unit(text: &str) -> f64 {
     let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
-    (tare_engine::splitmix::SplitMix64::new(h).next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    (tare_record::splitmix::SplitMix64::new(h).next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// What the mock placement says a deployment of `spec` is: the spec's own

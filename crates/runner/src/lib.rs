@@ -2,6 +2,8 @@
 //! provenance. The pipeline, in the order a run uses it:
 //!
 //! - [`experiment`]: the experiment file, checked, expanded into cells.
+//! - [`engines`]: the load engines an experiment can name, one file each,
+//!   in one registry (their `[load.<engine>]` tables and their runs).
 //! - [`plan`]: which cells run here, the seed, the interleaved order (`plan.json`).
 //! - [`executor`]: the measurement trait (deploy a cell, load it), with
 //!   [`mock::MockExecutor`] for tests, [`real::RealExecutor`] for real runs
@@ -15,6 +17,7 @@
 
 pub mod adaptive;
 pub mod debug;
+pub mod engines;
 pub mod executor;
 pub mod experiment;
 pub mod interrupt;

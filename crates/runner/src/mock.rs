@@ -150,23 +150,26 @@ impl RunningCell for MockCell {
 /// A plausible result at `rps` for `settings.duration`, with a histogram of
 /// the matching closed-loop latency (Little's law: connections / rps).
 pub fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
-    let secs = settings.duration.as_secs_f64();
+    let load = &settings.shared;
+    let secs = settings.duration().as_secs_f64();
     let requests = (rps * secs).round() as u64;
     let mut lat = Latency::new();
-    let mean_ns = (settings.connections as f64 / rps.max(1.0) * 1e9) as u64;
+    let mean_ns = (load.connections as f64 / rps.max(1.0) * 1e9) as u64;
     for i in 0..100u64 {
         lat.record_ns(mean_ns / 2 + mean_ns * i / 100);
     }
     LoadResult {
-        engine: "http".into(),
+        engine: settings.engine.name().into(),
         target: "http://mock/".into(),
         transport: "tcp".into(),
         started_unix_s: 0.0,
         duration_s: secs,
-        connections: settings.connections as u64,
-        threads: settings.threads as u64,
-        keepalive: settings.http.keepalive,
+        connections: load.connections as u64,
+        threads: load.threads as u64,
+        keepalive: true,
         requests,
+        unit: Some(tare_record::Unit::Requests),
+        attempts: Some(requests),
         rps: Some(requests as f64 / secs),
         latency_us: lat.summary(),
         hdr: lat.encode().unwrap_or_default(),

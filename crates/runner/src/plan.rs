@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_engine::splitmix::SplitMix64;
 
-use crate::experiment::{Experiment, LoadSettings, PlacementKind, TargetKind, TrialPolicy};
+use crate::experiment::{Experiment, PlacementKind, TargetKind, TrialPolicy};
 
 /// Everything `--resume` needs besides the experiment file and the trials.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -29,7 +29,10 @@ pub struct Plan {
     /// the run goes (with the same seed) and visible in each record's `order`.
     pub rounds: Vec<Vec<String>>,
     pub trials: TrialPolicy,
-    pub load: LoadSettings,
+    /// The load settings as run, for people and scripts: the shared ones,
+    /// `engine`, and the engine's table under its name. A snapshot only:
+    /// `--resume` re-reads the experiment copy, not this.
+    pub load: serde_json::Value,
     /// The attribution chain as cell ids, baseline first; cells skipped on
     /// this machine are left out (`attribution_dropped` says which).
     pub attribution: Attribution,
@@ -109,7 +112,7 @@ impl Plan {
             cells,
             rounds,
             trials: exp.trials.clone(),
-            load: exp.load.clone(),
+            load: exp.load.snapshot(),
             attribution: Attribution { chain, dropped },
             reference,
         }

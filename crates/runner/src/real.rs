@@ -1,5 +1,6 @@
-//! [`RealExecutor`]: cells deployed with `tare-deploy`, loaded with
-//! `tare-http` or `tare-pg`, compared with `tare_deploy::fairness`.
+//! [`RealExecutor`]: cells deployed with `tare-deploy`, loaded by the
+//! experiment's engine ([`crate::engines`]), compared with
+//! `tare_deploy::fairness`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,12 +11,12 @@ use tare_deploy::{
     AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, SpecOption, Storage, TargetSpec,
     Transport,
 };
-use tare_engine::find_max::{parse_slo, FindMax};
 use tare_record::LoadResult;
 
+use crate::engines::{self, Engine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
-use crate::experiment::{Cell, Engine, Experiment, FactorKind, LoadSettings};
+use crate::experiment::{Cell, Experiment, FactorKind, LoadSettings};
 
 pub struct RealExecutor {
     /// Names every resource of this run (1-32 of `[A-Za-z0-9_-]`, tare-deploy's rule).
@@ -160,7 +161,7 @@ impl Executor for RealExecutor {
 
 struct RealCell {
     deployment: Deployment,
-    engine: Engine,
+    engine: &'static dyn Engine,
     interrupt: Arc<AtomicBool>,
     /// The last measured load's resource monitoring (docs/monitor.md).
     monitor: Option<serde_json::Value>,
@@ -175,10 +176,12 @@ impl RunningCell for RealCell {
         // Every measured load is monitored (CPU by component, disk, sockets,
         // the verdict); a monitor that cannot start costs the trial nothing.
         let monitor = measure.then(|| self.start_monitor()).flatten();
-        let result = match self.engine {
-            Engine::Http => self.http(settings, measure),
-            Engine::Pg => self.pg(settings, measure),
+        let offer = Offer {
+            endpoint: self.deployment.endpoint(),
+            url: self.deployment.url(),
+            netns: self.deployment.client_netns(),
         };
+        let result = engines::run(settings, measure, &offer, &self.interrupt);
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
             self.monitor = Some(m.stop().finish(r).to_json());
         }
@@ -202,10 +205,7 @@ impl RealCell {
             tare_deploy::Scope::CgroupOf(pid) => ServerRef::CgroupOf(*pid),
             tare_deploy::Scope::Pids(pids) => ServerRef::Pids(pids.clone()),
         };
-        let generator = GeneratorRef::Threads(match self.engine {
-            Engine::Http => "tare-http-".into(),
-            Engine::Pg => "tare-pg-".into(),
-        });
+        let generator = GeneratorRef::Threads(self.engine.thread_prefix());
         let mut spec = MonitorSpec::new(server, generator);
         // A companion's CPU (nginx-proxy's backend) is its own part, not "the rest".
         for (name, pids) in &watch.companions {
@@ -213,111 +213,6 @@ impl RealCell {
         }
         tare_monitor::Monitor::start(spec).ok()
     }
-
-    /// `measure: false` is the warm-up: a plain closed loop, whatever the
-    /// measured load's schedule.
-    fn http(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
-        let url = self.deployment.url();
-        let (authority, _, _, deploy_path) =
-            tare_http::target::split_url(&url).map_err(ExecError::new)?;
-        // The experiment's path wins; the deployment's is the target's natural resource.
-        let path = if s.http.path == "/" {
-            deploy_path
-        } else {
-            s.http.path.clone()
-        };
-        let target = tare_http::Target {
-            url: url.clone(),
-            authority,
-            path,
-            // The deployment's own endpoint: loopback, a namespace or a
-            // container tare created (DESIGN.md, "Loopback only by default").
-            endpoint: self.deployment.endpoint().clone(),
-        };
-        let mut cfg = tare_http::HttpConfig::new(target);
-        cfg.method = s.http.method.clone();
-        cfg.headers = s
-            .http
-            .headers
-            .iter()
-            .filter_map(|h| h.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect();
-        cfg.body = s.http.body.clone().unwrap_or_default().into_bytes();
-        cfg.connections = s.connections as usize;
-        cfg.threads = (s.threads as usize).min(cfg.connections).max(1);
-        cfg.duration = Some(s.duration);
-        cfg.keepalive = s.http.keepalive;
-        cfg.coalesce = s.http.coalesce.parse().map_err(ExecError::new)?;
-        cfg.io = s.io.parse().map_err(ExecError::new)?;
-        cfg.timeout = s.timeout;
-        cfg.netns = self.deployment.client_netns().map(Into::into);
-        cfg.progress = false;
-        if measure {
-            cfg.rate = s.rate;
-            cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
-            cfg.ramp = s.ramp;
-            if let Some(slo) = &s.slo {
-                let objectives = parse_slo(slo).map_err(ExecError::new)?;
-                let found = tare_http::find_max::find_max(&cfg, &objectives, FIND_MAX_RUNS, 0.05)
-                    .map_err(ExecError::new)?;
-                return best_of(found, slo);
-            }
-        }
-        tare_http::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
-    }
-
-    /// `measure: false` is the warm-up: a plain closed loop, as for http.
-    fn pg(&self, s: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
-        let user = s.pg.user.as_deref().unwrap_or("postgres");
-        let db = s.pg.database.as_deref().unwrap_or("postgres");
-        let mut cfg = tare_pg::PgConfig::new(self.deployment.endpoint().clone(), user, db);
-        cfg.clients = s.connections as usize;
-        cfg.threads = (s.threads as usize).min(cfg.clients).max(1);
-        cfg.length = tare_pg::Length::Duration(s.duration);
-        cfg.mode = s.pg.mode.parse().map_err(ExecError::new)?;
-        cfg.scripts = vec![tare_pg::ScriptSpec {
-            source: tare_pg::ScriptSource::Text {
-                name: "experiment".into(),
-                text: s.pg.script.clone().unwrap_or_else(|| "SELECT 1;".into()),
-            },
-            weight: 1,
-        }];
-        cfg.connect_per_transaction = s.pg.reconnect;
-        cfg.coalesce = s.pg.coalesce.parse().map_err(ExecError::new)?;
-        cfg.io = s.io.parse().map_err(ExecError::new)?;
-        cfg.netns = self.deployment.client_netns().map(Into::into);
-        // The deployment is a cluster tare started (loopback, namespace or container).
-        cfg.allow_remote = true;
-        cfg.vacuum = false;
-        if measure {
-            cfg.rate = s.rate;
-            cfg.arrivals = s.arrivals.parse().map_err(ExecError::new)?;
-            cfg.ramp = s.ramp;
-            if let Some(slo) = &s.slo {
-                let objectives = parse_slo(slo).map_err(ExecError::new)?;
-                let found = tare_pg::find_max::find_max(&cfg, &objectives, FIND_MAX_RUNS, 0.05)
-                    .map_err(ExecError::new)?;
-                return best_of(found, slo);
-            }
-        }
-        tare_pg::run_with_stop(&cfg, self.interrupt.clone()).map_err(ExecError::new)
-    }
-}
-
-/// Open-loop probes a `load.slo` trial may run (beside the capacity probe
-/// and the confirmation): a trial stays within ~8 load durations.
-const FIND_MAX_RUNS: usize = 6;
-
-/// A trial that searched the highest rate meeting `slo` records the
-/// confirming run at that rate (its `schedule.target_rate` is the answer).
-fn best_of(found: FindMax, slo: &str) -> Result<LoadResult, ExecError> {
-    found.best.ok_or_else(|| {
-        ExecError::new(format!(
-            "no rate met {slo} (closed-loop capacity {:.0}/s)",
-            found.capacity_rps
-        ))
-    })
 }
 
 #[cfg(test)]
@@ -407,7 +302,7 @@ config = ["default", "baseline"]
         )
         .unwrap();
         assert_eq!(exp.target.kind.name(), "nginx-proxy");
-        assert_eq!(exp.load.engine, Engine::Http);
+        assert_eq!(exp.load.engine.name(), "http");
         let exec = RealExecutor::new(
             &exp,
             std::path::Path::new("/runs/x-abc"),

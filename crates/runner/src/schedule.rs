@@ -270,18 +270,18 @@ impl Schedule<'_> {
         };
         let settings = cell.load_settings(&self.exp.load);
         let mut outcome = Ok(None);
-        if !settings.warmup.is_zero() && !self.interrupt.load(Ordering::SeqCst) {
+        if !settings.shared.warmup.is_zero() && !self.interrupt.load(Ordering::SeqCst) {
             self.observer.phase(&cell.id, trial, Phase::Warmup);
             let mut warm = settings.clone();
-            warm.duration = settings.warmup;
-            *load_time += warm.duration;
+            warm.shared.duration = Some(settings.shared.warmup);
+            *load_time += settings.shared.warmup;
             if let Err(e) = running.load(&warm, false) {
                 outcome = Err(format!("warm-up: {e}"));
             }
         }
         if outcome.is_ok() && !self.interrupt.load(Ordering::SeqCst) {
             self.observer.phase(&cell.id, trial, Phase::Measure);
-            *load_time += settings.duration;
+            *load_time += settings.duration();
             outcome = running
                 .load(&settings, true)
                 .map(Some)

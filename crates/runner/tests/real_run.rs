@@ -123,7 +123,7 @@ deployment = "kept"
     )
     .unwrap();
     let exp = Experiment::load(&path).unwrap();
-    assert_eq!(exp.load.rate, Some(1500.0));
+    assert_eq!(exp.load.shared.rate, Some(1500.0));
     let dir = RunDir::create(Some(&tmp.path().join("tare-test-open-loop")), tmp.path()).unwrap();
     let flag = Arc::new(AtomicBool::new(false));
     let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());

@@ -23,9 +23,10 @@ pub const RESAMPLES: usize = 10_000;
 /// increment SplitMix64 itself uses.
 pub const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// The workspace's generator (one home, in the engine): 64 bits of state,
-/// passes BigCrush, and is all we need to draw indices; not cryptographic.
-pub use tare_engine::splitmix::SplitMix64;
+/// The workspace's generator (one home, in `tare-record`): 64 bits of
+/// state, passes BigCrush, and is all we need to draw indices; not
+/// cryptographic.
+pub use tare_record::splitmix::SplitMix64;
 
 /// Bootstrap replicates of the medians of several groups, resampled
 /// independently: `replicate(r)[g]` is group `g`'s median in resample `r`.

@@ -6,6 +6,7 @@ pub mod doctor;
 mod emit;
 pub mod http;
 pub mod image;
+mod load_args;
 pub mod nginx;
 pub mod pg;
 pub mod report;

@@ -11,12 +11,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{ArgAction, Args};
-use tare_engine::find_max::Slo;
-use tare_engine::schedule::Arrivals;
-use tare_engine::units::parse_duration;
 use tare_pg::report::{self, TextOptions};
 use tare_pg::script::split_weight;
-use tare_pg::{ConnFlags, ConnParams, Length, PgConfig, QueryMode, ScriptSource, ScriptSpec};
+use tare_pg::{ConnFlags, ConnParams, Length, Pg, PgConfig, QueryMode, ScriptSource, ScriptSpec};
+
+use super::load_args::{self, LoadArgs};
 
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
@@ -96,58 +95,13 @@ pub struct PgArgs {
     /// Create and fill pgbench's tables (with -s SCALE), then exit.
     #[arg(short = 'i', long = "init", visible_alias = "initialize")]
     pub init: bool,
-    /// Write the JSON result to PATH ('-': stdout, replacing the text).
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<String>,
-    /// Allow a server that is not on loopback or a Unix socket (only servers you own).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Run the client threads inside this network namespace (a name from `ip netns`, or a path).
-    #[arg(long, value_name = "NAME|PATH")]
-    pub netns: Option<String>,
-    /// Seconds to wait for a connection.
-    #[arg(long, default_value_t = 10)]
-    pub connect_timeout: u64,
-    /// Open loop: start this many transactions per second in total, on a
-    /// schedule (pgbench's -R), latency counted from each intended start.
-    #[arg(short = 'R', long = "rate", value_name = "TPS")]
-    pub rate: Option<f64>,
-    /// With --rate or --find-max: poisson arrivals (the default, as
-    /// pgbench's) or constant spacing.
-    #[arg(long, value_name = "constant|poisson")]
-    pub arrivals: Option<tare_engine::schedule::Arrivals>,
-    /// Before the measured -T, start the clients one by one (closed loop) or
-    /// raise the rate linearly from 0 (with -R) over this long (10s, 500ms);
-    /// shown per second, not in the summary. At most -T.
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
-    pub ramp: Duration,
-    /// Closed loop over TCP: pause an idle worker briefly before it waits, so
-    /// one wake-up serves several replies (less generator CPU, a little
-    /// think time between transactions): off, auto or a fixed pause such as
-    /// 100us. Scripts of one SQL command only; latency stays exact (kernel
-    /// receive timestamps). See docs/pg.md.
-    #[arg(
-        long,
-        default_value = "off",
-        value_name = "off|auto|PAUSE",
-        conflicts_with = "rate"
-    )]
-    pub coalesce: tare_engine::Coalesce,
-    /// How workers wait for replies: io_uring (one multishot receive per
-    /// connection; needs Linux 6.1 and io_uring allowed), epoll, or auto:
-    /// io_uring where it can, epoll otherwise and with --coalesce.
-    #[arg(long, default_value = "auto", value_name = "auto|epoll|io_uring")]
-    pub io: tare_engine::IoMode,
-    /// Search for the highest rate that meets --slo: a closed-loop probe,
-    /// then open-loop probes of -T each, bisecting (docs/open-loop.md).
-    #[arg(long)]
-    pub find_max: bool,
-    /// Objectives for --find-max: 'p99<10ms', 'p50<1ms,p999<50ms,errors<1%'.
-    #[arg(long, value_name = "OBJECTIVES")]
-    pub slo: Option<Slo>,
-    /// Most open-loop probes --find-max may run.
-    #[arg(long, default_value_t = 8, value_name = "N")]
-    pub max_runs: usize,
+    /// Seconds to wait for a connection (as --timeout; default 10).
+    #[arg(long, value_name = "SECS", conflicts_with = "timeout")]
+    pub connect_timeout: Option<u64>,
+    /// --warmup, --timeout, -R/--rate, --find-max, --json, ...: what every
+    /// load engine shares.
+    #[command(flatten)]
+    pub load: LoadArgs,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -162,30 +116,38 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
         password: None,
     };
     let conn = ConnParams::from_env(&flags)?;
-    let timeout = Duration::from_secs(args.connect_timeout.max(1));
+    let mut cfg = PgConfig::new(conn.endpoint.clone(), &conn.user, &conn.database);
+    cfg.conn = conn;
+    if let Some(secs) = args.connect_timeout {
+        cfg.load.timeout = Duration::from_secs(secs.max(1));
+    }
     if args.init {
-        if !args.allow_remote && !conn.endpoint.is_local() {
+        if !args.load.allow_remote && !cfg.conn.endpoint.is_local() {
             anyhow::bail!(
                 "{} is not a loopback address or Unix socket; use --allow-remote",
-                conn.endpoint
+                cfg.conn.endpoint
             );
         }
-        tare_pg::init::init(&conn, args.scale.unwrap_or(1), timeout, &mut |line| {
+        let timeout = args.load.timeout.unwrap_or(cfg.load.timeout);
+        tare_pg::init::init(&cfg.conn, args.scale.unwrap_or(1), timeout, &mut |line| {
             eprintln!("{line}")
         })?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut cfg = PgConfig::new(conn.endpoint.clone(), &conn.user, &conn.database);
-    cfg.conn = conn;
-    cfg.clients = args.clients;
-    cfg.threads = args.threads;
-    cfg.length = match (args.time, args.transactions) {
+    // pgbench: "Don't need more threads than there are clients."
+    cfg.load.connections = args.clients;
+    cfg.load.threads = match args.clients {
+        0 => args.threads,
+        c => args.threads.min(c),
+    };
+    match (args.time, args.transactions) {
         (Some(_), Some(_)) => anyhow::bail!(
             "specify either a number of transactions (-t) or a duration (-T), not both"
         ),
-        (Some(t), None) => Length::Duration(Duration::from_secs(t)),
-        (None, t) => Length::TransactionsPerClient(t.unwrap_or(10)),
-    };
+        (Some(t), None) => cfg.set_length(Length::Duration(Duration::from_secs(t))),
+        (None, t) => cfg.set_length(Length::TransactionsPerClient(t.unwrap_or(10))),
+    }
+    args.load.apply(&mut cfg.load)?;
     cfg.mode = args.mode;
     cfg.scripts = scripts(&args)?;
     cfg.connect_per_transaction = args.connect;
@@ -194,21 +156,7 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     cfg.scale = args.scale;
     cfg.vacuum = !args.no_vacuum;
     cfg.random_seed = args.random_seed;
-    cfg.allow_remote = args.allow_remote;
-    if let Some(r) = args.rate {
-        if !(r.is_finite() && r > 0.0) {
-            anyhow::bail!("--rate must be a positive number of transactions per second");
-        }
-    }
-    cfg.rate = args.rate;
-    if args.arrivals.is_some() && args.rate.is_none() && !args.find_max {
-        anyhow::bail!("--arrivals paces an open loop: give --rate or --find-max");
-    }
-    cfg.arrivals = args.arrivals.unwrap_or(Arrivals::Poisson);
-    cfg.ramp = args.ramp;
-    cfg.coalesce = args.coalesce;
-    cfg.io = args.io;
-    cfg.connect_timeout = timeout;
+    cfg.allow_remote = args.load.allow_remote;
     cfg.variables = args
         .define
         .iter()
@@ -220,18 +168,16 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
                 })
         })
         .collect::<anyhow::Result<_>>()?;
-    cfg.netns = super::emit::netns_path(args.netns.as_deref());
-    let json_stdout = args.json.as_deref() == Some("-");
-    cfg.live = !json_stdout && cfg.progress_interval.is_none();
-    if args.find_max || args.slo.is_some() {
-        return find_max(&args, cfg);
+    cfg.live = !args.load.json_on_stdout() && cfg.progress_interval.is_none();
+    if args.load.find_max {
+        return load_args::find_max::<Pg>(&args.load, cfg, "-T SECS");
     }
 
     let result = tare_pg::run_with_stop(&cfg, super::emit::ctrl_c_flag()?)?;
     let opts = TextOptions {
         progress: cfg.progress_interval.is_some(),
     };
-    super::emit::result(args.json.as_deref(), &result, || {
+    super::emit::result(args.load.json.as_deref(), &result, || {
         report::text(&result, opts)
     })?;
     if let Some(pg) = &result.pg {
@@ -245,37 +191,6 @@ pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--find-max`: probes of `-T` each, no live line between them; the
-/// table (or the JSON search) on stdout.
-fn find_max(args: &PgArgs, mut cfg: PgConfig) -> anyhow::Result<ExitCode> {
-    let Some(slo) = args.slo.as_ref().filter(|_| args.find_max) else {
-        if args.find_max {
-            anyhow::bail!("--find-max needs objectives: --slo 'p99<10ms'");
-        }
-        anyhow::bail!("--slo is the objective of --find-max; add --find-max");
-    };
-    if args.rate.is_some() {
-        anyhow::bail!("--find-max searches the rate itself; drop --rate");
-    }
-    if !matches!(cfg.length, Length::Duration(_)) {
-        anyhow::bail!("--find-max needs a duration per probe: -T SECS");
-    }
-    if args.max_runs == 0 {
-        anyhow::bail!("--max-runs must be at least 1");
-    }
-    cfg.live = false;
-    cfg.progress_interval = None;
-    let found = tare_pg::find_max::find_max(&cfg, &slo.0, args.max_runs, 0.05)?;
-    super::emit::result(args.json.as_deref(), &found, || {
-        tare_pg::find_max::render(&found)
-    })?;
-    Ok(if found.best_rate.is_some() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }
 
 /// The scripts in flag order: -b, -S, -N, then -f; none means tpcb-like.

@@ -87,8 +87,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 exp.name,
                 exp.cells.len(),
                 exp.trials.count,
-                humantime::format_duration(exp.load.duration),
-                humantime::format_duration(exp.load.warmup),
+                humantime::format_duration(exp.load.duration()),
+                humantime::format_duration(exp.load.shared.warmup),
                 dir.path.display()
             );
             let s = session::begin(exp, dir, exec.as_mut(), &mut notes, &Provenance::collect())?;

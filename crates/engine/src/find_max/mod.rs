@@ -11,17 +11,25 @@
 //!    reports the next lower rate that passed, with that run (the failed
 //!    confirmation stays in the probes: the noise is stated, not hidden).
 //!
-//! - [`slo`]: the objectives and the verdict on one probe ([`judge`]).
-//! - [`text`]: the table of probes and the answer.
+//! - `slo`: the objectives ([`Slo`]) and the verdict on one probe.
+//! - `text`: the table of probes and the answer ([`render_for`]).
 
 mod slo;
 mod text;
 
-use serde::{Deserialize, Serialize};
-use tare_record::LoadResult;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-pub use slo::{judge, parse_slo, Objective, Slo};
-pub use text::{render, Style};
+use serde::{Deserialize, Serialize};
+use tare_record::{LoadResult, Unit};
+
+use crate::engine::Engine;
+
+use slo::judge;
+#[cfg(test)]
+use slo::parse_slo;
+pub use slo::{Objective, Slo};
+use text::{render, Style};
 
 /// One measured rate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,33 +74,83 @@ pub struct Budget {
     pub resolution: f64,
 }
 
+impl Budget {
+    /// At most `max_runs` open-loop probes, ending at a 5% bracket: finer
+    /// than that, run-to-run noise on one machine decides the answer.
+    pub fn runs(max_runs: usize) -> Budget {
+        Budget {
+            max_runs,
+            resolution: 0.05,
+        }
+    }
+}
+
 /// Why a search could not give an answer at all.
 #[derive(Debug)]
 pub enum SearchError<E> {
     /// A probe could not run (the engine's own error).
     Probe(E),
-    /// The closed-loop probe completed nothing: there is no capacity to
-    /// search below.
-    NoCapacity,
+    /// The closed-loop probe completed nothing (of this unit): there is no
+    /// capacity to search below.
+    NoCapacity(Unit),
+    /// The config has no objectives to search for (`load.slo` unset).
+    NoObjectives,
 }
 
 impl<E: std::fmt::Display> std::fmt::Display for SearchError<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SearchError::Probe(e) => e.fmt(f),
-            SearchError::NoCapacity => f.write_str("the capacity probe completed no request"),
+            SearchError::NoCapacity(unit) => {
+                write!(f, "the capacity probe completed no {}", unit.noun())
+            }
+            SearchError::NoObjectives => f.write_str("a search needs objectives: --slo 'p99<10ms'"),
         }
     }
 }
 
 impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for SearchError<E> {}
 
+/// The search for an engine: each probe is a run of `config` (its
+/// connections, threads and duration) at one rate, or in a closed loop for
+/// the capacity probe; the objectives are its `load.slo`. Every engine's
+/// `--find-max` and every experiment's `slo` is this function.
+pub fn find_max<E: Engine>(
+    config: &E::Config,
+    budget: Budget,
+    stop: &Arc<AtomicBool>,
+) -> Result<FindMax, SearchError<E::Error>> {
+    let slo = match &E::load(config).slo {
+        Some(slo) => slo.objectives().to_vec(),
+        None => return Err(SearchError::NoObjectives),
+    };
+    search(&slo, budget, E::UNIT, |rate| {
+        let mut probe = config.clone();
+        let load = E::load_mut(&mut probe);
+        load.slo = None;
+        load.rate = rate;
+        E::run(&probe, stop.clone())
+    })
+}
+
+/// The text of a search in the engine's own units.
+pub fn render_for<E: Engine>(f: &FindMax) -> String {
+    render(
+        f,
+        Style {
+            unit: E::UNIT.rate_label(),
+            time: E::format_time,
+        },
+    )
+}
+
 /// Searches for the highest rate meeting `slo`. `probe(None)` runs the
 /// closed loop, `probe(Some(rate))` an open loop at `rate`, each with the
-/// same connections, threads and duration.
-pub fn search<E>(
+/// same connections, threads and duration; `unit` is what they complete.
+fn search<E>(
     slo: &[Objective],
     budget: Budget,
+    unit: Unit,
     mut probe: impl FnMut(Option<f64>) -> Result<LoadResult, E>,
 ) -> Result<FindMax, SearchError<E>> {
     let mut probes = Vec::new();
@@ -100,7 +158,7 @@ pub fn search<E>(
     let capacity_rps = capacity.throughput();
     probes.push(judge(&capacity, None, slo));
     if capacity.requests == 0 {
-        return Err(SearchError::NoCapacity);
+        return Err(SearchError::NoCapacity(unit));
     }
 
     let mut measure = |rate: f64| -> Result<(Probe, LoadResult), SearchError<E>> {
@@ -184,7 +242,7 @@ mod tests {
         move |rate| {
             let achieved = rate.unwrap_or(capacity).min(capacity);
             let mut r = LoadResult {
-                engine: "pg".into(),
+                engine: "fake".into(),
                 requests: achieved as u64,
                 tps: Some(achieved),
                 duration_s: 1.0,
@@ -206,7 +264,7 @@ mod tests {
             max_runs: 8,
             resolution: 0.05,
         };
-        let f = search(&slo, budget, fake(1000.0, 700.0)).unwrap();
+        let f = search(&slo, budget, Unit::Transactions, fake(1000.0, 700.0)).unwrap();
         let best = f.best_rate.unwrap();
         assert!((650.0..700.0).contains(&best), "{best}");
         assert!(f.probes.len() <= 1 + 8 + 1);
@@ -227,7 +285,7 @@ mod tests {
         };
         let mut engine = fake(1000.0, 700.0);
         let mut seen: Vec<f64> = Vec::new();
-        let f = search(&slo, budget, |rate| {
+        let f = search(&slo, budget, Unit::Transactions, |rate| {
             let mut r = engine(rate)?;
             // The second run at any rate is slow.
             if let Some(x) = rate {
@@ -254,7 +312,7 @@ mod tests {
             max_runs: 20,
             resolution: 0.05,
         };
-        let f = search(&slo, budget, fake(1000.0, 0.0)).unwrap();
+        let f = search(&slo, budget, Unit::Transactions, fake(1000.0, 0.0)).unwrap();
         assert_eq!(f.best_rate, None);
         assert!(f.bracket.1.unwrap() <= 1000.0 / 64.0 * 4.0);
         assert!(f.probes.len() < 1 + 20, "the floor ends the search");
@@ -267,9 +325,12 @@ mod tests {
             max_runs: 3,
             resolution: 0.05,
         };
-        let e = search(&slo, budget, fake(0.0, 10.0)).unwrap_err();
+        let e = search(&slo, budget, Unit::Requests, fake(0.0, 10.0)).unwrap_err();
         assert_eq!(e.to_string(), "the capacity probe completed no request");
-        let e = search(&slo, budget, |_| Err::<LoadResult, _>("down".to_string())).unwrap_err();
+        let e = search(&slo, budget, Unit::Requests, |_| {
+            Err::<LoadResult, _>("down".to_string())
+        })
+        .unwrap_err();
         assert_eq!(e.to_string(), "down");
     }
 }

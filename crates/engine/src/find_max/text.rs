@@ -8,7 +8,7 @@ use super::FindMax;
 
 /// How an engine writes its numbers.
 #[derive(Clone, Copy, Debug)]
-pub struct Style {
+pub(crate) struct Style {
     /// Throughput unit: `req/s`, `tps`.
     pub unit: &'static str,
     /// A latency in microseconds as text.
@@ -16,7 +16,7 @@ pub struct Style {
 }
 
 /// Text summary of a search.
-pub fn render(f: &FindMax, style: Style) -> String {
+pub(crate) fn render(f: &FindMax, style: Style) -> String {
     let time = style.time;
     let mut out = String::new();
     let slo: Vec<String> = f
@@ -80,7 +80,8 @@ pub fn render(f: &FindMax, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::find_max::{parse_slo, Probe};
+    use crate::find_max::slo::parse_slo;
+    use crate::find_max::Probe;
 
     #[test]
     fn names_the_answer_its_bracket_and_each_failure() {

@@ -11,10 +11,10 @@ use tare_record::LoadResult;
 /// Keep-alive load for `secs` from this process.
 pub fn load(url: &str, threads: usize, connections: usize, secs: f64) -> LoadResult {
     let mut c = HttpConfig::new(Target::new(url, None, false).unwrap());
-    c.threads = threads;
-    c.connections = connections;
-    c.duration = Some(Duration::from_secs_f64(secs));
-    c.warmup = Duration::from_millis(200);
+    c.load.threads = threads;
+    c.load.connections = connections;
+    c.load.duration = Some(Duration::from_secs_f64(secs));
+    c.load.warmup = Duration::from_millis(200);
     let r = run(&c).unwrap();
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
     assert!(r.requests > 0);

@@ -7,11 +7,13 @@
 //! - [`schedule`]: when a client may start its next transaction (closed
 //!   loop, ramp, open loop).
 //!
-//! Threads connect their clients first; all threads then meet at a barrier
-//! and the main thread fixes one common start time, so every recorder's
-//! timeline is aligned and the initial connection time is kept apart from
-//! the measured period, as pgbench keeps it. A `--ramp` follows that start
-//! time; measurement begins when it ends.
+//! Threads connect their clients first; all threads then wait at the start
+//! gate ([`tare_engine::workers::run_gated`]) and the main thread fixes one
+//! common start time, so every recorder's timeline is aligned and the
+//! initial connection time is kept apart from the measured period, as
+//! pgbench keeps it. A thread that cannot connect (or dies) before the gate
+//! calls the run off. A `--ramp`, then a `--warmup`, follow that start
+//! time; measurement begins when they end.
 
 pub mod client;
 pub mod schedule;
@@ -20,10 +22,11 @@ pub mod worker;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::progress::Board;
+use tare_engine::workers::Ticket;
 use tare_engine::Clock;
 
 use crate::config::{Length, PgConfig};
@@ -72,11 +75,7 @@ pub struct Shared {
     pub clock: Clock,
     pub board: Arc<Board>,
     pub lat: Arc<Vec<LatCounters>>,
-    /// Threads + the main thread: once after connecting, once after the start time is set.
-    pub barrier: Barrier,
-    pub start_ns: AtomicU64,
-    /// Set when any thread failed to set up; every thread then returns early.
-    pub failed: AtomicBool,
+    /// The first set-up failure (the run is then called off at the gate).
     pub failure: Mutex<Option<crate::PgError>>,
     pub seed: u64,
     /// Set from outside (Ctrl-C): stop now and report what was measured.
@@ -90,18 +89,19 @@ pub struct WorkerOutput {
     pub conn_elapsed_ns: u64,
 }
 
-/// The body of worker thread `index`, owning clients `ids`.
-pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<WorkerOutput> {
+/// The body of worker thread `index`, owning clients `ids`: connects them,
+/// waits at the start gate, runs. `None` when the run was called off.
+pub fn run_worker(
+    index: usize,
+    ids: Range<usize>,
+    shared: &Shared,
+    ticket: Ticket<'_>,
+) -> Option<WorkerOutput> {
     let cpu0 = CpuTime::thread();
     let cfg = &*shared.cfg;
     let program = &*shared.program;
-    let fail = |e: crate::PgError| {
-        shared.failed.store(true, Ordering::SeqCst);
-        let mut slot = shared.failure.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(e);
-    };
     let setup = (|| -> Result<(Ctx, Vec<Client>, u64), crate::PgError> {
-        if let Some(ns) = &cfg.netns {
+        if let Some(ns) = &cfg.load.netns {
             tare_engine::netns::enter(ns).map_err(|e| crate::PgError::io("worker thread", e))?;
         }
         let n = ids.len();
@@ -124,23 +124,18 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
         }
         Ok((ctx, clients, shared.clock.now_ns() - t0))
     })();
-    let setup = match setup {
-        Ok(s) => Some(s),
+    let (mut ctx, mut clients, conn_elapsed_ns) = match setup {
+        Ok(s) => s,
         Err(e) => {
-            fail(e);
-            None
+            let mut slot = shared.failure.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert(e);
+            ticket.fail();
+            return None;
         }
     };
-    shared.barrier.wait();
-    shared.barrier.wait();
-    let (mut ctx, mut clients, conn_elapsed_ns) = setup?;
-    if shared.failed.load(Ordering::SeqCst) {
-        return None;
-    }
-
-    let start = shared.start_ns.load(Ordering::SeqCst);
-    let measure_from = start + cfg.ramp.as_nanos() as u64;
-    let (deadline, expected) = match cfg.length {
+    let start = ticket.ready()?;
+    let measure_from = start + (cfg.load.ramp + cfg.load.warmup).as_nanos() as u64;
+    let (deadline, expected) = match cfg.length() {
         Length::Duration(d) => (
             Some(measure_from + d.as_nanos() as u64),
             d.as_nanos() as u64,
@@ -148,7 +143,7 @@ pub fn run_worker(index: usize, ids: Range<usize>, shared: &Shared) -> Option<Wo
         Length::TransactionsPerClient(_) => (None, 10_000_000_000),
     };
     // Timed starts and pauses should end on time, not 50 µs late.
-    if cfg.rate.is_some() || ctx.coalescer.enabled() {
+    if cfg.load.rate.is_some() || ctx.coalescer.enabled() {
         tare_engine::schedule::tighten_timer_slack();
     }
     ctx.begin(start, expected, index, shared.board.threads.len());
@@ -224,7 +219,7 @@ fn connect_all(ctx: &mut Ctx, clients: &mut [Client]) -> Result<(), crate::PgErr
     for (i, c) in clients.iter_mut().enumerate() {
         ctx.advance(c, i);
     }
-    let limit = ctx.clock.now_ns() + ctx.cfg.connect_timeout.as_nanos() as u64;
+    let limit = ctx.clock.now_ns() + ctx.cfg.load.timeout.as_nanos() as u64;
     let mut ready = Vec::with_capacity(clients.len().max(1));
     let mut events = Vec::with_capacity(clients.len().max(1));
     loop {
@@ -242,7 +237,7 @@ fn connect_all(ctx: &mut Ctx, clients: &mut [Client]) -> Result<(), crate::PgErr
             return Err(crate::PgError::Config(format!(
                 "connection to server at {} timed out after {:?}",
                 ctx.cfg.conn.display_server(),
-                ctx.cfg.connect_timeout
+                ctx.cfg.load.timeout
             )));
         }
         let until = wake_at(now, None, Some(limit));

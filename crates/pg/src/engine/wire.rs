@@ -185,7 +185,9 @@ impl Ctx<'_> {
             c.phase = Phase::Starting;
             self.arm(c);
             c.wbuf.clear();
-            crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf);
+            if let Err(e) = crate::startup::Handshake::startup(&self.cfg.conn, &mut c.wbuf) {
+                return self.abort(c, AbortKind::Connect, &e.to_string());
+            }
         }
         self.flush(c, token);
     }
@@ -306,7 +308,6 @@ impl Ctx<'_> {
         // ramp's reconnections under -C are not summarised).
         if !self.running || self.measuring(now) {
             self.conn_total_ns += took;
-            self.connections += 1;
         }
         if self.running && self.measuring(now) {
             if let Some(h) = self.rec.connect.as_mut() {

@@ -32,7 +32,6 @@ pub struct WorkerResult {
     pub failed_by_class: BTreeMap<String, u64>,
     /// Sum of connection set-up times (all connections, including initial).
     pub conn_total_ns: u64,
-    pub connections: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
     /// Clock reading at which this worker stopped measuring.
@@ -65,7 +64,6 @@ pub struct Ctx<'a> {
     pub per_script: Vec<ScriptStat>,
     failed_by_class: BTreeMap<[u8; 2], u64>,
     pub conn_total_ns: u64,
-    pub connections: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
     /// Clients that reached Done or Aborted.
@@ -89,16 +87,18 @@ impl<'a> Ctx<'a> {
         clock: Clock,
         clients: usize,
     ) -> io::Result<Self> {
-        let limit = match cfg.length {
+        let limit = match cfg.length() {
             crate::config::Length::TransactionsPerClient(n) => Some(n),
             crate::config::Length::Duration(_) => None,
         };
-        let coalescer = Coalescer::for_worker(cfg.coalesce, &cfg.conn.endpoint, cfg.rate.is_some());
+        let load = &cfg.load;
+        let coalescer =
+            Coalescer::for_worker(load.coalesce, &cfg.conn.endpoint, load.rate.is_some());
         Ok(Self {
             program,
             cfg,
             clock,
-            io: Io::new(cfg.io, clients, 16 * 1024, coalescer.enabled(), &clock)?,
+            io: Io::new(load.io, clients, 16 * 1024, coalescer.enabled(), &clock)?,
             rec: Recorder::new(0, 0, cfg.connect_per_transaction),
             // Until `begin`: no transaction starts, so no schedule is asked.
             schedule: Box::new(ClosedLoop::default()),
@@ -112,7 +112,6 @@ impl<'a> Ctx<'a> {
             per_script: vec![ScriptStat::default(); program.scripts.len()],
             failed_by_class: BTreeMap::new(),
             conn_total_ns: 0,
-            connections: 0,
             aborted: 0,
             abort_message: None,
             finished: 0,
@@ -125,25 +124,26 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// Starts the load at `origin_ns`: the ramp (if any) runs until
-    /// `origin_ns + cfg.ramp`, where measurement and a fresh recorder's
-    /// timeline begin. `thread` of `threads` picks this thread's share of
-    /// the rate and its arrival seed.
+    /// Starts the load at `origin_ns`: the ramp (if any), then the warm-up,
+    /// run until `origin_ns + ramp + warmup`, where measurement and a fresh
+    /// recorder's timeline begin. `thread` of `threads` picks this thread's
+    /// share of the rate and its arrival seed.
     pub fn begin(&mut self, origin_ns: u64, expected_ns: u64, thread: usize, threads: usize) {
-        let ramp_ns = self.cfg.ramp.as_nanos() as u64;
+        let load = &self.cfg.load;
+        let ramp_ns = load.ramp.as_nanos() as u64;
         self.origin_ns = origin_ns;
-        self.measure_from = origin_ns + ramp_ns;
+        self.measure_from = origin_ns + ramp_ns + load.warmup.as_nanos() as u64;
         self.rec = Recorder::new(
             self.measure_from,
             expected_ns,
             self.cfg.connect_per_transaction,
         );
-        self.schedule = match self.cfg.rate {
+        self.schedule = match load.rate {
             Some(rate) => {
                 self.rec.uncorrected = Some(tare_record::Latency::new());
                 Box::new(Paced(tare_engine::schedule::Schedule::new(
                     rate / threads.max(1) as f64,
-                    self.cfg.arrivals,
+                    load.arrivals,
                     ramp_ns,
                     origin_ns,
                     0x7a7e_9000 + thread as u64,
@@ -152,7 +152,7 @@ impl<'a> Ctx<'a> {
             None => Box::new(ClosedLoop {
                 origin_ns,
                 ramp_ns,
-                clients: self.cfg.clients,
+                clients: load.connections,
             }),
         };
         self.running = true;
@@ -168,7 +168,7 @@ impl<'a> Ctx<'a> {
     /// run left them: those no client took, and those a client held but
     /// had not started (its timer and the deadline struck together).
     pub fn unsent(&mut self, clients: &[Client], deadline: Option<u64>) -> u64 {
-        let (Some(d), Some(_)) = (deadline, self.cfg.rate) else {
+        let (Some(d), Some(_)) = (deadline, self.cfg.load.rate) else {
             return 0;
         };
         let held = clients
@@ -192,7 +192,6 @@ impl<'a> Ctx<'a> {
                 .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
                 .collect(),
             conn_total_ns: self.conn_total_ns,
-            connections: self.connections,
             aborted: self.aborted,
             abort_message: self.abort_message,
             end_ns,
@@ -319,7 +318,7 @@ impl<'a> Ctx<'a> {
                     };
                     // Open loop: how late this start is against its schedule
                     // (ramp starts are not part of the summary).
-                    if self.cfg.rate.is_some() && self.measuring(start) {
+                    if self.cfg.load.rate.is_some() && self.measuring(start) {
                         self.rec.lag(start, now);
                     }
                     c.tx_start = start;

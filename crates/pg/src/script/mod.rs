@@ -10,10 +10,10 @@
 //! forms pgbench sends: the text with `:var` substituted (simple mode) and the
 //! text with `$n` parameters (extended and prepared modes).
 
-pub mod builtin;
-pub mod expr;
-pub mod random;
-pub mod vars;
+pub(crate) mod builtin;
+pub(crate) mod expr;
+pub(crate) mod random;
+pub(crate) mod vars;
 
 use std::fmt;
 use std::ops::Range;
@@ -38,7 +38,7 @@ impl fmt::Display for ScriptError {
 impl std::error::Error for ScriptError {}
 
 #[derive(Clone, Debug)]
-pub struct Script {
+pub(crate) struct Script {
     /// The file name as given, or the built-in's description.
     pub name: String,
     pub weight: u32,
@@ -46,7 +46,7 @@ pub struct Script {
 }
 
 #[derive(Clone, Debug)]
-pub struct Command {
+pub(crate) struct Command {
     /// 1-based line where the command starts.
     pub line: u32,
     /// The command's first line, as pgbench prints it under `-r`.
@@ -55,21 +55,21 @@ pub struct Command {
 }
 
 #[derive(Clone, Debug)]
-pub enum CommandKind {
+pub(crate) enum CommandKind {
     Sql(Sql),
     Set { var: VarId, expr: Expr },
     Sleep { amount: SleepAmount, unit_ns: u64 },
 }
 
 #[derive(Clone, Debug)]
-pub enum SleepAmount {
+pub(crate) enum SleepAmount {
     Const(i64),
     Var(VarId),
 }
 
 /// One SQL command in both forms.
 #[derive(Clone, Debug)]
-pub struct Sql {
+pub(crate) struct Sql {
     /// The command as written.
     pub text: String,
     /// Simple mode: literal ranges of `text` and variables between them.
@@ -81,7 +81,7 @@ pub struct Sql {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Lit(Range<usize>),
     /// A variable, and the `:name` text kept if it is undefined at run time
     /// (pgbench leaves unknown names alone in simple mode).
@@ -146,7 +146,12 @@ pub fn split_weight(spec: &str) -> Result<(&str, u32), String> {
 }
 
 /// Parses a whole script. `name` is used in errors and in the report.
-pub fn parse(name: &str, text: &str, weight: u32, vars: &mut Vars) -> Result<Script, ScriptError> {
+pub(crate) fn parse(
+    name: &str,
+    text: &str,
+    weight: u32,
+    vars: &mut Vars,
+) -> Result<Script, ScriptError> {
     let fail = |line: u32, message: String| ScriptError {
         file: name.to_string(),
         line,

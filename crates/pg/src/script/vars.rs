@@ -23,6 +23,7 @@ impl Vars {
         id
     }
 
+    #[cfg(test)]
     pub fn lookup(&self, name: &str) -> Option<VarId> {
         self.ids.get(name).copied()
     }
@@ -33,10 +34,6 @@ impl Vars {
 
     pub fn len(&self) -> usize {
         self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
     }
 }
 

@@ -10,9 +10,13 @@ mod settings;
 mod validate;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tare_engine::Load;
+
+use crate::engines::{Engine, Table};
 
 pub use error::ExperimentError;
 pub use factor::FactorKind;
@@ -111,91 +115,38 @@ pub struct ConfigVariant {
     pub text: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    Http,
-    Pg,
-}
-
 /// How load is applied in every trial (a cell's `connections` factor
 /// overrides `connections`; see [`Cell::load_settings`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct LoadSettings {
-    pub engine: Engine,
-    pub threads: u32,
-    pub connections: u32,
-    #[serde(with = "secs")]
-    pub duration: Duration,
-    /// Load applied before each measured period and thrown away: caches,
-    /// connection pools and CPU frequency settle first.
-    #[serde(with = "secs")]
-    pub warmup: Duration,
-    #[serde(with = "secs")]
-    pub timeout: Duration,
-    /// Open loop: requests (http) or transactions (pg) per second on a
-    /// schedule, latency from the intended send time (docs/open-loop.md);
-    /// `None`: closed loop.
-    #[serde(default)]
-    pub rate: Option<f64>,
-    /// `constant` or `poisson` arrivals (with `rate`).
-    #[serde(default = "default_arrivals")]
-    pub arrivals: String,
-    /// Connections or rate rise linearly over this long before measuring.
-    #[serde(default, with = "secs")]
-    pub ramp: Duration,
-    /// Each trial searches the highest rate meeting this objective
-    /// (`p99<10ms`, ...) and records that rate's run: capacity at equal latency.
-    #[serde(default)]
-    pub slo: Option<String>,
-    /// How the generator's workers wait: `auto` (io_uring where the kernel
-    /// allows it), `epoll` or `io_uring` (`tare http --io`, docs/http.md).
-    #[serde(default = "default_io")]
-    pub io: String,
-    pub http: HttpLoad,
-    pub pg: PgLoad,
+    /// The engine `[load] engine` names (default: the target's), from
+    /// [`crate::engines::REGISTRY`].
+    pub engine: &'static dyn Engine,
+    /// The shared settings of `[load]`, typed once. `warmup` is the
+    /// runner's warm-up run before each measured one (its results thrown
+    /// away: caches, connection pools and CPU frequency settle first);
+    /// `duration` is always set.
+    pub shared: Load,
+    /// The engine's own table `[load.<engine>]`, checked.
+    pub table: Arc<dyn Table>,
 }
 
-fn default_arrivals() -> String {
-    "constant".into()
-}
+impl LoadSettings {
+    /// The measured period of each trial.
+    pub fn duration(&self) -> Duration {
+        self.shared.duration.unwrap_or_default()
+    }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HttpLoad {
-    pub path: String,
-    pub method: String,
-    pub headers: Vec<String>,
-    pub body: Option<String>,
-    /// `false`: a new connection per request (ab / http_load style).
-    pub keepalive: bool,
-    /// Batched wake-ups of a closed loop (`off`, `auto` or a pause such as
-    /// `100us`; `tare http --coalesce`, docs/http.md).
-    #[serde(default = "default_coalesce")]
-    pub coalesce: String,
-}
-
-fn default_io() -> String {
-    "auto".into()
-}
-
-fn default_coalesce() -> String {
-    "off".into()
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PgLoad {
-    /// `simple`, `extended` or `prepared`.
-    pub mode: String,
-    /// SQL run as one transaction; `None`: `SELECT 1`.
-    pub script: Option<String>,
-    /// A new connection per transaction (pgbench `-C`).
-    pub reconnect: bool,
-    /// Batched wake-ups of a closed loop, as for http (`tare pg --coalesce`,
-    /// docs/pg.md): one-statement scripts over TCP.
-    #[serde(default = "default_coalesce")]
-    pub coalesce: String,
-    pub user: Option<String>,
-    pub database: Option<String>,
+    /// The settings as `plan.json` records them: the shared ones, the
+    /// engine's name and its table under its name.
+    pub fn snapshot(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(&self.shared).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("engine".into(), self.engine.name().into());
+            m.insert(self.engine.name().into(), self.table.snapshot());
+        }
+        v
+    }
 }
 
 /// How many trials, in what order, with what pauses.
@@ -273,7 +224,7 @@ impl Cell {
             .level(FactorKind::Connections)
             .and_then(|c| c.parse().ok())
         {
-            out.connections = c;
+            out.shared.connections = c;
         }
         out
     }

@@ -53,8 +53,11 @@ pub struct RawConfig {
     pub text: Option<String>,
 }
 
+/// `[load]`'s shared keys. Its other keys are the engines' tables
+/// (`[load.http]`, read by `crate::engines`); any key that is neither is
+/// refused by `settings::load` with its line (so no `deny_unknown_fields`
+/// here: serde cannot know the registry).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawLoad {
     pub engine: Option<Spanned<String>>,
     pub threads: Option<Spanned<i64>>,
@@ -67,34 +70,22 @@ pub struct RawLoad {
     pub ramp: Option<Spanned<String>>,
     pub slo: Option<Spanned<String>>,
     pub io: Option<Spanned<String>>,
-    #[serde(default)]
-    pub http: Option<RawHttp>,
-    #[serde(default)]
-    pub pg: Option<RawPg>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawHttp {
-    pub path: Option<String>,
-    pub method: Option<String>,
-    #[serde(default)]
-    pub headers: Vec<String>,
-    pub body: Option<String>,
-    pub keepalive: Option<bool>,
-    pub coalesce: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawPg {
-    pub mode: Option<Spanned<String>>,
-    pub script: Option<String>,
-    pub reconnect: Option<bool>,
-    pub coalesce: Option<Spanned<String>>,
-    pub user: Option<String>,
-    pub database: Option<String>,
-}
+/// The keys of [`RawLoad`], in its order, for the unknown-key error.
+pub const LOAD_KEYS: &[&str] = &[
+    "engine",
+    "threads",
+    "connections",
+    "duration",
+    "warmup",
+    "timeout",
+    "rate",
+    "arrivals",
+    "ramp",
+    "slo",
+    "io",
+];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

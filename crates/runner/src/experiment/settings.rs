@@ -1,13 +1,20 @@
 //! `[load]` and `[trials]`: ranges, units and defaults, each mistake named
-//! with its line and key (the rest of the file is checked in `validate`).
+//! with its line and key (the rest of the file is checked in `validate`;
+//! an engine's own table `[load.<engine>]` in its file under
+//! `crate::engines`).
 
+use std::str::FromStr;
 use std::time::Duration;
 
+use indexmap::IndexMap;
+use serde::de::IgnoredAny;
+use tare_engine::load::LoadKey;
 use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
-use super::raw::{RawLoad, RawTrials};
-use super::{DeploymentPolicy, Engine, HttpLoad, LoadSettings, PgLoad, TargetKind, TrialPolicy};
+use super::raw::{RawLoad, RawTrials, LOAD_KEYS};
+use super::{DeploymentPolicy, LoadSettings, TrialPolicy};
+use crate::engines::{self, Spans};
 
 type Result<T> = std::result::Result<T, ExperimentError>;
 
@@ -43,207 +50,167 @@ fn positive(
     }
 }
 
+/// `[load]`: the engine (`engine`, else `default_engine`, the target's),
+/// the shared settings typed once over that engine's defaults, the
+/// engine's own table, and the checks every engine shares, each mistake at
+/// its line and key.
 pub(super) fn load(
     loc: &Locator,
     raw: &Spanned<RawLoad>,
-    kind: TargetKind,
+    default_engine: &str,
+    target: &str,
 ) -> Result<LoadSettings> {
     let l = raw.get_ref();
-    let natural = if kind.engine() == "pg" {
-        Engine::Pg
-    } else {
-        Engine::Http
-    };
+    check_keys(loc)?;
+    let natural = engines::by_name(default_engine).expect("targets name registered engines");
     let engine = match &l.engine {
         None => natural,
         Some(e) => {
-            let engine = match e.get_ref().as_str() {
-                "http" => Engine::Http,
-                "pg" => Engine::Pg,
-                other => {
-                    return Err(loc.error(
-                        e.span(),
-                        "load.engine",
-                        format!("unknown engine `{other}` (http, pg)"),
-                    ))
-                }
-            };
-            if engine != natural {
-                return Err(loc.error(
+            let engine = engines::by_name(e.get_ref()).ok_or_else(|| {
+                loc.error(
                     e.span(),
                     "load.engine",
                     format!(
-                        "engine `{}` cannot load a {} target",
+                        "unknown engine `{}` ({})",
                         e.get_ref(),
-                        kind.name()
+                        engines::names().join(", ")
                     ),
+                )
+            })?;
+            if engine.name() != natural.name() {
+                return Err(loc.error(
+                    e.span(),
+                    "load.engine",
+                    format!("engine `{}` cannot load a {target} target", e.get_ref()),
                 ));
             }
             engine
         }
     };
-    let duration_v = duration(loc, &l.duration, "load.duration", Duration::from_secs(3))?;
-    if duration_v < Duration::from_millis(100) {
+    for other in engines::REGISTRY
+        .iter()
+        .filter(|o| o.name() != engine.name())
+    {
+        if let Some(span) = table_span(loc, other.name())? {
+            return Err(loc.error(
+                span,
+                &format!("load.{}", other.name()),
+                format!(
+                    "this experiment's engine is {}, which would ignore [load.{}]",
+                    engine.name(),
+                    other.name()
+                ),
+            ));
+        }
+    }
+
+    let mut shared = engine.defaults();
+    let mut spans = Spans::new(raw.span());
+    if let Some(v) = &l.threads {
+        shared.threads = positive(loc, &l.threads, "load.threads", 1, 1024)? as usize;
+        spans.set(LoadKey::Threads, v.span(), "load.threads");
+    }
+    if let Some(v) = &l.connections {
+        shared.connections =
+            positive(loc, &l.connections, "load.connections", 1, 1_000_000)? as usize;
+        spans.set(LoadKey::Connections, v.span(), "load.connections");
+    }
+    let default_duration = shared.duration.unwrap_or(Duration::from_secs(3));
+    let d = duration(loc, &l.duration, "load.duration", default_duration)?;
+    if d < Duration::from_millis(100) {
         let span = l.duration.as_ref().map(|d| d.span()).unwrap_or(raw.span());
         return Err(loc.error(span, "load.duration", "must be at least 100ms"));
     }
-    let http = l.http.as_ref();
-    let pg = l.pg.as_ref();
-    let mode = match pg.and_then(|p| p.mode.as_ref()) {
-        None => "prepared".to_string(),
-        Some(m) if ["simple", "extended", "prepared"].contains(&m.get_ref().as_str()) => {
-            m.get_ref().clone()
-        }
-        Some(m) => {
-            return Err(loc.error(
-                m.span(),
-                "load.pg.mode",
-                "must be simple, extended or prepared",
-            ))
-        }
-    };
-    let rate = match &l.rate {
-        None => None,
-        Some(r) if r.get_ref().is_finite() && *r.get_ref() > 0.0 => Some(*r.get_ref()),
-        Some(r) => {
-            return Err(loc.error(
-                r.span(),
-                "load.rate",
-                "must be a positive number of requests per second",
-            ))
-        }
-    };
-    let arrivals = match &l.arrivals {
-        None => "constant".to_string(),
-        Some(a) if ["constant", "poisson"].contains(&a.get_ref().as_str()) => a.get_ref().clone(),
-        Some(a) => return Err(loc.error(a.span(), "load.arrivals", "must be constant or poisson")),
-    };
-    let slo = match &l.slo {
-        None => None,
-        Some(s) => {
-            tare_engine::find_max::parse_slo(s.get_ref())
-                .map_err(|e| loc.error(s.span(), "load.slo", e))?;
-            Some(s.get_ref().clone())
-        }
-    };
-    let ramp = duration(loc, &l.ramp, "load.ramp", Duration::ZERO)?;
-    if engine == Engine::Pg && ramp > duration_v {
-        let span = l.ramp.as_ref().map(|r| r.span()).unwrap_or(raw.span());
-        return Err(loc.error(
-            span,
-            "load.ramp",
-            "must not be longer than load.duration (pg)",
-        ));
-    }
-    let open_loop = l.rate.is_some() || l.slo.is_some();
-    let coalesce = coalesce_mode(
-        loc,
-        http.and_then(|h| h.coalesce.as_ref()),
-        "load.http",
-        open_loop,
-    )?;
-    let pg_coalesce = coalesce_mode(
-        loc,
-        pg.and_then(|p| p.coalesce.as_ref()),
-        "load.pg",
-        open_loop,
-    )?;
-    if let Some(c) = pg.and_then(|p| p.coalesce.as_ref()) {
-        if pg_coalesce != "off" && pg.and_then(|p| p.reconnect) == Some(true) {
-            return Err(loc.error(
-                c.span(),
-                "load.pg.coalesce",
-                "not with reconnect: connecting takes several round trips",
-            ));
+    shared.duration = Some(d);
+    shared.warmup = duration(loc, &l.warmup, "load.warmup", shared.warmup)?;
+    shared.timeout = duration(loc, &l.timeout, "load.timeout", shared.timeout)?;
+    shared.ramp = duration(loc, &l.ramp, "load.ramp", shared.ramp)?;
+    shared.rate = l.rate.as_ref().map(|r| *r.get_ref());
+    shared.arrivals = parsed(loc, &l.arrivals, "load.arrivals")?.unwrap_or(shared.arrivals);
+    shared.slo = parsed(loc, &l.slo, "load.slo")?;
+    shared.io = parsed(loc, &l.io, "load.io")?.unwrap_or(shared.io);
+    let keys = [
+        (LoadKey::Duration, l.duration.as_ref().map(|v| v.span())),
+        (LoadKey::Warmup, l.warmup.as_ref().map(|v| v.span())),
+        (LoadKey::Timeout, l.timeout.as_ref().map(|v| v.span())),
+        (LoadKey::Ramp, l.ramp.as_ref().map(|v| v.span())),
+        (LoadKey::Rate, l.rate.as_ref().map(|v| v.span())),
+        (LoadKey::Arrivals, l.arrivals.as_ref().map(|v| v.span())),
+        (LoadKey::Slo, l.slo.as_ref().map(|v| v.span())),
+        (LoadKey::Io, l.io.as_ref().map(|v| v.span())),
+    ];
+    for (key, span) in keys {
+        if let Some(span) = span {
+            spans.set(key, span, format!("load.{}", key.name()));
         }
     }
-    let io = match &l.io {
-        None => tare_engine::IoMode::Auto,
-        Some(v) => v
-            .get_ref()
-            .parse::<tare_engine::IoMode>()
-            .map_err(|e| loc.error(v.span(), "load.io", e))?,
-    };
-    let coalescing = match engine {
-        Engine::Http => &coalesce,
-        Engine::Pg => &pg_coalesce,
-    };
-    if let (tare_engine::IoMode::Uring, Some(v)) = (io, &l.io) {
-        if coalescing != "off" {
-            return Err(loc.error(
-                v.span(),
-                "load.io",
-                "io_uring cannot coalesce (it needs receive timestamps, which only epoll takes); use auto or epoll",
-            ));
-        }
-    }
-    if let (Some(r), Some(s)) = (&l.rate, &l.slo) {
-        let _ = s;
-        return Err(loc.error(
-            r.span(),
-            "load.rate",
-            "give either a rate or an slo (which searches the rate)",
-        ));
-    }
+
+    let table = engine.table(loc, &mut shared, &mut spans)?;
+    // As each run will have it: threads within a cell's connections.
+    let effective = engines::effective(&shared);
+    effective
+        .check(None)
+        .and_then(|()| effective.check_coalescing_closed_loop())
+        .map_err(|e| {
+            let (span, key) = spans.of(e.key);
+            loc.error(span, &key, e.message)
+        })?;
     Ok(LoadSettings {
         engine,
-        rate,
-        arrivals,
-        ramp,
-        slo,
-        io: io.to_string(),
-        threads: positive(loc, &l.threads, "load.threads", 2, 1024)?,
-        connections: positive(loc, &l.connections, "load.connections", 50, 1_000_000)?,
-        duration: duration_v,
-        warmup: duration(loc, &l.warmup, "load.warmup", Duration::from_secs(1))?,
-        timeout: duration(loc, &l.timeout, "load.timeout", Duration::from_secs(2))?,
-        http: HttpLoad {
-            path: http
-                .and_then(|h| h.path.clone())
-                .unwrap_or_else(|| "/".into()),
-            method: http
-                .and_then(|h| h.method.clone())
-                .unwrap_or_else(|| "GET".into()),
-            headers: http.map(|h| h.headers.clone()).unwrap_or_default(),
-            body: http.and_then(|h| h.body.clone()),
-            keepalive: http.and_then(|h| h.keepalive).unwrap_or(true),
-            coalesce,
-        },
-        pg: PgLoad {
-            mode,
-            script: pg.and_then(|p| p.script.clone()),
-            reconnect: pg.and_then(|p| p.reconnect).unwrap_or(false),
-            coalesce: pg_coalesce,
-            user: pg.and_then(|p| p.user.clone()),
-            database: pg.and_then(|p| p.database.clone()),
-        },
+        shared,
+        table,
     })
 }
 
-/// `[load.http] coalesce` or `[load.pg] coalesce`: `off`, `auto` or a
-/// pause, for a closed loop only.
-fn coalesce_mode(
-    loc: &Locator,
-    raw: Option<&Spanned<String>>,
-    table: &str,
-    open_loop: bool,
-) -> Result<String> {
-    let Some(c) = raw else {
-        return Ok("off".into());
-    };
-    let key = format!("{table}.coalesce");
-    let mode = c
-        .get_ref()
-        .parse::<tare_engine::Coalesce>()
-        .map_err(|e| loc.error(c.span(), &key, e))?;
-    if mode != tare_engine::Coalesce::Off && open_loop {
-        return Err(loc.error(
-            c.span(),
-            &key,
-            "only for a closed loop: an open loop (rate, slo) keeps its schedule",
-        ));
+/// A key of `[load]` that is neither a shared setting nor a registered
+/// engine's table is a mistake (a typo of either), named at its line.
+fn check_keys(loc: &Locator) -> Result<()> {
+    let keys: IndexMap<Spanned<String>, IgnoredAny> =
+        engines::value_at(loc, &["load"])?.unwrap_or_default();
+    let names = engines::names();
+    for key in keys.keys() {
+        let k = key.get_ref().as_str();
+        if !LOAD_KEYS.contains(&k) && !names.contains(&k) {
+            let expected: Vec<String> = LOAD_KEYS
+                .iter()
+                .chain(&names)
+                .map(|k| format!("`{k}`"))
+                .collect();
+            return Err(loc.error(
+                key.span(),
+                k,
+                format!(
+                    "unknown field `{k}`, expected one of {}",
+                    expected.join(", ")
+                ),
+            ));
+        }
     }
-    Ok(mode.to_string())
+    Ok(())
+}
+
+/// Where `[load.<name>]` is written, if it is.
+fn table_span(loc: &Locator, name: &str) -> Result<Option<std::ops::Range<usize>>> {
+    let keys: IndexMap<Spanned<String>, IgnoredAny> =
+        engines::value_at(loc, &["load"])?.unwrap_or_default();
+    Ok(keys.keys().find(|k| k.get_ref() == name).map(|k| k.span()))
+}
+
+/// A value typed by its `FromStr` (arrivals, objectives, io), its error at
+/// its line.
+fn parsed<T: FromStr<Err = String>>(
+    loc: &Locator,
+    value: &Option<Spanned<String>>,
+    key: &str,
+) -> Result<Option<T>> {
+    value
+        .as_ref()
+        .map(|v| {
+            v.get_ref()
+                .parse::<T>()
+                .map_err(|e| loc.error(v.span(), key, e))
+        })
+        .transpose()
 }
 
 pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<TrialPolicy> {

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use tare_engine::{Coalesce, IoMode};
+
 use super::*;
 
 fn parse(text: &str) -> Result<Experiment, ExperimentError> {
@@ -21,7 +23,7 @@ fn the_quick_experiment_is_valid_and_short() {
     assert_eq!(q.cells.len(), 6);
     assert_eq!(q.attribution.len(), 2, "a chain and its fallback");
     // Under two minutes of load even if every cell uses every adaptive trial.
-    let per_trial = q.load.warmup + q.load.duration + q.trials.cooldown;
+    let per_trial = q.load.shared.warmup + q.load.duration() + q.trials.cooldown;
     let worst = per_trial * q.trials.max * q.cells.len() as u32;
     assert!(worst < Duration::from_secs(100), "{worst:?}");
 }
@@ -54,7 +56,7 @@ fn the_product_of_levels_in_file_order() {
         ids[7],
         "placement=docker-host,access_log=off,connections=48"
     );
-    assert_eq!(e.cells[1].load_settings(&e.load).connections, 48);
+    assert_eq!(e.cells[1].load_settings(&e.load).shared.connections, 48);
 }
 
 #[test]
@@ -106,11 +108,11 @@ fn mistakes_are_named_with_file_line_and_key() {
 
 #[test]
 fn io_is_checked_and_kept() {
-    assert_eq!(parse(HEAD).unwrap().load.io, "auto");
+    assert_eq!(parse(HEAD).unwrap().load.shared.io, IoMode::Auto);
     let e = parse(&format!("{HEAD}io = \"epoll\"\n")).unwrap();
-    assert_eq!(e.load.io, "epoll");
+    assert_eq!(e.load.shared.io, IoMode::Epoll);
     let e = parse(&format!("{HEAD}io = \"io_uring\"\n")).unwrap();
-    assert_eq!(e.load.io, "io_uring");
+    assert_eq!(e.load.shared.io, IoMode::Uring);
     let err = parse(&format!("{HEAD}io = \"kqueue\"\n"))
         .unwrap_err()
         .to_string();
@@ -128,11 +130,11 @@ fn io_is_checked_and_kept() {
 
 #[test]
 fn http_coalesce_is_checked_and_kept() {
-    assert_eq!(parse(HEAD).unwrap().load.http.coalesce, "off");
+    assert_eq!(parse(HEAD).unwrap().load.shared.coalesce, Coalesce::Off);
     let e = parse(&format!("{HEAD}[load.http]\ncoalesce = \"auto\"\n")).unwrap();
-    assert_eq!(e.load.http.coalesce, "auto");
+    assert_eq!(e.load.shared.coalesce, Coalesce::Auto);
     let e = parse(&format!("{HEAD}[load.http]\ncoalesce = \"100us\"\n")).unwrap();
-    assert_eq!(e.load.http.coalesce, "100us");
+    assert_eq!(e.load.shared.coalesce.to_string(), "100us");
     let err = parse(&format!("{HEAD}[load.http]\ncoalesce = \"5ms\"\n"))
         .unwrap_err()
         .to_string();
@@ -167,9 +169,9 @@ fn a_backend_binary_is_nginx_proxys_alone() {
 #[test]
 fn pg_coalesce_is_checked_and_kept() {
     let pg = "[target]\nkind = \"postgres\"\n[load]\nengine = \"pg\"\nduration = \"2s\"\n";
-    assert_eq!(parse(pg).unwrap().load.pg.coalesce, "off");
+    assert_eq!(parse(pg).unwrap().load.shared.coalesce, Coalesce::Off);
     let e = parse(&format!("{pg}[load.pg]\ncoalesce = \"100us\"\n")).unwrap();
-    assert_eq!(e.load.pg.coalesce, "100us");
+    assert_eq!(e.load.shared.coalesce.to_string(), "100us");
     let err = parse(&format!(
         "{pg}[load.pg]\nreconnect = true\ncoalesce = \"auto\"\n"
     ))
@@ -185,4 +187,73 @@ fn pg_coalesce_is_checked_and_kept() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("closed loop"), "{err}");
+}
+
+/// `[load] engine` picks from the engines' registry; a name it does not
+/// hold, a table for an engine the experiment does not use, and a typo of
+/// a table are each one line at their key.
+#[test]
+fn engines_come_from_the_registry() {
+    let names = crate::engines::names().join(", ");
+    let err = parse("[target]\nkind = \"nginx\"\n[load]\nengine = \"smtp\"\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!("exp.toml:4:10: `load.engine`: unknown engine `smtp` ({names})")
+    );
+    let err = parse(&format!("{HEAD}[load.pg]\nuser = \"x\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("exp.toml:5:")
+            && err.contains("`load.pg`")
+            && err.contains("engine is http"),
+        "{err}"
+    );
+    let err = parse(&format!("{HEAD}[load.htp]\npath = \"/\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("exp.toml:5:")
+            && err.contains("unknown field `htp`")
+            && err.contains("`http`"),
+        "{err}"
+    );
+}
+
+/// The shared settings are typed once, over the engine's defaults; the
+/// plan records them with the engine's table.
+#[test]
+fn shared_settings_are_typed_once() {
+    let e = parse(&format!(
+        "{HEAD}threads = 4\nconnections = 8\nrate = 100.0\narrivals = \"poisson\"\nslo_unused = 1\n"
+    ));
+    assert!(e
+        .unwrap_err()
+        .to_string()
+        .contains("unknown field `slo_unused`"));
+    let e = parse(&format!(
+        "{HEAD}threads = 4\nconnections = 8\nrate = 100.0\narrivals = \"poisson\"\n"
+    ))
+    .unwrap();
+    let l = &e.load.shared;
+    assert_eq!((l.threads, l.connections, l.rate), (4, 8, Some(100.0)));
+    assert_eq!(l.arrivals, tare_engine::schedule::Arrivals::Poisson);
+    assert_eq!(l.timeout, Duration::from_secs(2));
+    let snap = e.load.snapshot();
+    assert_eq!(snap["engine"], "http");
+    assert_eq!(snap["http"]["keepalive"], true);
+    assert_eq!(snap["arrivals"], "poisson");
+    // A cell's connections below the threads is run with fewer threads,
+    // not refused.
+    let e = parse(&format!("{HEAD}threads = 4\nconnections = 2\n")).unwrap();
+    assert_eq!(e.load.shared.threads, 4);
+    // pg's timeout is its connect timeout, 10 s unless given.
+    let pg = parse("[target]\nkind = \"postgres\"\n[load]\n").unwrap();
+    assert_eq!(pg.load.shared.timeout, Duration::from_secs(10));
+    let e = parse(&format!("{HEAD}rate = 2e7\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("load.rate") && e.contains("10M"), "{e}");
 }

@@ -28,7 +28,7 @@ pub fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Exper
     let config_names: Vec<String> = target.configs.iter().map(|c| c.name.clone()).collect();
     let (factors, cells) = cells(&loc, &raw, &config_names)?;
     check_cells_apply(&loc, &raw, &cells)?;
-    let load = load(&loc, &raw.load, target.kind)?;
+    let load = load(&loc, &raw.load, target.kind.engine(), target.kind.name())?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
 

@@ -20,7 +20,6 @@ mod lex;
 mod parse;
 mod value;
 
-pub use eval::EvalError;
 pub use functions::Func;
 pub use parse::parse;
 pub use value::Value;

@@ -1,0 +1,220 @@
+//! `engine = "http"` (the default for every HTTP target): `[load.http]`
+//! and runs of `tare_http`.
+//!
+//! ```toml
+//! [load.http]
+//! path = "/index.html"        # "/" (default): the deployment's own resource
+//! method = "GET"              # an uppercase token
+//! headers = ["Accept: */*"]   # as `tare http -H` takes them
+//! body = "..."
+//! keepalive = true            # false: a new connection per request
+//! coalesce = "off"            # off, auto or a pause such as 100us (closed loop)
+//! ```
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tare_engine::load::{Load, LoadKey};
+use tare_engine::Coalesce;
+use tare_http::request::{check_method, parse_header};
+use tare_http::{Http, HttpConfig, Target};
+use tare_record::LoadResult;
+use toml::Spanned;
+
+use super::{experiment_defaults, measure, no_nul, table_of, Engine, Offer, Spans, Table};
+use crate::executor::ExecError;
+use crate::experiment::error::{ExperimentError, Locator};
+
+pub(super) struct HttpEngine;
+
+/// `[load.http]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    path: Option<Spanned<String>>,
+    method: Option<Spanned<String>>,
+    #[serde(default)]
+    headers: Vec<Spanned<String>>,
+    body: Option<Spanned<String>>,
+    keepalive: Option<bool>,
+    coalesce: Option<Spanned<String>>,
+}
+
+/// `[load.http]`, checked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct HttpTable {
+    /// Path and query of every request; `/`: the deployment's own resource.
+    path: String,
+    method: String,
+    /// Each checked as `tare http -H` checks it (recorded as `Name: value`).
+    #[serde(serialize_with = "as_lines")]
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+    /// `false`: a new connection per request (ab / http_load style).
+    keepalive: bool,
+}
+
+impl Engine for HttpEngine {
+    fn name(&self) -> &'static str {
+        <Http as tare_engine::Engine>::NAME
+    }
+
+    fn defaults(&self) -> Load {
+        experiment_defaults()
+    }
+
+    fn table(
+        &self,
+        loc: &Locator<'_>,
+        load: &mut Load,
+        spans: &mut Spans,
+    ) -> Result<Arc<dyn Table>, ExperimentError> {
+        let raw: RawHttp = table_of(loc, self.name())?.unwrap_or_default();
+        let path = match &raw.path {
+            None => "/".to_string(),
+            Some(p) => {
+                no_nul(loc, p, "load.http.path")?;
+                let ok = p.get_ref().starts_with('/')
+                    && !p
+                        .get_ref()
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control());
+                if !ok {
+                    return Err(loc.error(
+                        p.span(),
+                        "load.http.path",
+                        "must start with / and hold no spaces or control characters (percent-encode them)",
+                    ));
+                }
+                p.get_ref().clone()
+            }
+        };
+        let method = match &raw.method {
+            None => "GET".to_string(),
+            Some(m) => {
+                check_method(m.get_ref())
+                    .map_err(|e| loc.error(m.span(), "load.http.method", e))?;
+                m.get_ref().clone()
+            }
+        };
+        let mut headers = Vec::with_capacity(raw.headers.len());
+        for h in &raw.headers {
+            // tare http's own parser: the CLI and the file accept the same.
+            let (k, v) = parse_header(h.get_ref())
+                .map_err(|e| loc.error(h.span(), "load.http.headers", e))?;
+            headers.push((k, v));
+        }
+        if let Some(b) = &raw.body {
+            no_nul(loc, b, "load.http.body")?;
+        }
+        if let Some(c) = &raw.coalesce {
+            load.coalesce = c
+                .get_ref()
+                .parse::<Coalesce>()
+                .map_err(|e| loc.error(c.span(), "load.http.coalesce", e))?;
+            spans.set(LoadKey::Coalesce, c.span(), "load.http.coalesce");
+        }
+        Ok(Arc::new(HttpTable {
+            path,
+            method,
+            headers,
+            body: raw.body.map(Spanned::into_inner),
+            keepalive: raw.keepalive.unwrap_or(true),
+        }))
+    }
+}
+
+fn as_lines<S: serde::Serializer>(headers: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(headers.iter().map(|(k, v)| format!("{k}: {v}")))
+}
+
+impl Table for HttpTable {
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn run(
+        &self,
+        load: &Load,
+        offer: &Offer<'_>,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<LoadResult, ExecError> {
+        let (authority, _, _, deploy_path) =
+            tare_http::target::split_url(&offer.url).map_err(ExecError::new)?;
+        // The experiment's path wins; the deployment's is the target's natural resource.
+        let path = if self.path == "/" {
+            deploy_path
+        } else {
+            self.path.clone()
+        };
+        let target = Target {
+            url: offer.url.clone(),
+            authority,
+            path,
+            endpoint: offer.endpoint.clone(),
+        };
+        let mut cfg = HttpConfig::new(target);
+        cfg.load = load.clone();
+        cfg.method = self.method.clone();
+        cfg.headers = self.headers.clone();
+        cfg.body = self.body.clone().unwrap_or_default().into_bytes();
+        cfg.keepalive = self.keepalive;
+        cfg.progress = false;
+        measure::<Http>(&cfg, stop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::{ConfigSource, Experiment};
+
+    fn parse(table: &str) -> Result<Experiment, String> {
+        let text =
+            format!("[target]\nkind = \"nginx\"\n[load]\nduration = \"2s\"\n[load.http]\n{table}");
+        Experiment::parse(
+            &text,
+            std::path::Path::new("exp.toml"),
+            &ConfigSource::RelativeTo(".".into()),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// Item 8 of issue 14: the experiment path silently dropped a malformed
+    /// header. Each mistake is now an error with file, line and key, found
+    /// by tare http's own parser.
+    #[test]
+    fn malformed_headers_methods_and_nul_bytes_are_errors_with_line_and_key() {
+        for (table, key) in [
+            (
+                "headers = [\"Accept: */*\", \"no colon\"]\n",
+                "load.http.headers",
+            ),
+            ("headers = [\"Bad Name: x\"]\n", "load.http.headers"),
+            ("headers = [\"X: a\\r\\nY: b\"]\n", "load.http.headers"),
+            ("headers = [\"X: a\\u0000\"]\n", "load.http.headers"),
+            ("method = \"get\"\n", "load.http.method"),
+            ("method = \"GET\\u0000\"\n", "load.http.method"),
+            ("path = \"/a\\u0000\"\n", "load.http.path"),
+            ("path = \"/a b\"\n", "load.http.path"),
+            ("path = \"index.html\"\n", "load.http.path"),
+            ("body = \"x\\u0000\"\n", "load.http.body"),
+            ("keepalive = \"yes\"\n", "keepalive"),
+            ("keep_alive = true\n", "keep_alive"),
+        ] {
+            let e = parse(table).unwrap_err();
+            assert!(
+                e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
+                "{table}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn headers_are_kept_as_the_cli_would_send_them() {
+        let e = parse("headers = [\"  X-A :  1 \"]\nmethod = \"POST\"\nbody = \"b\"\n").unwrap();
+        let snap = e.load.snapshot();
+        assert_eq!(snap["http"]["headers"][0], "X-A: 1");
+        assert_eq!(snap["http"]["method"], "POST");
+    }
+}

@@ -1,0 +1,322 @@
+//! The load engines as experiments use them: one object-safe trait
+//! ([`Engine`]), one file per engine, and [`REGISTRY`], the one place that
+//! lists them. `[load] engine = "NAME"` picks from it; the runner never
+//! names an engine anywhere else.
+//!
+//! An engine file owns its table `[load.NAME]` (typed, every mistake an
+//! error with file, line and key), its defaults, its cross-field checks, and
+//! how the shared [`Load`], its table and what a deployment offers become a
+//! run. What every engine does the same way is here: reading a table out of
+//! the document with its spans ([`table_of`]), the warm-up as a plain closed
+//! loop ([`run`]), the one find-max search ([`measure`]).
+
+mod http;
+mod pg;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::Deserializer as _;
+use tare_engine::find_max::{find_max, Budget};
+use tare_engine::load::{Load, LoadKey};
+use tare_engine::{workers, Endpoint};
+use tare_record::LoadResult;
+
+use crate::executor::ExecError;
+use crate::experiment::error::{ExperimentError, Locator};
+use crate::experiment::LoadSettings;
+
+/// Every engine an experiment can name, once.
+pub static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine];
+
+/// The registered engine called `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Engine> {
+    REGISTRY.iter().copied().find(|e| e.name() == name)
+}
+
+/// The registered names, in registry order (for error messages).
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|e| e.name()).collect()
+}
+
+/// A load engine, as the experiment runner uses it.
+pub trait Engine: Sync {
+    /// `[load] engine = "NAME"`, its table `[load.NAME]`, the record's
+    /// `engine`.
+    fn name(&self) -> &'static str;
+
+    /// The shared settings an experiment starts from (its `[load]` keys
+    /// override them).
+    fn defaults(&self) -> Load;
+
+    /// Reads and checks `[load.NAME]` (absent: its defaults). A table key
+    /// that is a shared setting (`coalesce`) is set on `load`, with its
+    /// place in `spans`, so the shared checks can point at it.
+    fn table(
+        &self,
+        loc: &Locator<'_>,
+        load: &mut Load,
+        spans: &mut Spans,
+    ) -> Result<Arc<dyn Table>, ExperimentError>;
+
+    /// The prefix of its worker threads' names: the monitor follows them.
+    fn thread_prefix(&self) -> String {
+        workers::thread_prefix(self.name())
+    }
+}
+
+impl fmt::Debug for dyn Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An engine's checked `[load.NAME]` table.
+pub trait Table: fmt::Debug + Send + Sync {
+    /// The table as `plan.json` records it.
+    fn snapshot(&self) -> serde_json::Value;
+
+    /// One run with `load` (threads already within the connections, the
+    /// warm-up already done by the runner) against what the deployment
+    /// offers.
+    fn run(
+        &self,
+        load: &Load,
+        offer: &Offer<'_>,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<LoadResult, ExecError>;
+}
+
+/// What a deployment offers an engine.
+pub struct Offer<'a> {
+    /// Where the load goes: loopback, a namespace or a container tare
+    /// created (DESIGN.md, "Loopback only by default").
+    pub endpoint: &'a Endpoint,
+    /// The served resource's URL (for postgres, a `postgres://` URL of the
+    /// same endpoint).
+    pub url: String,
+    /// The network namespace a client must load from (`lab-client`).
+    pub netns: Option<&'a std::path::Path>,
+}
+
+/// Where each shared setting was written, for errors that name its line
+/// and key; a setting not written points at `[load]`.
+pub struct Spans {
+    whole: Range<usize>,
+    at: Vec<(LoadKey, Range<usize>, String)>,
+}
+
+impl Spans {
+    pub(crate) fn new(whole: Range<usize>) -> Spans {
+        Spans {
+            whole,
+            at: Vec::new(),
+        }
+    }
+
+    /// `key` was written at `span`, under the experiment key `name`.
+    pub fn set(&mut self, key: LoadKey, span: Range<usize>, name: impl Into<String>) {
+        self.at.push((key, span, name.into()));
+    }
+
+    /// The place and experiment key of `key`.
+    pub fn of(&self, key: LoadKey) -> (Range<usize>, String) {
+        self.at
+            .iter()
+            .rev()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, span, name)| (span.clone(), name.clone()))
+            .unwrap_or_else(|| (self.whole.clone(), format!("load.{}", key.name())))
+    }
+}
+
+/// The load a run gets: threads within the connections (a cell's
+/// `connections` level may be below `[load] threads`; pgbench and wrk
+/// would refuse or shrink them, the runner shrinks them).
+pub(crate) fn effective(load: &Load) -> Load {
+    let mut l = load.clone();
+    l.threads = l.threads.min(l.connections).max(1);
+    l
+}
+
+/// One load of a deployed cell. `measure: false` is the warm-up: a plain
+/// closed loop of `settings`' warm-up length, whatever the measured load's
+/// schedule. The runner's warm-up is its own run, so no engine repeats it.
+pub fn run(
+    settings: &LoadSettings,
+    measure: bool,
+    offer: &Offer<'_>,
+    stop: &Arc<AtomicBool>,
+) -> Result<LoadResult, ExecError> {
+    let mut load = effective(&settings.shared);
+    load.netns = offer.netns.map(Into::into);
+    load.warmup = Duration::ZERO;
+    if !measure {
+        load.rate = None;
+        load.ramp = Duration::ZERO;
+        load.slo = None;
+    }
+    settings.table.run(&load, offer, stop)
+}
+
+/// Open-loop probes a `load.slo` trial may run (beside the capacity probe
+/// and the confirmation): a trial stays within ~8 load durations.
+const FIND_MAX_RUNS: usize = 6;
+
+/// Runs `config` once, or with an slo, searches the highest rate meeting it
+/// and records the confirming run at that rate (its `schedule.target_rate`
+/// is the answer): the one search every engine's experiments use.
+pub(crate) fn measure<E: tare_engine::Engine>(
+    config: &E::Config,
+    stop: &Arc<AtomicBool>,
+) -> Result<LoadResult, ExecError> {
+    let Some(slo) = &E::load(config).slo else {
+        return E::run(config, stop.clone()).map_err(ExecError::new);
+    };
+    let found = find_max::<E>(config, Budget::runs(FIND_MAX_RUNS), stop).map_err(ExecError::new)?;
+    found.best.ok_or_else(|| {
+        ExecError::new(format!(
+            "no rate met {slo} (closed-loop capacity {:.0}/s)",
+            found.capacity_rps
+        ))
+    })
+}
+
+/// Deserializes `[load.<name>]` of the experiment's text into `T`; `None`
+/// when absent.
+pub(crate) fn table_of<T: DeserializeOwned>(
+    loc: &Locator<'_>,
+    name: &str,
+) -> Result<Option<T>, ExperimentError> {
+    value_at(loc, &["load", name])
+}
+
+/// Deserializes the value at `path` (table names from the top) of the
+/// experiment's text into `T`, straight from the TOML, so `toml::Spanned`
+/// fields keep their spans and toml's errors point at the line; `None`
+/// when absent.
+pub(crate) fn value_at<T: DeserializeOwned>(
+    loc: &Locator<'_>,
+    path: &[&str],
+) -> Result<Option<T>, ExperimentError> {
+    toml::de::Deserializer::new(loc.text)
+        .deserialize_map(At::<T> {
+            path,
+            found: PhantomData,
+        })
+        .map_err(|e| loc.toml_error(&e))
+}
+
+/// The shared settings an experiment starts from, whatever its engine:
+/// short trials (3 s after a 1 s warm-up) at 50 connections over 2 threads.
+pub(crate) fn experiment_defaults() -> Load {
+    Load {
+        threads: 2,
+        connections: 50,
+        duration: Some(Duration::from_secs(3)),
+        warmup: Duration::from_secs(1),
+        timeout: Duration::from_secs(2),
+        ..Load::default()
+    }
+}
+
+/// A seed that walks tables down `path` and deserializes what is there.
+struct At<'p, T> {
+    path: &'p [&'p str],
+    found: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for At<'_, T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for At<'_, T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a table with {}", self.path.join("."))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key != self.path[0] {
+                map.next_value::<IgnoredAny>()?;
+            } else if self.path.len() == 1 {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                found = map.next_value_seed(At::<T> {
+                    path: &self.path[1..],
+                    found: PhantomData,
+                })?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A string key of an engine's table that must hold no NUL byte (it would
+/// end a C string or a protocol field early): the error names its line.
+pub(crate) fn no_nul(
+    loc: &Locator<'_>,
+    value: &toml::Spanned<String>,
+    key: &str,
+) -> Result<(), ExperimentError> {
+    if value.get_ref().contains('\0') {
+        return Err(loc.error(value.span(), key, "contains a NUL byte"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_engine_is_registered_once_by_name() {
+        let names = names();
+        let mut unique = names.clone();
+        unique.dedup();
+        assert_eq!(names, unique);
+        for n in names {
+            assert_eq!(by_name(n).unwrap().name(), n);
+            assert_eq!(by_name(n).unwrap().thread_prefix(), format!("tare-{n}-"));
+        }
+        assert!(by_name("smtp").is_none());
+    }
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        a: toml::Spanned<i64>,
+    }
+
+    #[test]
+    fn a_table_is_read_with_its_spans_and_its_mistakes_located() {
+        let text = "[target]\nkind = 1\n[load]\nx = 2\n[load.t]\na = 5\n";
+        let loc = Locator {
+            file: std::path::Path::new("e.toml"),
+            text,
+        };
+        let t: Inner = table_of(&loc, "t").unwrap().unwrap();
+        assert_eq!(*t.a.get_ref(), 5);
+        assert_eq!(&text[t.a.span()], "5");
+        assert_eq!(table_of::<Inner>(&loc, "u").unwrap(), None);
+        let bad = text.replace("a = 5", "a = 5\nb = 6");
+        let loc = Locator {
+            file: std::path::Path::new("e.toml"),
+            text: &bad,
+        };
+        let e = table_of::<Inner>(&loc, "t").unwrap_err().to_string();
+        assert!(e.starts_with("e.toml:7:1: `b`: unknown field `b`"), "{e}");
+    }
+}
