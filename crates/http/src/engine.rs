@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tare_engine::cpu::CpuTime;
 use tare_engine::load::Load;
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Endpoint, Recorder};
+use tare_engine::{workers, Clock, Endpoint, Engine, Recorder};
 use tare_record::{LoadResult, Unit};
 
 use crate::config::HttpConfig;
@@ -20,7 +20,7 @@ use crate::HttpError;
 /// command line's shared flags, the experiment runner).
 pub struct Http;
 
-impl tare_engine::Engine for Http {
+impl Engine for Http {
     type Config = HttpConfig;
     type Error = HttpError;
     const NAME: &'static str = "http";
@@ -108,7 +108,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         .map_or(0.0, |d| d.as_secs_f64())
         + (load.warmup + load.ramp).as_secs_f64();
 
-    let outcomes = workers::run(<Http as tare_engine::Engine>::NAME, load.threads, |i| {
+    let outcomes = workers::run(Http::NAME, load.threads, |i| {
         let conns = share(load.connections as u64, load.threads, i) as usize;
         let quota = config.requests.map(|n| share(n, load.threads, i));
         Worker::new(&plan, i, conns, quota, &board.threads[i])?.run()
@@ -190,8 +190,8 @@ fn result_of(
         Endpoint::Tcp(_) => config.target.url.clone(),
     };
     LoadResult {
-        engine: <Http as tare_engine::Engine>::NAME.into(),
-        unit: Some(<Http as tare_engine::Engine>::UNIT),
+        engine: Http::NAME.into(),
+        unit: Some(Http::UNIT),
         // A response with status >= 400 is a completed request (wrk's count).
         attempts: Some(rec.requests + rec.errors.total() - rec.errors.status),
         target,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock};
+use tare_engine::{workers, Clock, Engine};
 use tare_record::PgScriptResult;
 use tare_record::{LoadResult, PgDetails, StatementLatency, Unit};
 
@@ -25,7 +25,7 @@ use crate::session::Session;
 /// command line's shared flags, the experiment runner).
 pub struct Pg;
 
-impl tare_engine::Engine for Pg {
+impl Engine for Pg {
     type Config = PgConfig;
     type Error = PgError;
     const NAME: &'static str = "pg";
@@ -97,7 +97,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
     // Workers connect their clients, then wait at the gate; the main thread
     // fixes one common start once all are ready (or calls the run off).
     let (started, outputs) = workers::run_gated(
-        <Pg as tare_engine::Engine>::NAME,
+        Pg::NAME,
         threads,
         |i, ticket| engine::run_worker(i, first(i)..first(i) + share(i), &shared, ticket),
         |gate| {
@@ -183,8 +183,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
 /// `--coalesce` pauses a worker between replies and the next send: inside
 /// a transaction of several round trips that pause would be counted in its
 /// latency, so only one-statement transactions on kept connections may
-/// coalesce. (An open loop never pauses: its starts keep their schedule;
-/// the shared checks of [`Load::check`] refuse coalescing there.)
+/// coalesce. (An open loop never pauses: its starts keep their schedule.)
 fn check_coalesce(cfg: &PgConfig, program: &Program) -> Result<(), PgError> {
     if cfg.load.coalesce == tare_engine::Coalesce::Off {
         return Ok(());
@@ -490,8 +489,8 @@ fn assemble(
 
     let transport = cfg.conn.endpoint.transport().to_string();
     LoadResult {
-        engine: <Pg as tare_engine::Engine>::NAME.into(),
-        unit: Some(<Pg as tare_engine::Engine>::UNIT),
+        engine: Pg::NAME.into(),
+        unit: Some(Pg::UNIT),
         // Failed transactions are not among the processed ones (pgbench).
         attempts: Some(n + rec.errors.total()),
         target: cfg.conn.target(),

@@ -130,6 +130,7 @@ fn zero_throughput_and_empty_histograms_render_without_panicking() {
         res.latency_us = Default::default();
         res.generator_cpu_s = 0.0;
         res.errors.connect = 100;
+        res.attempts = Some(100);
     }
     let run = Run::from_trials(records);
     let text = render_text(&run);

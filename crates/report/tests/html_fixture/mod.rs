@@ -80,6 +80,7 @@ fn as_pgbench(t: &mut TrialRecord, rng: &mut SplitMix64) {
     let r = t.result.as_mut().unwrap();
     let tps = r.rps.take().unwrap();
     r.engine = "pg".into();
+    r.unit = Some(tare_record::Unit::Transactions);
     r.target = "host=/var/run/postgresql dbname=postgres".into();
     r.transport = "unix".into();
     r.tps = Some(tps);
