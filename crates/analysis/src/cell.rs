@@ -11,9 +11,10 @@ use tare_record::{Errors, TrialRecord, Unit};
 use crate::stats::{median_ci, MedianCi, CONFIDENCE};
 
 /// A cell whose throughput interval spans more than ±5% of its median is
-/// flagged noisy: seed 000's "true container cost" is 7-8% and DESIGN.md's
-/// seccomp factor ~2 points, so a ±5% cell cannot resolve the factors tare
-/// exists to measure.
+/// flagged noisy (the 5% is tare's choice): seed 000 puts the true container
+/// cost at 7-8%, and the project's hand measurements put seccomp at ~2 points
+/// (docs/studies.md, seed 000 and "Reference measurements"), so a cell noisier
+/// than ±5% cannot resolve the factors tare exists to measure.
 pub const NOISY_SPREAD: f64 = 0.05;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,13 +8,13 @@ use crate::cmd;
 
 #[derive(Parser, Debug)]
 #[command(name = "tare", version, about, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// HTTP/1.1 load: closed loop, keep-alive or a connection per request, TCP or Unix socket.
     Http(cmd::http::HttpArgs),
     /// PostgreSQL load over the wire protocol: pgbench's flags and text, plus percentiles, open loop (-R), --ramp, --find-max.

@@ -29,7 +29,7 @@ impl Endpoint {
     }
 
     /// True for loopback addresses and Unix sockets: the only places load may
-    /// go without the caller saying otherwise (DESIGN.md, "Loopback only").
+    /// go without the caller saying otherwise (ARCHITECTURE.md, "Principles": loopback only by default).
     pub fn is_local(&self) -> bool {
         match self {
             Endpoint::Unix(_) => true,

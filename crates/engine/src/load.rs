@@ -57,7 +57,7 @@ pub struct Load {
     /// How workers wait for the network: io_uring where it can, epoll otherwise.
     pub io: IoMode,
     /// Worker threads enter this network namespace before connecting
-    /// (`lab-client`: the generator stands on another "machine").
+    /// (a placement that puts the generator on another "machine").
     pub netns: Option<PathBuf>,
 }
 

@@ -8,12 +8,12 @@ use tare_record::{Errors, Latency};
 
 /// A send more than 1 ms behind its schedule is late: below that, timer and
 /// scheduler jitter, above it, a generator that cannot keep up.
-pub const LATE_NS: u64 = 1_000_000;
+pub(crate) const LATE_NS: u64 = 1_000_000;
 
 /// Completions are bucketed at 100 ms, wrk's `RECORD_INTERVAL_MS`, so the
 /// per-thread `Req/Sec` distribution matches what wrk prints; the per-second
 /// timeline is the sum of ten buckets.
-pub const BUCKET_NS: u64 = 100_000_000;
+pub(crate) const BUCKET_NS: u64 = 100_000_000;
 
 pub struct Recorder {
     /// Request-to-complete-response latency.

@@ -18,11 +18,11 @@
 use crate::response::ParseError;
 
 /// Headers per response; nginx sends about 8.
-pub const MAX_HEADERS: usize = 48;
+pub(crate) const MAX_HEADERS: usize = 48;
 
 /// What the head says about the body and the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Head {
+pub(crate) struct Head {
     /// Bytes of the head, up to and including its empty line.
     pub len: usize,
     pub status: u16,
@@ -99,7 +99,7 @@ fn line(buf: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, ParseError> {
 
 /// Scans a response head at the start of `buf`: `Ok(None)` while it is
 /// incomplete, the head once its empty line has arrived.
-pub fn scan(buf: &[u8]) -> Result<Option<Head>, ParseError> {
+pub(crate) fn scan(buf: &[u8]) -> Result<Option<Head>, ParseError> {
     const PREFIX: &[u8] = b"HTTP/1.";
     let n = buf.len().min(PREFIX.len());
     if buf[..n] != PREFIX[..n] {

@@ -23,7 +23,7 @@ pub(crate) struct ProcFile {
 }
 
 impl ProcFile {
-    pub fn open(path: impl AsRef<Path>) -> io::Result<ProcFile> {
+    pub(crate) fn open(path: impl AsRef<Path>) -> io::Result<ProcFile> {
         let file = File::open(path)?;
         Ok(ProcFile {
             file,
@@ -34,7 +34,7 @@ impl ProcFile {
 
     /// The file's current contents (lossy UTF-8 is never needed: these files
     /// are ASCII; a non-UTF-8 byte makes the text empty rather than panic).
-    pub fn read(&mut self) -> io::Result<&str> {
+    pub(crate) fn read(&mut self) -> io::Result<&str> {
         loop {
             // SAFETY: the pointer and length describe our own buffer.
             let n = unsafe {

@@ -14,7 +14,7 @@
 //!    drops). tare expects seed 000's `-p 8080:80` and seed 001's DNAT runs
 //!    to be this case (docs/studies.md, seeds 000 and 001), but that is tare's
 //!    reading: neither study measured where the CPU went. In tare's own
-//!    quick run the docker-publish cell was network-bound, with 28 µs of
+//!    quick run the published-port cell was network-bound, with 28 µs of
 //!    docker-proxy CPU per request (README.md).
 //! 3. **machine-bound**: less than 5% of the machine's CPU time was idle:
 //!    everyone shared out all the CPU (usual for generator and server on one

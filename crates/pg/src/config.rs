@@ -109,7 +109,7 @@ pub struct PgConfig {
     pub variables: Vec<(String, String)>,
     /// Seed of the per-client random generators; `None`: from the clock.
     pub random_seed: Option<u64>,
-    /// Allow load to a non-loopback address (DESIGN.md, "Loopback only by default").
+    /// Allow load to a non-loopback address (ARCHITECTURE.md, "Principles": loopback only by default).
     pub allow_remote: bool,
 }
 

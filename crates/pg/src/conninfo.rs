@@ -14,8 +14,8 @@ use crate::error::PgError;
 
 /// Debian's libpq looks for the server's socket here when no host is given
 /// (upstream's default is `/tmp`; Debian patches `DEFAULT_PGSOCKET_DIR`).
-pub const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
-pub const DEFAULT_PORT: u16 = 5432;
+pub(crate) const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
+pub(crate) const DEFAULT_PORT: u16 = 5432;
 
 /// A resolved connection: an endpoint plus the startup and auth parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,7 +143,7 @@ impl ConnParams {
 
 /// A host starting with `/` is a socket directory (libpq's rule); anything
 /// else is resolved, first address wins.
-pub fn endpoint_of(host: &str, port: u16) -> Result<Endpoint, PgError> {
+pub(crate) fn endpoint_of(host: &str, port: u16) -> Result<Endpoint, PgError> {
     if host.starts_with('/') {
         return Ok(Endpoint::Unix(
             Path::new(host).join(format!(".s.PGSQL.{port}")),

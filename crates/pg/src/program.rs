@@ -14,7 +14,7 @@ use crate::script::{self, builtin, CommandKind, Script};
 
 /// Prebuilt protocol bytes for one SQL command.
 #[derive(Clone, Debug)]
-pub struct Stmt {
+pub(crate) struct Stmt {
     /// `P{script}_{command}`, pgbench's prepared statement names.
     pub name: String,
     /// The Parse message: named in prepared mode, unnamed in extended mode.
@@ -26,7 +26,7 @@ pub struct Stmt {
     pub slot: usize,
 }
 
-pub struct CompiledScript {
+pub(crate) struct CompiledScript {
     pub script: Script,
     /// One entry per command; `Some` for SQL commands.
     pub stmts: Vec<Option<Stmt>>,
@@ -34,7 +34,7 @@ pub struct CompiledScript {
     pub builtin: bool,
 }
 
-pub struct Program {
+pub(crate) struct Program {
     pub scripts: Vec<CompiledScript>,
     pub vars: Vars,
     /// Values every client starts with (`:scale`, `-D`, `:random_seed`).
@@ -51,7 +51,7 @@ pub struct Program {
 
 impl Program {
     /// Reads and parses the scripts; `scale` is already resolved.
-    pub fn compile(cfg: &PgConfig, scale: u32, seed: u64) -> Result<Arc<Program>, PgError> {
+    pub(crate) fn compile(cfg: &PgConfig, scale: u32, seed: u64) -> Result<Arc<Program>, PgError> {
         let mut vars = Vars::default();
         let scale_id = vars.intern("scale");
         let client_id = vars.intern("client_id");
@@ -168,7 +168,7 @@ impl Program {
 
     /// Picks a script by weight from a uniform draw in `[0, total_weight)`.
     #[inline]
-    pub fn choose(&self, draw: u64) -> usize {
+    pub(crate) fn choose(&self, draw: u64) -> usize {
         let mut acc = 0u64;
         for (i, s) in self.scripts.iter().enumerate() {
             acc += s.script.weight as u64;
@@ -179,7 +179,7 @@ impl Program {
         self.scripts.len() - 1
     }
 
-    pub fn uses_builtin(&self) -> bool {
+    pub(crate) fn uses_builtin(&self) -> bool {
         self.scripts.iter().any(|s| s.builtin)
     }
 }

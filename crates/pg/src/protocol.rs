@@ -32,7 +32,7 @@ fn cstr(buf: &mut Vec<u8>, s: &[u8]) {
 /// `Query` (simple protocol). `sql` is written by `text` so variables can be
 /// substituted straight into the output buffer.
 #[inline]
-pub fn query(buf: &mut Vec<u8>, text: impl FnOnce(&mut Vec<u8>)) {
+pub(crate) fn query(buf: &mut Vec<u8>, text: impl FnOnce(&mut Vec<u8>)) {
     message(buf, b'Q', |b| {
         text(b);
         b.push(0);
@@ -42,7 +42,7 @@ pub fn query(buf: &mut Vec<u8>, text: impl FnOnce(&mut Vec<u8>)) {
 /// `Parse` of statement `name` (empty: the unnamed statement), with no
 /// declared parameter types (the server infers them, as libpq's
 /// `PQprepare(..., NULL)` lets it).
-pub fn parse(buf: &mut Vec<u8>, name: &str, sql: &str) {
+pub(crate) fn parse(buf: &mut Vec<u8>, name: &str, sql: &str) {
     message(buf, b'P', |b| {
         cstr(b, name.as_bytes());
         cstr(b, sql.as_bytes());
@@ -53,7 +53,7 @@ pub fn parse(buf: &mut Vec<u8>, name: &str, sql: &str) {
 /// `Bind` of statement `name` to the unnamed portal with `nparams` text
 /// parameters, each written by `param(i, buf)`; results in text format.
 #[inline]
-pub fn bind(
+pub(crate) fn bind(
     buf: &mut Vec<u8>,
     name: &str,
     nparams: usize,
@@ -76,45 +76,45 @@ pub fn bind(
 }
 
 /// `Execute` of the unnamed portal, all rows.
-pub const EXECUTE: [u8; 10] = [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0];
+pub(crate) const EXECUTE: [u8; 10] = [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0];
 /// `Sync`: ends the implicit transaction and asks for `ReadyForQuery`.
-pub const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
+pub(crate) const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
 /// `Terminate`: a polite goodbye before closing.
-pub const TERMINATE: [u8; 5] = [b'X', 0, 0, 0, 4];
+pub(crate) const TERMINATE: [u8; 5] = [b'X', 0, 0, 0, 4];
 
 /// Backend message tags tare reacts to.
-pub mod tag {
-    pub const AUTHENTICATION: u8 = b'R';
-    pub const ERROR: u8 = b'E';
-    pub const READY: u8 = b'Z';
-    pub const DATA_ROW: u8 = b'D';
-    pub const COPY_IN: u8 = b'G';
+pub(crate) mod tag {
+    pub(crate) const AUTHENTICATION: u8 = b'R';
+    pub(crate) const ERROR: u8 = b'E';
+    pub(crate) const READY: u8 = b'Z';
+    pub(crate) const DATA_ROW: u8 = b'D';
+    pub(crate) const COPY_IN: u8 = b'G';
 }
 
 /// Largest backend message accepted: 1 GiB is PostgreSQL's own limit on a
 /// field value (`MaxAllocSize`), so anything longer is a framing error.
-pub const MAX_MESSAGE: usize = 1 << 30;
+pub(crate) const MAX_MESSAGE: usize = 1 << 30;
 
 /// Complete backend messages at the front of a read buffer.
-pub struct Frames<'a> {
+pub(crate) struct Frames<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Frames<'a> {
-    pub fn new(buf: &'a [u8]) -> Self {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
         Self { buf, pos: 0 }
     }
 
     /// Bytes consumed by the messages returned so far.
-    pub fn consumed(&self) -> usize {
+    pub(crate) fn consumed(&self) -> usize {
         self.pos
     }
 
     /// The next complete message, `Ok(None)` if more bytes are needed, or an
     /// error if the length field is impossible (the stream is not PostgreSQL).
     #[inline]
-    pub fn next_frame(&mut self) -> Result<Option<(u8, &'a [u8])>, FrameError> {
+    pub(crate) fn next_frame(&mut self) -> Result<Option<(u8, &'a [u8])>, FrameError> {
         let rest = &self.buf[self.pos..];
         if rest.len() < 5 {
             return Ok(None);
@@ -132,7 +132,7 @@ impl<'a> Frames<'a> {
 
     /// How many bytes the incomplete message at the front needs in total,
     /// when its header is already there (to grow the buffer once).
-    pub fn pending_len(&self) -> Option<usize> {
+    pub(crate) fn pending_len(&self) -> Option<usize> {
         let rest = &self.buf[self.pos..];
         (rest.len() >= 5)
             .then(|| 1 + u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize)
@@ -198,7 +198,7 @@ impl ServerError {
 }
 
 /// Just the SQLSTATE of an `ErrorResponse`, without allocating (hot path).
-pub fn sqlstate(body: &[u8]) -> [u8; 5] {
+pub(crate) fn sqlstate(body: &[u8]) -> [u8; 5] {
     for field in body.split(|b| *b == 0) {
         if field.len() == 6 && field[0] == b'C' {
             let mut code = [0u8; 5];
@@ -223,7 +223,7 @@ impl fmt::Display for ServerError {
 /// Appends the decimal text of `v` without going through `fmt` (the
 /// parameter of nearly every pgbench statement is an integer).
 #[inline]
-pub fn push_int(buf: &mut Vec<u8>, v: i64) {
+pub(crate) fn push_int(buf: &mut Vec<u8>, v: i64) {
     let mut tmp = [0u8; 20];
     let mut i = tmp.len();
     let neg = v < 0;

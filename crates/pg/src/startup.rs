@@ -17,7 +17,7 @@ use crate::protocol::{tag, ServerError};
 
 /// Where the start-up stands after a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     /// Keep reading (after sending whatever was appended to `out`).
     Continue,
     /// `ReadyForQuery`: the connection is usable.
@@ -25,19 +25,19 @@ pub enum Progress {
 }
 
 #[derive(Default)]
-pub struct Handshake {
+pub(crate) struct Handshake {
     scram: Option<ScramSha256>,
 }
 
 impl Handshake {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Appends the StartupMessage (protocol 3.0). Fails on a NUL inside a
     /// value ([`ConnParams::check`] refuses those before any run; this is
     /// the same refusal for a caller that skipped it).
-    pub fn startup(params: &ConnParams, out: &mut Vec<u8>) -> Result<(), PgError> {
+    pub(crate) fn startup(params: &ConnParams, out: &mut Vec<u8>) -> Result<(), PgError> {
         params.check()?;
         let mut b = BytesMut::new();
         let kv = [
@@ -53,7 +53,7 @@ impl Handshake {
     }
 
     /// Consumes one backend message; replies (if any) are appended to `out`.
-    pub fn on_message(
+    pub(crate) fn on_message(
         &mut self,
         params: &ConnParams,
         msg_tag: u8,

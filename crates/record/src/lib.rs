@@ -1,10 +1,10 @@
 //! Records: what a load run leaves behind, and nothing else.
 //!
 //! Engines *write* these types; the runner stores them as JSON lines; analysis
-//! and reports *read* them back (STYLE.md, "record, then report"). Nothing here
+//! and reports *read* them back (ARCHITECTURE.md, "Record, then report"). Nothing here
 //! knows how load is generated.
 //!
-//! - `result`: [`LoadResult`], one load run, the JSON contract of DESIGN.md.
+//! - `result`: [`LoadResult`], one load run, the JSON contract (`docs/json-schema.json`, README.md).
 //! - `latency`: the HDR histogram (nanoseconds) every engine records into,
 //!   its base64 codec and the [`LatencySummary`] derived from it.
 //! - `schedule`: [`ScheduleReport`], an open loop's pacing and a ramp.

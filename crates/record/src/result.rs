@@ -1,7 +1,7 @@
 //! [`LoadResult`]: one load run, as `tare http --json` and `tare pg --json`
 //! print it and as the runner stores it (one JSON line per trial).
 //!
-//! Field names are the JSON contract of DESIGN.md and `docs/json-schema.json`;
+//! Field names are tare's JSON contract, `docs/json-schema.json` (README.md);
 //! adding fields is fine, renaming or removing one is a breaking change.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Measurement behind a trait (STYLE.md, hyperfine's `Executor`): the
+//! Measurement behind a trait (after hyperfine's `Executor`; ARCHITECTURE.md, "Testing"): the
 //! runner's scheduling, resume and record writing only ever talk to an
 //! [`Executor`], so they are tested with [`crate::mock::MockExecutor`]
 //! deterministically, and the real one ([`crate::real`]) deploys targets

@@ -1,5 +1,5 @@
 //! Provenance (`provenance.json`): what produced a run, so that a number
-//! read a year later can be trusted or explained (STYLE.md, after
+//! read a year later can be trusted or explained (after
 //! ripgrep's `benchsuite/runs/<date-host>/`). Every probe is best-effort: a
 //! missing tool is recorded as `null`, never an error.
 

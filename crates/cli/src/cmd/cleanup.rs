@@ -7,13 +7,13 @@ use std::process::ExitCode;
 use clap::Args;
 
 #[derive(Args, Debug)]
-pub struct CleanupArgs {
+pub(crate) struct CleanupArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: CleanupArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: CleanupArgs) -> anyhow::Result<ExitCode> {
     let report = tare_deploy::cleanup()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -13,7 +13,7 @@ use tare_report::{exporter, Format};
 use super::report::emit_stdout;
 
 #[derive(Args, Debug)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The old (baseline) run directory.
     pub dir_a: PathBuf,
     /// The new run directory.
@@ -23,7 +23,7 @@ pub struct CompareArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let old = load_run(&args.dir_a)?;
     let new = load_run(&args.dir_b)?;
     for run in [&old, &new] {

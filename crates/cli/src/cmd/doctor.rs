@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use clap::Args;
 
 #[derive(Args, Debug)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let report = tare_deploy::doctor();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

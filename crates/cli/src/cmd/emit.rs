@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 /// A flag set by Ctrl-C: the run ends early and what was measured still prints.
-pub fn ctrl_c_flag() -> anyhow::Result<Arc<AtomicBool>> {
+pub(super) fn ctrl_c_flag() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())
         .context("installing the Ctrl-C handler")?;
@@ -18,7 +18,7 @@ pub fn ctrl_c_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// `--netns`: a name from `ip netns`, or a path to a namespace file.
-pub fn netns_path(arg: Option<&str>) -> Option<PathBuf> {
+pub(super) fn netns_path(arg: Option<&str>) -> Option<PathBuf> {
     arg.map(|n| {
         if n.contains('/') {
             PathBuf::from(n)
@@ -30,7 +30,7 @@ pub fn netns_path(arg: Option<&str>) -> Option<PathBuf> {
 
 /// Prints `value` as the `--json` flag asks: `-` replaces the text on stdout,
 /// a path gets the JSON while `text()` goes to stdout, none prints the text.
-pub fn result(
+pub(super) fn result(
     json: Option<&str>,
     value: &impl Serialize,
     text: impl FnOnce() -> String,

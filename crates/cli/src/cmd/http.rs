@@ -12,7 +12,7 @@ use tare_http::{Http, HttpConfig, Target};
 use super::load_args::{self, LoadArgs};
 
 #[derive(Args, Debug)]
-pub struct HttpArgs {
+pub(crate) struct HttpArgs {
     /// Target URL: http://HOST[:PORT]/PATH (with --unix, only Host and path are used).
     pub url: String,
     /// Threads, each with its own event loop.
@@ -51,7 +51,7 @@ pub struct HttpArgs {
     pub load: LoadArgs,
 }
 
-pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     let target = Target::new(&args.url, args.unix.clone(), args.load.allow_remote)?;
     let mut config = HttpConfig::new(target);
     config.method = args.method.clone();

@@ -9,13 +9,13 @@ use clap::{Args, Subcommand};
 use tare_deploy::{TargetKind, TargetSpec};
 
 #[derive(Args, Debug)]
-pub struct ImageArgs {
+pub(crate) struct ImageArgs {
     #[command(subcommand)]
     pub action: ImageAction,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum ImageAction {
+pub(crate) enum ImageAction {
     /// Build tare/TARGET:<hash of binary> from the host's binary and its shared libraries.
     Build {
         /// nginx, postgres or tare-serve.
@@ -29,7 +29,7 @@ pub enum ImageAction {
     },
 }
 
-pub fn run(args: ImageArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: ImageArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         ImageAction::Build {
             target,

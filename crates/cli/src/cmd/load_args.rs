@@ -16,7 +16,7 @@ use tare_engine::units::parse_duration;
 use tare_engine::{Coalesce, Engine, IoMode, Load};
 
 #[derive(Args, Debug)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Load applied after any --ramp and before measuring; what completes
     /// during it is not counted.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -83,7 +83,7 @@ pub struct LoadArgs {
 impl LoadArgs {
     /// Sets the shared settings on `load`, which holds the engine's
     /// defaults and its own threads, connections and duration flags.
-    pub fn apply(&self, load: &mut Load) -> anyhow::Result<()> {
+    pub(crate) fn apply(&self, load: &mut Load) -> anyhow::Result<()> {
         if self.arrivals.is_some() && self.rate.is_none() && !self.find_max {
             anyhow::bail!("--arrivals paces an open loop: give --rate or --find-max");
         }
@@ -121,7 +121,7 @@ impl LoadArgs {
     }
 
     /// Whether `--json -` replaces the text (so no live display either).
-    pub fn json_on_stdout(&self) -> bool {
+    pub(crate) fn json_on_stdout(&self) -> bool {
         self.json.as_deref() == Some("-")
     }
 }
@@ -130,7 +130,7 @@ impl LoadArgs {
 /// says how the engine's flags give it, when it is missing), no live line
 /// between them; the table (or the JSON search) on stdout. Ctrl-C ends the
 /// search as it always has: at once.
-pub fn find_max<E: Engine>(
+pub(super) fn find_max<E: Engine>(
     args: &LoadArgs,
     mut config: E::Config,
     needs: &str,

@@ -1,24 +1,24 @@
 //! One module per subcommand: its flags (clap `Args`) and its `run`.
 
-pub mod cleanup;
-pub mod compare;
-pub mod doctor;
+pub(crate) mod cleanup;
+pub(crate) mod compare;
+pub(crate) mod doctor;
 mod emit;
-pub mod http;
-pub mod image;
+pub(crate) mod http;
+pub(crate) mod image;
 mod load_args;
-pub mod nginx;
-pub mod pg;
-pub mod report;
-pub mod run;
-pub mod serve;
-pub mod tune;
+pub(crate) mod nginx;
+pub(crate) mod pg;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod serve;
+pub(crate) mod tune;
 
 use std::process::ExitCode;
 
 use crate::cli::Command;
 
-pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Http(args) => http::run(args),
         Command::Nginx(args) => nginx::run(args),

@@ -11,13 +11,13 @@ use tare_nginx::advise::{self, LocalHost, Priority};
 use tare_nginx::{BuildOptions, ParseOptions, Payload};
 
 #[derive(Args, Debug)]
-pub struct NginxArgs {
+pub(crate) struct NginxArgs {
     #[command(subcommand)]
     pub command: NginxCommand,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum NginxCommand {
+pub(crate) enum NginxCommand {
     /// Parse a configuration (following includes): a summary, or crossplane's JSON with --json.
     Parse(ParseArgs),
     /// Write configuration files back from crossplane JSON.
@@ -28,7 +28,7 @@ pub enum NginxCommand {
 
 /// Flags mirror `crossplane parse`; with --json the output is byte-identical to it.
 #[derive(Args, Debug)]
-pub struct ParseArgs {
+pub(crate) struct ParseArgs {
     /// The main configuration file (includes are resolved relative to its directory).
     pub file: String,
     /// Print crossplane's JSON (byte-identical to `crossplane parse`) instead of
@@ -68,7 +68,7 @@ pub struct ParseArgs {
 /// Flags mirror `crossplane build`, except that existing files are never
 /// overwritten without `--force` (crossplane asks interactively).
 #[derive(Args, Debug)]
-pub struct BuildArgs {
+pub(crate) struct BuildArgs {
     /// The JSON payload (`-` for stdin).
     pub file: String,
     /// Base directory for relative file names (default: the current directory).
@@ -101,7 +101,7 @@ pub struct BuildArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct AdviseArgs {
+pub(crate) struct AdviseArgs {
     /// The main configuration file.
     pub file: String,
     /// JSON output (one object: host facts, advice list).
@@ -138,7 +138,7 @@ impl From<Level> for Priority {
     }
 }
 
-pub fn run(args: NginxArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: NginxArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         NginxCommand::Parse(a) => parse(a),
         NginxCommand::Build(a) => build(a),

@@ -19,7 +19,7 @@ use super::load_args::{self, LoadArgs};
 
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
-pub struct PgArgs {
+pub(crate) struct PgArgs {
     /// Database server host, or a Unix socket directory if it starts with '/' (PGHOST).
     #[arg(short = 'h', long = "host", value_name = "HOST|SOCKETDIR")]
     pub host: Option<String>,
@@ -107,7 +107,7 @@ pub struct PgArgs {
     pub help: Option<bool>,
 }
 
-pub fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     let flags = ConnFlags {
         host: args.host.clone(),
         port: args.port,

@@ -11,7 +11,7 @@ use tare_analysis::load_run;
 use tare_report::{exporter, Format, Report};
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// The run directory (`tare run --out DIR`).
     pub dir: PathBuf,
     /// Also write the self-contained HTML report to PATH (opens offline).
@@ -26,7 +26,7 @@ pub struct ReportArgs {
     pub chain: Vec<String>,
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let run = load_run(&args.dir)?;
     let report = if args.chain.is_empty() {
         Report::new(&run)

@@ -16,7 +16,7 @@ use tare_runner::session::{self, Session};
 use tare_runner::{Executor, Experiment, Outcome, RunDir};
 
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The experiment file (TOML, see docs/experiments.md); none: the built-in quick experiment.
     pub experiment: Option<PathBuf>,
     /// The run directory (default: runs/<UTC date>-<host>-<id> in the current directory).
@@ -40,7 +40,7 @@ pub struct RunArgs {
     pub debug_mode: bool,
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.check {
         let exp = experiment(&args)?;
         println!("{}: {} cells", exp.path.display(), exp.cells.len());

@@ -11,7 +11,7 @@ use tare_engine::units::{parse_duration, parse_size};
 use tare_serve::{ServeConfig, Server};
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// TCP address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -41,7 +41,7 @@ pub struct ServeArgs {
     pub stall: Duration,
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServeConfig {
         listen: args.listen,
         unix: args.unix,

@@ -13,7 +13,7 @@ use tare_engine::units::parse_duration;
 use tare_tune::{TargetChoice, TuneOptions, Tuning};
 
 #[derive(Args, Debug)]
-pub struct TuneArgs {
+pub(crate) struct TuneArgs {
     /// The nginx config to start from (the baseline).
     pub config: PathBuf,
     /// What to measure: a reverse proxy in front of a tare serve backend tare
@@ -54,7 +54,7 @@ pub struct TuneArgs {
     pub json: Option<String>,
 }
 
-pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     if args.trials < 2 {
         anyhow::bail!("--trials must be at least 2 (5 or more to ever be significant)");
     }

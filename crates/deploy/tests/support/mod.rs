@@ -13,7 +13,7 @@ use tare_deploy::Deployment;
 use tare_engine::Endpoint;
 
 /// A unique run id per test, so parallel tests never collide.
-pub fn run_id(test: &str) -> String {
+pub(crate) fn run_id(test: &str) -> String {
     format!("t{}{}", std::process::id() % 100000, test)
 }
 
@@ -39,7 +39,7 @@ fn connect(ep: &Endpoint) -> std::io::Result<Box<dyn Stream>> {
 /// Keep-alive GETs on one connection for at most `limit` or `max` requests;
 /// returns how many got a complete 200 response with a body of `body_len`.
 /// Runs in the deployment's client namespace when it has one (lab-client).
-pub fn http_load(
+pub(crate) fn http_load(
     d: &Deployment,
     path: &str,
     body_len: usize,
@@ -96,7 +96,7 @@ pub fn http_load(
 
 /// Lines naming what exists now: containers, network namespaces, links and
 /// nftables tables (tare's and everyone's), and tare directories in /tmp.
-pub fn machine_state() -> Vec<String> {
+pub(crate) fn machine_state() -> Vec<String> {
     let mut v = tare_testbed::machine::resources();
     if let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) {
         for e in rd.flatten() {
@@ -111,7 +111,7 @@ pub fn machine_state() -> Vec<String> {
 }
 
 /// What `after` has that `before` did not, limited to names carrying `run`.
-pub fn left_behind(before: &[String], after: &[String], run: &str) -> Vec<String> {
+pub(crate) fn left_behind(before: &[String], after: &[String], run: &str) -> Vec<String> {
     after
         .iter()
         .filter(|l| !before.contains(l) && l.contains(run))
@@ -119,6 +119,6 @@ pub fn left_behind(before: &[String], after: &[String], run: &str) -> Vec<String
         .collect()
 }
 
-pub fn docker_available() -> bool {
+pub(crate) fn docker_available() -> bool {
     tare_deploy::docker::engine_version().is_ok()
 }

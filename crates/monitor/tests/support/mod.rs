@@ -9,7 +9,7 @@ use tare_http::{run, HttpConfig, Target};
 use tare_record::LoadResult;
 
 /// Keep-alive load for `secs` from this process.
-pub fn load(url: &str, threads: usize, connections: usize, secs: f64) -> LoadResult {
+pub(crate) fn load(url: &str, threads: usize, connections: usize, secs: f64) -> LoadResult {
     let mut c = HttpConfig::new(Target::new(url, None, false).unwrap());
     c.load.threads = threads;
     c.load.connections = connections;
@@ -22,7 +22,7 @@ pub fn load(url: &str, threads: usize, connections: usize, secs: f64) -> LoadRes
 }
 
 /// Pins the calling thread (and threads it spawns later) to one CPU.
-pub fn pin_current_thread(cpu: usize) {
+pub(crate) fn pin_current_thread(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; we pass its size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -32,7 +32,7 @@ pub fn pin_current_thread(cpu: usize) {
     }
 }
 
-pub fn cpus() -> usize {
+pub(crate) fn cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -40,7 +40,7 @@ pub fn cpus() -> usize {
 
 /// Sets the calling thread's nice value (threads it spawns inherit it);
 /// negative values need root, as the test suite runs.
-pub fn raise_priority_of_current_thread(nice: i32) {
+pub(crate) fn raise_priority_of_current_thread(nice: i32) {
     // SAFETY: gettid and setpriority on our own thread id.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;

@@ -13,7 +13,7 @@ use crate::startup::Handshake;
 
 /// Where a client stands. Transitions live in [`super::worker`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// No connection: before the first connect, or between transactions under `-C`.
     Disconnected,
     /// Non-blocking connect in progress (waiting for writability).
@@ -36,7 +36,7 @@ pub enum Phase {
     Aborted,
 }
 
-pub struct Client {
+pub(crate) struct Client {
     /// Global client number (`:client_id`).
     pub id: usize,
     /// Index among this worker's clients (its io_uring token's slot).
@@ -87,7 +87,7 @@ pub struct Client {
 const READ_BUF: usize = 16 * 1024;
 
 impl Client {
-    pub fn new(
+    pub(crate) fn new(
         id: usize,
         slot: usize,
         vars: Vec<Option<Value>>,
@@ -126,7 +126,7 @@ impl Client {
 
     /// Drops the connection and everything tied to it (with io_uring, after
     /// its receive and poll were cancelled: see `Ctx::close`).
-    pub fn disconnect(&mut self) {
+    pub(crate) fn disconnect(&mut self) {
         self.sock = None;
         self.epoch += 1;
         self.armed = false;
@@ -143,7 +143,7 @@ impl Client {
     /// message larger than the buffer is pending. `Ok(0)` is end of stream.
     /// With `stamps`, also when the data arrived (`rx_ns`, the kernel's
     /// receive timestamp on the run's clock).
-    pub fn fill(&mut self, stamps: Option<&RealtimeMap>) -> io::Result<usize> {
+    pub(crate) fn fill(&mut self, stamps: Option<&RealtimeMap>) -> io::Result<usize> {
         if self.rlen == self.rbuf.len() {
             let need = crate::protocol::Frames::new(&self.rbuf[..self.rlen])
                 .pending_len()
@@ -169,7 +169,7 @@ impl Client {
 
     /// io_uring: bytes a receive delivered, appended to the read buffer
     /// (grown when they do not fit).
-    pub fn absorb(&mut self, data: &[u8]) {
+    pub(crate) fn absorb(&mut self, data: &[u8]) {
         let need = self.rlen + data.len();
         if need > self.rbuf.len() {
             self.rbuf.resize(need.max(self.rbuf.len() * 2), 0);
@@ -179,7 +179,7 @@ impl Client {
     }
 
     /// Sends what is left of `wbuf`. `Ok(true)`: all of it went out.
-    pub fn send_pending(&mut self) -> io::Result<bool> {
+    pub(crate) fn send_pending(&mut self) -> io::Result<bool> {
         let sock = self
             .sock
             .as_ref()
@@ -198,7 +198,7 @@ impl Client {
     }
 
     /// A statement or ROLLBACK is in flight.
-    pub fn in_flight(&self) -> bool {
+    pub(crate) fn in_flight(&self) -> bool {
         matches!(self.phase, Phase::Waiting | Phase::RollingBack)
     }
 }

@@ -15,10 +15,10 @@
 //! calls the run off. A `--ramp`, then a `--warmup`, follow that start
 //! time; measurement begins when they end.
 
-pub mod client;
-pub mod schedule;
-pub mod wire;
-pub mod worker;
+pub(crate) mod client;
+pub(crate) mod schedule;
+pub(crate) mod wire;
+pub(crate) mod worker;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,7 +37,7 @@ use worker::{wake_at, Ctx, WorkerResult};
 
 /// Per-command totals for `-r`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CmdStat {
+pub(crate) struct CmdStat {
     pub sum_ns: u64,
     pub count: u64,
     pub failures: u64,
@@ -45,7 +45,7 @@ pub struct CmdStat {
 
 /// Per-script totals (pgbench's per-script report lines).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ScriptStat {
+pub(crate) struct ScriptStat {
     pub count: u64,
     pub failed: u64,
     pub sum_ms: f64,
@@ -55,21 +55,21 @@ pub struct ScriptStat {
 /// Latency sums a `-P` reporter reads, one cache line per thread.
 #[repr(align(64))]
 #[derive(Default)]
-pub struct LatCounters {
+pub(crate) struct LatCounters {
     pub lat_sum_ns: AtomicU64,
     /// f64 bits of the sum of squared latencies in ms².
     pub lat_sumsq_ms: AtomicU64,
 }
 
 /// What a worker publishes while it runs.
-pub struct LiveStats<'a> {
+pub(crate) struct LiveStats<'a> {
     pub board: &'a tare_engine::progress::Counters,
     pub lat_sum_ns: &'a AtomicU64,
     pub lat_sumsq_ms: &'a AtomicU64,
 }
 
 /// Everything the threads share.
-pub struct Shared {
+pub(crate) struct Shared {
     pub program: Arc<Program>,
     pub cfg: Arc<PgConfig>,
     pub clock: Clock,
@@ -82,7 +82,7 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
 }
 
-pub struct WorkerOutput {
+pub(crate) struct WorkerOutput {
     pub result: WorkerResult,
     pub cpu: CpuTime,
     /// Time this thread took to open its initial connections.
@@ -91,7 +91,7 @@ pub struct WorkerOutput {
 
 /// The body of worker thread `index`, owning clients `ids`: connects them,
 /// waits at the start gate, runs. `None` when the run was called off.
-pub fn run_worker(
+pub(crate) fn run_worker(
     index: usize,
     ids: Range<usize>,
     shared: &Shared,

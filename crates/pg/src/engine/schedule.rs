@@ -5,7 +5,7 @@
 //! times themselves come from the engine-wide [`tare_engine::schedule`].
 
 /// Decides start times. One instance per worker thread.
-pub trait Schedule: Send {
+pub(crate) trait Schedule: Send {
     /// `None`: start now, measuring latency from the actual start (closed
     /// loop). `Some(t)`: start at clock reading `t` (the client sleeps until
     /// then if `t` is ahead) and measure latency from `t`, the intended start,
@@ -25,7 +25,7 @@ pub trait Schedule: Send {
 /// first transaction at `origin + ramp k / clients` (JMeter's thread-group
 /// ramp-up), so the load rises linearly to `-c` clients.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ClosedLoop {
+pub(crate) struct ClosedLoop {
     pub origin_ns: u64,
     pub ramp_ns: u64,
     /// All clients of the run (client ids are global, 0..clients).
@@ -57,7 +57,7 @@ impl Schedule for ClosedLoop {
 /// client takes the next one. A client free only after its intended time
 /// starts at once, with latency counted from the intended time: the
 /// schedule lag is the server's.
-pub struct Paced(pub tare_engine::schedule::Schedule);
+pub(crate) struct Paced(pub tare_engine::schedule::Schedule);
 
 impl Schedule for Paced {
     #[inline]

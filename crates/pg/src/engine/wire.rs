@@ -19,7 +19,7 @@ use crate::startup::Progress;
 impl Ctx<'_> {
     /// Waits until `until` (run clock; `now` read just before) at the
     /// latest and handles what happened; returns how many events there were.
-    pub fn wait(
+    pub(crate) fn wait(
         &mut self,
         clients: &mut [Client],
         now: u64,
@@ -125,7 +125,7 @@ impl Ctx<'_> {
     }
 
     /// Handles one readiness event for client `token`.
-    pub fn on_event(&mut self, clients: &mut [Client], r: Ready) {
+    pub(crate) fn on_event(&mut self, clients: &mut [Client], r: Ready) {
         let token = r.token as usize;
         let c = &mut clients[token];
         if r.writable || (r.hangup && c.phase == Phase::Connecting) {

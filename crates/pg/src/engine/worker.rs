@@ -25,7 +25,7 @@ use crate::protocol;
 use crate::script::{CommandKind, SleepAmount};
 
 /// What a worker hands back when it ends.
-pub struct WorkerResult {
+pub(crate) struct WorkerResult {
     pub rec: Recorder,
     pub per_cmd: Vec<CmdStat>,
     pub per_script: Vec<ScriptStat>,
@@ -42,7 +42,7 @@ pub struct WorkerResult {
 }
 
 /// The state of a worker shared by all its clients' transitions.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub program: &'a Program,
     pub cfg: &'a PgConfig,
     pub clock: Clock,
@@ -81,7 +81,7 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(
+    pub(crate) fn new(
         program: &'a Program,
         cfg: &'a PgConfig,
         clock: Clock,
@@ -128,7 +128,7 @@ impl<'a> Ctx<'a> {
     /// run until `origin_ns + ramp + warmup`, where measurement and a fresh
     /// recorder's timeline begin. `thread` of `threads` picks this thread's
     /// share of the rate and its arrival seed.
-    pub fn begin(&mut self, origin_ns: u64, expected_ns: u64, thread: usize, threads: usize) {
+    pub(crate) fn begin(&mut self, origin_ns: u64, expected_ns: u64, thread: usize, threads: usize) {
         let load = &self.cfg.load;
         let ramp_ns = load.ramp.as_nanos() as u64;
         self.origin_ns = origin_ns;
@@ -160,14 +160,14 @@ impl<'a> Ctx<'a> {
 
     /// After the ramp: completions and failures count in the summary.
     #[inline]
-    pub fn measuring(&self, now: u64) -> bool {
+    pub(crate) fn measuring(&self, now: u64) -> bool {
         now >= self.measure_from
     }
 
     /// Arrivals due before `deadline` that never started, `clients` as the
     /// run left them: those no client took, and those a client held but
     /// had not started (its timer and the deadline struck together).
-    pub fn unsent(&mut self, clients: &[Client], deadline: Option<u64>) -> u64 {
+    pub(crate) fn unsent(&mut self, clients: &[Client], deadline: Option<u64>) -> u64 {
         let (Some(d), Some(_)) = (deadline, self.cfg.load.rate) else {
             return 0;
         };
@@ -179,7 +179,7 @@ impl<'a> Ctx<'a> {
         held + self.schedule.unsent(d)
     }
 
-    pub fn into_result(self, end_ns: u64, in_flight: u64, unsent: u64) -> WorkerResult {
+    pub(crate) fn into_result(self, end_ns: u64, in_flight: u64, unsent: u64) -> WorkerResult {
         let mut rec = self.rec;
         rec.in_flight = in_flight;
         WorkerResult {
@@ -204,12 +204,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// The earliest pending timer.
-    pub fn next_timer(&self) -> Option<u64> {
+    pub(crate) fn next_timer(&self) -> Option<u64> {
         self.timers.peek().map(|Reverse((t, _))| *t)
     }
 
     /// Wakes every client whose timer is due.
-    pub fn fire_timers(&mut self, clients: &mut [Client], now: u64) {
+    pub(crate) fn fire_timers(&mut self, clients: &mut [Client], now: u64) {
         while let Some(Reverse((t, token))) = self.timers.peek().copied() {
             if t > now {
                 break;
@@ -229,7 +229,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Publishes this thread's totals for the progress displays.
-    pub fn publish(&self, live: &LiveStats) {
+    pub(crate) fn publish(&self, live: &LiveStats) {
         live.board
             .publish(self.rec.requests + self.early, self.failed);
         live.lat_sum_ns.store(self.lat_sum_ns, Ordering::Relaxed);
@@ -253,7 +253,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Stops a client for good after an error it cannot recover from.
-    pub fn abort(&mut self, c: &mut Client, kind: AbortKind, why: &str) {
+    pub(crate) fn abort(&mut self, c: &mut Client, kind: AbortKind, why: &str) {
         match kind {
             AbortKind::Connect => self.rec.errors.connect += 1,
             AbortKind::Read => self.rec.errors.read += 1,
@@ -285,7 +285,7 @@ impl<'a> Ctx<'a> {
         self.finish(c, Phase::Aborted);
     }
 
-    pub fn advance(&mut self, c: &mut Client, token: usize) {
+    pub(crate) fn advance(&mut self, c: &mut Client, token: usize) {
         let program = self.program;
         loop {
             match c.phase {
@@ -493,7 +493,7 @@ impl<'a> Ctx<'a> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AbortKind {
+pub(crate) enum AbortKind {
     Connect,
     Read,
     Write,
@@ -502,7 +502,7 @@ pub enum AbortKind {
 /// When a wait must end at the latest (run clock): the next timer or the
 /// deadline, and never over 100 ms on, so progress and stop checks stay
 /// timely.
-pub fn wake_at(now: u64, timer: Option<u64>, deadline: Option<u64>) -> u64 {
+pub(crate) fn wake_at(now: u64, timer: Option<u64>, deadline: Option<u64>) -> u64 {
     let mut until = now + 100_000_000;
     if let Some(t) = timer {
         until = until.min(t);

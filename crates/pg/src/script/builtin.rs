@@ -1,7 +1,7 @@
 //! pgbench's built-in scripts, verbatim from pgbench.c (PostgreSQL 15,
 //! `builtin_script[]`), so `-S`, `-N` and the default run the same SQL.
 
-pub struct Builtin {
+pub(crate) struct Builtin {
     /// The name `-b` accepts.
     pub name: &'static str,
     /// What pgbench prints as the transaction type.
@@ -9,7 +9,7 @@ pub struct Builtin {
     pub script: &'static str,
 }
 
-pub const BUILTINS: [Builtin; 3] = [
+pub(crate) const BUILTINS: [Builtin; 3] = [
     Builtin {
         name: "tpcb-like",
         desc: "<builtin: TPC-B (sort of)>",
@@ -47,7 +47,7 @@ pub const BUILTINS: [Builtin; 3] = [
 ];
 
 /// Finds a built-in by name or unambiguous prefix, as `pgbench -b` does.
-pub fn find(name: &str) -> Result<&'static Builtin, String> {
+pub(crate) fn find(name: &str) -> Result<&'static Builtin, String> {
     if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
         return Ok(b);
     }

@@ -7,10 +7,10 @@
 //! distribution of tare as of pgbench.
 
 /// pgbench's `MIN_GAUSSIAN_PARAM`: below 2 the rejection loop would spin.
-pub const MIN_GAUSSIAN_PARAM: f64 = 2.0;
+pub(crate) const MIN_GAUSSIAN_PARAM: f64 = 2.0;
 
 #[derive(Clone, Debug)]
-pub struct Rng {
+pub(crate) struct Rng {
     s: [u64; 4],
 }
 
@@ -23,7 +23,7 @@ fn splitmix64(x: &mut u64) -> u64 {
 }
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         let mut x = seed;
         Self {
             s: [
@@ -36,7 +36,7 @@ impl Rng {
     }
 
     #[inline]
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;
         let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = s[1] << 17;
@@ -51,20 +51,20 @@ impl Rng {
 
     /// Uniform in [0, 1), 53 random bits.
     #[inline]
-    pub fn next_f64(&mut self) -> f64 {
+    pub(crate) fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform integer in `[lb, ub]` (caller checks `lb <= ub`).
     #[inline]
-    pub fn uniform(&mut self, lb: i64, ub: i64) -> i64 {
+    pub(crate) fn uniform(&mut self, lb: i64, ub: i64) -> i64 {
         let span = (ub as i128 - lb as i128 + 1) as u128;
         let r = (self.next_u64() as u128 * span) >> 64;
         (lb as i128 + r as i128) as i64
     }
 
     /// pgbench's `getExponentialRand`: `param` > 0 (checked by the caller).
-    pub fn exponential(&mut self, lb: i64, ub: i64, param: f64) -> i64 {
+    pub(crate) fn exponential(&mut self, lb: i64, ub: i64, param: f64) -> i64 {
         let cut = (-param).exp();
         let uniform = 1.0 - self.next_f64(); // (0, 1]
         let rand = -(cut + (1.0 - cut) * uniform).ln() / param;
@@ -73,7 +73,7 @@ impl Rng {
 
     /// pgbench's `getGaussianRand`: Box-Muller, rejecting draws outside
     /// `[-param, param)`; `param` >= [`MIN_GAUSSIAN_PARAM`].
-    pub fn gaussian(&mut self, lb: i64, ub: i64, param: f64) -> i64 {
+    pub(crate) fn gaussian(&mut self, lb: i64, ub: i64, param: f64) -> i64 {
         // Bounded: at param >= 2 a draw is rejected with probability < 5%,
         // so 1000 rejections in a row never happen in practice.
         let mut stdev = 0.0;

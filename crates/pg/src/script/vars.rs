@@ -4,16 +4,16 @@
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct VarId(pub usize);
+pub(crate) struct VarId(pub usize);
 
 #[derive(Clone, Debug, Default)]
-pub struct Vars {
+pub(crate) struct Vars {
     names: Vec<String>,
     ids: HashMap<String, VarId>,
 }
 
 impl Vars {
-    pub fn intern(&mut self, name: &str) -> VarId {
+    pub(crate) fn intern(&mut self, name: &str) -> VarId {
         if let Some(id) = self.ids.get(name) {
             return *id;
         }
@@ -24,21 +24,21 @@ impl Vars {
     }
 
     #[cfg(test)]
-    pub fn lookup(&self, name: &str) -> Option<VarId> {
+    pub(crate) fn lookup(&self, name: &str) -> Option<VarId> {
         self.ids.get(name).copied()
     }
 
-    pub fn name(&self, id: VarId) -> &str {
+    pub(crate) fn name(&self, id: VarId) -> &str {
         &self.names[id.0]
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
 }
 
 /// pgbench's rule for a variable name: ASCII letters, digits, `_`, and any
 /// non-ASCII byte (`parseVariable` / `valid_variable_name`).
-pub fn is_name_byte(b: u8) -> bool {
+pub(crate) fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
 }

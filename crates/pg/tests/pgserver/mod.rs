@@ -18,7 +18,7 @@ use tare_engine::Endpoint;
 use tare_pg::session::Session;
 use tare_pg::{ConnParams, PgConfig};
 
-pub struct PgServer {
+pub(crate) struct PgServer {
     pub dir: PathBuf,
     pub port: u16,
     pub socket_dir: PathBuf,
@@ -56,7 +56,7 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 
 impl PgServer {
     /// `hba`: pg_hba.conf lines placed before the trust-everything defaults.
-    pub fn start(hba: &str) -> PgServer {
+    pub(crate) fn start(hba: &str) -> PgServer {
         let bin = bin_dir();
         let dir = PathBuf::from(format!(
             "/tmp/tare-pgtest-{}-{}",
@@ -144,24 +144,24 @@ impl PgServer {
         server
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("postgres.log")).unwrap_or_default()
     }
 
-    pub fn unix_endpoint(&self) -> Endpoint {
+    pub(crate) fn unix_endpoint(&self) -> Endpoint {
         Endpoint::Unix(self.socket_dir.join(format!(".s.PGSQL.{}", self.port)))
     }
 
-    pub fn tcp_endpoint(&self) -> Endpoint {
+    pub(crate) fn tcp_endpoint(&self) -> Endpoint {
         Endpoint::Tcp(format!("127.0.0.1:{}", self.port).parse().unwrap())
     }
 
     /// Connection parameters over the Unix socket.
-    pub fn params(&self, user: &str, db: &str) -> ConnParams {
+    pub(crate) fn params(&self, user: &str, db: &str) -> ConnParams {
         PgConfig::new(self.unix_endpoint(), user, db).conn
     }
 
-    pub fn session(&self) -> Session {
+    pub(crate) fn session(&self) -> Session {
         Session::connect(
             &self.params("postgres", "postgres"),
             Duration::from_secs(10),
@@ -170,14 +170,14 @@ impl PgServer {
     }
 
     /// A config over the Unix socket as `postgres`.
-    pub fn config(&self) -> PgConfig {
+    pub(crate) fn config(&self) -> PgConfig {
         let mut c = PgConfig::new(self.unix_endpoint(), "postgres", "postgres");
         c.random_seed = Some(42);
         c
     }
 
     /// Stops the server now (for the "server dies mid-run" test).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             // SIGQUIT: immediate shutdown, every backend dies at once.
             // SAFETY: signalling our own child.

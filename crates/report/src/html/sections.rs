@@ -11,7 +11,7 @@ use super::Charts;
 use crate::report::{AttributionOutcome, Report};
 use crate::units;
 
-pub fn header(run: &Run, r: &Report) -> String {
+pub(super) fn header(run: &Run, r: &Report) -> String {
     let trials: usize = r.cells.iter().map(|c| c.trials).sum();
     let ok: usize = r.cells.iter().map(|c| c.ok()).sum();
     let experiment = run
@@ -68,7 +68,7 @@ fn ci(c: &MedianCi, fmt: fn(f64) -> String) -> String {
     )
 }
 
-pub fn attribution(r: &Report, charts: &Charts) -> String {
+pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
     let mut out = String::from("<section id=\"attribution\"><h2>Attribution</h2>\n");
     match (&r.attribution, &charts.waterfall) {
         (AttributionOutcome::Computed { attribution: a, dropped, .. }, Some(w)) => {
@@ -130,7 +130,7 @@ fn code_list(items: &[String]) -> String {
         .join(" → ")
 }
 
-pub fn cells(r: &Report, charts: &Charts) -> String {
+pub(super) fn cells(r: &Report, charts: &Charts) -> String {
     let mut out = String::from("<section id=\"cells\"><h2>Cells</h2>\n");
     if r.cells.is_empty() {
         out.push_str("<p class=\"warn\">No cell has a successful trial.</p>\n");
@@ -197,7 +197,7 @@ pub fn cells(r: &Report, charts: &Charts) -> String {
     out
 }
 
-pub fn fairness(r: &Report) -> String {
+pub(super) fn fairness(r: &Report) -> String {
     let body = match &r.findings {
         None => "<p class=\"warn\">Not checked: this run has no <code>findings.json</code>.</p>".to_string(),
         Some(f) if f.is_empty() => "<p class=\"ok\">No difference between cells beyond the factors under test (binary, version, config, limits, CPUs and log filesystem compared).</p>".to_string(),
@@ -219,7 +219,7 @@ pub fn fairness(r: &Report) -> String {
     format!("<section id=\"fairness\"><h2>Fairness</h2>\n{body}\n</section>\n")
 }
 
-pub fn noise(r: &Report, charts: &Charts) -> String {
+pub(super) fn noise(r: &Report, charts: &Charts) -> String {
     let mut items: Vec<String> = Vec::new();
     // Cells with too few trials for a 95% interval, by trial count: one
     // line per count rather than one per cell.
@@ -292,7 +292,7 @@ pub fn noise(r: &Report, charts: &Charts) -> String {
     format!("<section id=\"noise\"><h2>Noise and warnings</h2>\n{body}\n</section>\n")
 }
 
-pub fn provenance(r: &Report) -> String {
+pub(super) fn provenance(r: &Report) -> String {
     let mut out = String::from("<section id=\"provenance\"><h2>Provenance</h2>\n");
     match r.provenance.as_ref().and_then(|p| p.as_object()) {
         None => {
@@ -322,7 +322,7 @@ pub fn provenance(r: &Report) -> String {
     out
 }
 
-pub fn reproduce(run: &Run, r: &Report) -> String {
+pub(super) fn reproduce(run: &Run, r: &Report) -> String {
     let mut out = String::from("<section id=\"reproduce\"><h2>Reproduce</h2>\n");
     let recorded: Option<Vec<String>> = r
         .provenance
@@ -366,7 +366,7 @@ pub fn reproduce(run: &Run, r: &Report) -> String {
 
 /// Arguments as one POSIX shell line: plain words as they are, anything
 /// else in single quotes (`'` written as `'\''`).
-pub fn shell_line(args: &[String]) -> String {
+pub(super) fn shell_line(args: &[String]) -> String {
     args.iter()
         .map(|a| {
             let plain = !a.is_empty()

@@ -11,7 +11,7 @@ use crate::report::Report;
 use crate::table::{Align, Table};
 use crate::units;
 
-pub fn section(r: &Report, notes: &mut Notes) -> String {
+pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     if r.cells.is_empty() && r.failed_cells.is_empty() {
         let mut out = String::from("cells: no trial has results yet\n");
         for (cell, why) in &r.skipped_cells {

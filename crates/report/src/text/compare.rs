@@ -12,7 +12,7 @@ use super::{interval_header, with_interval};
 use crate::table::{Align, Table};
 use crate::units;
 
-pub fn section(c: &Comparison, notes: &mut Notes) -> String {
+pub(super) fn section(c: &Comparison, notes: &mut Notes) -> String {
     let mut out = format!("old: {}\nnew: {}\n", c.old_run, c.new_run);
     if c.rows.is_empty() {
         out.push_str("\nno cell has results in both runs\n");

@@ -2,20 +2,20 @@
 //! and what to do about it, once, at the end.
 
 #[derive(Debug, Default)]
-pub struct Notes {
+pub(super) struct Notes {
     lines: Vec<String>,
 }
 
 impl Notes {
     /// Adds a note unless the same one is already there.
-    pub fn add(&mut self, line: impl Into<String>) {
+    pub(super) fn add(&mut self, line: impl Into<String>) {
         let line = line.into();
         if !self.lines.contains(&line) {
             self.lines.push(line);
         }
     }
 
-    pub fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         if self.lines.is_empty() {
             return String::new();
         }

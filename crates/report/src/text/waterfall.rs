@@ -14,7 +14,7 @@ use crate::report::{AttributionOutcome, Report};
 use crate::table::{Align, Table};
 use crate::units;
 
-pub fn section(r: &Report, notes: &mut Notes) -> String {
+pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     match &r.attribution {
         AttributionOutcome::NoChain => {
             "attribution: no chain (declare `[attribution] chain` in the \

@@ -15,7 +15,7 @@ use tare_record::{Latency, TrialRecord};
 /// Seed 000's chain (9.9k → 27.5k → 30k → 36.5k → 39k req/s: docs/studies.md,
 /// seed 000), five trials each, one trial with a warm-up ramp and one with a
 /// stall.
-pub fn seed000(dir: &Path) {
+pub(crate) fn seed000(dir: &Path) {
     let cells = synthetic::seed000_cells(0.03);
     let mut trials = synthetic::trials("seed000", &cells, 5, 7);
     // Trial 2 of the host-network cell starts slow; trial 4 of the native
@@ -46,7 +46,7 @@ pub fn seed000(dir: &Path) {
 /// `-M prepared`: native and Docker at 16, 48 and 96 clients (271k/336k/304k
 /// and 257k/265k/180k tps in the seed, whose Docker "48" was run with 40
 /// clients: docs/studies.md, seed 001), three trials each.
-pub fn seed001(dir: &Path) {
+pub(crate) fn seed001(dir: &Path) {
     let sweep = [
         ("native", "16", 271_232.0),
         ("native", "48", 335_531.0),
@@ -105,10 +105,10 @@ fn normal(rng: &mut SplitMix64) -> f64 {
 /// A run whose every recorded string is hostile markup: factor names and
 /// levels, the experiment's name, the target, an error, a skipped cell's
 /// reason, findings and provenance values (a server's version header).
-pub const HOSTILE: &str = "<script>document.title='pwned'</script>";
-pub const HOSTILE_ATTR: &str = "\"><img src=x onerror=\"document.title='pwned'\">";
+pub(crate) const HOSTILE: &str = "<script>document.title='pwned'</script>";
+pub(crate) const HOSTILE_ATTR: &str = "\"><img src=x onerror=\"document.title='pwned'\">";
 
-pub fn hostile(dir: &Path) {
+pub(crate) fn hostile(dir: &Path) {
     let level = format!("tuned{HOSTILE}");
     let cells = vec![
         SynthCell::new(&[("config", "default")], 20_000.0, 0.02),

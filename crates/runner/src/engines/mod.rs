@@ -95,12 +95,13 @@ pub trait Table: fmt::Debug + Send + Sync {
 /// What a deployment offers an engine.
 pub struct Offer<'a> {
     /// Where the load goes: loopback, a namespace or a container tare
-    /// created (DESIGN.md, "Loopback only by default").
+    /// created (ARCHITECTURE.md, "Principles": loopback only by default).
     pub endpoint: &'a Endpoint,
     /// The served resource's URL (for postgres, a `postgres://` URL of the
     /// same endpoint).
     pub url: String,
-    /// The network namespace a client must load from (`lab-client`).
+    /// The network namespace a client must load from, when the placement puts
+    /// the client on another "machine".
     pub netns: Option<&'a std::path::Path>,
 }
 

@@ -11,7 +11,9 @@ use std::time::Duration;
 use tare_deploy::{PlacementKind, SpecOption};
 
 /// Config variants every target has without a `[target.configs]` entry
-/// (tare-deploy ships them: the stock config, and seed 000's tuned one).
+/// (tare-deploy ships them per target: for nginx, nginx.org's stock config
+/// and seed 000's tuned one; for nginx-proxy, seed 003's baseline and tuned
+/// configs; docs/studies.md, docs/placements.md).
 pub const BUILTIN_CONFIGS: &[&str] = &["default", "tuned"];
 
 /// A factor the experiment file may vary.

@@ -8,13 +8,13 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// `[factors]`: factor name -> its levels.
-pub type RawFactors = IndexMap<Spanned<String>, Spanned<Vec<Spanned<Level>>>>;
+pub(super) type RawFactors = IndexMap<Spanned<String>, Spanned<Vec<Spanned<Level>>>>;
 /// One `[[cells]]` entry: factor name -> level.
-pub type RawCell = IndexMap<Spanned<String>, Spanned<Level>>;
+pub(super) type RawCell = IndexMap<Spanned<String>, Spanned<Level>>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawExperiment {
+pub(super) struct RawExperiment {
     pub name: Option<String>,
     pub description: Option<String>,
     pub target: Spanned<RawTarget>,
@@ -31,7 +31,7 @@ pub struct RawExperiment {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTarget {
+pub(super) struct RawTarget {
     pub kind: Spanned<String>,
     /// Server binary (nginx, postgres); default: found on PATH by the placement.
     pub binary: Option<String>,
@@ -46,7 +46,7 @@ pub struct RawTarget {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawConfig {
+pub(super) struct RawConfig {
     /// Path of the config file, relative to the experiment file.
     pub file: Option<Spanned<String>>,
     /// The config text itself.
@@ -58,7 +58,7 @@ pub struct RawConfig {
 /// refused by `settings::load` with its line (so no `deny_unknown_fields`
 /// here: serde cannot know the registry).
 #[derive(Debug, Deserialize)]
-pub struct RawLoad {
+pub(super) struct RawLoad {
     pub engine: Option<Spanned<String>>,
     pub threads: Option<Spanned<i64>>,
     pub connections: Option<Spanned<i64>>,
@@ -73,7 +73,7 @@ pub struct RawLoad {
 }
 
 /// The keys of [`RawLoad`], in its order, for the unknown-key error.
-pub const LOAD_KEYS: &[&str] = &[
+pub(super) const LOAD_KEYS: &[&str] = &[
     "engine",
     "threads",
     "connections",
@@ -89,7 +89,7 @@ pub const LOAD_KEYS: &[&str] = &[
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTrials {
+pub(super) struct RawTrials {
     pub count: Option<Spanned<i64>>,
     pub max: Option<Spanned<i64>>,
     pub max_rsd: Option<Spanned<f64>>,
@@ -100,7 +100,7 @@ pub struct RawTrials {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAttribution {
+pub(super) struct RawAttribution {
     pub chain: Spanned<Vec<Spanned<String>>>,
     /// Used instead of `chain` when one of its cells cannot run on this machine.
     #[serde(default)]
@@ -111,7 +111,7 @@ pub struct RawAttribution {
 /// false]` or `connections = [16, 48]`, and all of them mean their text.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum Level {
+pub(super) enum Level {
     Text(String),
     Integer(i64),
     Float(f64),
@@ -119,7 +119,7 @@ pub enum Level {
 }
 
 impl Level {
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         match self {
             Level::Text(s) => s.clone(),
             Level::Integer(i) => i.to_string(),

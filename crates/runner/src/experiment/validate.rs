@@ -20,7 +20,7 @@ const MAX_CELLS: usize = 512;
 
 type Result<T> = std::result::Result<T, ExperimentError>;
 
-pub fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Experiment> {
+pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Experiment> {
     let loc = Locator { file: path, text };
     let raw: RawExperiment = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
 

@@ -11,7 +11,7 @@ fn is_on(n: &Node) -> bool {
     n.arg0().eq_ignore_ascii_case("on")
 }
 
-pub const SENDFILE_TCP_NOPUSH: Rule = Rule {
+pub(super) const SENDFILE_TCP_NOPUSH: Rule = Rule {
     id: "sendfile-tcp-nopush",
     priority: Priority::Medium,
     effect: "Seed 000 priority 4 (\"static files transfer slowly\"): sendfile copies file data \
@@ -59,7 +59,7 @@ fn sendfile_tcp_nopush(ctx: &Context) -> Vec<Finding> {
     ]
 }
 
-pub const TCP_NODELAY: Rule = Rule {
+pub(super) const TCP_NODELAY: Rule = Rule {
     id: "tcp-nodelay",
     priority: Priority::Low,
     effect: "Seed 003 credits tcp_nodelay (with tcp_nopush and upstream keep-alive) for mean \
@@ -87,7 +87,7 @@ fn tcp_nodelay(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-pub const KEEPALIVE_TIMEOUT: Rule = Rule {
+pub(super) const KEEPALIVE_TIMEOUT: Rule = Rule {
     id: "keepalive-timeout",
     priority: Priority::Medium,
     effect: "Seed 000 priority 5 (\"frequent connection setup is expensive\"; tuned: 65 s). \
@@ -119,7 +119,7 @@ fn keepalive_timeout(ctx: &Context) -> Vec<Finding> {
 /// Seed 003's tuned value.
 const REQUESTS: &str = "10000";
 
-pub const KEEPALIVE_REQUESTS: Rule = Rule {
+pub(super) const KEEPALIVE_REQUESTS: Rule = Rule {
     id: "keepalive-requests",
     priority: Priority::Medium,
     effect:
@@ -150,7 +150,7 @@ fn keepalive_requests(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-pub const ACCESS_LOG_BUFFERED: Rule = Rule {
+pub(super) const ACCESS_LOG_BUFFERED: Rule = Rule {
     id: "access-log-buffered",
     priority: Priority::Medium,
     effect: "Seed 000 priority 6; it puts the access log at 15-20% of throughput (its Docker \
@@ -203,7 +203,7 @@ fn access_log(ctx: &Context) -> Vec<Finding> {
         .collect()
 }
 
-pub const GZIP_LEVEL: Rule = Rule {
+pub(super) const GZIP_LEVEL: Rule = Rule {
     id: "gzip-level",
     priority: Priority::Low,
     effect: "Seed 000 priority 7: gzip trades CPU for bandwidth; its tuned config uses level 2. \
@@ -243,7 +243,7 @@ const TYPES: &[&str] = &[
     "application/javascript",
 ];
 
-pub const GZIP_TYPES: Rule = Rule {
+pub(super) const GZIP_TYPES: Rule = Rule {
     id: "gzip-types",
     priority: Priority::Low,
     effect: "Seed 000 priority 7: with gzip on, its tuned config compresses text/plain, text/css, \

@@ -12,7 +12,7 @@ const NGINX_DEFAULT: u64 = 511;
 /// 003's 1000 JMeter threads: docs/studies.md). (Seed 003 uses 65535.)
 const SUGGESTED: u64 = 4096;
 
-pub const LISTEN_BACKLOG: Rule = Rule {
+pub(super) const LISTEN_BACKLOG: Rule = Rule {
     id: "listen-backlog",
     priority: Priority::Medium,
     effect: "Seed 003's tuned config raises the backlog (backlog=65535, \"longer listen \

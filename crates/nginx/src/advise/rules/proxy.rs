@@ -9,7 +9,7 @@ use crate::advise::Priority;
 /// Seed 003's pool size.
 const POOL: &str = "100";
 
-pub const UPSTREAM_KEEPALIVE: Rule = Rule {
+pub(super) const UPSTREAM_KEEPALIVE: Rule = Rule {
     id: "upstream-keepalive",
     priority: Priority::High,
     effect: "Seed 003 calls the upstream connection pool \"extremely important\" and credits \
@@ -153,7 +153,7 @@ fn upstream_keepalive(ctx: &Context) -> Vec<Finding> {
     findings
 }
 
-pub const PROXY_BUFFERING: Rule = Rule {
+pub(super) const PROXY_BUFFERING: Rule = Rule {
     id: "proxy-buffering",
     priority: Priority::Medium,
     effect: "Seed 003: buffering relieves the backend and lets nginx release the backend \

@@ -6,7 +6,7 @@
 use super::{change, number, set, Context, Finding, Rule};
 use crate::advise::Priority;
 
-pub const WORKER_PROCESSES: Rule = Rule {
+pub(super) const WORKER_PROCESSES: Rule = Rule {
     id: "worker-processes",
     priority: Priority::High,
     effect: "Seed 000 ranks it first (\"CPU cores not all used\"); its tuned config says \
@@ -47,7 +47,7 @@ fn worker_processes(ctx: &Context) -> Vec<Finding> {
     vec![Finding::new("worker_processes auto;", why, change(vec![edit])).at(node)]
 }
 
-pub const WORKER_RLIMIT_NOFILE: Rule = Rule {
+pub(super) const WORKER_RLIMIT_NOFILE: Rule = Rule {
     id: "worker-rlimit-nofile",
     priority: Priority::High,
     effect: "Seed 000 ranks it second (\"not enough file descriptors\"); seed 003 credits the \
@@ -91,7 +91,7 @@ fn worker_rlimit_nofile(ctx: &Context) -> Vec<Finding> {
 /// value, which covers both seeds' 1000 connections (tare's choice).
 const CONNECTIONS: u64 = 4096;
 
-pub const WORKER_CONNECTIONS: Rule = Rule {
+pub(super) const WORKER_CONNECTIONS: Rule = Rule {
     id: "worker-connections",
     priority: Priority::High,
     effect: "Seed 000 ranks it third (tuned: 4096; Docker's default 1024 \"becomes the \
@@ -133,7 +133,7 @@ fn worker_connections(ctx: &Context) -> Vec<Finding> {
     .at(node.or(Some(events)))]
 }
 
-pub const USE_EPOLL: Rule = Rule {
+pub(super) const USE_EPOLL: Rule = Rule {
     id: "use-epoll",
     priority: Priority::Low,
     effect: "Seed 000 lists `use epoll` among the differences between its tuned and default \
@@ -166,7 +166,7 @@ fn use_epoll(ctx: &Context) -> Vec<Finding> {
     vec![finding.at(node.or(Some(events)))]
 }
 
-pub const MULTI_ACCEPT: Rule = Rule {
+pub(super) const MULTI_ACCEPT: Rule = Rule {
     id: "multi-accept",
     priority: Priority::Low,
     effect: "Seed 000 lists it among the config differences it puts at ~20-30% together (its \

@@ -12,7 +12,7 @@ use crate::script::vars::Vars;
 
 /// A run-time failure of an expression (aborts the client, as in pgbench).
 #[derive(Debug, Clone, PartialEq)]
-pub struct EvalError(pub String);
+pub(crate) struct EvalError(pub String);
 
 impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -25,7 +25,7 @@ pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, EvalError> {
 }
 
 impl Expr {
-    pub fn eval(
+    pub(crate) fn eval(
         &self,
         vars: &[Option<Value>],
         names: &Vars,

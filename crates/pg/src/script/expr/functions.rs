@@ -8,7 +8,7 @@ use crate::script::random::{Rng, MIN_GAUSSIAN_PARAM};
 use crate::script::vars::Vars;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Func {
+pub(crate) enum Func {
     Abs,
     Double,
     Int,

@@ -20,15 +20,15 @@ mod lex;
 mod parse;
 mod value;
 
-pub use functions::Func;
-pub use parse::parse;
-pub use value::Value;
+pub(crate) use functions::Func;
+pub(crate) use parse::parse;
+pub(crate) use value::Value;
 
 use super::vars::VarId;
 
 /// A binary operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Add,
     Sub,
     Mul,
@@ -51,7 +51,7 @@ pub enum Op {
 
 /// A parsed expression; a `Call`'s arity was checked when parsing.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Expr {
+pub(crate) enum Expr {
     Const(Value),
     Var(VarId),
     Neg(Box<Expr>),

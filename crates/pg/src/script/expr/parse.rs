@@ -13,7 +13,7 @@ struct Parser<'a> {
 }
 
 /// Parses `src` (the text after `\set name`), interning variables in `vars`.
-pub fn parse(src: &str, vars: &mut Vars) -> Result<Expr, String> {
+pub(crate) fn parse(src: &str, vars: &mut Vars) -> Result<Expr, String> {
     let toks = tokenize(src)?;
     if toks.is_empty() {
         return Err("missing expression".into());

@@ -8,7 +8,7 @@ use super::eval::{err, EvalError};
 
 /// A variable's value.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Int(i64),
     Double(f64),
     Bool(bool),
