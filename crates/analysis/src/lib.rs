@@ -29,11 +29,11 @@
 //! ```
 
 pub mod attribution;
-pub mod cell;
+mod cell;
 pub mod compare;
-pub mod error;
+mod error;
 pub mod plan;
-pub mod run;
+mod run;
 pub mod stats;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;

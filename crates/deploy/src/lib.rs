@@ -27,7 +27,7 @@ pub mod lab;
 mod placements;
 mod procfs;
 mod registry;
-pub mod spec;
+mod spec;
 mod targets;
 mod teardown;
 

@@ -30,7 +30,7 @@ mod clock;
 pub mod coalesce;
 pub mod cpu;
 pub mod endpoint;
-pub mod engine;
+mod engine;
 pub mod find_max;
 pub mod load;
 pub mod netns;

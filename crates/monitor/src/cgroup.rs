@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::procfile::{read_u64, ProcFile};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Layout {
+pub(crate) enum Layout {
     /// The cgroup's directory in the unified hierarchy.
     V2(PathBuf),
     /// The cgroup's directories under the v1 controllers.
@@ -33,14 +33,14 @@ pub enum Layout {
 
 impl Layout {
     /// The file listing the cgroup's processes.
-    pub fn procs(&self) -> PathBuf {
+    pub(crate) fn procs(&self) -> PathBuf {
         match self {
             Layout::V2(d) => d.join("cgroup.procs"),
             Layout::V1 { cpuacct, .. } => cpuacct.join("cgroup.procs"),
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Layout::V2(d) => format!("cgroup v2 {}", d.display()),
             Layout::V1 { cpuacct, .. } => format!("cgroup v1 {}", cpuacct.display()),
@@ -100,7 +100,7 @@ fn join_rel(mount: &Path, root: &str, path: &str) -> PathBuf {
 }
 
 /// The cgroup a process lives in (a container's init pid, for example).
-pub fn of_pid(pid: u32) -> io::Result<Layout> {
+pub(crate) fn of_pid(pid: u32) -> io::Result<Layout> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
     let ms = mounts();
     let v1 = |controller: &str| -> Option<PathBuf> {
@@ -136,7 +136,7 @@ pub fn of_pid(pid: u32) -> io::Result<Layout> {
 
 /// A cgroup given as a path: absolute (a directory under a cgroup mount) or
 /// relative to the hierarchy roots (`docker/<id>`).
-pub fn of_path(path: &Path) -> io::Result<Layout> {
+pub(crate) fn of_path(path: &Path) -> io::Result<Layout> {
     let ms = mounts();
     let rel = path.to_string_lossy().to_string();
     let mut tried = Vec::new();
@@ -198,7 +198,7 @@ fn v1_layout(ms: &[Mount], rel: &str) -> Option<Layout> {
 }
 
 /// A Docker container's cgroup, by full id or unique prefix.
-pub fn of_container(id: &str) -> io::Result<Layout> {
+pub(crate) fn of_container(id: &str) -> io::Result<Layout> {
     if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -250,7 +250,7 @@ pub fn of_container(id: &str) -> io::Result<Layout> {
 
 /// One reading of a cgroup, cumulative except `memory_bytes`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CgroupReading {
+pub(crate) struct CgroupReading {
     pub user_us: u64,
     pub system_us: u64,
     pub memory_bytes: u64,
@@ -259,7 +259,7 @@ pub struct CgroupReading {
     pub io_write_bytes: u64,
 }
 
-pub struct CgroupFiles {
+pub(crate) struct CgroupFiles {
     v2: bool,
     cpu: ProcFile,
     memory: Option<ProcFile>,
@@ -268,7 +268,7 @@ pub struct CgroupFiles {
 }
 
 impl CgroupFiles {
-    pub fn open(layout: &Layout, ticks_per_s: f64) -> io::Result<CgroupFiles> {
+    pub(crate) fn open(layout: &Layout, ticks_per_s: f64) -> io::Result<CgroupFiles> {
         Ok(match layout {
             Layout::V2(d) => CgroupFiles {
                 v2: true,
@@ -295,7 +295,7 @@ impl CgroupFiles {
         })
     }
 
-    pub fn read(&mut self) -> io::Result<CgroupReading> {
+    pub(crate) fn read(&mut self) -> io::Result<CgroupReading> {
         let (user_us, system_us) = if self.v2 {
             parse_cpu_stat_v2(self.cpu.read()?)
         } else {
@@ -328,7 +328,7 @@ impl CgroupFiles {
 }
 
 /// `cpu.stat` (v2): `user_usec`, `system_usec`.
-pub fn parse_cpu_stat_v2(text: &str) -> (u64, u64) {
+pub(crate) fn parse_cpu_stat_v2(text: &str) -> (u64, u64) {
     let mut u = 0;
     let mut s = 0;
     for l in text.lines() {
@@ -343,7 +343,7 @@ pub fn parse_cpu_stat_v2(text: &str) -> (u64, u64) {
 }
 
 /// `cpuacct.stat` (v1): `user`, `system` in ticks.
-pub fn parse_cpuacct_stat(text: &str) -> (u64, u64) {
+pub(crate) fn parse_cpuacct_stat(text: &str) -> (u64, u64) {
     let mut u = 0;
     let mut s = 0;
     for l in text.lines() {
@@ -358,14 +358,14 @@ pub fn parse_cpuacct_stat(text: &str) -> (u64, u64) {
 }
 
 /// `io.stat` (v2): the sum of `wbytes=` over devices.
-pub fn parse_io_stat_v2(text: &str) -> u64 {
+pub(crate) fn parse_io_stat_v2(text: &str) -> u64 {
     text.split_ascii_whitespace()
         .filter_map(|f| f.strip_prefix("wbytes=")?.parse::<u64>().ok())
         .sum()
 }
 
 /// `blkio.throttle.io_service_bytes` (v1): the sum of the `Write` lines.
-pub fn parse_blkio_v1(text: &str) -> u64 {
+pub(crate) fn parse_blkio_v1(text: &str) -> u64 {
     text.lines()
         .filter_map(|l| {
             let mut it = l.split_ascii_whitespace();
@@ -377,7 +377,7 @@ pub fn parse_blkio_v1(text: &str) -> u64 {
 
 /// CPUs a process may use under its cgroup's CPU quota (`cpu.max` in v2,
 /// `cpu.cfs_quota_us / cpu.cfs_period_us` in v1), `None` when unlimited.
-pub fn quota_cores(pid: u32) -> Option<f64> {
+pub(crate) fn quota_cores(pid: u32) -> Option<f64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let ms = mounts();
     for l in text.lines() {

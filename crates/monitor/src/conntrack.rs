@@ -12,7 +12,7 @@ use std::io;
 use crate::procfile::{read_u64, ProcFile};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConntrackReading {
+pub(crate) struct ConntrackReading {
     /// Entries now (a level).
     pub entries: u64,
     /// Packets dropped: `drop` + `early_drop` (cumulative).
@@ -22,7 +22,7 @@ pub struct ConntrackReading {
 }
 
 /// Sums the `drop`, `early_drop` and `insert_failed` columns over CPUs.
-pub fn parse_stat(text: &str) -> (u64, u64) {
+pub(crate) fn parse_stat(text: &str) -> (u64, u64) {
     let mut lines = text.lines();
     let Some(head) = lines.next() else {
         return (0, 0);
@@ -46,21 +46,21 @@ pub fn parse_stat(text: &str) -> (u64, u64) {
     (drops, fails)
 }
 
-pub struct ConntrackFiles {
+pub(crate) struct ConntrackFiles {
     count: ProcFile,
     stat: Option<ProcFile>,
 }
 
 impl ConntrackFiles {
     /// `None` when conntrack is not loaded in this namespace.
-    pub fn open() -> Option<ConntrackFiles> {
+    pub(crate) fn open() -> Option<ConntrackFiles> {
         Some(ConntrackFiles {
             count: ProcFile::open("/proc/sys/net/netfilter/nf_conntrack_count").ok()?,
             stat: ProcFile::open("/proc/net/stat/nf_conntrack").ok(),
         })
     }
 
-    pub fn read(&mut self) -> io::Result<ConntrackReading> {
+    pub(crate) fn read(&mut self) -> io::Result<ConntrackReading> {
         let entries = read_u64(&mut self.count).unwrap_or(0);
         let (drops, insert_failed) = match self.stat.as_mut() {
             Some(f) => parse_stat(f.read()?),

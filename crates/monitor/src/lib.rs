@@ -40,15 +40,15 @@
 //! - [`record`]: [`MonitorRecord`], summaries, [`CpuPerRequest`], [`CostShift`].
 //! - [`verdict`]: [`verdict()`], [`Bound`], [`run_warning`].
 
-pub mod cgroup;
-pub mod conntrack;
-pub mod net;
-pub mod proc_stat;
+mod cgroup;
+mod conntrack;
+mod net;
+mod proc_stat;
 pub mod process;
 mod procfile;
-pub mod record;
+mod record;
 mod sampler;
-pub mod verdict;
+mod verdict;
 
 use std::path::PathBuf;
 use std::sync::mpsc;

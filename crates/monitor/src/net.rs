@@ -14,7 +14,7 @@ use crate::procfile::ProcFile;
 
 /// One reading: cumulative counters and socket-count levels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NetReading {
+pub(crate) struct NetReading {
     /// Segments retransmitted (cumulative).
     pub retrans_segs: u64,
     /// Connections accepted into a full listen queue's overflow (cumulative).
@@ -53,7 +53,7 @@ fn columns<const N: usize>(text: &str, prefix: &str, names: [&str; N]) -> [u64; 
     out
 }
 
-pub fn parse_snmp(text: &str, r: &mut NetReading) {
+pub(crate) fn parse_snmp(text: &str, r: &mut NetReading) {
     let [retrans, estab, active, passive] = columns(
         text,
         "Tcp:",
@@ -64,14 +64,14 @@ pub fn parse_snmp(text: &str, r: &mut NetReading) {
     r.opens = active + passive;
 }
 
-pub fn parse_netstat(text: &str, r: &mut NetReading) {
+pub(crate) fn parse_netstat(text: &str, r: &mut NetReading) {
     let [overflows, drops] = columns(text, "TcpExt:", ["ListenOverflows", "ListenDrops"]);
     r.listen_overflows = overflows;
     r.listen_drops = drops;
 }
 
 /// `TCP: inuse 3 orphan 0 tw 1 alloc 3 mem 13`.
-pub fn parse_sockstat(text: &str, r: &mut NetReading) {
+pub(crate) fn parse_sockstat(text: &str, r: &mut NetReading) {
     let Some(line) = text.lines().find_map(|l| l.strip_prefix("TCP:")) else {
         return;
     };
@@ -89,7 +89,7 @@ pub fn parse_sockstat(text: &str, r: &mut NetReading) {
 }
 
 /// Open handles on one namespace's files.
-pub struct NetFiles {
+pub(crate) struct NetFiles {
     snmp: ProcFile,
     netstat: Option<ProcFile>,
     sockstat: Option<ProcFile>,
@@ -97,7 +97,7 @@ pub struct NetFiles {
 
 impl NetFiles {
     /// `/proc/self/net` (our namespace) or `/proc/<pid>/net`.
-    pub fn open(dir: &Path) -> io::Result<NetFiles> {
+    pub(crate) fn open(dir: &Path) -> io::Result<NetFiles> {
         Ok(NetFiles {
             snmp: ProcFile::open(dir.join("snmp"))?,
             netstat: ProcFile::open(dir.join("netstat")).ok(),
@@ -105,7 +105,7 @@ impl NetFiles {
         })
     }
 
-    pub fn read(&mut self) -> io::Result<NetReading> {
+    pub(crate) fn read(&mut self) -> io::Result<NetReading> {
         let mut r = NetReading::default();
         parse_snmp(self.snmp.read()?, &mut r);
         if let Some(f) = self.netstat.as_mut() {
@@ -120,7 +120,7 @@ impl NetFiles {
 
 /// The network namespace inode of a process (to tell whether the server
 /// shares ours).
-pub fn netns_of(pid: u32) -> Option<u64> {
+pub(crate) fn netns_of(pid: u32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(format!("/proc/{pid}/ns/net"))
         .ok()

@@ -11,7 +11,7 @@ use crate::procfile::ProcFile;
 
 /// CPU time of the whole machine by mode, in ticks (USER_HZ).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuModes {
+pub(crate) struct CpuModes {
     pub user: u64,
     pub nice: u64,
     pub system: u64,
@@ -23,7 +23,7 @@ pub struct CpuModes {
 }
 
 impl CpuModes {
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.user
             + self.nice
             + self.system
@@ -35,11 +35,11 @@ impl CpuModes {
     }
 
     /// Time not idle (iowait is idle time with I/O outstanding: still idle).
-    pub fn busy(&self) -> u64 {
+    pub(crate) fn busy(&self) -> u64 {
         self.total() - self.idle - self.iowait
     }
 
-    pub fn since(&self, e: &CpuModes) -> CpuModes {
+    pub(crate) fn since(&self, e: &CpuModes) -> CpuModes {
         CpuModes {
             user: self.user.saturating_sub(e.user),
             nice: self.nice.saturating_sub(e.nice),
@@ -55,7 +55,7 @@ impl CpuModes {
 
 /// One reading of `/proc/stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MachineCpu {
+pub(crate) struct MachineCpu {
     pub modes: CpuModes,
     /// Context switches since boot, all CPUs.
     pub ctxt: u64,
@@ -63,7 +63,7 @@ pub struct MachineCpu {
     pub cpus: u32,
 }
 
-pub fn parse_stat(text: &str) -> Option<MachineCpu> {
+pub(crate) fn parse_stat(text: &str) -> Option<MachineCpu> {
     let mut out = MachineCpu::default();
     let mut seen_total = false;
     for line in text.lines() {
@@ -96,7 +96,7 @@ pub fn parse_stat(text: &str) -> Option<MachineCpu> {
 
 /// `/proc/meminfo` fields the monitor keeps, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MemInfo {
+pub(crate) struct MemInfo {
     /// Page cache (`Cached:`): grows as an access log is written.
     pub cached: u64,
     /// Dirty pages not yet written back (`Dirty:`).
@@ -104,7 +104,7 @@ pub struct MemInfo {
     pub available: u64,
 }
 
-pub fn parse_meminfo(text: &str) -> MemInfo {
+pub(crate) fn parse_meminfo(text: &str) -> MemInfo {
     let mut m = MemInfo::default();
     for line in text.lines() {
         let Some((k, v)) = line.split_once(':') else {
@@ -127,32 +127,32 @@ pub fn parse_meminfo(text: &str) -> MemInfo {
 }
 
 /// Open handles on the machine-wide files.
-pub struct MachineFiles {
+pub(crate) struct MachineFiles {
     stat: ProcFile,
     meminfo: ProcFile,
 }
 
 impl MachineFiles {
-    pub fn open() -> io::Result<MachineFiles> {
+    pub(crate) fn open() -> io::Result<MachineFiles> {
         Ok(MachineFiles {
             stat: ProcFile::open("/proc/stat")?,
             meminfo: ProcFile::open("/proc/meminfo")?,
         })
     }
 
-    pub fn cpu(&mut self) -> io::Result<MachineCpu> {
+    pub(crate) fn cpu(&mut self) -> io::Result<MachineCpu> {
         parse_stat(self.stat.read()?)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat has no cpu line"))
     }
 
-    pub fn memory(&mut self) -> io::Result<MemInfo> {
+    pub(crate) fn memory(&mut self) -> io::Result<MemInfo> {
         Ok(parse_meminfo(self.meminfo.read()?))
     }
 }
 
 /// Ticks per second of the times in /proc (USER_HZ, 100 on every Linux
 /// architecture we know of, but asked rather than assumed).
-pub fn ticks_per_second() -> f64 {
+pub(crate) fn ticks_per_second() -> f64 {
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz > 0 {
@@ -162,7 +162,7 @@ pub fn ticks_per_second() -> f64 {
     }
 }
 
-pub fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     // SAFETY: sysconf has no memory effects.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {

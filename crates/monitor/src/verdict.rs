@@ -29,19 +29,19 @@ use tare_record::LoadResult;
 use crate::record::{is_proxy, MonitorRecord};
 
 /// Issue 9: "generator above 90% of its CPU".
-pub const GENERATOR_SATURATED: f64 = 0.90;
+pub(crate) const GENERATOR_SATURATED: f64 = 0.90;
 /// "No idle CPU": under 5% of all CPU time idle. Tick sampling at USER_HZ
 /// 100 over a 2 s trial on 2 CPUs has 400 ticks; 5% is 20 of them, well
 /// above the jitter of the sampler's own wake-ups.
-pub const MACHINE_IDLE_MIN: f64 = 0.05;
+pub(crate) const MACHINE_IDLE_MIN: f64 = 0.05;
 /// A network path needs this much CPU (cores) before it can be the
 /// bottleneck, so an idle trial is never called network-bound.
-pub const NETWORK_MIN_CORES: f64 = 0.1;
+pub(crate) const NETWORK_MIN_CORES: f64 = 0.1;
 /// Share of open-loop sends that left late (> 1 ms, the engines' threshold)
 /// above which the generator is behind its schedule.
-pub const LATE_SENDS: f64 = 0.05;
+pub(crate) const LATE_SENDS: f64 = 0.05;
 /// Retransmitted segments per request above which the path is lossy.
-pub const RETRANS_PER_REQUEST: f64 = 0.01;
+pub(crate) const RETRANS_PER_REQUEST: f64 = 0.01;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

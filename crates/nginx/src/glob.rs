@@ -8,12 +8,12 @@ use std::fs;
 use std::path::Path;
 
 /// `glob.has_magic`: does the pattern contain `*`, `?` or `[`?
-pub fn has_magic(s: &str) -> bool {
+pub(crate) fn has_magic(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
 /// `os.path.split` (its first half is `os.path.dirname`).
-pub fn split(path: &str) -> (&str, &str) {
+pub(crate) fn split(path: &str) -> (&str, &str) {
     match path.rfind('/') {
         None => ("", path),
         Some(i) => {
@@ -26,7 +26,7 @@ pub fn split(path: &str) -> (&str, &str) {
 }
 
 /// `os.path.join(a, b)` for a relative `b`.
-pub fn join(a: &str, b: &str) -> String {
+pub(crate) fn join(a: &str, b: &str) -> String {
     if b.starts_with('/') || a.is_empty() {
         b.to_string()
     } else if a.ends_with('/') {
@@ -37,7 +37,7 @@ pub fn join(a: &str, b: &str) -> String {
 }
 
 /// All paths matching `pattern`, sorted.
-pub fn glob(pattern: &str) -> Vec<String> {
+pub(crate) fn glob(pattern: &str) -> Vec<String> {
     let mut out = iglob(pattern, false);
     out.sort();
     out
@@ -114,7 +114,7 @@ fn glob1(dir: &str, pattern: &str, dironly: bool) -> Vec<String> {
 }
 
 /// Python's `fnmatch.fnmatchcase` (POSIX: case-sensitive).
-pub fn fnmatch(name: &[char], pat: &[char]) -> bool {
+pub(crate) fn fnmatch(name: &[char], pat: &[char]) -> bool {
     match pat.first() {
         None => name.is_empty(),
         Some('*') => (0..=name.len()).any(|i| fnmatch(&name[i..], &pat[1..])),

@@ -20,7 +20,7 @@ use crate::python::is_space;
 /// One token: its text, the line it starts on, and whether it was quoted
 /// (a quoted `;` or `{` is an argument, not punctuation).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     pub text: String,
     pub line: u64,
     pub quoted: bool,
@@ -28,7 +28,7 @@ pub struct Token {
 
 /// Why the token stream stopped early: a syntax error, reported with its line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LexError {
+pub(crate) struct LexError {
     pub reason: String,
     pub line: Option<u64>,
     /// crossplane's Lua lexer raises without a file name (`in None:LINE`).
@@ -37,14 +37,14 @@ pub struct LexError {
 
 /// All tokens of a file, then the error (if any) the stream ends with.
 #[derive(Debug, Clone, Default)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     pub tokens: Vec<Token>,
     pub error: Option<LexError>,
 }
 
 /// The directives whose block is Lua source, kept as one argument
 /// (`LuaBlockPlugin.directives` in crossplane).
-pub const LUA_BLOCK_DIRECTIVES: &[&str] = &[
+pub(crate) const LUA_BLOCK_DIRECTIVES: &[&str] = &[
     "access_by_lua_block",
     "balancer_by_lua_block",
     "body_filter_by_lua_block",
@@ -145,7 +145,7 @@ enum LuaEnd {
 }
 
 /// Tokenizes a whole file's text, then checks brace balance.
-pub fn lex(text: &str) -> Tokens {
+pub(crate) fn lex(text: &str) -> Tokens {
     let (tokens, error) = lex_raw(text);
     balance(tokens, error)
 }

@@ -15,14 +15,14 @@
 //!   over a parsed configuration, each with a machine-applicable [`advise::Change`].
 
 pub mod advise;
-pub mod analyzer;
+mod analyzer;
 pub mod builder;
 pub mod combine;
-pub mod glob;
-pub mod lexer;
-pub mod parser;
-pub mod payload;
-pub mod python;
+mod glob;
+mod lexer;
+mod parser;
+mod payload;
+mod python;
 pub mod relocate;
 pub mod retarget;
 

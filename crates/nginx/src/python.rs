@@ -11,7 +11,7 @@ use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 /// Python's `str.isspace()`: Unicode whitespace plus the ASCII separators
 /// U+001C..U+001F, which Rust's `char::is_whitespace` does not count.
 /// (List computed with `[c for c in range(0x110000) if chr(c).isspace()]`.)
-pub fn is_space(c: char) -> bool {
+pub(crate) fn is_space(c: char) -> bool {
     matches!(
         c,
         '\t' | '\n'
@@ -43,7 +43,7 @@ fn is_printable(c: char) -> bool {
 }
 
 /// Python's `repr(s)` for a `str`.
-pub fn repr(s: &str) -> String {
+pub(crate) fn repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
@@ -136,7 +136,7 @@ impl<F: Formatter> Formatter for Ascii<F> {
 /// `json.dumps(value, separators=(',', ':'))` or, with an indent,
 /// `json.dumps(value, indent=n)`: what `crossplane parse [-i N]` prints (without
 /// the trailing newline).
-pub fn dumps<T: Serialize>(value: &T, indent: Option<usize>) -> String {
+pub(crate) fn dumps<T: Serialize>(value: &T, indent: Option<usize>) -> String {
     let mut out = Vec::new();
     let result = match indent {
         None => {

@@ -12,13 +12,13 @@
 //! The runner calls [`render_text`] (or an [`exporter`]) at the end of
 //! `tare run`; `tare report` and `tare compare` go through [`exporter`].
 
-pub mod export;
+mod export;
 pub mod html;
-pub mod report;
-pub mod resources;
-pub mod table;
-pub mod text;
-pub mod units;
+mod report;
+mod resources;
+mod table;
+mod text;
+mod units;
 
 pub use export::{exporter, Exporter, Format};
 pub use report::{AttributionOutcome, Report};

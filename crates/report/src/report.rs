@@ -146,7 +146,7 @@ fn vs_reference(cells: &[CellStats], reference: Option<String>) -> Option<VsRefe
 /// Factor names in the experiment's order, read from the cell ids
 /// (`key=value,...` in factor order; the factor maps are sorted by name and
 /// would lose that order). Shared by the text and HTML layouts.
-pub fn factor_order(cells: &[CellStats]) -> Vec<String> {
+pub(crate) fn factor_order(cells: &[CellStats]) -> Vec<String> {
     let mut order: Vec<String> = Vec::new();
     for c in cells {
         let from_id = c

@@ -71,7 +71,7 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
 }
 
 /// The run's monitoring, `None` when no trial was monitored.
-pub fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
+pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
     let mut by_cell: BTreeMap<&str, (Vec<CpuPerRequest>, Vec<Verdict>)> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {

@@ -4,19 +4,19 @@
 
 /// How a column aligns its cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Table {
+pub(crate) struct Table {
     header: Vec<(String, Align)>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub fn new(header: &[(&str, Align)]) -> Self {
+    pub(crate) fn new(header: &[(&str, Align)]) -> Self {
         Table {
             header: header.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
             rows: Vec::new(),
@@ -24,17 +24,13 @@ impl Table {
     }
 
     /// Adds a row; missing trailing cells are blank.
-    pub fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
     }
 
     /// The table, each line indented by `indent` spaces, trailing spaces
     /// trimmed (snapshot diffs stay clean).
-    pub fn render(&self, indent: usize) -> String {
+    pub(crate) fn render(&self, indent: usize) -> String {
         let cols = self.header.len();
         let width = |s: &str| s.chars().count();
         let mut widths: Vec<usize> = self.header.iter().map(|(h, _)| width(h)).collect();

@@ -4,7 +4,7 @@
 //! changes. Three digits because the intervals are rarely tighter than 0.1%.
 
 /// A rate or count: `512`, `9.91k`, `27.1k`, `185k`, `1.20M`.
-pub fn si(v: f64) -> String {
+pub(crate) fn si(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
@@ -20,7 +20,7 @@ pub fn si(v: f64) -> String {
 }
 
 /// A signed rate difference: `+17.2k`, `-310`.
-pub fn si_signed(v: f64) -> String {
+pub(crate) fn si_signed(v: f64) -> String {
     let s = si(v);
     if v > 0.0 {
         format!("+{s}")
@@ -30,7 +30,7 @@ pub fn si_signed(v: f64) -> String {
 }
 
 /// A latency given in microseconds: `41.2µs`, `8.24ms`, `1.20s`.
-pub fn latency_us(us: f64) -> String {
+pub(crate) fn latency_us(us: f64) -> String {
     if !us.is_finite() {
         return "-".into();
     }
@@ -44,7 +44,7 @@ pub fn latency_us(us: f64) -> String {
 }
 
 /// A relative change (0.12 = 12%) with its sign: `+12.0%`, `-3.4%`, `+173%`.
-pub fn change(x: f64) -> String {
+pub(crate) fn change(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }
@@ -57,7 +57,7 @@ pub fn change(x: f64) -> String {
 }
 
 /// A share or a confidence (0.578 = 57.8%), unsigned.
-pub fn percent(x: f64) -> String {
+pub(crate) fn percent(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }
@@ -72,7 +72,7 @@ pub fn percent(x: f64) -> String {
 }
 
 /// A confidence level: `95%`, `93.8%`, `75%`.
-pub fn confidence(x: f64) -> String {
+pub(crate) fn confidence(x: f64) -> String {
     let s = percent(x);
     match s.strip_suffix(".0%") {
         Some(whole) => format!("{whole}%"),
@@ -81,7 +81,7 @@ pub fn confidence(x: f64) -> String {
 }
 
 /// A p-value: three decimals, `<0.001` below that.
-pub fn p_value(p: f64) -> String {
+pub(crate) fn p_value(p: f64) -> String {
     if p < 0.001 {
         "<0.001".into()
     } else {

@@ -8,7 +8,7 @@
 use tare_record::TrialRecord;
 
 /// Sample relative standard deviation of `xs`; `None` with fewer than two.
-pub fn rsd(xs: &[f64]) -> Option<f64> {
+pub(crate) fn rsd(xs: &[f64]) -> Option<f64> {
     if xs.len() < 2 {
         return None;
     }
@@ -22,7 +22,7 @@ pub fn rsd(xs: &[f64]) -> Option<f64> {
 }
 
 /// Throughputs of the successful trials of `cell` numbered below `before`.
-pub fn throughputs(records: &[TrialRecord], cell: &str, before: u32) -> Vec<f64> {
+pub(crate) fn throughputs(records: &[TrialRecord], cell: &str, before: u32) -> Vec<f64> {
     let mut xs: Vec<(u32, f64)> = records
         .iter()
         .filter(|r| r.cell == cell && r.trial < before)
@@ -36,7 +36,7 @@ pub fn throughputs(records: &[TrialRecord], cell: &str, before: u32) -> Vec<f64>
 /// earlier trial succeeded (a failing cell is not retried forever) and
 /// their spread is above `max_rsd`. Decided only from trials before
 /// `round`, so a resumed run makes the same decision.
-pub fn needs_more(records: &[TrialRecord], cell: &str, round: u32, max_rsd: f64) -> bool {
+pub(crate) fn needs_more(records: &[TrialRecord], cell: &str, round: u32, max_rsd: f64) -> bool {
     let xs = throughputs(records, cell, round);
     if xs.len() + 1 < round as usize {
         return false;

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use tare_deploy::{DeploySpec, Facts, ProcessFacts, SpecOption, Storage};
-use tare_record::LoadResult;
+use tare_record::{Latency, LoadResult, Unit};
 
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::{Cell, Experiment, FactorKind, LoadSettings};
@@ -82,7 +82,7 @@ impl RunningCell for DebugCell {
             *n
         };
         let rate = self.rate * (1.0 + jitter(&self.cell, n));
-        let mut r = crate::mock::result(rate, settings);
+        let mut r = result(rate, settings);
         r.target = format!("{} (debug mode)", self.facts.endpoint);
         Ok(r)
     }
@@ -169,6 +169,41 @@ fn facts(spec: &DeploySpec) -> Facts {
         content_fs: Some(fs.into()),
         server_pid: None,
         backend: None,
+    }
+}
+
+/// A plausible result at `rps` for `settings.duration`, in the engine's
+/// unit, with a histogram of the matching closed-loop latency (Little's
+/// law: connections / rps). The mock executor's results too.
+pub(crate) fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
+    let load = &settings.shared;
+    let secs = settings.duration().as_secs_f64();
+    let requests = (rps * secs).round() as u64;
+    let unit = settings.engine.unit();
+    let mut lat = Latency::new();
+    let mean_ns = (load.connections as f64 / rps.max(1.0) * 1e9) as u64;
+    for i in 0..100u64 {
+        lat.record_ns(mean_ns / 2 + mean_ns * i / 100);
+    }
+    LoadResult {
+        engine: settings.engine.name().into(),
+        target: "http://mock/".into(),
+        transport: "tcp".into(),
+        started_unix_s: 0.0,
+        duration_s: secs,
+        connections: load.connections as u64,
+        threads: load.threads as u64,
+        keepalive: true,
+        requests,
+        unit: Some(unit),
+        attempts: Some(requests),
+        rps: (unit != Unit::Transactions).then_some(requests as f64 / secs),
+        tps: (unit == Unit::Transactions).then_some(requests as f64 / secs),
+        latency_us: lat.summary(),
+        hdr: lat.encode().unwrap_or_default(),
+        timeline: vec![requests / secs.max(1.0) as u64; secs.ceil() as usize],
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+        ..LoadResult::default()
     }
 }
 

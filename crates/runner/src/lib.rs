@@ -15,19 +15,20 @@
 //!   produced the run; [`observer`]: progress for people.
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
 
-pub mod adaptive;
+mod adaptive;
 pub mod debug;
-pub mod engines;
-pub mod executor;
-pub mod experiment;
+mod engines;
+mod executor;
+mod experiment;
 pub mod interrupt;
-pub mod mock;
+#[cfg(test)]
+mod mock;
 pub mod observer;
 pub mod plan;
 pub mod provenance;
 pub mod real;
-pub mod rundir;
-pub mod schedule;
+mod rundir;
+mod schedule;
 pub mod session;
 
 pub use executor::{ExecError, Executor, Finding, RunningCell};

@@ -1,23 +1,24 @@
 //! [`MockExecutor`]: an executor with scripted, deterministic results, so
 //! the scheduler, resume logic, adaptive trials and record writing are
 //! tested without Docker and without timing noise (hyperfine's
-//! `MockExecutor`). Public so integration tests and `tare`'s own tests can
-//! use it too.
+//! `MockExecutor`). Its results are `debug::result`'s, as `tare run
+//! --debug-mode`'s.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tare_record::{Latency, LoadResult};
+use tare_record::LoadResult;
 
+use crate::debug::result;
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::{Cell, LoadSettings};
 
 /// What happened, in order: `deploy CELL`, `warmup CELL`, `measure CELL`, `stop CELL`.
-pub type Log = Arc<Mutex<Vec<String>>>;
+pub(crate) type Log = Arc<Mutex<Vec<String>>>;
 
 #[derive(Default)]
-pub struct MockExecutor {
+pub(crate) struct MockExecutor {
     /// Throughput of each cell id; a cell not listed gets 1000.
     pub rps: BTreeMap<String, f64>,
     /// Per cell: the throughput of trial *n* is `rps * (1 + jitter[n % len])`.
@@ -36,11 +37,11 @@ pub struct MockExecutor {
 }
 
 impl MockExecutor {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn events(&self) -> Vec<String> {
+    pub(crate) fn events(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
     }
 }
@@ -144,37 +145,5 @@ impl RunningCell for MockCell {
             .unwrap()
             .push(format!("stop {}", self.cell.id));
         Ok(())
-    }
-}
-
-/// A plausible result at `rps` for `settings.duration`, with a histogram of
-/// the matching closed-loop latency (Little's law: connections / rps).
-pub fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
-    let load = &settings.shared;
-    let secs = settings.duration().as_secs_f64();
-    let requests = (rps * secs).round() as u64;
-    let mut lat = Latency::new();
-    let mean_ns = (load.connections as f64 / rps.max(1.0) * 1e9) as u64;
-    for i in 0..100u64 {
-        lat.record_ns(mean_ns / 2 + mean_ns * i / 100);
-    }
-    LoadResult {
-        engine: settings.engine.name().into(),
-        target: "http://mock/".into(),
-        transport: "tcp".into(),
-        started_unix_s: 0.0,
-        duration_s: secs,
-        connections: load.connections as u64,
-        threads: load.threads as u64,
-        keepalive: true,
-        requests,
-        unit: Some(tare_record::Unit::Requests),
-        attempts: Some(requests),
-        rps: Some(requests as f64 / secs),
-        latency_us: lat.summary(),
-        hdr: lat.encode().unwrap_or_default(),
-        timeline: vec![requests / secs.max(1.0) as u64; secs.ceil() as usize],
-        tare_version: env!("CARGO_PKG_VERSION").into(),
-        ..LoadResult::default()
     }
 }

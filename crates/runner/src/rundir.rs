@@ -43,11 +43,11 @@ pub enum RunDirError {
 
 type Result<T> = std::result::Result<T, RunDirError>;
 
-pub const TRIALS: &str = "trials.jsonl";
-pub const PLAN: &str = "plan.json";
-pub const PROVENANCE: &str = "provenance.json";
-pub const FINDINGS: &str = "findings.json";
-pub const EXPERIMENT: &str = "experiment.toml";
+pub(crate) const TRIALS: &str = "trials.jsonl";
+pub(crate) const PLAN: &str = "plan.json";
+pub(crate) const PROVENANCE: &str = "provenance.json";
+pub(crate) const FINDINGS: &str = "findings.json";
+pub(crate) const EXPERIMENT: &str = "experiment.toml";
 
 pub struct RunDir {
     pub path: PathBuf,
@@ -215,7 +215,7 @@ impl TrialWriter {
 }
 
 /// `<UTC date>-<host>-<short id>`, e.g. `20261122T0226Z-box-3f9a1c`.
-pub fn default_name() -> String {
+pub(crate) fn default_name() -> String {
     let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // 2026-11-22T02:26:25Z -> 20261122T0226Z
     let compact: String = now

@@ -10,8 +10,8 @@
 //! - [`response`]: the prebuilt response bytes.
 //! - [`worker`]: one epoll loop per thread, all sharing the listening socket.
 
-pub mod config;
-pub mod response;
+mod config;
+mod response;
 mod worker;
 
 use std::io;

@@ -2,7 +2,7 @@
 
 use crate::config::ServeConfig;
 
-pub struct Responses {
+pub(crate) struct Responses {
     /// Response to a keep-alive request.
     pub keep: Vec<u8>,
     /// Response to a request that asked to close (`Connection: close`, or
@@ -69,7 +69,7 @@ fn build(c: &ServeConfig, close: bool, head: bool) -> Vec<u8> {
 }
 
 impl Responses {
-    pub fn new(c: &ServeConfig) -> Self {
+    pub(crate) fn new(c: &ServeConfig) -> Self {
         Self {
             keep: build(c, false, false),
             close: build(c, true, false),
@@ -78,7 +78,7 @@ impl Responses {
         }
     }
 
-    pub fn get(&self, close: bool, head: bool) -> &[u8] {
+    pub(crate) fn get(&self, close: bool, head: bool) -> &[u8] {
         match (close, head) {
             (false, false) => &self.keep,
             (true, false) => &self.close,

@@ -22,7 +22,7 @@ pub struct Candidate {
 
 /// The baseline and its candidates.
 #[derive(Clone, Debug)]
-pub struct CandidateSet {
+pub(crate) struct CandidateSet {
     pub payload: Payload,
     /// The baseline rebuilt as one file, so every level is built the same way.
     pub baseline_text: String,
@@ -48,7 +48,7 @@ fn build_one(payload: &Payload) -> String {
 }
 
 /// Parses `config`, asks the advisor, and builds one config per applicable change.
-pub fn prepare(config: &Path) -> Result<CandidateSet, TuneError> {
+pub(crate) fn prepare(config: &Path) -> Result<CandidateSet, TuneError> {
     let path = config
         .to_str()
         .ok_or_else(|| TuneError::Config(format!("{}: not a UTF-8 path", config.display())))?;
@@ -98,7 +98,7 @@ pub fn prepare(config: &Path) -> Result<CandidateSet, TuneError> {
 
 /// The baseline with every kept change applied in turn; a change that no
 /// longer applies after the others is reported and left out.
-pub fn combine(
+pub(crate) fn combine(
     set: &CandidateSet,
     kept: &[&Candidate],
 ) -> Result<(String, Vec<String>), TuneError> {

@@ -30,7 +30,7 @@ fn cell<'a>(cells: &'a [CellStats], config: &str) -> Option<&'a CellStats> {
 /// Judges the cell whose `config` level is `level` against `baseline`.
 /// Kept when it significantly raises throughput, or significantly lowers p99
 /// or the error rate without significantly lowering throughput.
-pub fn judge(run: &Run, level: &str, rule: &str, priority: &str) -> Verdict {
+pub(crate) fn judge(run: &Run, level: &str, rule: &str, priority: &str) -> Verdict {
     let cells = run.cells();
     let (Some(base), Some(cand)) = (cell(&cells, "baseline"), cell(&cells, level)) else {
         return Verdict {

@@ -11,7 +11,7 @@ fn secs(d: std::time::Duration) -> String {
 }
 
 /// Writes `OUT/NAME.toml` and returns it with the run directory `OUT/NAME`.
-pub fn write(
+pub(crate) fn write(
     opts: &TuneOptions,
     target_kind: TuneTarget,
     name: &str,

@@ -28,11 +28,11 @@
 //! bottleneck removed in one round (too few worker_connections refusing
 //! clients) can unmask what another change is worth in the next.
 
-pub mod candidates;
-pub mod decide;
-pub mod experiment;
+mod candidates;
+mod decide;
+mod experiment;
 pub mod table;
-pub mod target;
+mod target;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

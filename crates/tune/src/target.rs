@@ -44,7 +44,7 @@ impl TuneTarget {
 /// Decides the target for the baseline at `path` (already parsed as `payload`).
 /// A proxy config is checked now, so one tare cannot point at its backend
 /// (a variable, TLS, a non-HTTP backend) fails before any measurement.
-pub fn resolve(
+pub(crate) fn resolve(
     path: &Path,
     payload: &Payload,
     choice: TargetChoice,

@@ -18,10 +18,10 @@ mod per_request;
 mod summary;
 
 pub use per_request::{CostShift, CpuPerRequest};
-pub use summary::summarize;
+pub(crate) use summary::summarize;
 
 /// Version of this record's layout, bumped on any incompatible change.
-pub const SCHEMA: u32 = 1;
+pub(crate) const SCHEMA: u32 = 1;
 
 /// Names treated as the network path's user-space proxies (docker-proxy is
 /// the loopback path of `docker run -p`; slirp4netns/rootlesskit/pasta are
@@ -29,14 +29,8 @@ pub const SCHEMA: u32 = 1;
 const PROXIES: [&str; 4] = ["docker-proxy", "slirp4netns", "rootlesskit", "pasta"];
 
 /// Whether a watched name is a user-space network proxy.
-pub fn is_proxy(name: &str) -> bool {
+pub(crate) fn is_proxy(name: &str) -> bool {
     PROXIES.iter().any(|p| name.starts_with(p))
-}
-
-/// ksoftirqd runs softirqs; its time is already inside the machine's softirq
-/// time, so it is shown but never added to the network path again.
-pub fn is_softirq_thread(name: &str) -> bool {
-    name.starts_with("ksoftirqd")
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

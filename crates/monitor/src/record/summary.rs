@@ -5,7 +5,7 @@ use super::{CpuSeconds, Series, Summary};
 
 /// Summaries over `window` = (start, length) in seconds after the first
 /// sample, or over everything.
-pub fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
+pub(crate) fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
     let n = s.len();
     let weight = |i: usize| -> f64 {
         let (end, dt) = (s.t_s[i], s.dt_s[i]);

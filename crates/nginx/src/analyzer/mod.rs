@@ -34,7 +34,7 @@ const CONTEXTS: &[(&[&str], u32)] = &[
 
 /// Which kind of problem, as crossplane's exception classes distinguish them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DirectiveErrorKind {
+pub(crate) enum DirectiveErrorKind {
     Unknown,
     Context,
     Arguments,
@@ -43,30 +43,25 @@ pub enum DirectiveErrorKind {
 /// A directive that nginx would reject. `reason` is crossplane's text, without
 /// the ` in FILE:LINE` suffix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirectiveError {
+pub(crate) struct DirectiveError {
     pub kind: DirectiveErrorKind,
     pub reason: String,
 }
 
 /// What to check (crossplane's `strict`, `check_ctx`, `check_args`).
 #[derive(Debug, Clone, Copy)]
-pub struct Checks {
+pub(crate) struct Checks {
     pub strict: bool,
     pub context: bool,
     pub arguments: bool,
 }
 
 /// The masks crossplane knows for a directive.
-pub fn masks(directive: &str) -> Option<&'static [u32]> {
+pub(crate) fn masks(directive: &str) -> Option<&'static [u32]> {
     DIRECTIVES
         .binary_search_by(|(name, _)| (*name).cmp(directive))
         .ok()
         .map(|i| DIRECTIVES[i].1)
-}
-
-/// Is this one of the directives crossplane (and so tare) knows?
-pub fn is_known(directive: &str) -> bool {
-    masks(directive).is_some()
 }
 
 fn context_mask(ctx: &[String]) -> Option<u32> {
@@ -78,7 +73,7 @@ fn context_mask(ctx: &[String]) -> Option<u32> {
 
 /// The context a block's statements live in (`enter_block_ctx`): locations do not
 /// nest as contexts, everything else appends its name.
-pub fn enter_block(directive: &str, ctx: &[String]) -> Vec<String> {
+pub(crate) fn enter_block(directive: &str, ctx: &[String]) -> Vec<String> {
     if ctx.first().map(String::as_str) == Some("http") && directive == "location" {
         return vec!["http".into(), "location".into()];
     }
@@ -88,7 +83,7 @@ pub fn enter_block(directive: &str, ctx: &[String]) -> Vec<String> {
 }
 
 /// `analyze()`: `term` is the token that ended the statement (`;`, `{` or `}`).
-pub fn analyze(
+pub(crate) fn analyze(
     directive: &str,
     args: &[String],
     term: &str,
@@ -175,7 +170,7 @@ mod tests {
     #[test]
     fn table_is_sorted_for_binary_search() {
         assert!(DIRECTIVES.windows(2).all(|w| w[0].0 < w[1].0));
-        assert!(is_known("worker_connections") && !is_known("content_by_lua_block"));
+        assert!(masks("worker_connections").is_some() && masks("content_by_lua_block").is_none());
     }
 
     #[test]

@@ -128,7 +128,13 @@ impl<'a> Ctx<'a> {
     /// run until `origin_ns + ramp + warmup`, where measurement and a fresh
     /// recorder's timeline begin. `thread` of `threads` picks this thread's
     /// share of the rate and its arrival seed.
-    pub(crate) fn begin(&mut self, origin_ns: u64, expected_ns: u64, thread: usize, threads: usize) {
+    pub(crate) fn begin(
+        &mut self,
+        origin_ns: u64,
+        expected_ns: u64,
+        thread: usize,
+        threads: usize,
+    ) {
         let load = &self.cfg.load;
         let ramp_ns = load.ramp.as_nanos() as u64;
         self.origin_ns = origin_ns;

@@ -7,7 +7,7 @@ use super::Exporter;
 use crate::report::Report;
 use crate::ReportError;
 
-pub struct JsonExporter;
+pub(crate) struct JsonExporter;
 
 impl Exporter for JsonExporter {
     fn run(&self, report: &Report) -> Result<Vec<u8>, ReportError> {

@@ -11,8 +11,8 @@ use tare_analysis::Comparison;
 use crate::report::Report;
 use crate::ReportError;
 
-pub use json::JsonExporter;
-pub use text::TextExporter;
+pub(crate) use json::JsonExporter;
+pub(crate) use text::TextExporter;
 
 /// Lays out a report in one format.
 pub trait Exporter {

@@ -6,7 +6,7 @@ use super::Exporter;
 use crate::report::Report;
 use crate::{text, ReportError};
 
-pub struct TextExporter;
+pub(crate) struct TextExporter;
 
 impl Exporter for TextExporter {
     fn run(&self, report: &Report) -> Result<Vec<u8>, ReportError> {

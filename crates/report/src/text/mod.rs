@@ -22,7 +22,7 @@ use crate::units;
 use notes::Notes;
 
 /// The whole text report of one run.
-pub fn report(r: &Report) -> String {
+pub(crate) fn report(r: &Report) -> String {
     let mut notes = Notes::default();
     let mut out = header(r);
     out.push('\n');
@@ -43,7 +43,7 @@ pub fn report(r: &Report) -> String {
 }
 
 /// The text comparison of two runs.
-pub fn comparison(c: &Comparison) -> String {
+pub(crate) fn comparison(c: &Comparison) -> String {
     let mut notes = Notes::default();
     let mut out = compare::section(c, &mut notes);
     out.push_str(&notes.render());

@@ -60,6 +60,10 @@ impl Engine for HttpEngine {
         <Http as tare_engine::Engine>::NAME
     }
 
+    fn unit(&self) -> tare_record::Unit {
+        <Http as tare_engine::Engine>::UNIT
+    }
+
     fn defaults(&self) -> Load {
         experiment_defaults()
     }

@@ -32,15 +32,15 @@ use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::LoadSettings;
 
 /// Every engine an experiment can name, once.
-pub static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine];
+pub(crate) static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine];
 
 /// The registered engine called `name`.
-pub fn by_name(name: &str) -> Option<&'static dyn Engine> {
+pub(crate) fn by_name(name: &str) -> Option<&'static dyn Engine> {
     REGISTRY.iter().copied().find(|e| e.name() == name)
 }
 
 /// The registered names, in registry order (for error messages).
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|e| e.name()).collect()
 }
 
@@ -49,6 +49,9 @@ pub trait Engine: Sync {
     /// `[load] engine = "NAME"`, its table `[load.NAME]`, the record's
     /// `engine`.
     fn name(&self) -> &'static str;
+
+    /// What one completion is (the records' `unit`).
+    fn unit(&self) -> tare_record::Unit;
 
     /// The shared settings an experiment starts from (its `[load]` keys
     /// override them).
@@ -148,7 +151,7 @@ pub(crate) fn effective(load: &Load) -> Load {
 /// One load of a deployed cell. `measure: false` is the warm-up: a plain
 /// closed loop of `settings`' warm-up length, whatever the measured load's
 /// schedule. The runner's warm-up is its own run, so no engine repeats it.
-pub fn run(
+pub(crate) fn run(
     settings: &LoadSettings,
     measure: bool,
     offer: &Offer<'_>,

@@ -66,6 +66,10 @@ impl Engine for PgEngine {
         <Pg as tare_engine::Engine>::NAME
     }
 
+    fn unit(&self) -> tare_record::Unit {
+        <Pg as tare_engine::Engine>::UNIT
+    }
+
     /// The experiment's defaults, with tare pg's connect timeout.
     fn defaults(&self) -> Load {
         Load {

@@ -14,7 +14,7 @@ use tare_deploy::{PlacementKind, SpecOption};
 /// (tare-deploy ships them per target: for nginx, nginx.org's stock config
 /// and seed 000's tuned one; for nginx-proxy, seed 003's baseline and tuned
 /// configs; docs/studies.md, docs/placements.md).
-pub const BUILTIN_CONFIGS: &[&str] = &["default", "tuned"];
+pub(crate) const BUILTIN_CONFIGS: &[&str] = &["default", "tuned"];
 
 /// A factor the experiment file may vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -191,7 +191,7 @@ impl FactorKind {
 }
 
 /// Docker's memory syntax: a number with an optional b/k/m/g suffix.
-pub fn parse_bytes(text: &str) -> Option<u64> {
+pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
     let t = text.trim().to_ascii_lowercase();
     let (digits, mult) = match t.chars().last()? {
         'b' => (&t[..t.len() - 1], 1),
@@ -206,7 +206,7 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
 
 /// The canonical text of a netem delay: whole milliseconds as `Nms`,
 /// anything finer in microseconds, so `"1ms"` and `"1000us"` are one level.
-pub fn format_delay(d: Duration) -> String {
+pub(crate) fn format_delay(d: Duration) -> String {
     let us = d.as_micros();
     let (ms, rest) = (us / 1000, us % 1000);
     if rest == 0 {

@@ -3,8 +3,8 @@
 //! errors that name the file, line and key ([`validate`]), expanded into
 //! [`Cell`]s. `docs/experiments.md` documents every key.
 
-pub mod error;
-pub mod factor;
+pub(crate) mod error;
+pub(crate) mod factor;
 mod raw;
 mod settings;
 mod validate;
@@ -19,11 +19,11 @@ use tare_engine::Load;
 use crate::engines::{Engine, Table};
 
 pub use error::ExperimentError;
-pub use factor::FactorKind;
-pub use tare_deploy::{PlacementKind, TargetKind};
+pub(crate) use factor::FactorKind;
+pub(crate) use tare_deploy::{PlacementKind, TargetKind};
 
 /// The built-in quick experiment that `tare run` with no file runs.
-pub const QUICK: &str = include_str!("../../../../examples/quick.toml");
+pub(crate) const QUICK: &str = include_str!("../../../../examples/quick.toml");
 
 /// A checked experiment.
 #[derive(Clone, Debug)]
