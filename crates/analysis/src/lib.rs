@@ -7,14 +7,14 @@
 //! - [`stats`]: pure functions on slices: the median and its exact
 //!   order-statistic interval, the Mann-Whitney U test, a seeded bootstrap,
 //!   and the contrast of two samples (ratio, interval, p-value, call).
-//! - [`run`]: [`load_run`] reads a run directory into a [`Run`]
+//! - `run`: [`load_run`] reads a run directory into a [`Run`]
 //!   (`trials.jsonl`, `plan.json`, `provenance.json`, `findings.json`).
 //! - [`plan`]: the parts of the runner's files analysis reads, including the
 //!   [`AttributionChain`].
-//! - [`cell`]: [`CellStats`], one cell's trials summarised.
-//! - [`attribution`]: the waterfall along a chain of one-factor steps.
+//! - `cell`: [`CellStats`], one cell's trials summarised.
+//! - [`mod@attribution`]: the waterfall along a chain of one-factor steps.
 //! - [`compare`]: two runs side by side, benchstat-style.
-//! - [`synthetic`] (feature `synthetic`): deterministic fake runs for tests.
+//! - `synthetic` (feature `synthetic`): deterministic fake runs for tests.
 //!
 //! ```no_run
 //! let run = tare_analysis::load_run("runs/2026-11-22T02-30-00")?;

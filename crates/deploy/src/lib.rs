@@ -1,7 +1,7 @@
 //! Targets and placements: starting, checking and stopping the server under
 //! test, and saying how placements differ (the fairness check).
 //!
-//! - [`spec`]: what to deploy ([`DeploySpec`], [`TargetSpec`], [`PlacementKind`]…).
+//! - `spec`: what to deploy ([`DeploySpec`], [`TargetSpec`], [`PlacementKind`]…).
 //! - `targets`: one file per server tare can deploy, behind the `Target`
 //!   trait, in one registry ([`TargetKind`] names an entry).
 //! - `placements`: one file per placement behind the `Placement` trait, in
@@ -12,8 +12,8 @@
 //! - [`docker`]: containers and images through the Docker Engine API (bollard).
 //! - [`facts`]: what a running deployment is, and [`fairness`] between cells.
 //! - `teardown`: what to undo, and the registry an interrupt handler empties.
-//! - [`cleanup`]: removing what a killed run left, by label and prefix.
-//! - [`doctor`]: what this machine can run and what would make it noisy.
+//! - [`cleanup()`]: removing what a killed run left, by label and prefix.
+//! - [`doctor()`]: what this machine can run and what would make it noisy.
 
 mod cgroup;
 pub mod cleanup;

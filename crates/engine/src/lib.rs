@@ -20,7 +20,7 @@
 //! - [`netns`]: moving a worker thread into a network namespace (a client
 //!   "machine" tare's namespace lab built).
 //! - [`load`]: [`Load`], the settings every engine shares, checked once.
-//! - [`engine`]: the [`Engine`] trait every load engine implements.
+//! - `engine`: the [`Engine`] trait every load engine implements.
 //! - [`workers`]: worker threads started, gated and joined once for every
 //!   engine.
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any

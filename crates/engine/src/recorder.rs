@@ -30,7 +30,7 @@ pub struct Recorder {
     /// Open loop: latency from the actual send time, beside the corrected
     /// latency (from the intended send time) kept in `latency`.
     pub uncorrected: Option<Latency>,
-    /// Open loop: sends that left more than [`LATE_NS`] after their intended time.
+    /// Open loop: sends that left more than `LATE_NS` after their intended time.
     pub late_sends: u64,
     /// Open loop: sum and maximum of send lag (actual minus intended), ns.
     pub lag_sum_ns: u64,

@@ -413,7 +413,7 @@ impl Ring {
         self.wait_until(monotonic_ns() + timeout.as_nanos() as u64, out)
     }
 
-    /// As [`Ring::wait`], until `deadline` ([`monotonic_ns`]) at the
+    /// As [`Ring::wait`], until `deadline` (`monotonic_ns`) at the
     /// latest. The deadline is kept as a timer request that stays pending
     /// across waits, rather than a timeout on every wait: arming and
     /// cancelling a timer per wait cost 2-3% of a loopback request's CPU in

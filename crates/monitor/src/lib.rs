@@ -30,14 +30,14 @@
 //! # Modules (one source each)
 //! - `procfile`: a file kept open and re-read with `pread` at offset 0 into a
 //!   kept buffer: a steady-state sample opens no file.
-//! - [`proc_stat`]: `/proc/stat` (CPU by mode, context switches), `/proc/meminfo`.
+//! - `proc_stat`: `/proc/stat` (CPU by mode, context switches), `/proc/meminfo`.
 //! - [`process`]: `/proc/<pid>/stat` and `/io` for a group of processes
 //!   (a process tree, one process, threads by name, processes by name).
-//! - [`cgroup`]: a container's cgroup (v1 and v2): CPU, memory, I/O.
-//! - [`net`]: TCP counters and sockets by state, per network namespace.
-//! - [`conntrack`]: connection-tracking entries and drops.
+//! - `cgroup`: a container's cgroup (v1 and v2): CPU, memory, I/O.
+//! - `net`: TCP counters and sockets by state, per network namespace.
+//! - `conntrack`: connection-tracking entries and drops.
 //! - `sampler`: the thread that reads all of the above and builds the series.
-//! - [`record`]: [`MonitorRecord`], summaries, [`CpuPerRequest`], [`CostShift`].
+//! - `record`: [`MonitorRecord`], summaries, [`CpuPerRequest`], [`CostShift`].
 //! - [`verdict`]: [`verdict()`], [`Bound`], [`run_warning`].
 
 mod cgroup;

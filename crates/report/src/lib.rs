@@ -2,12 +2,12 @@
 //! report. Reports know nothing of how load is made: they lay out what
 //! [`tare_analysis`] computed from a run directory.
 //!
-//! - [`report`]: [`Report`], everything one run's report shows, computed once.
-//! - [`export`]: the [`Exporter`] trait, one implementation per format.
-//! - [`text`]: the text layout (cells, attribution waterfall, comparisons).
+//! - `report`: [`Report`], everything one run's report shows, computed once.
+//! - `export`: the [`Exporter`] trait, one implementation per format.
+//! - `text`: the text layout (cells, attribution waterfall, comparisons).
 //! - [`html`]: the HTML document and its charts.
-//! - [`resources`]: where the CPU went, from the trials' resource monitoring.
-//! - [`table`], [`units`]: aligned columns and how numbers are written.
+//! - `resources`: where the CPU went, from the trials' resource monitoring.
+//! - `table`, `units`: aligned columns and how numbers are written.
 //!
 //! The runner calls [`render_text`] (or an [`exporter`]) at the end of
 //! `tare run`; `tare report` and `tare compare` go through [`exporter`].

@@ -1,6 +1,6 @@
 //! Measurement behind a trait (after hyperfine's `Executor`; ARCHITECTURE.md, "Testing"): the
 //! runner's scheduling, resume and record writing only ever talk to an
-//! [`Executor`], so they are tested with [`crate::mock::MockExecutor`]
+//! [`Executor`], so they are tested with `crate::mock::MockExecutor`
 //! deterministically, and the real one ([`crate::real`]) deploys targets
 //! with `tare-deploy` and loads them with `tare-http` / `tare-pg`.
 

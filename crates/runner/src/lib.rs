@@ -1,17 +1,17 @@
 //! Experiments: the TOML file, the interleaved runner, run directories and
 //! provenance. The pipeline, in the order a run uses it:
 //!
-//! - [`experiment`]: the experiment file, checked, expanded into cells.
-//! - [`engines`]: the load engines an experiment can name, one file each,
+//! - `experiment`: the experiment file, checked, expanded into cells.
+//! - `engines`: the load engines an experiment can name, one file each,
 //!   in one registry (their `[load.<engine>]` tables and their runs).
 //! - [`plan`]: which cells run here, the seed, the interleaved order (`plan.json`).
-//! - [`executor`]: the measurement trait (deploy a cell, load it), with
-//!   [`mock::MockExecutor`] for tests, [`real::RealExecutor`] for real runs
+//! - `executor`: the measurement trait (deploy a cell, load it), with
+//!   `mock::MockExecutor` for tests, [`real::RealExecutor`] for real runs
 //!   and [`debug::DebugExecutor`] for `tare run --debug-mode` (real cells,
 //!   specs and fairness; a mock placement and engine).
-//! - [`schedule`]: runs the trials, records each durably, adds adaptive
-//!   rounds ([`adaptive`]), stops cleanly on an interrupt.
-//! - [`rundir`]: the run directory and its files; [`provenance`]: what
+//! - `schedule`: runs the trials, records each durably, adds adaptive
+//!   rounds (`adaptive`), stops cleanly on an interrupt.
+//! - `rundir`: the run directory and its files; [`provenance`]: what
 //!   produced the run; [`observer`]: progress for people.
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
 

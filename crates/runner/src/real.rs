@@ -1,5 +1,5 @@
 //! [`RealExecutor`]: cells deployed with `tare-deploy`, loaded by the
-//! experiment's engine ([`crate::engines`]), compared with
+//! experiment's engine (`crate::engines`), compared with
 //! `tare_deploy::fairness`.
 
 use std::collections::HashMap;

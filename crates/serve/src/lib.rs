@@ -6,9 +6,9 @@
 //! known length (`--stall-every`, `--stall`), so a latency tare reports can be
 //! checked against what the server was told to do.
 //!
-//! - [`config`]: [`ServeConfig`], what to listen on and how to answer.
-//! - [`response`]: the prebuilt response bytes.
-//! - [`worker`]: one epoll loop per thread, all sharing the listening socket.
+//! - `config`: [`ServeConfig`], what to listen on and how to answer.
+//! - `response`: the prebuilt response bytes.
+//! - `worker`: one epoll loop per thread, all sharing the listening socket.
 
 mod config;
 mod response;

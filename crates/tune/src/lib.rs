@@ -5,20 +5,20 @@
 //! upstream pool's three settings). Keeping a change only when it helps
 //! beyond the noise is tare's addition.
 //!
-//! 1. [`candidates`]: the advisor's recommendations for FILE
+//! 1. `candidates`: the advisor's recommendations for FILE
 //!    (`tare nginx advise`), each applied *alone* to the baseline, as one
 //!    config per change; changes that need a person (sysctls) are listed, not
 //!    applied.
-//! 2. [`experiment`]: an experiment whose `config` factor is the baseline and
+//! 2. `experiment`: an experiment whose `config` factor is the baseline and
 //!    every candidate, run by the ordinary runner: interleaved, repeated,
 //!    recorded (phase 1). Then the kept changes together against the baseline
 //!    (phase 2).
-//! 3. [`decide`]: a change is kept only when it helps beyond the noise: more
+//! 3. `decide`: a change is kept only when it helps beyond the noise: more
 //!    throughput, or less p99 latency, or fewer errors, significant by
 //!    Mann-Whitney at 5%, and no significant loss of throughput.
 //! 4. [`table`]: what each change did, and the tuned config written out.
 //!
-//! [`target`]: a config with `proxy_pass` is measured as a reverse proxy in
+//! `target`: a config with `proxy_pass` is measured as a reverse proxy in
 //! front of a `tare serve` backend tare starts (seed 003's set-up, the
 //! `nginx-proxy` target), so the upstream rules (connection pool, buffering)
 //! are measured like the others; any other config as a static server.

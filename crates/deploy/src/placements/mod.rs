@@ -201,7 +201,7 @@ pub(crate) struct Described {
     pub memory_limit: Option<u64>,
 }
 
-/// A handle on one entry of [`PLACEMENTS`]: what [`DeploySpec`] names.
+/// A handle on one entry of `PLACEMENTS`: what [`DeploySpec`] names.
 #[derive(Clone, Copy)]
 pub struct PlacementKind(&'static dyn Placement);
 

@@ -101,7 +101,7 @@ pub(crate) trait Target: Sync {
     }
 }
 
-/// A handle on one entry of [`TARGETS`]: what [`TargetSpec`] names.
+/// A handle on one entry of `TARGETS`: what [`TargetSpec`] names.
 #[derive(Clone, Copy)]
 pub struct TargetKind(&'static dyn Target);
 

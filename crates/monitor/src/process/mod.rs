@@ -13,7 +13,7 @@
 //! - outside a tree, a member that exits keeps what it had used ("retired").
 //!
 //! `write_bytes` is what the process caused to be sent to storage, charged
-//! when a page is dirtied (Documentation/filesystems/proc.rst, "/proc/<pid>/io");
+//! when a page is dirtied (Documentation/filesystems/proc.rst, "/proc/\<pid\>/io");
 //! writes to tmpfs never reach storage and do not show here.
 //!
 //! - `stat`: parsing `/proc/<pid>/stat` and `/io`, and the boot-time clock

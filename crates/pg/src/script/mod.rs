@@ -1,12 +1,12 @@
 //! Scripts in pgbench's language: SQL commands ended by `;`, `:var`
 //! substitution, and the meta commands `\set` and `\sleep`.
 //!
-//! - [`expr`]: the `\set` expression language and its evaluation.
-//! - [`random`]: the per-client generator and pgbench's distributions.
-//! - [`vars`]: variable names interned to dense ids.
-//! - [`builtin`]: `tpcb-like`, `simple-update`, `select-only`.
+//! - `expr`: the `\set` expression language and its evaluation.
+//! - `random`: the per-client generator and pgbench's distributions.
+//! - `vars`: variable names interned to dense ids.
+//! - `builtin`: `tpcb-like`, `simple-update`, `select-only`.
 //!
-//! A script is parsed once into [`Command`]s; every SQL command keeps both
+//! A script is parsed once into `Command`s; every SQL command keeps both
 //! forms pgbench sends: the text with `:var` substituted (simple mode) and the
 //! text with `$n` parameters (extended and prepared modes).
 

@@ -30,7 +30,7 @@ pub(crate) const QUICK: &str = include_str!("../../../../examples/quick.toml");
 pub struct Experiment {
     pub name: String,
     pub description: Option<String>,
-    /// Where it was read from (`<built-in quick>` for [`QUICK`]).
+    /// Where it was read from (`<built-in quick>` for `QUICK`).
     pub path: PathBuf,
     /// The file's text, copied verbatim into the run directory.
     pub text: String,
@@ -120,7 +120,7 @@ pub struct ConfigVariant {
 #[derive(Clone, Debug)]
 pub struct LoadSettings {
     /// The engine `[load] engine` names (default: the target's), from
-    /// [`crate::engines::REGISTRY`].
+    /// `crate::engines::REGISTRY`.
     pub engine: &'static dyn Engine,
     /// The shared settings of `[load]`, typed once. `warmup` is the
     /// runner's warm-up run before each measured one (its results thrown
