@@ -298,6 +298,15 @@ mod tests {
         assert!(by_name("smtp").is_none());
     }
 
+    /// A target's engine is how an experiment loads it by default: each must
+    /// be registered, or loading an experiment for it would fail.
+    #[test]
+    fn every_target_speaks_a_registered_engine() {
+        for t in tare_deploy::TargetKind::all() {
+            assert!(by_name(t.engine()).is_some(), "{t}: {}", t.engine());
+        }
+    }
+
     #[derive(serde::Deserialize, Debug, PartialEq)]
     #[serde(deny_unknown_fields)]
     struct Inner {
