@@ -13,6 +13,9 @@
 # --io epoll (the fallback), and with batched wake-ups (--coalesce $COALESCE, opt-in: a little think time
 # between transactions, none of it in latency; docs/pg.md).
 #
+# BASELINE=/path/to/another/tare adds that build's default run to every
+# round and transport, to compare two builds in one run (printed last).
+#
 # Usage: bench/vs-pgbench.sh [ROUNDS] [SECONDS]      (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +23,7 @@ ROUNDS=${1:-5}
 SECS=${2:-5}
 PIN=${PIN:-1}
 COALESCE=${COALESCE:-100us}
+BASELINE=${BASELINE:-}
 
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pgbench" ] || { bash scripts/setup.sh; PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
@@ -87,8 +91,14 @@ for i in $(seq "$ROUNDS"); do
       cpu[ep-tcp]+="$(python3 -c "print($local_cpu_s / $local_tx * 1e6)") "
     fi
     echo "round $i $transport: pgbench $p | tare $t"
-    for who in pgbench tare; do
-      line=$p; [ $who = tare ] && line=$t
+    who_list="pgbench tare"
+    if [ -n "$BASELINE" ]; then
+      b=$(measure tare $gen_cpu "$BASELINE" pg --json - -h "$host" "${common[@]}")
+      echo "round $i $transport: baseline $b"
+      who_list="pgbench tare base"
+    fi
+    for who in $who_list; do
+      line=$p; [ $who = tare ] && line=$t; [ $who = base ] && line=$b
       eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/local_/')"
       tps[$who-$transport]+="$local_tps "
       cpu[$who-$transport]+="$(python3 -c "print($local_cpu_s / $local_tx * 1e6)") "
@@ -110,3 +120,13 @@ print(f"tcp --coalesce {sys.argv[11]}: tps ratio {m(ct)/m(a[0]):.3f}, CPU us/tx 
 et, ec = ([float(x) for x in s.split()] for s in sys.argv[12:14])
 print(f"tcp --io epoll: tps ratio {m(et)/m(a[0]):.3f}, CPU us/tx {m(ec):.2f}, ratio tare/pgbench {m(ec)/m(a[2]):.3f}")
 PY
+if [ -n "$BASELINE" ]; then
+  python3 - "${tps[tare-tcp]}" "${cpu[tare-tcp]}" "${tps[base-tcp]}" "${cpu[base-tcp]}" \
+            "${tps[tare-unix]}" "${cpu[tare-unix]}" "${tps[base-unix]}" "${cpu[base-unix]}" <<'PY'
+import statistics, sys
+a = [[float(x) for x in s.split()] for s in sys.argv[1:9]]
+m = statistics.median
+for name, (tt, tc, bt, bc) in (("tcp", a[0:4]), ("unix", a[4:8])):
+    print(f"{name:4}: this build/baseline: tps {m(tt)/m(bt):.3f}, CPU us/tx {m(tc):.2f} vs {m(bc):.2f}, ratio {m(tc)/m(bc):.3f}")
+PY
+fi

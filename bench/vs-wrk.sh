@@ -11,6 +11,10 @@
 # docs/http.md), and the same load on nginx's Unix socket (tare only; wrk
 # cannot).
 #
+# BASELINE=/path/to/another/tare adds that build's default run to every
+# round (wrk, tare, baseline, ...), to compare two builds in one run: its
+# ratios to wrk and this build's ratio to it are printed last.
+#
 # Usage: bench/vs-wrk.sh [ROUNDS] [DURATION]     (as root; needs nginx, wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +52,8 @@ taskset -c 1 nginx -p "$dir" -c "$dir/nginx.conf" &
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null && break; sleep 0.1; done
 
 URL="http://127.0.0.1:$PORT/"
-declare -a wrk_rps wrk_cpu tare_rps tare_cpu ep_rps ep_cpu co_rps co_cpu unix_rps unix_cpu
+BASELINE=${BASELINE:-}
+declare -a wrk_rps wrk_cpu tare_rps tare_cpu ep_rps ep_cpu co_rps co_cpu unix_rps unix_cpu base_rps base_cpu
 for i in $(seq "$ROUNDS"); do
   read -r w < <(taskset -c 0 python3 bench/measure.py wrk -- wrk -t1 -c50 -d"$DUR" "$URL")
   read -r t < <(taskset -c 0 python3 bench/measure.py tare -- "$TARE" http -t1 -c50 -d"$DUR" --json - "$URL")
@@ -56,6 +61,12 @@ for i in $(seq "$ROUNDS"); do
   read -r c < <(taskset -c 0 python3 bench/measure.py tare -- "$TARE" http -t1 -c50 -d"$DUR" --coalesce "$COALESCE" --json - "$URL")
   read -r u < <(taskset -c 0 python3 bench/measure.py tare -- "$TARE" http -t1 -c50 -d"$DUR" --json - --unix "$dir/nginx.sock" "$URL")
   echo "round $i: wrk $w | tare $t | tare --io epoll $e | tare --coalesce $c | tare-unix $u"
+  if [ -n "$BASELINE" ]; then
+    read -r b < <(taskset -c 0 python3 bench/measure.py tare -- "$BASELINE" http -t1 -c50 -d"$DUR" --json - "$URL")
+    echo "round $i: baseline $b"
+    for kv in $b; do eval "b_${kv%%=*}=${kv#*=}"; done
+    base_rps+=("$b_rps"); base_cpu+=("$(python3 -c "print($b_cpu_s/$b_requests*1e6)")")
+  fi
   for kv in $w; do eval "w_${kv%%=*}=${kv#*=}"; done
   for kv in $t; do eval "t_${kv%%=*}=${kv#*=}"; done
   for kv in $e; do eval "e_${kv%%=*}=${kv#*=}"; done
@@ -79,3 +90,12 @@ print(f"--io epoll:            req/s ratio {m(e_rps)/m(w_rps):.3f}, CPU us/reque
 print(f"--coalesce {co}:      req/s ratio {m(c_rps)/m(w_rps):.3f}, CPU us/request {m(c_cpu):.2f}, ratio tare/wrk {m(c_cpu)/m(w_cpu):.3f}")
 print(f"unix socket (tare only): {m(u_rps):.0f} req/s, {m(u_cpu):.2f} us CPU/request")
 PY
+if [ -n "$BASELINE" ]; then
+  python3 - "${wrk_rps[*]}" "${tare_rps[*]}" "${wrk_cpu[*]}" "${tare_cpu[*]}" "${base_rps[*]}" "${base_cpu[*]}" <<'PY'
+import statistics, sys
+w_rps, t_rps, w_cpu, t_cpu, b_rps, b_cpu = ([float(x) for x in a.split()] for a in sys.argv[1:7])
+m = statistics.median
+print(f"baseline:              req/s ratio {m(b_rps)/m(w_rps):.3f}, CPU us/request {m(b_cpu):.2f}, ratio baseline/wrk {m(b_cpu)/m(w_cpu):.3f}")
+print(f"this build/baseline:   req/s {m(t_rps)/m(b_rps):.3f}, CPU us/request {m(t_cpu)/m(b_cpu):.3f}")
+PY
+fi
