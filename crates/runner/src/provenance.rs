@@ -26,8 +26,10 @@ pub struct Provenance {
     pub governor: Option<String>,
     pub memory_total_kib: Option<u64>,
     pub docker_version: Option<String>,
-    pub nginx_version: Option<String>,
-    pub postgres_version: Option<String>,
+    /// Each target's host binary version, by target name (`null`: not
+    /// installed); the servers a run could deploy.
+    #[serde(default)]
+    pub server_versions: std::collections::BTreeMap<String, Option<String>>,
     /// Times this run was resumed, with when and by which command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resume>,
@@ -57,10 +59,9 @@ impl Provenance {
             governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             memory_total_kib: meminfo_total(),
             docker_version: tool(&["docker", "version", "--format", "{{.Server.Version}}"]),
-            nginx_version: tool(&["nginx", "-v"])
-                .or_else(|| tool(&["/usr/sbin/nginx", "-v"]))
-                .map(|v| v.trim_start_matches("nginx version: ").to_string()),
-            postgres_version: postgres_version(),
+            server_versions: tare_deploy::TargetKind::all()
+                .map(|t| (t.name().to_string(), t.host_version()))
+                .collect(),
             resumed: Vec::new(),
         }
     }
@@ -97,21 +98,6 @@ fn meminfo_total() -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
-}
-
-/// PostgreSQL's server binary is usually off PATH on Debian
-/// (`/usr/lib/postgresql/N/bin/postgres`).
-fn postgres_version() -> Option<String> {
-    if let Some(v) = tool(&["postgres", "--version"]) {
-        return Some(v);
-    }
-    let mut dirs: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .flatten()
-        .collect();
-    dirs.sort_by_key(|d| d.file_name());
-    let bin = dirs.last()?.path().join("bin/postgres");
-    tool(&[bin.to_str()?, "--version"])
 }
 
 /// First line of a tool's output (stdout, or stderr as `nginx -v` prints),

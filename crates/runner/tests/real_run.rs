@@ -61,7 +61,7 @@ fn a_real_experiment_leaves_a_complete_run_directory() {
         "{prov}"
     );
     assert!(
-        prov["nginx_version"].is_string(),
+        prov["server_versions"]["nginx"].is_string(),
         "nginx ran, so its version is known: {prov}"
     );
     let plan: serde_json::Value = d.read_json("plan.json").unwrap();

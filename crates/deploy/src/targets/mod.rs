@@ -128,6 +128,13 @@ impl TargetKind {
         self.0.has_access_log()
     }
 
+    /// The version of the host's own binary of this target (as a spec that
+    /// names no binary would run it), if it is installed.
+    pub fn host_version(self) -> Option<String> {
+        let bin = binary(&TargetSpec::new(self)).ok()?;
+        self.0.version(&bin)
+    }
+
     /// Whether it runs a companion server beside it (whose binary
     /// `TargetSpec::backend_binary` sets).
     pub fn has_companion(self) -> bool {
