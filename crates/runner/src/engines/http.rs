@@ -171,17 +171,10 @@ impl Table for HttpTable {
 
 #[cfg(test)]
 mod tests {
-    use crate::experiment::{ConfigSource, Experiment};
+    use crate::experiment::Experiment;
 
     fn parse(table: &str) -> Result<Experiment, String> {
-        let text =
-            format!("[target]\nkind = \"nginx\"\n[load]\nduration = \"2s\"\n[load.http]\n{table}");
-        Experiment::parse(
-            &text,
-            std::path::Path::new("exp.toml"),
-            &ConfigSource::RelativeTo(".".into()),
-        )
-        .map_err(|e| e.to_string())
+        super::super::parse_with_table("nginx", "http", table)
     }
 
     /// Item 8 of issue 14: the experiment path silently dropped a malformed

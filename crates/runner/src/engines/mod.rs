@@ -281,6 +281,26 @@ pub(crate) fn no_nul(
     Ok(())
 }
 
+/// An experiment for `target` whose `[load.<engine>]` table is `table`, parsed
+/// as `exp.toml` (the engines' tests).
+#[cfg(test)]
+pub(crate) fn parse_with_table(
+    target: &str,
+    engine: &str,
+    table: &str,
+) -> Result<crate::experiment::Experiment, String> {
+    use crate::experiment::{ConfigSource, Experiment};
+    let text = format!(
+        "[target]\nkind = \"{target}\"\n[load]\nduration = \"2s\"\n[load.{engine}]\n{table}"
+    );
+    Experiment::parse(
+        &text,
+        std::path::Path::new("exp.toml"),
+        &ConfigSource::RelativeTo(".".into()),
+    )
+    .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

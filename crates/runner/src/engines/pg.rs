@@ -168,17 +168,10 @@ impl Table for PgTable {
 
 #[cfg(test)]
 mod tests {
-    use crate::experiment::{ConfigSource, Experiment};
+    use crate::experiment::Experiment;
 
     fn parse(table: &str) -> Result<Experiment, String> {
-        let text =
-            format!("[target]\nkind = \"postgres\"\n[load]\nduration = \"2s\"\n[load.pg]\n{table}");
-        Experiment::parse(
-            &text,
-            std::path::Path::new("exp.toml"),
-            &ConfigSource::RelativeTo(".".into()),
-        )
-        .map_err(|e| e.to_string())
+        super::super::parse_with_table("postgres", "pg", table)
     }
 
     /// Regression: `[load.pg] user = "a\u0000"` panicked in tare pg's
