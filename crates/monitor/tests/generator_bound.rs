@@ -1,8 +1,10 @@
 //! The generator made the bottleneck on purpose: one generator thread pinned
-//! to one CPU (at a raised priority, so other work on a shared machine cannot
-//! take its CPU away) and many connections, against tare serve with two
-//! threads free to use every CPU (at a lower priority). The verdict must say
-//! generator-bound and warn the run.
+//! to one CPU (at a raised priority, so other work on a shared machine takes
+//! as little of its CPU as it can) and many connections, against tare serve
+//! with two threads free to use every CPU (at a lower priority). The verdict
+//! must say generator-bound and warn the run when the generator got its CPU,
+//! and must not when outside load took it: a test that held only on an idle
+//! machine failed a clean clone's CI where another process used a core.
 
 mod support;
 
@@ -52,9 +54,25 @@ fn one_pinned_generator_thread_with_many_connections_is_generator_bound() {
         v.bound,
         v.reason
     );
-    assert_eq!(v.bound, Bound::Generator, "{v:?}");
-    assert!(v.evidence.generator_utilization > 0.9);
-    assert!(run_warning(&[v]).unwrap().contains("generator-bound"));
+    // The verdict follows the evidence. On a quiet machine the pinned
+    // generator uses its whole CPU and the verdict is generator-bound; when
+    // other work on a shared machine takes that CPU anyway (seen on a busy
+    // 2-core VM: 0.53 of a core, no idle CPU), generator-bound would be
+    // false, and the verdict must say what the evidence does instead.
+    if v.evidence.generator_utilization > 0.9 {
+        assert_eq!(v.bound, Bound::Generator, "{v:?}");
+        assert!(run_warning(&[v.clone()])
+            .unwrap()
+            .contains("generator-bound"));
+    } else {
+        eprintln!(
+            "outside load took the generator's CPU: checked the verdict against the evidence"
+        );
+        assert_ne!(v.bound, Bound::Generator, "{v:?}");
+        if v.bound == Bound::Machine {
+            assert!(v.evidence.machine_idle_fraction < 0.05, "{v:?}");
+        }
+    }
     // The in-process server was measured apart from the generator.
     assert!(
         record.summary.server_cores_mean > 0.05,
