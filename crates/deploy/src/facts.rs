@@ -222,17 +222,94 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
         if values.iter().all(|(_, v)| *v == values[0].1) {
             continue;
         }
-        let listed: Vec<String> = values.iter().map(|(n, v)| format!("{n}: {v}")).collect();
         out.push(Finding {
             fact: fact.to_string(),
             message: format!(
                 "{fact} differs between cells ({}) and is not a factor under test",
-                listed.join("; ")
+                by_value(&values)
             ),
             values,
         });
     }
     out
+}
+
+/// `values` grouped by value, each group named by what its cells have in
+/// common and no other cell has ("ext4 where placement=native (4 cells);
+/// overlay where placement is docker-host or docker-publish (8 cells)"), so
+/// a finding over many cells stays one readable line. Cell names are read
+/// as `factor=level` lists (the runner's cell ids); a group nothing
+/// describes lists its cells.
+fn by_value(values: &[(String, String)]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (cell, value) in values {
+        match groups.iter_mut().find(|(v, _)| v == value) {
+            Some((_, cells)) => cells.push(cell),
+            None => groups.push((value, vec![cell])),
+        }
+    }
+    let levels = |cell: &str| -> Vec<(String, String)> {
+        cell.split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    };
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(value, cells)| {
+            let others: Vec<&str> = values
+                .iter()
+                .map(|(c, _)| c.as_str())
+                .filter(|c| !cells.contains(c))
+                .collect();
+            let count = match cells.len() {
+                1 => "1 cell".to_string(),
+                n => format!("{n} cells"),
+            };
+            match describe(cells, &others, &levels) {
+                Some(d) => format!("{value} where {d} ({count})"),
+                None => format!("{value} in {}", cells.join("; ")),
+            }
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// A factor whose levels in `group` never occur in `others`, said as
+/// `factor=level` or `factor is a, b or c`; `None` when no factor separates
+/// the group from the rest.
+fn describe(
+    group: &[&str],
+    others: &[&str],
+    levels: &dyn Fn(&str) -> Vec<(String, String)>,
+) -> Option<String> {
+    let first = levels(group.first()?);
+    for (factor, _) in &first {
+        let level_of = |cell: &str| {
+            levels(cell)
+                .into_iter()
+                .find(|(k, _)| k == factor)
+                .map(|(_, v)| v)
+        };
+        let mut inside: Vec<String> = Vec::new();
+        for c in group {
+            let l = level_of(c)?;
+            if !inside.contains(&l) {
+                inside.push(l);
+            }
+        }
+        let separates = others
+            .iter()
+            .all(|c| level_of(c).is_some_and(|l| !inside.contains(&l)));
+        if separates {
+            return Some(match inside.as_slice() {
+                [one] => format!("{factor}={one}"),
+                [init @ .., last] => format!("{factor} is {} or {last}", init.join(", ")),
+                [] => return None,
+            });
+        }
+    }
+    None
 }
 
 /// The facts of a running server, from /proc of its process where possible.
@@ -318,6 +395,37 @@ mod tests {
         assert!(f[0].message.contains("tmpfs") && f[0].message.contains("overlay"));
         // ...and excused when storage is itself under test.
         assert!(fairness(&cells, &["placement", "storage"]).is_empty());
+    }
+
+    #[test]
+    fn a_finding_over_many_cells_is_grouped_by_value() {
+        let mut cells = Vec::new();
+        for (placement, fs) in [
+            ("native", "ext4"),
+            ("docker-host", "overlay"),
+            ("docker-publish", "overlay"),
+        ] {
+            for log in ["on", "off"] {
+                let id = format!("placement={placement},access_log={log}");
+                cells.push(cell(&id, fs, placement));
+            }
+        }
+        let f = fairness(&cells, &["placement", "access_log"]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].message,
+            "log_fs differs between cells (ext4 where placement=native (2 cells); overlay where \
+             placement is docker-host or docker-publish (4 cells)) and is not a factor under test"
+        );
+        // Names that are not factor lists are listed.
+        let f = fairness(
+            &[cell("a", "ext4", "x"), cell("b", "tmpfs", "y")],
+            &["placement"],
+        );
+        assert_eq!(
+            f[0].message,
+            "log_fs differs between cells (ext4 in a; tmpfs in b) and is not a factor under test"
+        );
     }
 
     #[test]
