@@ -69,6 +69,15 @@ impl Attribution {
     pub fn gap_is_significant(&self) -> bool {
         self.overall.is_some_and(|c| c.is_significant())
     }
+
+    /// Whether steps' shares of the gap mean anything: not when the gap
+    /// itself is not significant (a share of noise is not an effect; a
+    /// chain between two equal cells once printed 1032% [-3040%, 8954%]).
+    pub fn shares_mean_something(&self) -> bool {
+        self.overall
+            .as_ref()
+            .is_none_or(|o| o.significance != crate::stats::Significance::NotSignificant)
+    }
 }
 
 /// The attribution of `chain` (cell ids, baseline first) in `run`.

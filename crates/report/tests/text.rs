@@ -172,3 +172,41 @@ fn skipped_cells_and_a_chain_around_them_are_explained() {
         "{text}"
     );
 }
+
+/// Regression (issue 15, item 7): a chain whose two ends do not differ
+/// printed a share of the gap anyway (1032% [-3040%, 8954%] once). When
+/// the gap itself is not significant, no step gets a share.
+#[test]
+fn shares_of_a_gap_that_is_not_there_are_not_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![
+        SynthCell::new(
+            &[("placement", "a"), ("seccomp", "default")],
+            40_000.0,
+            0.03,
+        ),
+        SynthCell::new(
+            &[("placement", "b"), ("seccomp", "default")],
+            30_000.0,
+            0.03,
+        ),
+        SynthCell::new(
+            &[("placement", "b"), ("seccomp", "unconfined")],
+            40_000.0,
+            0.03,
+        ),
+    ];
+    let run = run_dir(tmp.path(), "nogap", &cells, 6, 7);
+    let text = render_text(&run);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("placement: a → b") || l.contains("seccomp: default → unconfined"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for r in rows {
+        assert!(r.contains("n/a"), "{r}");
+    }
+    assert!(text.contains("no step has a share of it"), "{text}");
+    // Each step's own change still stands, significant here.
+    assert!(text.contains("-26.9%") && text.contains("+36.5%"), "{text}");
+}

@@ -78,7 +78,7 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 html(&a.steps[a.steps.len() - 1].cell),
                 units::si_signed(a.gap),
                 html(&a.unit),
-                if a.gap_is_significant() { "" } else { " <span class=\"warn\">(not significant: the shares split noise)</span>" },
+                if a.gap_is_significant() { "" } else { " <span class=\"warn\">(not significant: no shares)</span>" },
                 units::confidence(CONFIDENCE)
             ));
             out.push_str(&format!("<figure>{}<figcaption>Bars run from the previous cell's median to this cell's; whiskers are each cell's throughput interval. <code>~</code>: the step is not significant.</figcaption></figure>\n", w.svg()));
@@ -91,12 +91,16 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 let delta = s.vs_previous.map_or(String::new(), |c| {
                     format!("{} {}", units::si_signed(s.delta), if c.is_significant() { "" } else { "~" })
                 });
-                let share = s.share.map_or(String::new(), |sh| {
+                let share = if !a.shares_mean_something() {
+                    "n/a".to_string()
+                } else {
+                    s.share.map_or(String::new(), |sh| {
                     let iv = s
                         .share_ci
                         .map_or(String::new(), |(lo, hi)| format!(" <span class=\"muted\">[{}, {}]</span>", units::percent(lo), units::percent(hi)));
                     format!("{}{iv}", units::percent(sh))
-                });
+                    })
+                };
                 out.push_str(&format!(
                     "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{delta}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
                     html(&s.cell),
@@ -268,7 +272,8 @@ pub(super) fn noise(r: &Report, charts: &Charts) -> String {
     if let AttributionOutcome::Computed { attribution: a, .. } = &r.attribution {
         if !a.gap_is_significant() {
             items.push(
-                "the attribution's overall gap is not significant: its shares split noise".into(),
+                "the attribution's overall gap is not significant: no step has a share of it (n/a)"
+                    .into(),
             );
         }
     }

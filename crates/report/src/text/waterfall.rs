@@ -71,13 +71,15 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         out.push_str(&format!(", {})", verdict(o, notes)));
         if o.significance == Significance::NotSignificant {
             notes.add(
-                "the total gap itself is not significant: the shares below split noise, \
-                 not effects",
+                "the total gap itself is not significant, so no step has a share of it \
+                 (`n/a`): a share of noise is not an effect; each step's own change and \
+                 interval stand",
             );
         }
     }
     out.push('\n');
 
+    let shares_mean_something = a.shares_mean_something();
     let tp: Vec<_> = a.steps.iter().map(|s| &s.throughput).collect();
     let p99: Vec<_> = a.steps.iter().map(|s| &s.p99_us).collect();
     let tp_header = interval_header(&a.unit, &tp);
@@ -116,6 +118,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
                 format!("[{}, {}]", units::change(lo), units::change(hi))
             }));
             row.push(match (s.share, s.share_ci) {
+                _ if !shares_mean_something => "n/a".into(),
                 (Some(sh), Some((lo, hi))) => format!(
                     "{} [{}, {}]",
                     units::percent(sh),
