@@ -26,6 +26,19 @@ pub struct PlanView {
     /// picks one in the reference placement).
     #[serde(default)]
     pub reference: Option<String>,
+    /// Where the server and the generator ran (`[cpus]` resolved), as CPU
+    /// lists; absent: not pinned.
+    #[serde(default)]
+    pub cpus: CpuSplit,
+}
+
+/// `plan.json`'s `cpus`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub generator: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -185,6 +185,7 @@ pub fn plan(run_id: &str, cells: &[SynthCell], chain: &[String]) -> PlanView {
                     .any(|(k, v)| k == "placement" && v == "native")
             })
             .map(SynthCell::id),
+        cpus: Default::default(),
     }
 }
 

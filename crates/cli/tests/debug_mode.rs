@@ -20,7 +20,7 @@ fn tare(args: &[&str]) -> Output {
 }
 
 /// The report with what differs between machines and runs (the run
-/// directory, the provenance line) replaced by placeholders.
+/// directory, the provenance line, the CPU split) replaced by placeholders.
 fn normalized(report: &[u8], dir: &Path) -> String {
     String::from_utf8_lossy(report)
         .replace(&dir.display().to_string(), "[DIR]")
@@ -28,6 +28,9 @@ fn normalized(report: &[u8], dir: &Path) -> String {
         .map(|l| {
             if l.trim_start().starts_with("tare ") && l.contains(" · kernel ") {
                 "  [PROVENANCE]"
+            } else if l.starts_with("  server on ") && l.ends_with("([cpus])") {
+                // Where `[cpus] = auto` put them depends on the machine's CPUs.
+                "  [CPUS]"
             } else {
                 l
             }

@@ -152,6 +152,10 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             crate::PlacementKind::accepting(SpecOption::Netem)
         )));
     }
+    if let Some(list) = &spec.server_cpus {
+        list.parse::<tare_engine::cpu::CpuList>()
+            .map_err(|e| DeployError::Invalid(format!("server CPUs: {e}")))?;
+    }
     if let Some(c) = spec.container.cpus {
         if !(c.is_finite() && c > 0.0) {
             return Err(DeployError::Invalid(format!(

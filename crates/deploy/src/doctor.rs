@@ -74,7 +74,7 @@ pub fn doctor() -> DoctorReport {
         );
     } else if cores == 2 {
         warnings.push(
-            "2 CPUs: pin the server to one (server_cpus = \"1\") and the generator to the other, or they fight for cores (docs/studies.md, \"Load generators: CPU per request\": nginx on CPU 1, the generator on CPU 0)".into(),
+            "2 CPUs: the server and the generator fight for cores unless each has its own; `tare run` pins them apart by default (experiment key [cpus], default auto: generator on CPU 0, server on CPU 1), `tare http`/`tare pg` with --cpus (docs/experiments.md, \"[cpus]\")".into(),
         );
     }
     match governors() {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use crate::cpu::CpuList;
 use crate::find_max::Slo;
 use crate::schedule::Arrivals;
 use crate::{Coalesce, IoMode};
@@ -59,6 +60,10 @@ pub struct Load {
     /// Worker threads enter this network namespace before connecting
     /// (a placement that puts the generator on another "machine").
     pub netns: Option<PathBuf>,
+    /// The CPUs the generator's worker threads run on (`None`: wherever the
+    /// scheduler puts them). On a small machine a generator and a server
+    /// on the same cores measure each other (docs/experiments.md, "CPUs").
+    pub cpus: Option<CpuList>,
 }
 
 impl Default for Load {
@@ -77,6 +82,7 @@ impl Default for Load {
             coalesce: Coalesce::Off,
             io: IoMode::Auto,
             netns: None,
+            cpus: None,
         }
     }
 }
@@ -98,6 +104,7 @@ pub enum LoadKey {
     Coalesce,
     Io,
     Netns,
+    Cpus,
 }
 
 impl LoadKey {
@@ -116,6 +123,7 @@ impl LoadKey {
             LoadKey::Coalesce => "coalesce",
             LoadKey::Io => "io",
             LoadKey::Netns => "netns",
+            LoadKey::Cpus => "cpus",
         }
     }
 }
@@ -276,6 +284,9 @@ impl Serialize for Load {
         m.serialize_entry("io", &self.io.to_string())?;
         if let Some(ns) = &self.netns {
             m.serialize_entry("netns", ns)?;
+        }
+        if let Some(cpus) = &self.cpus {
+            m.serialize_entry("cpus", cpus)?;
         }
         m.end()
     }

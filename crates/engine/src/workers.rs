@@ -16,6 +16,8 @@ use std::fmt;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::ScopedJoinHandle;
 
+use crate::cpu::CpuList;
+
 /// The name prefix of an engine's worker threads.
 pub fn thread_prefix(engine: &str) -> String {
     format!("tare-{engine}-")
@@ -43,9 +45,10 @@ impl std::error::Error for WorkerFailed {}
 pub fn run<T: Send>(
     engine: &str,
     threads: usize,
+    cpus: Option<&CpuList>,
     work: impl Fn(usize) -> T + Sync,
 ) -> Vec<Result<T, WorkerFailed>> {
-    let ((), results) = run_gated(engine, threads, |i, _ticket| work(i), |_gate| ());
+    let ((), results) = run_gated(engine, threads, cpus, |i, _ticket| work(i), |_gate| ());
     results
 }
 
@@ -57,6 +60,7 @@ pub fn run<T: Send>(
 pub fn run_gated<T: Send, R>(
     engine: &str,
     threads: usize,
+    cpus: Option<&CpuList>,
     work: impl Fn(usize, Ticket<'_>) -> T + Sync,
     main: impl FnOnce(&Gate<'_>) -> R,
 ) -> (R, Vec<Result<T, WorkerFailed>>) {
@@ -64,7 +68,8 @@ pub fn run_gated<T: Send, R>(
     let gate = StartGate::new(threads);
     let work = &work;
     std::thread::scope(|s| {
-        let handles: Vec<(String, std::io::Result<ScopedJoinHandle<'_, T>>)> = (0..threads)
+        type Handle<'s, T> = std::io::Result<ScopedJoinHandle<'s, Result<T, String>>>;
+        let handles: Vec<(String, Handle<'_, T>)> = (0..threads)
             .map(|i| {
                 let name = format!("{prefix}{i}");
                 // Made before the spawn: if the thread cannot start, the
@@ -76,7 +81,15 @@ pub fn run_gated<T: Send, R>(
                 };
                 let h = std::thread::Builder::new()
                     .name(name.clone())
-                    .spawn_scoped(s, move || work(i, ticket));
+                    .spawn_scoped(s, move || {
+                        // Pinned before any work; a worker that cannot be
+                        // pinned drops its ticket unused: arrived-and-failed.
+                        if let Some(c) = cpus {
+                            c.pin_current_thread()
+                                .map_err(|e| format!("could not run on CPUs {c}: {e}"))?;
+                        }
+                        Ok(work(i, ticket))
+                    });
                 (name, h)
             })
             .collect();
@@ -87,10 +100,14 @@ pub fn run_gated<T: Send, R>(
         let results = handles
             .into_iter()
             .map(|(thread, h)| match h {
-                Ok(h) => h.join().map_err(|payload| WorkerFailed {
-                    thread,
-                    message: format!("panicked: {}", panic_message(payload.as_ref())),
-                }),
+                Ok(h) => match h.join() {
+                    Ok(Ok(t)) => Ok(t),
+                    Ok(Err(message)) => Err(WorkerFailed { thread, message }),
+                    Err(payload) => Err(WorkerFailed {
+                        thread,
+                        message: format!("panicked: {}", panic_message(payload.as_ref())),
+                    }),
+                },
                 Err(e) => Err(WorkerFailed {
                     thread,
                     message: format!("could not start: {e}"),
@@ -265,6 +282,7 @@ mod tests {
             run_gated(
                 "pg",
                 3,
+                None,
                 |i, ticket| {
                     let start = ticket.ready();
                     (i, start, std::thread::current().name().map(str::to_string))
@@ -295,6 +313,7 @@ mod tests {
                 run_gated(
                     "pg",
                     3,
+                    None,
                     move |i, ticket| {
                         if i == 1 {
                             if early_return {
@@ -329,7 +348,7 @@ mod tests {
     /// A main side that never opens the gate calls the run off.
     #[test]
     fn a_gate_left_closed_calls_the_run_off() {
-        let ((), results) = within_10s(|| run_gated("pg", 2, |_, t| t.ready(), |_| ()));
+        let ((), results) = within_10s(|| run_gated("pg", 2, None, |_, t| t.ready(), |_| ()));
         assert_eq!(results, vec![Ok(None), Ok(None)]);
     }
 
@@ -338,7 +357,7 @@ mod tests {
     #[test]
     fn a_panicking_worker_is_a_reported_failure_not_a_lost_run() {
         let results = within_10s(|| {
-            run("http", 2, |i| {
+            run("http", 2, None, |i| {
                 if i == 0 {
                     panic!("bad state {i}");
                 }
@@ -351,5 +370,32 @@ mod tests {
         );
         assert_eq!(results[1], Ok(1));
         assert_eq!(thread_prefix("http"), "tare-http-");
+    }
+
+    /// Workers run on the CPUs asked for; CPUs the process may not use are
+    /// a reported failure of each worker, which the gate counts as failed.
+    #[test]
+    fn workers_are_pinned_to_the_cpus_asked_for() {
+        let allowed = CpuList::allowed().unwrap();
+        let one: CpuList = allowed.cpus()[0].to_string().parse().unwrap();
+        let results = run("http", 2, Some(&one), |_| CpuList::allowed().unwrap());
+        for r in results {
+            assert_eq!(r.unwrap(), one);
+        }
+        let outside: CpuList = "1023".parse().unwrap();
+        let (ready, results) = within_10s(move || {
+            run_gated(
+                "pg",
+                2,
+                Some(&outside),
+                |_, t| t.ready(),
+                |gate| gate.all_ready(),
+            )
+        });
+        assert!(!ready);
+        for r in results {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("could not run on CPUs 1023"), "{e}");
+        }
     }
 }

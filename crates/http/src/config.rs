@@ -78,5 +78,6 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Coalesce => "--coalesce",
         LoadKey::Io => "--io",
         LoadKey::Netns => "--netns",
+        LoadKey::Cpus => "--cpus",
     }
 }

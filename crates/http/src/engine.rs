@@ -108,7 +108,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         .map_or(0.0, |d| d.as_secs_f64())
         + (load.warmup + load.ramp).as_secs_f64();
 
-    let outcomes = workers::run(Http::NAME, load.threads, |i| {
+    let outcomes = workers::run(Http::NAME, load.threads, load.cpus.as_ref(), |i| {
         let conns = share(load.connections as u64, load.threads, i) as usize;
         let quota = config.requests.map(|n| share(n, load.threads, i));
         Worker::new(&plan, i, conns, quota, &board.threads[i])?.run()

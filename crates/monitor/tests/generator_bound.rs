@@ -61,7 +61,7 @@ fn one_pinned_generator_thread_with_many_connections_is_generator_bound() {
     // false, and the verdict must say what the evidence does instead.
     if v.evidence.generator_utilization > 0.9 {
         assert_eq!(v.bound, Bound::Generator, "{v:?}");
-        assert!(run_warning(&[v.clone()])
+        assert!(run_warning(std::slice::from_ref(&v))
             .unwrap()
             .contains("generator-bound"));
     } else {

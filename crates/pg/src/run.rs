@@ -99,6 +99,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
     let (started, outputs) = workers::run_gated(
         Pg::NAME,
         threads,
+        cfg.load.cpus.as_ref(),
         |i, ticket| engine::run_worker(i, first(i)..first(i) + share(i), &shared, ticket),
         |gate| {
             if !gate.all_ready() {
@@ -231,6 +232,7 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Coalesce => "--coalesce",
         LoadKey::Io => "--io",
         LoadKey::Netns => "--netns",
+        LoadKey::Cpus => "--cpus",
     }
 }
 

@@ -14,6 +14,8 @@ pub struct Report {
     pub dir: Option<PathBuf>,
     /// `provenance.json` as recorded.
     pub provenance: Option<serde_json::Value>,
+    /// Where the server and the generator ran (`plan.json`'s `cpus`).
+    pub cpus: tare_analysis::plan::CpuSplit,
     /// Cells with at least one successful trial, in the plan's order.
     pub cells: Vec<CellStats>,
     /// Cells whose every trial failed.
@@ -109,6 +111,11 @@ impl Report {
             run_id: run.run_id.clone(),
             dir: run.dir.clone(),
             provenance: run.provenance.clone(),
+            cpus: run
+                .plan
+                .as_ref()
+                .map(|p| p.cpus.clone())
+                .unwrap_or_default(),
             vs_reference: vs_reference(&cells, chain_end.or(run.reference().map(String::from))),
             cells,
             failed_cells: run.failed_cells(),

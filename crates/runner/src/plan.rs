@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_engine::splitmix::SplitMix64;
 
-use crate::experiment::{Experiment, PlacementKind, TargetKind, TrialPolicy};
+use crate::experiment::{CpuPlan, Experiment, PlacementKind, TargetKind, TrialPolicy};
 
 /// Everything `--resume` needs besides the experiment file and the trials.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -40,6 +40,10 @@ pub struct Plan {
     /// first that runs here in the reference placement (a plain process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// Which CPUs the server and the generator were given (`[cpus]`
+    /// resolved on this machine); absent sides were not pinned.
+    #[serde(default)]
+    pub cpus: CpuPlan,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -115,6 +119,7 @@ impl Plan {
             load: exp.load.snapshot(),
             attribution: Attribution { chain, dropped },
             reference,
+            cpus: exp.cpus.here(),
         }
     }
 

@@ -16,7 +16,8 @@ use tare_record::LoadResult;
 use crate::engines::{self, Engine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
-use crate::experiment::{Cell, Experiment, FactorKind, LoadSettings};
+use crate::experiment::{Cell, CpuPlan, Experiment, FactorKind, LoadSettings};
+use tare_engine::cpu::CpuList;
 
 pub struct RealExecutor {
     /// Names every resource of this run (1-32 of `[A-Za-z0-9_-]`, tare-deploy's rule).
@@ -29,6 +30,8 @@ pub struct RealExecutor {
     /// Whether this machine can deploy a spec, asked once per placement
     /// mechanism and option set (Docker's answer is a round trip).
     available: HashMap<String, Result<(), String>>,
+    /// Which CPUs the server and the generator get (`[cpus]`, resolved here).
+    cpus: CpuPlan,
 }
 
 impl RealExecutor {
@@ -39,6 +42,7 @@ impl RealExecutor {
             configs_dir: run_dir.join("configs"),
             interrupt,
             available: HashMap::new(),
+            cpus: exp.cpus.here(),
         }
     }
 
@@ -65,6 +69,7 @@ impl RealExecutor {
         };
         let placement = cell.placement();
         let mut spec = DeploySpec::new(self.run_id.clone(), target, placement);
+        spec.server_cpus = self.cpus.server.as_ref().map(ToString::to_string);
         spec.transport = match cell.level(FactorKind::Transport) {
             Some("unix") => Transport::Unix,
             _ => Transport::Tcp,
@@ -137,6 +142,7 @@ impl Executor for RealExecutor {
         Ok(Box::new(RealCell {
             deployment,
             engine: self.exp.load.engine,
+            generator_cpus: self.cpus.generator.clone(),
             interrupt: self.interrupt.clone(),
             monitor: None,
         }))
@@ -162,6 +168,8 @@ impl Executor for RealExecutor {
 struct RealCell {
     deployment: Deployment,
     engine: &'static dyn Engine,
+    /// Where the generator's threads run (`[cpus] generator`).
+    generator_cpus: Option<CpuList>,
     interrupt: Arc<AtomicBool>,
     /// The last measured load's resource monitoring (docs/monitor.md).
     monitor: Option<serde_json::Value>,
@@ -181,7 +189,9 @@ impl RunningCell for RealCell {
             url: self.deployment.url(),
             netns: self.deployment.client_netns(),
         };
-        let result = engines::run(settings, measure, &offer, &self.interrupt);
+        let mut settings = settings.clone();
+        settings.shared.cpus = self.generator_cpus.clone();
+        let result = engines::run(&settings, measure, &offer, &self.interrupt);
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
             self.monitor = Some(m.stop().finish(r).to_json());
         }

@@ -291,3 +291,28 @@ fn open_loop_settings_are_validated() {
         Experiment::load(&path).unwrap_or_else(|e| panic!("{body}: {e}"));
     }
 }
+
+/// `[cpus] server` reaches the deployment: the server runs on exactly the
+/// CPUs asked for, as its own facts (from /proc) say.
+#[test]
+fn the_server_runs_on_the_cpus_the_experiment_gives_it() {
+    let allowed = tare_engine::cpu::CpuList::allowed().unwrap();
+    let last = allowed.cpus()[allowed.cpus().len() - 1];
+    let toml = format!(
+        "[target]\nkind = \"nginx\"\n[load]\nduration = \"1s\"\n[cpus]\nserver = \"{last}\"\ngenerator = \"none\"\n"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("cpus.toml");
+    std::fs::write(&path, toml).unwrap();
+    let exp = Experiment::load(&path).unwrap();
+    let mut exec = RealExecutor::new(
+        &exp,
+        &tmp.path().join("r-cpus"),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let cell = exec.deploy(&exp.cells[0]).unwrap();
+    let facts = cell.facts();
+    cell.stop().unwrap();
+    assert_eq!(facts["cpus_allowed"], last.to_string(), "{facts}");
+    assert_eq!(facts["cpus_visible"], 1, "{facts}");
+}

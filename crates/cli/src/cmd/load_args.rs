@@ -60,6 +60,11 @@ pub(crate) struct LoadArgs {
     /// from `ip netns`, or a path).
     #[arg(long, value_name = "NAME|PATH")]
     pub netns: Option<String>,
+    /// Run the generator's threads on these CPUs only (a taskset list:
+    /// 0, 0-1,3), away from the server's: on a small machine the two
+    /// otherwise measure each other.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<tare_engine::cpu::CpuList>,
     /// Search for the highest rate that meets --slo: a closed-loop probe,
     /// then open-loop probes of the run's duration each, bisecting
     /// (docs/open-loop.md).
@@ -117,6 +122,7 @@ impl LoadArgs {
         load.coalesce = self.coalesce;
         load.io = self.io;
         load.netns = super::emit::netns_path(self.netns.as_deref());
+        load.cpus = self.cpus.clone();
         Ok(())
     }
 

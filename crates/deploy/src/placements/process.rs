@@ -191,7 +191,11 @@ pub(crate) fn spawn(
                 .map_err(|e| DeployError::io(format!("network namespace {}", p.display()), e))
         })
         .transpose()?;
-    let cpu_set = cpus.map(parse_cpu_list).transpose()?;
+    let cpu_set = cpus
+        .map(|c| c.parse::<tare_engine::cpu::CpuList>())
+        .transpose()
+        .map_err(DeployError::Invalid)?
+        .map(|l| l.to_cpu_set());
     let run_as = server.run_as;
 
     let mut cmd = Command::new(&server.binary);
@@ -240,55 +244,4 @@ pub(crate) fn spawn(
             .and_then(|mut f| writeln!(f, "{id}"));
     }
     Ok(child)
-}
-
-/// "0-1,3" → a cpu_set_t.
-pub(crate) fn parse_cpu_list(list: &str) -> Result<libc::cpu_set_t, DeployError> {
-    let bad = || {
-        DeployError::Invalid(format!(
-            "bad CPU list {list:?}: expected e.g. \"1\" or \"0-1,3\""
-        ))
-    };
-    // SAFETY: cpu_set_t is plain data; zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let mut any = false;
-    for part in list.split(',').map(str::trim) {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (
-                a.trim().parse::<usize>().map_err(|_| bad())?,
-                b.trim().parse::<usize>().map_err(|_| bad())?,
-            ),
-            None => {
-                let a = part.parse::<usize>().map_err(|_| bad())?;
-                (a, a)
-            }
-        };
-        if b < a || b >= libc::CPU_SETSIZE as usize {
-            return Err(bad());
-        }
-        for c in a..=b {
-            // SAFETY: c < CPU_SETSIZE, checked above.
-            unsafe { libc::CPU_SET(c, &mut set) };
-            any = true;
-        }
-    }
-    if !any {
-        return Err(bad());
-    }
-    Ok(set)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists_parse_or_fail_clearly() {
-        assert!(parse_cpu_list("0").is_ok());
-        assert!(parse_cpu_list("0-1,3").is_ok());
-        for bad in ["", "x", "3-1", "99999"] {
-            let e = parse_cpu_list(bad).unwrap_err().to_string();
-            assert!(e.contains("bad CPU list"), "{e}");
-        }
-    }
 }

@@ -59,6 +59,17 @@ fn header(r: &Report) -> String {
     if let Some(line) = r.provenance.as_ref().and_then(provenance_line) {
         out.push_str(&format!("  {line}\n"));
     }
+    if r.cpus.server.is_some() || r.cpus.generator.is_some() {
+        let side = |v: &Option<String>| {
+            v.as_deref()
+                .map_or("any CPU".into(), |l| format!("CPU {l}"))
+        };
+        out.push_str(&format!(
+            "  server on {}, generator on {} ([cpus])\n",
+            side(&r.cpus.server),
+            side(&r.cpus.generator)
+        ));
+    }
     let trials: usize = r.cells.iter().map(|c| c.trials).sum();
     let ok: usize = r.cells.iter().map(CellStats::ok).sum();
     out.push_str(&format!(

@@ -3,6 +3,7 @@
 //! errors that name the file, line and key ([`validate`]), expanded into
 //! [`Cell`]s. `docs/experiments.md` documents every key.
 
+mod cpus;
 pub(crate) mod error;
 pub(crate) mod factor;
 mod raw;
@@ -18,6 +19,7 @@ use tare_engine::Load;
 
 use crate::engines::{Engine, Table};
 
+pub use cpus::{CpuChoice, CpuPlan, CpuPolicy};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
 pub(crate) use tare_deploy::{PlacementKind, TargetKind};
@@ -44,6 +46,8 @@ pub struct Experiment {
     /// Attribution chains as cell ids, baseline first: the chain, then its
     /// fallback (used when a cell of the chain cannot run on this machine).
     pub attribution: Vec<Vec<String>>,
+    /// Which CPUs the server and the generator run on (`[cpus]`).
+    pub cpus: CpuPolicy,
 }
 
 /// Where a config variant's `file = ...` is looked for.

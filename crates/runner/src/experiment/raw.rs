@@ -27,6 +27,16 @@ pub(super) struct RawExperiment {
     pub trials: Option<Spanned<RawTrials>>,
     #[serde(default)]
     pub attribution: Option<RawAttribution>,
+    #[serde(default)]
+    pub cpus: Option<Spanned<RawCpus>>,
+}
+
+/// `[cpus]`: `auto`, `none` or a CPU list for each side.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCpus {
+    pub server: Option<Spanned<String>>,
+    pub generator: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

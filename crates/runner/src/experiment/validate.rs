@@ -31,6 +31,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     let load = load(&loc, &raw.load, target.kind.engine(), target.kind.name())?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
+    let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;
 
     Ok(Experiment {
         name: raw.name.clone().unwrap_or_else(|| {
@@ -47,6 +48,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
         load,
         trials,
         attribution,
+        cpus,
     })
 }
 

@@ -109,7 +109,8 @@ fn the_plan_records_seed_order_and_chain() {
     let tmp = tempfile::tempdir().unwrap();
     let mut exec = MockExecutor::new();
     let text = format!(
-        "{THREE_CELLS}\n[attribution]\nchain = [\"placement=docker-host\", \"placement=native\"]\n"
+        "{THREE_CELLS}\n[attribution]\nchain = [\"placement=docker-host\", \"placement=native\"]\n\
+         [cpus]\nserver = \"1\"\ngenerator = \"0\"\n"
     );
     let s = begin(tmp.path(), experiment(&text), &mut exec);
     let plan: serde_json::Value = s.dir.read_json(PLAN).unwrap();
