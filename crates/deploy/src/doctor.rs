@@ -36,6 +36,7 @@ pub fn doctor() -> DoctorReport {
     for m in placements::mechanisms() {
         availability.push((m.name(), m.available()));
         facts.extend(m.facts());
+        warnings.extend(m.warnings());
     }
     let placements = PlacementKind::all()
         .map(|p| {
@@ -106,10 +107,60 @@ pub fn doctor() -> DoctorReport {
             ));
         }
     }
+    if let Some(steal) = steal_fraction(std::time::Duration::from_millis(500)) {
+        facts.push((
+            "steal time".into(),
+            format!("{:.1}% of CPU time (0.5 s sample)", steal * 100.0),
+        ));
+        // A hypervisor giving this guest's CPUs to others: the same trial
+        // runs slower or faster with the neighbours' load, whatever tare does.
+        if steal > 0.02 {
+            warnings.push(format!(
+                "steal time {:.1}%: the hypervisor runs other guests on these CPUs, so results move with their load; raise [trials] count and max (interleaved rounds share the drift)",
+                steal * 100.0
+            ));
+        }
+    }
+    facts.push(("cgroup".into(), cgroup_version().into()));
     DoctorReport {
         placements,
         facts,
         warnings,
+    }
+}
+
+/// The share of CPU time stolen by the hypervisor over `sample`, from the
+/// `cpu` line of /proc/stat (its 8th value is steal).
+fn steal_fraction(sample: std::time::Duration) -> Option<f64> {
+    fn read() -> Option<Vec<u64>> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        line.split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().ok())
+            .collect()
+    }
+    let a = read()?;
+    std::thread::sleep(sample);
+    let b = read()?;
+    let d: Vec<u64> = b
+        .iter()
+        .zip(&a)
+        .map(|(b, a)| b.saturating_sub(*a))
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is in user).
+    let total: u64 = d.iter().take(8).sum();
+    let steal = *d.get(7)?;
+    (total > 0).then(|| steal as f64 / total as f64)
+}
+
+/// `v2` (unified hierarchy) or `v1`: which files say a server's limits
+/// (`cgroup.rs` reads both).
+fn cgroup_version() -> &'static str {
+    if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        "v2 (unified)"
+    } else {
+        "v1"
     }
 }
 

@@ -64,6 +64,12 @@ pub fn engine_version() -> Result<String, DeployError> {
     })
 }
 
+/// The engine's storage driver (`overlay2`, `fuse-overlayfs`, `vfs`...):
+/// what a container's own filesystem (the `image` storage) runs on.
+pub(crate) fn storage_driver() -> Result<String, DeployError> {
+    with(|d| async move { Ok(d.info().await?.driver.unwrap_or_default()) })
+}
+
 pub(crate) fn remove_container(id: &str) -> Result<(), DeployError> {
     let id = id.to_string();
     with(|d| async move { remove_container_async(&d, &id).await })

@@ -34,7 +34,25 @@ impl Mechanism for Docker {
 
     fn facts(&self) -> Vec<(String, String)> {
         let v = docker::engine_version().unwrap_or_else(|e| e.to_string());
-        vec![("docker".into(), v)]
+        let mut facts = vec![("docker".into(), v)];
+        if let Ok(driver) = docker::storage_driver() {
+            facts.push(("docker storage driver".into(), driver));
+        }
+        facts
+    }
+
+    /// A storage driver that is not the kernel's overlayfs puts a user-space
+    /// or copying filesystem under every file a container serves from its
+    /// image: on this project's machine nginx in `--network host` served
+    /// from the image at 0.32x native through fuse-overlayfs, and at native
+    /// speed from a volume (docs/studies.md, "fuse-overlayfs (2026-11-25)").
+    fn warnings(&self) -> Vec<String> {
+        match docker::storage_driver().as_deref() {
+            Ok(d @ ("fuse-overlayfs" | "vfs" | "devicemapper" | "btrfs" | "zfs")) => vec![format!(
+                "Docker's storage driver is {d}, not the kernel's overlay2: a container serving files from its image pays for it (measured here: 0.32x native with fuse-overlayfs); vary the storage factor (storage = [\"image\", \"volume\"]) to measure it, or use volume or host-path to take it out (docs/experiments.md)"
+            )],
+            _ => Vec::new(),
+        }
     }
 
     fn cleanup(&self, report: &mut CleanupReport) {

@@ -83,6 +83,12 @@ pub(crate) trait Mechanism: Sync {
         Vec::new()
     }
 
+    /// What on this machine would move results of its placements, each
+    /// with the experiment key that controls it (`tare doctor`).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Removes what killed runs left behind with this mechanism, by tare's
     /// labels and name prefixes alone, and nothing whose owner still runs.
     fn cleanup(&self, report: &mut CleanupReport);
