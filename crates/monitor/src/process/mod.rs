@@ -26,6 +26,7 @@ use std::path::PathBuf;
 
 use crate::procfile::ProcFile;
 
+pub(crate) mod census;
 mod find;
 mod stat;
 

@@ -61,6 +61,12 @@ pub struct MonitorRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     pub sampler: SamplerCost,
+    /// CPU seconds of every process no group follows, by name (kernel
+    /// threads by family, `kworker/*`), over the whole record: what "the
+    /// rest of the machine" was made of. A name that is a real share of a
+    /// request's CPU gets its own part in [`CpuPerRequest`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub others_cpu_s: BTreeMap<String, f64>,
     /// Sources that could not be read (no conntrack module, a cgroup file
     /// missing…): the corresponding values are absent or zero.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -288,6 +294,32 @@ mod tests {
             "{parts} vs {}",
             p.machine_us
         );
+    }
+
+    /// Issue 15, item 5: a process outside every group that takes a real
+    /// share of a request's CPU (fuse-overlayfs serving a container's files)
+    /// is its own part, not "the rest of the machine".
+    #[test]
+    fn a_costly_process_is_split_out_of_the_rest() {
+        let mut s = series();
+        s.rest = vec![0.5; 4];
+        let mut r = MonitorRecord {
+            summary: summarize(&s, None),
+            series: s,
+            ..Default::default()
+        };
+        r.others_cpu_s.insert("fuse-overlayfs".into(), 0.6);
+        r.others_cpu_s.insert("cron".into(), 0.01);
+        let p = r.per_request(100_000);
+        // rest 2 s × 0.5 = 1 s = 10 µs; fuse-overlayfs 0.6 s = 6 µs, over
+        // 10% of the machine's 40 µs; cron's 0.1 µs stays in the rest.
+        assert!((p.watched_us["fuse-overlayfs"] - 6.0).abs() < 1e-6, "{p:?}");
+        assert!(!p.watched_us.contains_key("cron"));
+        assert!((p.rest_us - 4.0).abs() < 1e-6, "{p:?}");
+        // Narrowed to half the record, it takes half.
+        let half = r.clone().clip(r.started_unix_s + 0.5, 1.0);
+        let p = half.per_request(50_000);
+        assert!((p.watched_us["fuse-overlayfs"] - 6.0).abs() < 1e-6, "{p:?}");
     }
 
     #[test]

@@ -108,6 +108,10 @@ impl std::fmt::Display for CostShift {
     }
 }
 
+/// A process outside every group whose CPU per request is at least this
+/// share of the machine's gets its own part instead of hiding in "the rest".
+const SPLIT_OUT: f64 = 0.10;
+
 impl MonitorRecord {
     /// CPU per request over the summary's window, for `requests` completed
     /// requests (the load result's count for the same window).
@@ -121,6 +125,26 @@ impl MonitorRecord {
             .filter(|(k, _)| is_proxy(k))
             .map(|(_, v)| v)
             .sum();
+        let mut watched_us: BTreeMap<String, f64> =
+            c.watched.iter().map(|(k, v)| (k.clone(), us(*v))).collect();
+        let mut rest_us = us(c.rest);
+        let machine_us = us(c.machine_busy);
+        // The census covers the whole record; the summary may be narrowed to
+        // the load's measured period: take the same share of it.
+        let recorded: f64 = self.series.dt_s.iter().sum();
+        let share = if recorded > 0.0 {
+            (self.summary.duration_s / recorded).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        for (name, cpu_s) in &self.others_cpu_s {
+            let cost = us(cpu_s * share);
+            if cost >= SPLIT_OUT * machine_us && !watched_us.contains_key(name) && cost > 0.0 {
+                let taken = cost.min(rest_us);
+                watched_us.insert(name.clone(), taken);
+                rest_us -= taken;
+            }
+        }
         CpuPerRequest {
             requests,
             server_us: us(c.server),
@@ -128,10 +152,10 @@ impl MonitorRecord {
             softirq_us: us(c.machine_softirq),
             proxy_us: us(proxy),
             network_us: us(c.machine_softirq + proxy),
-            watched_us: c.watched.iter().map(|(k, v)| (k.clone(), us(*v))).collect(),
+            watched_us,
             sampler_us: us(c.sampler),
-            rest_us: us(c.rest),
-            machine_us: us(c.machine_busy),
+            rest_us,
+            machine_us,
         }
     }
 }

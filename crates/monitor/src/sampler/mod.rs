@@ -14,6 +14,7 @@ use crate::cgroup::CgroupFiles;
 use crate::conntrack::{ConntrackFiles, ConntrackReading};
 use crate::net::{NetFiles, NetReading};
 use crate::proc_stat::{MachineCpu, MachineFiles, MemInfo};
+use crate::process::census::Census;
 use crate::process::Group;
 use crate::record::{self, MonitorRecord, SamplerCost, Series};
 use crate::{MonitorError, MonitorSpec};
@@ -91,6 +92,7 @@ pub(crate) fn run(
     let first_at = Instant::now();
     let mut prev = src.read(CpuTime::thread(), thread_start);
     let cpus = prev.cpu.cpus;
+    let census = Census::take(&src.known_pids());
     let _ = ready.send(Ok(()));
 
     let mut series = Series::default();
@@ -142,6 +144,7 @@ pub(crate) fn run(
             next += spec.interval;
         }
     }
+    let others_cpu_s = Census::take(&src.known_pids()).since(&census, src.hz);
     let cpu_s = CpuTime::thread().total_s() - thread_start;
     let wall = first_at.elapsed().as_secs_f64();
     let summary = record::summarize(&series, None);
@@ -166,6 +169,7 @@ pub(crate) fn run(
             max_sample_us: sample_max.as_secs_f64() * 1e6,
             cpu_fraction: if wall > 0.0 { cpu_s / wall } else { 0.0 },
         },
+        others_cpu_s,
         notes: src.notes,
     }
 }

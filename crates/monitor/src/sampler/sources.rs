@@ -217,6 +217,22 @@ impl Sources {
         }
     }
 
+    /// Every process a group follows, and this one (the generator or the
+    /// test beside it): what is not "the rest of the machine".
+    pub(super) fn known_pids(&self) -> std::collections::HashSet<u32> {
+        let mut known = std::collections::HashSet::from([std::process::id()]);
+        match &self.server {
+            ServerSource::Procs(g) | ServerSource::Cgroup { procs: g, .. } => {
+                known.extend(g.pids())
+            }
+        }
+        known.extend(self.generator.pids());
+        for (_, g) in &self.watched {
+            known.extend(g.pids());
+        }
+        known
+    }
+
     /// The names of the watched groups in reading order: the patterns, then
     /// the companions.
     pub(super) fn watched_names(&self) -> Vec<String> {
