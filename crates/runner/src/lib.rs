@@ -32,7 +32,7 @@ mod schedule;
 pub mod session;
 
 pub use executor::{ExecError, Executor, Finding, RunningCell};
-pub use experiment::{Cell, Experiment, ExperimentError, LoadSettings};
+pub use experiment::{Cell, ConfigSource, Experiment, ExperimentError, LoadSettings};
 pub use plan::Plan;
 pub use rundir::RunDir;
 pub use schedule::{Outcome, Schedule, Summary};
