@@ -4,7 +4,8 @@
 //! The pipeline, one module per step:
 //! - [`lexer`]: text to tokens, exactly as crossplane 0.5.8 cuts them.
 //! - [`analyzer`]: is a directive allowed here, with these arguments (crossplane's table).
-//! - [`parser`]: files (with `include` globs) to a [`Payload`], the crossplane JSON.
+//! - [`parser`]: files (with `include` globs) to a [`Payload`], the crossplane JSON
+//!   ([`parse_text`]: the main file's text given instead of read).
 //! - [`combine`]: the `--combine` form, includes spliced in.
 //! - [`builder`]: a [`Payload`] back to configuration text.
 //! - [`glob`]: include patterns expanded as Python's `glob` does.
@@ -27,7 +28,7 @@ pub mod relocate;
 pub mod retarget;
 
 pub use builder::{build, build_file, build_files, BuildOptions};
-pub use parser::{parse, ParseOptions};
+pub use parser::{parse, parse_text, ParseOptions};
 pub use payload::{ConfigFile, FileError, Payload, PayloadError, Statement, Status};
 pub use relocate::relocate;
 pub use retarget::{is_proxy, retarget, RetargetError, Retargeted};

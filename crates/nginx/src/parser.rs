@@ -112,7 +112,12 @@ impl Stream {
             error: os_error(&e, path),
             line: None,
         })?;
-        let Tokens { tokens, error } = lexer::lex(&String::from_utf8_lossy(&bytes));
+        Ok(Stream::of_text(&String::from_utf8_lossy(&bytes), path))
+    }
+
+    /// The stream of `text`, read from `path` (named in its errors).
+    fn of_text(text: &str, path: &str) -> Stream {
+        let Tokens { tokens, error } = lexer::lex(text);
         let error = error.map(|e| {
             let file = if e.without_file { "None" } else { path };
             Fatal {
@@ -120,10 +125,10 @@ impl Stream {
                 line: e.line,
             }
         });
-        Ok(Stream {
+        Stream {
             tokens: tokens.into_iter(),
             error,
-        })
+        }
     }
 
     fn next(&mut self) -> Result<Token, Stop> {
@@ -159,6 +164,19 @@ struct Parser<'a> {
 
 /// Parses `path` and everything it includes.
 pub fn parse(path: &str, options: &ParseOptions) -> Payload {
+    parse_from(path, None, options)
+}
+
+/// Parses `text` as if it were the contents of the file `path`, which need
+/// not exist: the payload [`parse`] makes once it has read `path` (its
+/// includes are still read from disk, relative to `path`, unless
+/// `options.single`). For callers that hold the text already, and fuzzing.
+pub fn parse_text(path: &str, text: &str, options: &ParseOptions) -> Payload {
+    parse_from(path, Some(text), options)
+}
+
+/// [`parse`], with the main file's text given (`Some`) or read from `path`.
+fn parse_from(path: &str, main_text: Option<&str>, options: &ParseOptions) -> Payload {
     let (config_dir, _) = glob::split(path);
     let mut p = Parser {
         options,
@@ -173,7 +191,11 @@ pub fn parse(path: &str, options: &ParseOptions) -> Payload {
         let (file, ctx) = p.includes[i].clone();
         p.file = file.clone();
         p.file_errors = Vec::new();
-        let parsed = match Stream::open(&file) {
+        let stream = match main_text {
+            Some(text) if i == 0 => Ok(Stream::of_text(text, &file)),
+            _ => Stream::open(&file),
+        };
+        let parsed = match stream {
             Ok(mut stream) => p.block(&mut stream, &ctx, false, 0),
             Err(fatal) => Err(fatal),
         };
@@ -482,6 +504,26 @@ mod tests {
         assert!(p.errors[1]
             .error
             .starts_with("unexpected end of file, expecting \"}\" in "));
+    }
+
+    #[test]
+    fn text_parses_as_the_file_holding_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "events {}\nhttp {\n  include conf.d/*.conf;\n  server { listen 80 }\n}\n";
+        let main = write(dir.path(), "nginx.conf", text);
+        write(dir.path(), "conf.d/a.conf", "gzip on;\n");
+        let options = ParseOptions::default();
+        assert_eq!(
+            crate::to_json(&parse_text(&main, text, &options), None),
+            crate::to_json(&parse(&main, &options), None)
+        );
+        // The file need not exist; errors name it.
+        let p = parse_text("/nowhere/nginx.conf", "http {\n", &options);
+        assert!(
+            p.errors[0].error.ends_with(" in /nowhere/nginx.conf:1"),
+            "{:?}",
+            p.errors
+        );
     }
 
     #[test]

@@ -178,7 +178,13 @@ fn os_user() -> Option<String> {
 /// One line of a password file is `host:port:database:user:password`, `*`
 /// matching anything, `\` escaping `:` and `\`; the first match wins. A
 /// socket directory matches `localhost` as well, as libpq does.
-fn passfile_lookup(text: &str, host: &str, port: u16, db: &str, user: &str) -> Option<String> {
+pub(crate) fn passfile_lookup(
+    text: &str,
+    host: &str,
+    port: u16,
+    db: &str,
+    user: &str,
+) -> Option<String> {
     let port = port.to_string();
     for line in text.lines() {
         if line.starts_with('#') || line.trim().is_empty() {

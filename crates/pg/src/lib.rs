@@ -15,11 +15,15 @@
 //!   `tare_engine::find_max::find_max::<Pg>`.
 //! - [`report`]: pgbench's PostgreSQL 15 text layout, plus percentiles.
 //! - [`session`]: a small blocking client; [`init`]: `--init`, pgbench's tables.
+//! - `fuzzing` (hidden): byte-taking entry points for the fuzz targets in
+//!   `crates/pg/fuzz` (docs/fuzzing.md).
 
 mod config;
 mod conninfo;
 mod engine;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod init;
 mod program;
 mod protocol;

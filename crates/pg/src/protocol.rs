@@ -209,6 +209,13 @@ pub(crate) fn sqlstate(body: &[u8]) -> [u8; 5] {
     *b"?????"
 }
 
+/// The transaction status of a `ReadyForQuery` body (`I` idle, `T` in a
+/// transaction block, `E` in a failed one); `I` when the server left it out.
+#[inline]
+pub(crate) fn ready_status(body: &[u8]) -> u8 {
+    body.first().copied().unwrap_or(b'I')
+}
+
 impl fmt::Display for ServerError {
     /// libpq's layout: `FATAL:  message` (two spaces), then `DETAIL:  ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -305,6 +312,20 @@ mod tests {
         assert_eq!(e.class(), "23");
         assert_eq!(&sqlstate(body), b"23505");
         assert_eq!(e.to_string(), "ERROR:  duplicate key DETAIL:  key (id)=(1)");
+    }
+
+    /// Regression (found reading the engine's reply handling for fuzzing):
+    /// the engine took the status at the body's offset in its read buffer,
+    /// so a `ReadyForQuery` without a body yielded the next message's tag
+    /// (`E` here: a needless ROLLBACK after a failed statement).
+    #[test]
+    fn an_empty_ready_for_query_is_idle_not_the_next_messages_tag() {
+        let buf = [b'Z', 0, 0, 0, 4, b'E', 0, 0, 0, 4];
+        let mut f = Frames::new(&buf);
+        let (t, body) = f.next_frame().unwrap().unwrap();
+        assert_eq!((t, body), (b'Z', &b""[..]));
+        assert_eq!(ready_status(body), b'I');
+        assert_eq!(ready_status(b"T"), b'T');
     }
 
     #[test]

@@ -116,17 +116,12 @@ impl Session {
         let mut out = Vec::new();
         protocol::query(&mut out, |b| b.extend_from_slice(sql.as_bytes()));
         self.send(&out)?;
-        let mut rows = Vec::new();
-        let mut error = None;
+        let mut reply = Reply::default();
         loop {
             let (t, body) = self.next_message()?;
-            match t {
-                tag::DATA_ROW => rows.push(data_row(&body)?),
-                b'T' => rows.clear(),
-                tag::ERROR => {
-                    error.get_or_insert(ServerError::parse(&body));
-                }
-                tag::COPY_IN => {
+            match reply.on_message(t, &body)? {
+                Next::More => {}
+                Next::CopyIn => {
                     // Not used by tare; refuse politely so the server returns to idle.
                     let mut fail = Vec::new();
                     fail.push(b'f');
@@ -134,16 +129,15 @@ impl Session {
                     fail.push(0);
                     self.send(&fail)?;
                 }
-                tag::READY => break,
-                _ => {}
+                Next::Ready => break,
             }
         }
-        match error {
+        match reply.error {
             Some(error) => Err(PgError::Server {
                 context: sql.lines().next().unwrap_or("").to_string(),
                 error: Box::new(error),
             }),
-            None => Ok(rows),
+            None => Ok(reply.rows),
         }
     }
 
@@ -161,6 +155,41 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.stream.write_all(&protocol::TERMINATE);
+    }
+}
+
+/// The reply to a simple-protocol query, read one message at a time.
+#[derive(Default)]
+pub(crate) struct Reply {
+    /// The rows of the last result so far.
+    pub rows: Rows,
+    /// The first error the server reported.
+    pub error: Option<ServerError>,
+}
+
+/// What the session does after a reply message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    More,
+    /// `CopyInResponse`: the server waits for data tare refuses to send.
+    CopyIn,
+    /// `ReadyForQuery`: the reply is complete.
+    Ready,
+}
+
+impl Reply {
+    pub(crate) fn on_message(&mut self, t: u8, body: &[u8]) -> Result<Next, PgError> {
+        match t {
+            tag::DATA_ROW => self.rows.push(data_row(body)?),
+            b'T' => self.rows.clear(),
+            tag::ERROR => {
+                self.error.get_or_insert_with(|| ServerError::parse(body));
+            }
+            tag::COPY_IN => return Ok(Next::CopyIn),
+            tag::READY => return Ok(Next::Ready),
+            _ => {}
+        }
+        Ok(Next::More)
     }
 }
 

@@ -33,7 +33,7 @@ pub mod session;
 
 pub use executor::{ExecError, Executor, Finding, RunningCell};
 pub use experiment::{
-    Cell, CpuChoice, CpuPlan, CpuPolicy, Experiment, ExperimentError, LoadSettings,
+    Cell, ConfigSource, CpuChoice, CpuPlan, CpuPolicy, Experiment, ExperimentError, LoadSettings,
 };
 pub use plan::Plan;
 pub use rundir::RunDir;

@@ -9,8 +9,12 @@
 //! - `config`: [`ServeConfig`], what to listen on and how to answer.
 //! - `response`: the prebuilt response bytes.
 //! - `worker`: one epoll loop per thread, all sharing the listening socket.
+//! - `fuzzing` (hidden): the request parser as the fuzz target in
+//!   `crates/serve/fuzz` drives it (docs/fuzzing.md).
 
 mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 mod response;
 mod worker;
 

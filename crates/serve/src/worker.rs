@@ -58,6 +58,9 @@ pub(crate) struct Worker {
     due: VecDeque<Due>,
     next_generation: u64,
     readbuf: Vec<u8>,
+    /// The requests of one read, as (close after it, HEAD); kept to reuse
+    /// its allocation.
+    answers: Vec<(bool, bool)>,
 }
 
 impl Worker {
@@ -82,6 +85,7 @@ impl Worker {
             due: VecDeque::new(),
             next_generation: 0,
             readbuf: vec![0; 64 * 1024],
+            answers: Vec::with_capacity(32),
         })
     }
 
@@ -198,8 +202,8 @@ impl Worker {
             conn.inbuf.extend_from_slice(&self.readbuf[..n]);
             &conn.inbuf
         };
-        let mut answers: [(bool, bool); 32] = [(false, false); 32];
-        let (consumed, count, bad) = parse_requests(data, &mut answers);
+        self.answers.clear();
+        let (consumed, bad) = parse_requests(data, &mut self.answers);
         if bad {
             let resp =
                 b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -224,7 +228,7 @@ impl Worker {
             conn.closing = true;
             return self.flush(slot);
         }
-        if count == 0 {
+        if self.answers.is_empty() {
             return;
         }
         if delayed_mode {
@@ -234,7 +238,7 @@ impl Worker {
                 at = end;
             }
             let generation = conn.generation;
-            for &(close, head) in &answers[..count] {
+            for &(close, head) in &self.answers {
                 conn.delayed += 1;
                 self.due.push_back(Due {
                     at,
@@ -249,7 +253,7 @@ impl Worker {
             }
             return;
         }
-        for &(close, head) in &answers[..count] {
+        for &(close, head) in &self.answers {
             conn.out.extend_from_slice(self.responses.get(close, head));
             if close {
                 conn.closing = true;
@@ -329,13 +333,12 @@ impl Worker {
     }
 }
 
-/// Parses as many complete requests as `data` holds, up to `answers.len()`.
-/// Returns (bytes consumed, requests found, malformed). Each answer is
-/// (close after it, HEAD request).
-fn parse_requests(data: &[u8], answers: &mut [(bool, bool)]) -> (usize, usize, bool) {
+/// Parses every complete request `data` holds (up to the first that
+/// closes the connection), appending to `answers` (close after it, HEAD
+/// request) for each. Returns (bytes consumed, malformed).
+pub(crate) fn parse_requests(data: &[u8], answers: &mut Vec<(bool, bool)>) -> (usize, bool) {
     let mut consumed = 0;
-    let mut count = 0;
-    while count < answers.len() && consumed < data.len() {
+    while consumed < data.len() {
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut req = httparse::Request::new(&mut headers);
         match req.parse(&data[consumed..]) {
@@ -356,30 +359,29 @@ fn parse_requests(data: &[u8], answers: &mut [(bool, bool)]) -> (usize, usize, b
                             .and_then(|s| s.trim().parse().ok())
                         {
                             Some(n) => body = n,
-                            None => return (consumed, count, true),
+                            None => return (consumed, true),
                         }
                     } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                         // Chunked request bodies are not needed by any load
                         // tare generates; refuse rather than misframe.
-                        return (consumed, count, true);
+                        return (consumed, true);
                     }
                 }
                 if data.len() - consumed - len < body {
                     break; // body not all here yet
                 }
                 let head = req.method == Some("HEAD");
-                answers[count] = (close, head);
-                count += 1;
+                answers.push((close, head));
                 consumed += len + body;
                 if close {
                     break;
                 }
             }
             Ok(httparse::Status::Partial) => break,
-            Err(_) => return (consumed, count, true),
+            Err(_) => return (consumed, true),
         }
     }
-    (consumed, count, false)
+    (consumed, false)
 }
 
 fn set_nodelay(fd: RawFd) {
@@ -402,38 +404,71 @@ mod tests {
 
     #[test]
     fn parses_pipelined_and_partial_requests() {
-        let mut a = [(false, false); 32];
+        let mut a = Vec::new();
         let data = b"GET / HTTP/1.1\r\nHost: x\r\n\r\nHEAD / HTTP/1.1\r\n\r\nGET /par";
-        let (consumed, count, bad) = parse_requests(data, &mut a);
+        let (consumed, bad) = parse_requests(data, &mut a);
         assert!(!bad);
-        assert_eq!(count, 2);
-        assert_eq!(a[1], (false, true));
+        assert_eq!(a, [(false, false), (false, true)]);
         assert_eq!(&data[consumed..], b"GET /par");
     }
 
     #[test]
     fn connection_close_and_http10_close() {
-        let mut a = [(false, false); 32];
-        let (_, n, _) = parse_requests(b"GET / HTTP/1.0\r\n\r\n", &mut a);
-        assert_eq!((n, a[0].0), (1, true));
-        let (_, n, _) = parse_requests(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &mut a);
-        assert_eq!((n, a[0].0), (1, true));
-        let (_, n, _) = parse_requests(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", &mut a);
-        assert_eq!((n, a[0].0), (1, false));
+        let close = |data: &[u8]| {
+            let mut a = Vec::new();
+            parse_requests(data, &mut a);
+            a
+        };
+        assert_eq!(close(b"GET / HTTP/1.0\r\n\r\n"), [(true, false)]);
+        assert_eq!(
+            close(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n"),
+            [(true, false)]
+        );
+        assert_eq!(
+            close(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+            [(false, false)]
+        );
     }
 
     #[test]
     fn waits_for_the_whole_body() {
-        let mut a = [(false, false); 32];
-        let (c, n, _) = parse_requests(b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nab", &mut a);
-        assert_eq!((c, n), (0, 0));
-        let (c, n, _) = parse_requests(b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd", &mut a);
-        assert_eq!((c, n), (42, 1));
+        let mut a = Vec::new();
+        let r = parse_requests(b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nab", &mut a);
+        assert_eq!((r, a.len()), ((0, false), 0));
+        let r = parse_requests(b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd", &mut a);
+        assert_eq!((r, a.len()), ((42, false), 1));
     }
 
     #[test]
     fn garbage_is_malformed() {
-        let mut a = [(false, false); 32];
-        assert!(parse_requests(b"\x00\x01garbage\r\n\r\n", &mut a).2);
+        let mut a = Vec::new();
+        assert!(parse_requests(b"\x00\x01garbage\r\n\r\n", &mut a).1);
+    }
+
+    /// Regression (found writing the request fuzz target): one read parsed
+    /// at most 32 requests, and the rest of the read waited in the buffer
+    /// for the next read, so a client that pipelined 40 requests in one
+    /// write and waited for 40 responses got 32 and hung.
+    #[test]
+    fn more_than_32_pipelined_requests_in_one_read_are_all_answered() {
+        use std::io::{Read, Write};
+        let data = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(40);
+        let mut a = Vec::new();
+        assert_eq!(parse_requests(&data, &mut a), (data.len(), false));
+        assert_eq!(a.len(), 40);
+
+        let server = crate::Server::start(crate::ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..crate::ServeConfig::default()
+        })
+        .unwrap();
+        let mut s = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(&data).unwrap();
+        let one = crate::response::Responses::new(&crate::ServeConfig::default())
+            .get(false, false)
+            .len();
+        let mut got = vec![0; one * 40];
+        s.read_exact(&mut got).expect("40 responses");
     }
 }

@@ -282,7 +282,9 @@ impl Ctx<'_> {
                         c.error = Some(protocol::sqlstate(&c.rbuf[start..end]))
                     }
                     tag::READY => {
-                        let status = c.rbuf.get(start).copied().unwrap_or(b'I');
+                        // Only this message's body: an empty one must not
+                        // read the next message's first byte as the status.
+                        let status = protocol::ready_status(&c.rbuf[start..end]);
                         if c.phase == Phase::Waiting {
                             self.statement_done(c, token, status);
                         } else {

@@ -389,8 +389,7 @@ impl<'a> Ctx<'a> {
                                     }
                                 },
                             };
-                            let wake =
-                                self.clock.now_ns() + (n.max(0) as u64).saturating_mul(*unit_ns);
+                            let wake = sleep_until(self.clock.now_ns(), n, *unit_ns);
                             c.phase = Phase::Sleeping(wake);
                             self.timers.push(Reverse((wake, token)));
                             return;
@@ -505,6 +504,13 @@ pub(crate) enum AbortKind {
     Write,
     Script,
 }
+/// When a `\sleep` of `n` units of `unit_ns` begun at `now` ends (run
+/// clock). Saturating: a sleep past the end of time lasts the run instead
+/// of wrapping to a time already past.
+fn sleep_until(now: u64, n: i64, unit_ns: u64) -> u64 {
+    now.saturating_add((n.max(0) as u64).saturating_mul(unit_ns))
+}
+
 /// When a wait must end at the latest (run clock): the next timer or the
 /// deadline, and never over 100 ms on, so progress and stop checks stay
 /// timely.
@@ -517,4 +523,20 @@ pub(crate) fn wake_at(now: u64, timer: Option<u64>, deadline: Option<u64>) -> u6
         until = until.min(d);
     }
     until
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (found reading the script's run-time path for fuzzing):
+    /// `now + n * unit` was added unchecked, so `\sleep 9223372036854775807 s`
+    /// panicked in a debug build and in a release build wrapped the wake-up
+    /// to a time already past (no sleep at all).
+    #[test]
+    fn a_sleep_past_the_end_of_time_saturates_instead_of_wrapping() {
+        assert_eq!(sleep_until(5, 2, 1_000), 2_005);
+        assert_eq!(sleep_until(5, -3, 1_000), 5);
+        assert_eq!(sleep_until(1 << 40, i64::MAX, 1_000_000_000), u64::MAX);
+    }
 }

@@ -201,7 +201,8 @@ pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
         _ => (&t[..], 1),
     };
     let n: u64 = digits.parse().ok()?;
-    (n > 0).then_some(n * mult)
+    // More than 16 EiB does not fit: not a limit, an error.
+    n.checked_mul(mult).filter(|_| n > 0)
 }
 
 /// The canonical text of a netem delay: whole milliseconds as `Nms`,
@@ -231,6 +232,19 @@ mod tests {
         assert!(FactorKind::Placement.canonical("docker", &[]).is_err());
         assert!(FactorKind::Memory.canonical("12x", &[]).is_err());
         assert_eq!(parse_bytes("512m"), Some(512 << 20));
+    }
+
+    /// Regression: a memory level over 16 EiB (`"99999999999g"`)
+    /// overflowed `n * mult` (a panic in debug builds, a wrapped limit
+    /// passed to Docker in release); it is not a memory limit now.
+    #[test]
+    fn memory_limit_beyond_u64_is_refused_not_wrapped() {
+        assert_eq!(parse_bytes("17179869183g"), Some(17179869183 << 30));
+        assert_eq!(parse_bytes("17179869184g"), None);
+        assert_eq!(parse_bytes("18446744073709551615k"), None);
+        assert!(FactorKind::Memory
+            .canonical("99999999999999g", &[])
+            .is_err());
     }
 
     #[test]

@@ -106,6 +106,29 @@ fn mistakes_are_named_with_file_line_and_key() {
     insta::assert_snapshot!(out.join("\n"));
 }
 
+/// Regression: the number of cells of `[factors]` was a plain product,
+/// which overflows with enough levels: here 2^64, which wrapped to 0 cells
+/// in a release build, passed the 512-cell limit and set about building
+/// 2^64 cells (a panic in a debug build). It is the too-many-cells error now.
+#[test]
+fn a_product_of_levels_beyond_usize_is_too_many_cells_not_an_overflow() {
+    let levels = |f: &dyn Fn(usize) -> String| -> String {
+        (1..=1 << 15).map(f).collect::<Vec<_>>().join(", ")
+    };
+    let text = format!(
+        "{HEAD}[factors]\nplacement = [\"docker-host\", \"docker-bridge\"]\n\
+         access_log = [\"on\", \"off\"]\ntransport = [\"tcp\", \"unix\"]\n\
+         seccomp = [\"default\", \"unconfined\"]\nconnections = [{}]\ncpus = [{}]\n\
+         memory = [{}]\ndelay = [{}]\n",
+        levels(&|i| i.to_string()),
+        levels(&|i| i.to_string()),
+        levels(&|i| format!("\"{i}m\"")),
+        levels(&|i| format!("\"{i}us\"")),
+    );
+    let e = parse(&text).unwrap_err().to_string();
+    assert!(e.contains("more than 512 cells (too many to count)"), "{e}");
+}
+
 #[test]
 fn io_is_checked_and_kept() {
     assert_eq!(parse(HEAD).unwrap().load.shared.io, IoMode::Auto);

@@ -183,15 +183,20 @@ fn product(loc: &Locator, raw: &RawFactors, configs: &[String]) -> Result<(Facto
         }
         factors.push((kind, out));
     }
-    let total: usize = factors.iter().map(|(_, l)| l.len()).product();
-    if total > MAX_CELLS {
+    // Checked: enough levels overflow `usize` (and could wrap to a small count).
+    let total = factors
+        .iter()
+        .try_fold(1usize, |total, (_, l)| total.checked_mul(l.len()));
+    if !matches!(total, Some(t) if t <= MAX_CELLS) {
         let span = raw.keys().next().map(|k| k.span()).unwrap_or(0..0);
+        let count = match total {
+            Some(t) => format!("{t} cells is more than {MAX_CELLS}"),
+            None => format!("far more than {MAX_CELLS} cells (too many to count)"),
+        };
         return Err(loc.error(
             span,
             "factors",
-            format!(
-                "{total} cells is more than {MAX_CELLS}: list the cells you need with [[cells]]"
-            ),
+            format!("{count}: list the cells you need with [[cells]]"),
         ));
     }
     // The product in odometer order: the last factor varies fastest.

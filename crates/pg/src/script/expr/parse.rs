@@ -6,10 +6,22 @@ use super::lex::{tokenize, Tok};
 use super::{Expr, Func, Op, Value};
 use crate::script::vars::Vars;
 
+/// Most tokens in one expression. The tree is as deep as its tokens at
+/// worst (`1 + 1 + ...`), and evaluating and dropping it recurse that
+/// deep, on a worker thread's stack: a bound keeps that far from its end.
+/// pgbench's expressions are a few dozen tokens.
+const MAX_TOKENS: usize = 4096;
+
+/// Deepest nesting of parentheses, function calls and unary operators
+/// (each level is several frames of this recursive-descent parser).
+const MAX_NESTING: usize = 256;
+
 struct Parser<'a> {
     toks: Vec<Tok>,
     pos: usize,
     vars: &'a mut Vars,
+    /// Current nesting, up to [`MAX_NESTING`].
+    depth: usize,
 }
 
 /// Parses `src` (the text after `\set name`), interning variables in `vars`.
@@ -18,7 +30,18 @@ pub(crate) fn parse(src: &str, vars: &mut Vars) -> Result<Expr, String> {
     if toks.is_empty() {
         return Err("missing expression".into());
     }
-    let mut p = Parser { toks, pos: 0, vars };
+    if toks.len() > MAX_TOKENS {
+        return Err(format!(
+            "expression too long ({} tokens; at most {MAX_TOKENS})",
+            toks.len()
+        ));
+    }
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        vars,
+        depth: 0,
+    };
     let e = p.or()?;
     if p.pos < p.toks.len() {
         return Err(format!("unexpected {} after the expression", p.describe()));
@@ -56,6 +79,21 @@ impl Parser<'_> {
             false
         }
     }
+    /// Runs `f` one nesting level deeper, refusing past [`MAX_NESTING`].
+    fn nested(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Expr, String>,
+    ) -> Result<Expr, String> {
+        if self.depth >= MAX_NESTING {
+            return Err(format!(
+                "expression nested too deeply (at most {MAX_NESTING} levels)"
+            ));
+        }
+        self.depth += 1;
+        let e = f(self);
+        self.depth -= 1;
+        e
+    }
     fn bin(op: Op, l: Expr, r: Expr) -> Expr {
         Expr::Bin(op, Box::new(l), Box::new(r))
     }
@@ -75,7 +113,7 @@ impl Parser<'_> {
     }
     fn not(&mut self) -> Result<Expr, String> {
         if self.eat_word("not") {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+            return Ok(Expr::Not(Box::new(self.nested(Self::not)?)));
         }
         self.comparison()
     }
@@ -140,17 +178,17 @@ impl Parser<'_> {
         if self.eat_sym("-") {
             // Fold negative constants so `-9223372036854775808`-style edge
             // cases and plain `-5` stay constants.
-            return Ok(match self.unary()? {
+            return Ok(match self.nested(Self::unary)? {
                 Expr::Const(Value::Int(i)) => Expr::Const(Value::Int(i.wrapping_neg())),
                 Expr::Const(Value::Double(d)) => Expr::Const(Value::Double(-d)),
                 e => Expr::Neg(Box::new(e)),
             });
         }
         if self.eat_sym("+") {
-            return self.unary();
+            return self.nested(Self::unary);
         }
         if self.eat_sym("~") {
-            return Ok(Expr::BitNot(Box::new(self.unary()?)));
+            return Ok(Expr::BitNot(Box::new(self.nested(Self::unary)?)));
         }
         self.primary()
     }
@@ -162,7 +200,7 @@ impl Parser<'_> {
             Tok::Double(d) => Ok(Expr::Const(Value::Double(d))),
             Tok::Var(name) => Ok(Expr::Var(self.vars.intern(&name))),
             Tok::Sym("(") => {
-                let e = self.or()?;
+                let e = self.nested(Self::or)?;
                 if !self.eat_sym(")") {
                     return Err(format!("expected \")\", found {}", self.describe()));
                 }
@@ -180,7 +218,7 @@ impl Parser<'_> {
                 let mut args = Vec::new();
                 if !self.eat_sym(")") {
                     loop {
-                        args.push(self.or()?);
+                        args.push(self.nested(Self::or)?);
                         if self.eat_sym(")") {
                             break;
                         }
@@ -220,5 +258,45 @@ mod tests {
         assert!(parse("1 2", &mut v).is_err());
         assert!(parse("", &mut v).is_err());
         assert!(parse("1 $ 2", &mut v).is_err());
+    }
+
+    /// Regression: the recursive-descent parser had no depth limit, so a
+    /// `\set` of 2,000 `(` (20,000 `-`, `~` or `not`) overflowed a 2 MiB
+    /// stack and aborted tare; a `1 + 1 + ...` chain of 100,000 terms
+    /// parsed, then did the same when its tree was evaluated. Both are
+    /// syntax errors now, and what is accepted evaluates on a thread
+    /// with the default 2 MiB stack.
+    #[test]
+    fn deep_nesting_and_long_chains_are_errors_not_a_stack_overflow() {
+        let mut v = Vars::default();
+        let n = 2000;
+        let parens = format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        let e = parse(&parens, &mut v).unwrap_err();
+        assert!(e.contains("nested too deeply"), "{e}");
+        for prefix in ["-", "~", "+", "not ", "abs("] {
+            let e = parse(&format!("{}1", prefix.repeat(n)), &mut v).unwrap_err();
+            assert!(e.contains("nested too deeply"), "{prefix}: {e}");
+        }
+        let chain = vec!["1"; 100_000].join(" + ");
+        let e = parse(&chain, &mut v).unwrap_err();
+        assert!(e.contains("too long"), "{e}");
+
+        // The limits themselves, on a spawned thread's default stack.
+        std::thread::spawn(|| {
+            let mut v = Vars::default();
+            let deep = MAX_NESTING - 1;
+            let e = parse(
+                &format!("{}1{}", "(".repeat(deep), ")".repeat(deep)),
+                &mut v,
+            );
+            assert!(e.is_ok());
+            let long = vec!["1"; MAX_TOKENS / 2].join(" + ");
+            let e = parse(&long, &mut v).unwrap();
+            let mut rng = crate::script::random::Rng::new(1);
+            let total = e.eval(&[], &v, &mut rng).unwrap();
+            assert_eq!(total, Value::Int((MAX_TOKENS / 2) as i64));
+        })
+        .join()
+        .unwrap();
     }
 }

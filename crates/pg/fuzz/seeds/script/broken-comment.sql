@@ -1,0 +1,2 @@
+/* never closed
+select 1;

@@ -1,0 +1,3 @@
+\gset
+\if true
+\sleep 1 hours

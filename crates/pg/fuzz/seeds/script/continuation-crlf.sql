@@ -1,0 +1,3 @@
+\set x 1 + \
+ 2
+select :x;
