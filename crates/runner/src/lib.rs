@@ -9,8 +9,9 @@
 //!   `mock::MockExecutor` for tests, [`real::RealExecutor`] for real runs
 //!   and [`debug::DebugExecutor`] for `tare run --debug-mode` (real cells,
 //!   specs and fairness; a mock placement and engine).
-//! - `schedule`: runs the trials, records each durably, adds adaptive
-//!   rounds (`adaptive`), stops cleanly on an interrupt.
+//! - `schedule`: runs the trials, records each durably, adds rounds until
+//!   a precision is met (`precision`) or adaptive trials (`adaptive`),
+//!   stops cleanly on an interrupt.
 //! - `rundir`: the run directory and its files; [`provenance`]: what
 //!   produced the run; [`observer`]: progress for people.
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
@@ -25,6 +26,7 @@ pub mod interrupt;
 mod mock;
 pub mod observer;
 pub mod plan;
+mod precision;
 pub mod provenance;
 pub mod real;
 mod rundir;

@@ -23,6 +23,10 @@ pub(crate) struct MockExecutor {
     pub rps: BTreeMap<String, f64>,
     /// Per cell: the throughput of trial *n* is `rps * (1 + jitter[n % len])`.
     pub jitter: BTreeMap<String, Vec<f64>>,
+    /// The machine's drift, shared by every cell: trial *n* of any cell is
+    /// further multiplied by `1 + drift[n % len]` (in whole rounds, trial
+    /// *n* is round *n*, so the cells of a round share it).
+    pub drift: Vec<f64>,
     /// Cells this machine "cannot run".
     pub unavailable: BTreeMap<String, String>,
     /// The `binary` fact of a cell (default `mock`): a difference is a finding.
@@ -68,6 +72,7 @@ impl Executor for MockExecutor {
                 .unwrap_or_else(|| "mock".into()),
             rps: self.rps.get(&cell.id).copied().unwrap_or(1000.0),
             jitter: self.jitter.get(&cell.id).cloned().unwrap_or_default(),
+            drift: self.drift.clone(),
             log: self.log.clone(),
             measured: self.measured.clone(),
             total: self.total_measured.clone(),
@@ -97,6 +102,7 @@ struct MockCell {
     binary: String,
     rps: f64,
     jitter: Vec<f64>,
+    drift: Vec<f64>,
     log: Log,
     measured: Arc<Mutex<BTreeMap<String, usize>>>,
     total: Arc<Mutex<usize>>,
@@ -131,12 +137,15 @@ impl RunningCell for MockCell {
                 }
             }
         }
-        let j = if self.jitter.is_empty() {
-            0.0
-        } else {
-            self.jitter[(n.max(1) - 1) % self.jitter.len()]
+        let at = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v[(n.max(1) - 1) % v.len()]
+            }
         };
-        Ok(result(self.rps * (1.0 + j), settings))
+        let (j, d) = (at(&self.jitter), at(&self.drift));
+        Ok(result(self.rps * (1.0 + j) * (1.0 + d), settings))
     }
 
     fn stop(self: Box<Self>) -> Result<(), ExecError> {

@@ -20,6 +20,7 @@ use crate::executor::{Executor, Finding, RunningCell};
 use crate::experiment::{Cell, DeploymentPolicy, Experiment};
 use crate::observer::{Observer, Phase, Start};
 use crate::plan::{round_order, Plan};
+use crate::precision;
 use crate::rundir::{RunDir, RunDirError, FINDINGS};
 
 /// How a run ended.
@@ -110,8 +111,25 @@ impl Schedule<'_> {
         } else {
             policy.max
         };
+        let mut last_round: Option<Duration> = None;
         'rounds: for round in 1..=rounds {
+            let (round_start, ran_before) = (Instant::now(), summary.trials_run);
             let candidates: Vec<usize> = if round <= policy.count {
+                runnable.clone()
+            } else if let Some(target) = policy.precision {
+                let started = runnable
+                    .iter()
+                    .any(|&i| is_done(&records, &self.plan.cells[i].id, round));
+                // A round already on disk was decided by the process that
+                // ran it: a resumed run finishes it without deciding again.
+                if !started && !self.more_rounds(round, target, t0, last_round, &runnable) {
+                    break;
+                }
+                let new = runnable
+                    .iter()
+                    .filter(|&&i| !is_done(&records, &self.plan.cells[i].id, round))
+                    .count();
+                self.observer.grow(new as u64);
                 runnable.clone()
             } else {
                 let c: Vec<usize> = runnable
@@ -176,6 +194,9 @@ impl Schedule<'_> {
                 self.observer.phase(&cell.id, round, Phase::Cooldown);
                 self.pause(policy.cooldown);
             }
+            if summary.trials_run > ran_before {
+                last_round = Some(round_start.elapsed());
+            }
         }
         for (i, running) in kept.drain() {
             if let Err(e) = running.stop() {
@@ -187,6 +208,70 @@ impl Schedule<'_> {
         summary.trials_on_disk = records.len();
         summary.wall_time = t0.elapsed();
         Ok(summary)
+    }
+
+    /// Whether precision-driven round `round` should run: not when the
+    /// widest interval already meets `target`, and not when the round would
+    /// end after the budget (its length guessed from the last round, or
+    /// from the settings when this process has not run one). Says why
+    /// either way.
+    fn more_rounds(
+        &mut self,
+        round: u32,
+        target: f64,
+        t0: Instant,
+        last_round: Option<Duration>,
+        runnable: &[usize],
+    ) -> bool {
+        let done = round - 1;
+        let Some(widest) = precision::widest(&self.dir.path) else {
+            self.observer
+                .note(&format!("after {done} rounds no cell has a result: stopping"));
+            return false;
+        };
+        let pct = |f: f64| {
+            if f.is_finite() {
+                format!("±{:.1}%", f * 100.0)
+            } else {
+                "no interval yet".to_string()
+            }
+        };
+        if widest.half_width <= target {
+            self.observer.note(&format!(
+                "precision reached after {done} rounds: widest interval {} ({}), target ±{:.1}%",
+                pct(widest.half_width),
+                widest.label,
+                target * 100.0
+            ));
+            return false;
+        }
+        let budget = self.plan.trials.budget.unwrap_or(Duration::MAX);
+        let guess = last_round.unwrap_or_else(|| {
+            runnable
+                .iter()
+                .map(|&i| {
+                    let s = self.exp.cells[i].load_settings(&self.exp.load);
+                    s.shared.warmup + s.duration() + self.plan.trials.cooldown
+                })
+                .sum()
+        });
+        if t0.elapsed().saturating_add(guess) > budget {
+            self.observer.note(&format!(
+                "budget of {} spent after {done} rounds: widest interval {} ({}), target ±{:.1}%",
+                humantime::format_duration(Duration::from_secs(budget.as_secs())),
+                pct(widest.half_width),
+                widest.label,
+                target * 100.0
+            ));
+            return false;
+        }
+        self.observer.note(&format!(
+            "round {round}: widest interval {} ({}) above the ±{:.1}% target, one more round",
+            pct(widest.half_width),
+            widest.label,
+            target * 100.0
+        ));
+        true
     }
 
     /// The fairness check, before any load: each runnable cell is deployed

@@ -164,6 +164,17 @@ pub struct TrialPolicy {
     /// Relative standard deviation of throughput (stdev / mean) under which
     /// a cell is considered settled.
     pub max_rsd: f64,
+    /// Stop at a precision instead of a count: after `count` rounds, whole
+    /// rounds continue until the widest interval tare prints (each
+    /// attribution step's change, or each cell's throughput without a
+    /// chain) has a half-width at most this fraction, `budget` is spent, or
+    /// `max` rounds ran. Replaces the per-cell `max_rsd` rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    /// Wall time the run may take when `precision` is set; no round starts
+    /// that would end after it.
+    #[serde(default, with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Duration>,
     /// Seed of the within-round order; `None`: drawn at run start (and recorded).
     pub seed: Option<u64>,
     /// Idle time after each trial, so heat and queues from one cell do not
@@ -247,6 +258,25 @@ mod secs {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
         Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+mod opt_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(|secs| Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom))
+            .transpose()
     }
 }
 

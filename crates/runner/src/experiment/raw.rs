@@ -103,9 +103,19 @@ pub(super) struct RawTrials {
     pub count: Option<Spanned<i64>>,
     pub max: Option<Spanned<i64>>,
     pub max_rsd: Option<Spanned<f64>>,
+    pub precision: Option<Spanned<RawFraction>>,
+    pub budget: Option<Spanned<String>>,
     pub seed: Option<Spanned<i64>>,
     pub cooldown: Option<Spanned<String>>,
     pub deployment: Option<Spanned<String>>,
+}
+
+/// A fraction written as `"3%"` or as `0.03`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawFraction {
+    Number(f64),
+    Text(String),
 }
 
 #[derive(Debug, Deserialize)]

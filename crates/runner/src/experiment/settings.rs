@@ -12,7 +12,7 @@ use tare_engine::load::LoadKey;
 use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
-use super::raw::{RawLoad, RawTrials, LOAD_KEYS};
+use super::raw::{RawFraction, RawLoad, RawTrials, LOAD_KEYS};
 use super::{DeploymentPolicy, LoadSettings, TrialPolicy};
 use crate::engines::{self, Spans};
 
@@ -213,11 +213,62 @@ fn parsed<T: FromStr<Err = String>>(
         .transpose()
 }
 
+/// How long a run with `[trials] precision` and no `budget` may take.
+const DEFAULT_BUDGET: Duration = Duration::from_secs(600);
+
+/// `"3%"`, `"0.03"` or `0.03` as a fraction.
+fn fraction(raw: &RawFraction) -> Option<f64> {
+    let f = match raw {
+        RawFraction::Number(n) => *n,
+        RawFraction::Text(t) => match t.trim().strip_suffix('%') {
+            Some(pct) => pct.trim().parse::<f64>().ok()? / 100.0,
+            None => t.trim().parse().ok()?,
+        },
+    };
+    f.is_finite().then_some(f)
+}
+
 pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<TrialPolicy> {
     let empty = RawTrials::default();
     let t = raw.map(|r| r.get_ref()).unwrap_or(&empty);
     let count = positive(loc, &t.count, "trials.count", 3, 1000)?;
-    let max = positive(loc, &t.max, "trials.max", count, 1000)?;
+    let precision = t
+        .precision
+        .as_ref()
+        .map(|p| {
+            fraction(p.get_ref())
+                .filter(|f| *f > 0.0 && *f < 1.0)
+                .ok_or_else(|| {
+                    loc.error(
+                        p.span(),
+                        "trials.precision",
+                        "must be a percentage above 0 and below 100, e.g. \"3%\" (or 0.03)",
+                    )
+                })
+        })
+        .transpose()?;
+    if let (Some(_), Some(rsd)) = (&precision, &t.max_rsd) {
+        return Err(loc.error(
+            rsd.span(),
+            "trials.max_rsd",
+            "trials.precision replaces the per-cell max_rsd rule: set one of them",
+        ));
+    }
+    let budget = match (&t.budget, precision) {
+        (Some(b), None) => {
+            return Err(loc.error(
+                b.span(),
+                "trials.budget",
+                "is the time limit of trials.precision: set a precision too",
+            ))
+        }
+        (Some(_), Some(_)) => Some(duration(loc, &t.budget, "trials.budget", Duration::ZERO)?),
+        (None, Some(_)) => Some(DEFAULT_BUDGET),
+        (None, None) => None,
+    };
+    // With a precision, `max` is only a backstop: the budget ends the run.
+    let default_max = if precision.is_some() { 1000 } else { count };
+    let max = positive(loc, &t.max, "trials.max", default_max, 1000)?;
     if max < count {
         let span = t.max.as_ref().map(|m| m.span()).unwrap_or(0..0);
         return Err(loc.error(
@@ -254,6 +305,8 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
         count,
         max,
         max_rsd,
+        precision,
+        budget,
         seed,
         cooldown: duration(
             loc,

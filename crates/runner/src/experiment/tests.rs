@@ -280,3 +280,30 @@ fn shared_settings_are_typed_once() {
         .to_string();
     assert!(e.contains("load.rate") && e.contains("10M"), "{e}");
 }
+
+#[test]
+fn precision_and_budget_are_checked_and_kept() {
+    let t = |keys: &str| parse(&format!("{HEAD}[trials]\n{keys}\n"));
+    let p = t("precision = \"3%\"\nbudget = \"4m\"").unwrap().trials;
+    assert_eq!(p.precision, Some(0.03));
+    assert_eq!(p.budget, Some(Duration::from_secs(240)));
+    assert_eq!(p.max, 1000, "the budget, not max, ends a precise run");
+    let p = t("precision = 0.05").unwrap().trials;
+    assert_eq!(
+        (p.precision, p.budget),
+        (Some(0.05), Some(Duration::from_secs(600)))
+    );
+    assert_eq!(t("").unwrap().trials.precision, None);
+    for (keys, want) in [
+        ("precision = \"three\"", "trials.precision"),
+        ("precision = \"150%\"", "below 100"),
+        ("precision = 0", "above 0"),
+        ("precision = \"3%\"\nmax_rsd = 0.05", "replaces the per-cell max_rsd"),
+        ("budget = \"5m\"", "set a precision too"),
+        ("precision = \"3%\"\nbudget = \"soon\"", "trials.budget"),
+    ] {
+        let err = t(keys).unwrap_err().to_string();
+        assert!(err.contains("exp.toml:") && err.contains(want), "{keys}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

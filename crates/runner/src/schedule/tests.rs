@@ -301,3 +301,89 @@ fn differing_facts_are_findings_written_before_any_load() {
         4
     );
 }
+
+/// A chain over the three cells, stopping at `precision` (plus `extra`
+/// trial keys).
+fn precise(precision: &str, extra: &str) -> Experiment {
+    let text = THREE_CELLS.replace(
+        "count = 3",
+        &format!("count = 3\nprecision = \"{precision}\"\n{extra}"),
+    ) + "[attribution]\nchain = [\"placement=docker-host\", \"placement=lab-nat\", \"placement=native\"]\n";
+    experiment(&text)
+}
+
+/// Trials per cell in the run directory.
+fn per_cell(s: &Session) -> Vec<usize> {
+    let records = s.dir.read_trials(false).unwrap();
+    ["placement=native", "placement=lab-nat", "placement=docker-host"]
+        .iter()
+        .map(|c| records.iter().filter(|r| &r.cell == c).count())
+        .collect()
+}
+
+/// Two scattered trials in each cell, then steady results: the first
+/// rounds cannot resolve the steps at ±2%, later ones can. Rounds are
+/// whole (every cell the same count), more than the fixed three, and the
+/// run stops by itself, saying so.
+#[test]
+fn rounds_continue_until_every_step_reaches_the_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.rps.insert("placement=native".into(), 3000.0);
+    exec.rps.insert("placement=lab-nat".into(), 2000.0);
+    for (cell, j) in [("native", 0.08), ("lab-nat", -0.08), ("docker-host", 0.05)] {
+        let mut v = vec![j, -j];
+        v.extend([0.0; 40]);
+        exec.jitter.insert(format!("placement={cell}"), v);
+    }
+    let s = begin(tmp.path(), precise("2%", "max = 40"), &mut exec);
+    let mut notes = Notes::default();
+    let summary = s
+        .run(&mut exec, &mut notes, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.outcome, Outcome::Complete);
+    let n = per_cell(&s);
+    assert!(n.iter().all(|&k| k == n[0]), "rounds are whole: {n:?}");
+    assert!(n[0] > 3 && n[0] < 40, "{n:?} {:?}", notes.0);
+    let last = notes.0.last().unwrap();
+    assert!(last.starts_with("precision reached after"), "{:?}", notes.0);
+    assert!(
+        notes.0.iter().any(|l| l.contains("above the ±2.0% target")),
+        "{:?}",
+        notes.0
+    );
+}
+
+/// A precision the cells can never reach: `max` ends the run.
+#[test]
+fn an_unreachable_precision_stops_at_max_rounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.jitter
+        .insert("placement=lab-nat".into(), vec![0.0, 0.3, -0.3]);
+    let s = begin(tmp.path(), precise("1%", "max = 6"), &mut exec);
+    let summary = s
+        .run(&mut exec, &mut Notes::default(), &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.trials_run, 18);
+    assert_eq!(per_cell(&s), vec![6, 6, 6]);
+}
+
+/// No round starts that would end after the budget.
+#[test]
+fn the_budget_ends_a_run_that_has_not_reached_its_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.jitter
+        .insert("placement=lab-nat".into(), vec![0.0, 0.3, -0.3]);
+    let s = begin(tmp.path(), precise("1%", "budget = \"1ms\""), &mut exec);
+    let mut notes = Notes::default();
+    s.run(&mut exec, &mut notes, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(per_cell(&s), vec![3, 3, 3]);
+    assert!(
+        notes.0.iter().any(|l| l.starts_with("budget of")),
+        "{:?}",
+        notes.0
+    );
+}
