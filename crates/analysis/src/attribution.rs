@@ -175,17 +175,13 @@ fn one_factor_change(
     a: &CellStats,
     b: &CellStats,
 ) -> Result<FactorChange, AttributionError> {
-    let keys: BTreeSet<&String> = a.factors.keys().chain(b.factors.keys()).collect();
     let level = |c: &CellStats, k: &str| {
         c.factors
             .get(k)
             .cloned()
             .unwrap_or_else(|| "(unset)".into())
     };
-    let changed: Vec<&String> = keys
-        .into_iter()
-        .filter(|k| a.factors.get(*k) != b.factors.get(*k))
-        .collect();
+    let changed = crate::factors::changed_factors(&a.factors, &b.factors);
     match changed.as_slice() {
         [one] => Ok(FactorChange {
             factor: (*one).clone(),
@@ -196,7 +192,7 @@ fn one_factor_change(
             step,
             from: a.cell.clone(),
             to: b.cell.clone(),
-            changed: changed.into_iter().cloned().collect(),
+            changed,
         }),
     }
 }

@@ -32,6 +32,7 @@ pub mod attribution;
 mod cell;
 pub mod compare;
 mod error;
+mod factors;
 pub mod plan;
 mod run;
 pub mod stats;
@@ -42,5 +43,6 @@ pub use attribution::{attribution, attribution_of_cells, Attribution, FactorChan
 pub use cell::{CellStats, NOISY_SPREAD};
 pub use compare::{compare, CompareRow, Comparison};
 pub use error::{AnalysisError, AttributionError};
+pub use factors::changed_factors;
 pub use plan::{AttributionChain, Finding, PlanView};
 pub use run::{load_run, FailedCell, Run};

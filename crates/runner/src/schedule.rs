@@ -225,8 +225,9 @@ impl Schedule<'_> {
     ) -> bool {
         let done = round - 1;
         let Some(widest) = precision::widest(&self.dir.path) else {
-            self.observer
-                .note(&format!("after {done} rounds no cell has a result: stopping"));
+            self.observer.note(&format!(
+                "after {done} rounds no cell has a result: stopping"
+            ));
             return false;
         };
         let pct = |f: f64| {

@@ -273,7 +273,9 @@ mod opt_secs {
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         Option::<f64>::deserialize(d)?
             .map(|secs| Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom))
             .transpose()

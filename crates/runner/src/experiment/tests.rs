@@ -85,7 +85,8 @@ fn mistakes_are_named_with_file_line_and_key() {
         ("undefined config", format!("{HEAD}[factors]\nconfig = [\"default\", \"fast\"]\n")),
         ("repeated level", format!("{HEAD}[factors]\nconnections = [16, 16]\n")),
         ("factors and cells", format!("{HEAD}[factors]\nplacement = [\"native\"]\n[[cells]]\nplacement = \"native\"\n")),
-        ("container factor on native", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\nseccomp = [\"default\", \"unconfined\"]\n")),
+        ("container factor on native", format!("{HEAD}[factors]\nplacement = [\"native\", \"lab-nat\"]\nseccomp = [\"default\", \"unconfined\"]\n")),
+        ("container level on a native cell", format!("{HEAD}[[cells]]\nplacement = \"native\"\nstorage = \"volume\"\naccess_log = \"on\"\n")),
         ("delay outside the lab", format!("{HEAD}[factors]\nplacement = [\"native\"]\ndelay = [\"1ms\"]\n")),
         ("cell missing a factor", format!("{HEAD}[[cells]]\naccess_log = \"on\"\n[[cells]]\nplacement = \"native\"\n")),
         ("chain matches nothing", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[attribution]\nchain = [\"placement=native\", \"placement=lab-nat\"]\n")),
@@ -298,12 +299,52 @@ fn precision_and_budget_are_checked_and_kept() {
         ("precision = \"three\"", "trials.precision"),
         ("precision = \"150%\"", "below 100"),
         ("precision = 0", "above 0"),
-        ("precision = \"3%\"\nmax_rsd = 0.05", "replaces the per-cell max_rsd"),
+        (
+            "precision = \"3%\"\nmax_rsd = 0.05",
+            "replaces the per-cell max_rsd",
+        ),
         ("budget = \"5m\"", "set a precision too"),
         ("precision = \"3%\"\nbudget = \"soon\"", "trials.budget"),
     ] {
         let err = t(keys).unwrap_err().to_string();
-        assert!(err.contains("exp.toml:") && err.contains(want), "{keys}: {err}");
+        assert!(
+            err.contains("exp.toml:") && err.contains(want),
+            "{keys}: {err}"
+        );
         assert_eq!(err.lines().count(), 1, "{err}");
     }
+}
+
+/// Regression (issue 15): cells named factors that do not apply to them
+/// (`placement=native,storage=image`), and a product with a container
+/// factor was refused. Such a factor is left out of the cells it does not
+/// apply to, and the cells that leaves the same are one.
+#[test]
+fn factors_that_do_not_apply_are_left_out_of_cells() {
+    let e = parse(&format!(
+        "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\nstorage = [\"image\", \"volume\"]\naccess_log = [\"on\"]\n"
+    ))
+    .unwrap();
+    let ids: Vec<&str> = e.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "placement=native,access_log=on",
+            "placement=docker-host,storage=image,access_log=on",
+            "placement=docker-host,storage=volume,access_log=on",
+        ]
+    );
+    // Listed cells: the default fills only the factors that apply.
+    let e = parse(&format!(
+        "{HEAD}[[cells]]\nplacement = \"native\"\naccess_log = \"on\"\n[[cells]]\nplacement = \"docker-host\"\nseccomp = \"unconfined\"\naccess_log = \"on\"\n[attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\n"
+    ));
+    let e = e.unwrap();
+    let ids: Vec<&str> = e.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "placement=native,access_log=on",
+            "placement=docker-host,access_log=on,seccomp=unconfined",
+        ]
+    );
 }

@@ -213,7 +213,56 @@ fn product(loc: &Locator, raw: &RawFactors, configs: &[String]) -> Result<(Facto
             })
             .collect();
     }
-    Ok((factors, cells.into_iter().map(Cell::new).collect()))
+    // A factor that does not apply to a cell's placement (storage for
+    // native) is left out of the cell, and the cells that leaves the same
+    // are one cell: native is not `storage=image` and `storage=volume`.
+    let mut out: Vec<Cell> = Vec::new();
+    for levels in cells {
+        let cell = Cell::new(applicable(levels));
+        if !out.iter().any(|c| c.id == cell.id) {
+            out.push(cell);
+        }
+    }
+    // A level no cell keeps would be silently not measured.
+    for (kind, levels) in &factors {
+        let Some(option) = kind.needs() else { continue };
+        for level in levels {
+            let kept = out
+                .iter()
+                .any(|c| c.levels.iter().any(|(k, l)| k == kind.name() && l == level));
+            if !kept && kind.default_level() != Some(level.as_str()) {
+                let name = format!("factors.{}", kind.name());
+                let span = raw
+                    .keys()
+                    .find(|k| k.get_ref() == kind.name())
+                    .map_or(0..0, |k| k.span());
+                return Err(loc.error(
+                    span,
+                    &name,
+                    format!(
+                        "`{}` = `{level}` applies to no cell: it needs a placement that takes {} ({})",
+                        kind.name(),
+                        option.describe(),
+                        PlacementKind::accepting(option)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((factors, out))
+}
+
+/// `levels` without the factors its placement does not take.
+fn applicable(levels: Vec<(String, String)>) -> Vec<(String, String)> {
+    let placement = Cell::new(levels.clone()).placement();
+    levels
+        .into_iter()
+        .filter(|(name, _)| {
+            FactorKind::from_name(name)
+                .and_then(FactorKind::needs)
+                .is_none_or(|option| placement.accepts(option))
+        })
+        .collect()
 }
 
 type RawCells = Spanned<Vec<Spanned<RawCell>>>;
@@ -242,13 +291,28 @@ fn explicit(loc: &Locator, list: &RawCells, configs: &[String]) -> Result<(Facto
         }
         parsed.push((cell.span(), levels));
     }
-    // Every cell names every factor, so ids are comparable: a factor a cell
-    // leaves out takes its default level, and one without a default is an error.
+    // Every cell names every factor that applies to it, so ids are
+    // comparable: a factor a cell leaves out takes its default level, and
+    // one without a default is an error. A factor its placement does not
+    // take (storage for native) is left out, unless the cell sets it to
+    // something other than the default, which `check_cells_apply` refuses.
     let mut cells: Vec<Cell> = Vec::new();
     for (i, (span, levels)) in parsed.into_iter().enumerate() {
+        let placement = Cell::new(
+            levels
+                .iter()
+                .map(|(k, l)| (k.name().to_string(), l.clone()))
+                .collect(),
+        )
+        .placement();
         let mut full = Vec::new();
         for (kind, _) in &factors {
-            let level = match levels.iter().find(|(k, _)| k == kind) {
+            let set = levels.iter().find(|(k, _)| k == kind);
+            let applies = kind.needs().is_none_or(|o| placement.accepts(o));
+            if !applies && set.is_none_or(|(_, l)| kind.default_level() == Some(l.as_str())) {
+                continue;
+            }
+            let level = match set {
                 Some((_, l)) => l.clone(),
                 None => match kind.default_level() {
                     Some(d) => d.to_string(),
@@ -409,21 +473,20 @@ fn chain(
     if out.len() < 2 {
         return Err(loc.error(list.span(), key, "a chain needs at least two cells"));
     }
-    // The waterfall gives each step's share to the one factor it changes.
+    // The waterfall gives each step's share to the one factor it changes,
+    // by the rule analysis names the steps with.
     let levels = |id: &str| {
-        &cells
+        cells
             .iter()
             .find(|c| c.id == id)
             .expect("resolved above")
             .levels
+            .iter()
+            .cloned()
+            .collect::<std::collections::BTreeMap<String, String>>()
     };
     for (i, pair) in out.windows(2).enumerate() {
-        let changed: Vec<&str> = levels(&pair[0])
-            .iter()
-            .zip(levels(&pair[1]))
-            .filter(|(a, b)| a.1 != b.1)
-            .map(|(a, _)| a.0.as_str())
-            .collect();
+        let changed = tare_analysis::changed_factors(&levels(&pair[0]), &levels(&pair[1]));
         if changed.len() != 1 {
             return Err(loc.error(
                 list.get_ref()[i + 1].span(),

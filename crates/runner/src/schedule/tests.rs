@@ -315,10 +315,14 @@ fn precise(precision: &str, extra: &str) -> Experiment {
 /// Trials per cell in the run directory.
 fn per_cell(s: &Session) -> Vec<usize> {
     let records = s.dir.read_trials(false).unwrap();
-    ["placement=native", "placement=lab-nat", "placement=docker-host"]
-        .iter()
-        .map(|c| records.iter().filter(|r| &r.cell == c).count())
-        .collect()
+    [
+        "placement=native",
+        "placement=lab-nat",
+        "placement=docker-host",
+    ]
+    .iter()
+    .map(|c| records.iter().filter(|r| &r.cell == c).count())
+    .collect()
 }
 
 /// Two scattered trials in each cell, then steady results: the first
