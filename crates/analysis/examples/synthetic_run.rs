@@ -7,9 +7,11 @@
 //! tare report /tmp/tare-a
 //! ```
 //!
-//! Arguments: directory, trials per cell (default 5), seed (default 1).
+//! Arguments: directory, trials per cell (default 5), seed (default 1),
+//! round-to-round drift (default 0.05: log steps of a random walk uniform in
+//! ±5%, as this project's 2-core VM drifts; 0 for a steady machine).
 
-use tare_analysis::synthetic::{plan, seed000_cells, trials, write_run_dir};
+use tare_analysis::synthetic::{drifting_trials, plan, seed000_cells, write_run_dir};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -19,6 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let n: u32 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(5);
     let seed: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(1);
+    let drift: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(0.05);
     let run_id = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -27,11 +30,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chain: Vec<String> = cells.iter().map(|c| c.id()).collect();
     write_run_dir(
         &dir,
-        &trials(&run_id, &cells, n, seed),
+        &drifting_trials(&run_id, &cells, n, seed, drift),
         Some(&plan(&run_id, &cells, &chain)),
     )?;
     println!(
-        "wrote {} ({} cells × {n} trials)",
+        "wrote {} ({} cells × {n} trials, drift ±{drift} per round)",
         dir.display(),
         cells.len()
     );

@@ -1,9 +1,10 @@
 //! Attribution: seed 000's waterfall, computed (docs/studies.md, seed 000,
 //! "The post's attribution"). Along an ordered chain of cells, each differing
 //! from the one before by exactly one factor, the total throughput gap (last -
-//! first) is split into the steps' changes; each step's share of the gap
-//! carries a bootstrap interval, and each step a Mann-Whitney call against the
-//! step before.
+//! first) is split into the steps' changes; each step's change against the
+//! step before is paired on the round (a paired t interval on the
+//! within-round log ratios), and its share of the gap carries Fieller's
+//! interval (docs/analysis.md, "Attribution").
 //!
 //! Seed 000's results read as a chain, by hand, in that section: 9.9k
 //! (bridge + published port) → 27.5k (host network) → 30k (tuned config) →
@@ -11,19 +12,25 @@
 //! gap, the container itself 9% (its computed shares; the post itself states
 //! ~30-40% and ~7-8%).
 //!
-//! Shares telescope: the step deltas add up to the gap exactly, so the shares
-//! sum to 100% whatever the noise; their *intervals* come from one joint
-//! bootstrap of every chain cell, so a step between two noisy cells shows it.
+//! Shares telescope: per round, the step deltas add up to that round's gap
+//! exactly, so over the rounds where every chain cell succeeded the mean
+//! deltas add up to the mean gap and the shares sum to 100% whatever the
+//! noise. A share is a ratio of two correlated means; Fieller's interval is
+//! exact for it under normality, and unbounded (`None`) when the gap is not
+//! significant.
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cell::CellStats;
+use crate::cell::{shown, CellStats};
 use crate::error::AttributionError;
+use crate::pairs::{cell_contrast, Metric};
 use crate::run::Run;
-use crate::stats::bootstrap::{MedianReplicates, RESAMPLES, SEED};
-use crate::stats::{contrast, Contrast, MedianCi, CONFIDENCE};
+use crate::stats::fieller::fieller;
+use crate::stats::paired::variance;
+use crate::stats::tdist::quantile;
+use crate::stats::{Contrast, Level, MedianCi, CONFIDENCE};
 
 /// The one factor a step changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,26 +46,54 @@ pub struct Step {
     pub cell: String,
     /// What changed from the previous step; `None` for the baseline.
     pub change: Option<FactorChange>,
+    /// The cell's medians and their order-statistic intervals.
     pub throughput: MedianCi,
     pub p99_us: MedianCi,
-    /// Throughput median minus the previous step's (0 for the baseline).
+    /// The cell's levels with the drift removed (`CellStats::level`).
+    #[serde(default)]
+    pub level: Option<Level>,
+    #[serde(default)]
+    pub p99_level: Option<Level>,
+    /// The change from the previous step in throughput units (0 for the
+    /// baseline): the mean per-round change over the rounds where every
+    /// chain cell succeeded, or, unpaired, the difference of the mean
+    /// throughputs.
     pub delta: f64,
-    /// Throughput against the previous step: ratio, interval, p-value, call.
+    /// Throughput against the previous step: ratio, interval, p-value, call,
+    /// detectable effect (paired on the round when possible).
     pub vs_previous: Option<Contrast>,
     /// p99 latency against the previous step.
     pub p99_vs_previous: Option<Contrast>,
     /// `delta / gap`; `None` for the baseline or when the gap is zero.
     pub share: Option<f64>,
-    /// Bootstrap percentile interval of the share.
+    /// Fieller's interval of the share; `None` when it is unbounded (the
+    /// gap is not significant) or there are too few trials.
     pub share_ci: Option<(f64, f64)>,
+}
+
+impl Step {
+    /// The throughput reports print: the level when modelled, else the median.
+    pub fn throughput_shown(&self) -> MedianCi {
+        shown(self.level, self.throughput)
+    }
+
+    /// The p99 reports print.
+    pub fn p99_shown(&self) -> MedianCi {
+        shown(self.p99_level, self.p99_us)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
     pub unit: String,
     pub steps: Vec<Step>,
-    /// Last step's median throughput minus the first's.
+    /// Last step's throughput minus the first's: the mean per-round gap
+    /// over complete rounds, or, unpaired, the difference of the means.
     pub gap: f64,
+    /// Rounds where every chain cell succeeded, which `gap`, the deltas and
+    /// the shares are computed over; `None` when they are unpaired.
+    #[serde(default)]
+    pub complete_rounds: Option<usize>,
     /// Last against first: is there a gap to attribute at all?
     pub overall: Option<Contrast>,
 }
@@ -126,47 +161,135 @@ pub fn attribution_of_cells(
 
     let first = chain_cells[0];
     let last = chain_cells[chain_cells.len() - 1];
-    let gap = last.throughput.median - first.throughput.median;
-    let samples: Vec<&[f64]> = chain_cells
-        .iter()
-        .map(|c| c.throughput_samples.as_slice())
-        .collect();
-    let replicates = MedianReplicates::new(&samples, RESAMPLES, SEED);
-    let k = chain_cells.len() - 1;
+    let split = split_gap(&chain_cells);
 
     let steps = chain_cells
         .iter()
         .enumerate()
         .map(|(i, cell)| {
             let prev = i.checked_sub(1).map(|p| chain_cells[p]);
-            let delta = prev.map_or(0.0, |p| cell.throughput.median - p.throughput.median);
-            let share = (i > 0 && gap != 0.0).then(|| delta / gap);
-            let share_ci = share.and_then(|_| {
-                replicates
-                    .as_ref()?
-                    .interval(CONFIDENCE, |m| (m[i] - m[i - 1]) / (m[k] - m[0]))
-            });
+            let delta = if i == 0 { 0.0 } else { split.deltas[i - 1] };
+            let share = (i > 0 && split.gap != 0.0).then(|| delta / split.gap);
             Step {
                 cell: cell.cell.clone(),
                 change: i.checked_sub(1).map(|p| changes[p].clone()),
                 throughput: cell.throughput,
                 p99_us: cell.p99_us,
+                level: cell.level,
+                p99_level: cell.p99_level,
                 delta,
-                vs_previous: prev
-                    .and_then(|p| contrast(&p.throughput_samples, &cell.throughput_samples)),
-                p99_vs_previous: prev
-                    .and_then(|p| contrast(&p.p99_samples_us, &cell.p99_samples_us)),
+                vs_previous: prev.and_then(|p| cell_contrast(p, cell, Metric::Throughput)),
+                p99_vs_previous: prev.and_then(|p| cell_contrast(p, cell, Metric::P99)),
                 share,
-                share_ci,
+                share_ci: share.and_then(|_| split.share_ci[i - 1]),
             }
         })
         .collect();
     Ok(Attribution {
         unit: first.unit.clone(),
         steps,
-        gap,
-        overall: contrast(&first.throughput_samples, &last.throughput_samples),
+        gap: split.gap,
+        complete_rounds: split.complete_rounds,
+        overall: cell_contrast(first, last, Metric::Throughput),
     })
+}
+
+/// The gap, each step's delta and the interval of each step's share.
+struct GapSplit {
+    gap: f64,
+    deltas: Vec<f64>,
+    share_ci: Vec<Option<(f64, f64)>>,
+    complete_rounds: Option<usize>,
+}
+
+/// Paired over the rounds where every chain cell succeeded (at least two),
+/// else unpaired from each cell's mean and variance, else from the printed
+/// estimates without intervals.
+fn split_gap(chain: &[&CellStats]) -> GapSplit {
+    let k = chain.len() - 1;
+    let q = |df: f64| quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, df);
+    if let Some(rows) = complete_rounds(chain).filter(|r| r.len() >= 2) {
+        let n = rows.len() as f64;
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let gaps: Vec<f64> = rows.iter().map(|x| x[k] - x[0]).collect();
+        let (b, vbb) = (mean(&gaps), variance(&gaps) / n);
+        let mut deltas = Vec::with_capacity(k);
+        let mut share_ci = Vec::with_capacity(k);
+        for i in 1..=k {
+            let d: Vec<f64> = rows.iter().map(|x| x[i] - x[i - 1]).collect();
+            let a = mean(&d);
+            let cov = d
+                .iter()
+                .zip(&gaps)
+                .map(|(x, g)| (x - a) * (g - b))
+                .sum::<f64>()
+                / (n - 1.0);
+            deltas.push(a);
+            share_ci.push(fieller(a, b, variance(&d) / n, vbb, cov / n, q(n - 1.0)));
+        }
+        return GapSplit {
+            gap: b,
+            deltas,
+            share_ci,
+            complete_rounds: Some(rows.len()),
+        };
+    }
+    // Unpaired: the steps' deltas are differences of independent means.
+    let means: Vec<f64> = chain
+        .iter()
+        .map(|c| c.throughput_samples.iter().sum::<f64>() / c.ok().max(1) as f64)
+        .collect();
+    let vars: Vec<f64> = chain
+        .iter()
+        .map(|c| variance(&c.throughput_samples) / c.ok().max(1) as f64)
+        .collect();
+    let min_n = chain.iter().map(|c| c.ok()).min().unwrap_or(0);
+    let gap = means[k] - means[0];
+    let deltas: Vec<f64> = (1..=k).map(|i| means[i] - means[i - 1]).collect();
+    let share_ci = (1..=k)
+        .map(|i| {
+            if min_n < 2 {
+                return None;
+            }
+            let vab = if i == k { vars[k] } else { 0.0 } + if i == 1 { vars[0] } else { 0.0 };
+            // min(n) - 1 degrees of freedom: conservative for unequal sizes.
+            fieller(
+                deltas[i - 1],
+                gap,
+                vars[i] + vars[i - 1],
+                vars[k] + vars[0],
+                vab,
+                q((min_n - 1) as f64),
+            )
+        })
+        .collect();
+    GapSplit {
+        gap,
+        deltas,
+        share_ci,
+        complete_rounds: None,
+    }
+}
+
+/// Each round where every chain cell succeeded, as the chain's throughputs
+/// in chain order; `None` when a cell has no rounds.
+fn complete_rounds(chain: &[&CellStats]) -> Option<Vec<Vec<f64>>> {
+    let by_round: Vec<Vec<(u32, f64, f64)>> =
+        chain.iter().map(|c| c.by_round()).collect::<Option<_>>()?;
+    let mut rounds: Vec<u32> = by_round[0].iter().map(|x| x.0).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    Some(
+        rounds
+            .into_iter()
+            .filter_map(|r| {
+                by_round
+                    .iter()
+                    .map(|c| c.iter().find(|x| x.0 == r).map(|x| x.1))
+                    .collect::<Option<Vec<f64>>>()
+            })
+            .collect(),
+    )
 }
 
 /// The single factor `b` changes relative to `a`, or why the step is refused.

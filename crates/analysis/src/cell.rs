@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_record::{Errors, TrialRecord, Unit};
 
-use crate::stats::{median_ci, MedianCi, CONFIDENCE};
+use crate::stats::{median_ci, Level, MedianCi, CONFIDENCE};
 
 /// A cell whose throughput interval spans more than ±5% of its median is
 /// flagged noisy (the 5% is tare's choice): seed 000 puts the true container
@@ -34,9 +34,24 @@ pub struct CellStats {
     /// Each successful trial's p50 and p99 latency (µs), in trial order.
     pub p50_samples_us: Vec<f64>,
     pub p99_samples_us: Vec<f64>,
+    /// Medians over trials with their order-statistic intervals.
     pub throughput: MedianCi,
     pub p50_us: MedianCi,
     pub p99_us: MedianCi,
+    /// The round (`TrialRecord::trial`) of each successful sample, aligned
+    /// with `throughput_samples`; `None` when the run's trials were not run
+    /// in rounds (then nothing is paired: docs/analysis.md).
+    #[serde(default)]
+    pub rounds: Option<Vec<u32>>,
+    /// The cell's throughput level in this run with the rounds' drift
+    /// removed (`stats::twoway`), what reports print; `None` when the run
+    /// cannot be modelled (one cell, no rounds, too few trials): reports
+    /// then print the median and its order-statistic interval.
+    #[serde(default)]
+    pub level: Option<Level>,
+    /// The same for the trials' p99 latency.
+    #[serde(default)]
+    pub p99_level: Option<Level>,
     /// Completed requests over all successful trials.
     pub requests: u64,
     pub errors: Errors,
@@ -81,6 +96,15 @@ impl CellStats {
             throughput: median_ci(&throughput_samples, CONFIDENCE)?,
             p50_us: median_ci(&p50_samples_us, CONFIDENCE)?,
             p99_us: median_ci(&p99_samples_us, CONFIDENCE)?,
+            rounds: Some(
+                trials
+                    .iter()
+                    .filter(|t| t.result.is_some())
+                    .map(|t| t.trial)
+                    .collect(),
+            ),
+            level: None,
+            p99_level: None,
             throughput_samples,
             p50_samples_us,
             p99_samples_us,
@@ -101,9 +125,49 @@ impl CellStats {
         self.throughput_samples.len()
     }
 
-    /// True when the throughput interval is wider than ±[`NOISY_SPREAD`].
+    /// True when the printed throughput interval is wider than
+    /// ±[`NOISY_SPREAD`].
     pub fn is_noisy(&self) -> bool {
-        self.throughput.relative_spread() > NOISY_SPREAD
+        self.throughput_shown().relative_spread() > NOISY_SPREAD
+    }
+
+    /// The throughput reports print: the level (drift removed) when the run
+    /// could be modelled, else the median; in `MedianCi`'s shape, `median`
+    /// holding the estimate.
+    pub fn throughput_shown(&self) -> MedianCi {
+        shown(self.level, self.throughput)
+    }
+
+    /// The p99 reports print, as [`CellStats::throughput_shown`].
+    pub fn p99_shown(&self) -> MedianCi {
+        shown(self.p99_level, self.p99_us)
+    }
+
+    /// `(round, throughput, p99)` of each successful trial, when the run
+    /// ran in rounds.
+    pub fn by_round(&self) -> Option<Vec<(u32, f64, f64)>> {
+        let rounds = self.rounds.as_ref()?;
+        Some(
+            rounds
+                .iter()
+                .zip(&self.throughput_samples)
+                .zip(&self.p99_samples_us)
+                .map(|((r, t), p)| (*r, *t, *p))
+                .collect(),
+        )
+    }
+}
+
+pub(crate) fn shown(level: Option<Level>, median: MedianCi) -> MedianCi {
+    match level {
+        Some(l) => MedianCi {
+            median: l.estimate,
+            lo: l.lo,
+            hi: l.hi,
+            confidence: l.confidence,
+            n: l.n,
+        },
+        None => median,
     }
 }
 

@@ -1,13 +1,17 @@
 //! `tare compare`: two runs side by side, as benchstat compares two sets of
-//! benchmark results: per cell present in both, old and new medians with
+//! benchmark results: per cell present in both, old and new levels with
 //! their intervals, the change with its interval, the p-value, and `~` when
 //! the difference is not significant.
+//!
+//! Two runs share no rounds, so nothing pairs: the change is the ratio of
+//! geometric means with Welch's t interval on log values, whose spread
+//! includes each run's drift (a re-run lands on another day's machine).
 
 use serde::{Deserialize, Serialize};
 
 use crate::cell::CellStats;
 use crate::run::Run;
-use crate::stats::{contrast, Contrast};
+use crate::stats::{welch_contrast, Contrast};
 
 /// One cell measured in both runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,7 +19,7 @@ pub struct CompareRow {
     pub cell: String,
     pub old: CellStats,
     pub new: CellStats,
-    /// New throughput relative to old.
+    /// New throughput relative to old (Welch, unpaired).
     pub throughput: Contrast,
     /// New p99 latency relative to old.
     pub p99: Contrast,
@@ -30,8 +34,9 @@ pub struct Comparison {
     /// Cells with results in only one of the runs.
     pub only_old: Vec<String>,
     pub only_new: Vec<String>,
-    /// Geometric means of the medians over `rows` (benchstat's `geomean`
-    /// line): one number for "did the whole run move".
+    /// Geometric means over `rows` of each cell's printed throughput (its
+    /// level, else its median; benchstat's `geomean` line): one number for
+    /// "did the whole run move".
     pub throughput_geomean: Option<(f64, f64)>,
     pub p99_geomean: Option<(f64, f64)>,
 }
@@ -48,8 +53,8 @@ pub fn compare(old: &Run, new: &Run) -> Comparison {
             continue;
         };
         let (Some(throughput), Some(p99)) = (
-            contrast(&o.throughput_samples, &n.throughput_samples),
-            contrast(&o.p99_samples_us, &n.p99_samples_us),
+            welch_contrast(&o.throughput_samples, &n.throughput_samples),
+            welch_contrast(&o.p99_samples_us, &n.p99_samples_us),
         ) else {
             continue;
         };
@@ -75,8 +80,8 @@ pub fn compare(old: &Run, new: &Run) -> Comparison {
     Comparison {
         old_run: old.run_id.clone(),
         new_run: new.run_id.clone(),
-        throughput_geomean: geomean_of(|c| c.throughput.median),
-        p99_geomean: geomean_of(|c| c.p99_us.median),
+        throughput_geomean: geomean_of(|c| c.throughput_shown().median),
+        p99_geomean: geomean_of(|c| c.p99_shown().median),
         rows,
         only_old,
         only_new,

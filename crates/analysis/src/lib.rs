@@ -14,6 +14,8 @@
 //! - `cell`: [`CellStats`], one cell's trials summarised.
 //! - [`mod@attribution`]: the waterfall along a chain of one-factor steps.
 //! - [`compare`]: two runs side by side, benchstat-style.
+//! - `precision`: [`precision()`], the half-widths the runner's stopping
+//!   rule compares with `[trials] precision`.
 //! - `synthetic` (feature `synthetic`): deterministic fake runs for tests.
 //!
 //! ```no_run
@@ -33,7 +35,10 @@ mod cell;
 pub mod compare;
 mod error;
 mod factors;
+mod levels;
+mod pairs;
 pub mod plan;
+mod precision;
 mod run;
 pub mod stats;
 #[cfg(any(test, feature = "synthetic"))]
@@ -44,5 +49,8 @@ pub use cell::{CellStats, NOISY_SPREAD};
 pub use compare::{compare, CompareRow, Comparison};
 pub use error::{AnalysisError, AttributionError};
 pub use factors::changed_factors;
+pub use levels::{drift as levels_drift, Drift};
+pub use pairs::{cell_contrast, paired_values, Metric};
 pub use plan::{AttributionChain, Finding, PlanView};
+pub use precision::{precision, Precision, PrecisionItem};
 pub use run::{load_run, FailedCell, Run};

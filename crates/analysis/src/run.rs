@@ -113,15 +113,49 @@ impl Run {
 
     /// Per-cell statistics, in the plan's cell order, then any cell the plan
     /// does not name in the order its first trial ran.
+    ///
+    /// When the trials ran in rounds ([`Run::in_rounds`]), each cell also
+    /// gets its level with the rounds' drift removed (`CellStats::level`).
     pub fn cells(&self) -> Vec<CellStats> {
-        self.cell_ids()
+        let in_rounds = self.in_rounds();
+        let mut cells: Vec<CellStats> = self
+            .cell_ids()
             .into_iter()
             .filter_map(|id| {
                 let trials: Vec<&TrialRecord> =
                     self.trials.iter().filter(|t| t.cell == id).collect();
-                CellStats::from_trials(&id, &trials)
+                let mut c = CellStats::from_trials(&id, &trials)?;
+                if !in_rounds {
+                    c.rounds = None;
+                }
+                Some(c)
             })
-            .collect()
+            .collect();
+        crate::levels::fill(&mut cells);
+        cells
+    }
+
+    /// How fast each round ran against the run's average, when the run
+    /// can be modelled (docs/analysis.md, "Cell levels: drift removed").
+    pub fn drift(&self) -> Option<crate::levels::Drift> {
+        crate::levels::drift(&self.cells())
+    }
+
+    /// Whether the trials ran in rounds, so that trial `r` of every cell
+    /// shared round `r`'s machine: every trial of round `r` ran before
+    /// every trial of round `r + 1` (`TrialRecord::order`). Runs whose
+    /// cells ran one after another (hand-made, or older runners) are not,
+    /// and are analysed unpaired.
+    pub fn in_rounds(&self) -> bool {
+        let mut span: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for t in &self.trials {
+            let s = span.entry(t.trial).or_insert((t.order, t.order));
+            s.0 = s.0.min(t.order);
+            s.1 = s.1.max(t.order);
+        }
+        span.values()
+            .zip(span.values().skip(1))
+            .all(|(a, b)| a.1 < b.0)
     }
 
     /// Cell ids with at least one trial, in report order.

@@ -69,18 +69,39 @@ const LATENCY_SAMPLES: usize = 4_000;
 const CPU_US_PER_REQUEST: f64 = 21.2;
 
 /// Trials for `cells`, `trials` rounds, interleaved as the runner does
-/// (round r runs trial r of every cell, in a seeded order).
+/// (round r runs trial r of every cell, in a seeded order), on a steady
+/// machine.
 pub fn trials(run_id: &str, cells: &[SynthCell], trials: u32, seed: u64) -> Vec<TrialRecord> {
+    drifting_trials(run_id, cells, trials, seed, 0.0)
+}
+
+/// As [`trials`], on a machine whose speed drifts from round to round: a
+/// random walk whose log steps are uniform in ±`drift` (0.05: a few minutes
+/// of this project's 2-core VM, which moves 15% within minutes), shared by
+/// every cell of a round.
+pub fn drifting_trials(
+    run_id: &str,
+    cells: &[SynthCell],
+    trials: u32,
+    seed: u64,
+    drift: f64,
+) -> Vec<TrialRecord> {
     let mut rng = SplitMix64::new(seed);
     let mut out = Vec::new();
     let mut order = 0u64;
+    let mut speed = 0.0f64;
     for round in 1..=trials {
+        if drift > 0.0 {
+            speed += drift * (2.0 * rng.next_f64() - 1.0);
+        }
         let mut idx: Vec<usize> = (0..cells.len()).collect();
         for i in (1..idx.len()).rev() {
             idx.swap(i, rng.below(i + 1));
         }
         for &c in &idx {
-            out.push(trial(run_id, &cells[c], round, order, &mut rng));
+            let mut cell = cells[c].clone();
+            cell.rps *= speed.exp();
+            out.push(trial(run_id, &cell, round, order, &mut rng));
             order += 1;
         }
     }

@@ -31,6 +31,19 @@ fn listing(a: &Attribution) -> String {
             step.p99_us.median
         )
         .unwrap();
+        if let Some(l) = step.level {
+            write!(s, "  level {:.0} [{:.0}, {:.0}]", l.estimate, l.lo, l.hi).unwrap();
+        }
+        if let Some(v) = step.vs_previous {
+            let (lo, hi) = v.ratio_ci.unwrap_or((f64::NAN, f64::NAN));
+            write!(
+                s,
+                "  ratio {:.4} [{lo:.4}, {hi:.4}] mde {:.2}%",
+                v.ratio,
+                v.detectable.unwrap_or(f64::NAN) * 100.0
+            )
+            .unwrap();
+        }
         if let (Some(share), Some(v)) = (step.share, step.vs_previous) {
             let (lo, hi) = step.share_ci.unwrap();
             write!(
@@ -76,19 +89,21 @@ fn seed000_waterfall_five_trials() {
     insta::assert_snapshot!(listing(&a));
 }
 
+/// Three rounds were "too few" for Mann-Whitney (smallest p 0.1); paired
+/// on the round, a step of 8% or more against ±2% noise is a clear call.
 #[test]
-fn three_trials_cannot_call_any_step_significant() {
+fn three_rounds_pair_and_call_clear_steps() {
     let cells = seed000_cells(0.02);
     let run = Run::from_trials(trials("seed000-3", &cells, 3, 42));
     let a = attribution(&run, &chain_of(&cells)).unwrap();
+    assert_eq!(a.complete_rounds, Some(3));
     for s in &a.steps[1..] {
-        assert!(
-            matches!(
-                s.vs_previous.unwrap().significance,
-                Significance::TooFewTrials { .. }
-            ),
-            "{s:?}"
-        );
+        let v = s.vs_previous.unwrap();
+        assert_eq!(v.method, tare_analysis::stats::Method::PairedT, "{s:?}");
+        assert_eq!(v.n, (3, 3));
+        assert!(v.is_significant(), "{s:?}");
+        let (lo, hi) = v.ratio_ci.unwrap();
+        assert!(lo < v.ratio && v.ratio < hi);
     }
     // Three trials: min..max of each cell, at 75% confidence.
     assert!((a.steps[0].throughput.confidence - 0.75).abs() < 1e-12);

@@ -50,14 +50,24 @@ fn a_real_change_is_significant_and_no_change_is_not() {
     assert!(g_new > g_old);
 }
 
+/// Welch's t needs two trials a side for a spread; with one it says so,
+/// with a recommendation, instead of an interval.
 #[test]
-fn three_against_three_says_too_few() {
+fn one_against_one_says_too_few() {
+    let (old, new) = runs(1);
+    let c = compare(&old, &new);
+    assert!(!c.rows.is_empty());
+    assert!(c.rows.iter().all(|r| r.throughput.ratio_ci.is_none()
+        && matches!(
+            r.throughput.significance,
+            Significance::TooFewTrials { recommended: 3, .. }
+        )));
+    // Three against three can already call an 80% change (Mann-Whitney's
+    // smallest p at 3+3 was 0.1).
     let (old, new) = runs(3);
     let c = compare(&old, &new);
-    assert!(c.rows.iter().all(|r| matches!(
-        r.throughput.significance,
-        Significance::TooFewTrials { recommended: 5, .. }
-    )));
+    let publish = c.rows.iter().find(|r| r.cell == "placement=docker-publish");
+    assert!(publish.unwrap().throughput.is_significant());
 }
 
 #[test]

@@ -5,8 +5,10 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
-use tare_analysis::stats::{contrast, Contrast};
-use tare_analysis::{attribution, Attribution, CellStats, FailedCell, Finding, Run};
+use tare_analysis::stats::Contrast;
+use tare_analysis::{
+    attribution, cell_contrast, Attribution, CellStats, Drift, FailedCell, Finding, Metric, Run,
+};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -18,6 +20,10 @@ pub struct Report {
     pub cpus: tare_analysis::plan::CpuSplit,
     /// Cells with at least one successful trial, in the plan's order.
     pub cells: Vec<CellStats>,
+    /// How fast each round ran against the run's average (the machine's
+    /// drift, removed from the cells' levels); `None` when the run cannot
+    /// be modelled.
+    pub drift: Option<Drift>,
     /// Cells whose every trial failed.
     pub failed_cells: Vec<FailedCell>,
     /// Planned cells this machine could not run, with the reason.
@@ -42,7 +48,8 @@ pub struct VsReference {
     /// waterfall climbs to, typically native), else the first cell with a
     /// `native` level, else the first cell.
     pub cell: String,
-    /// `(cell, its throughput against the reference's)`, in cell order;
+    /// `(cell, its throughput against the reference's)`, in cell order,
+    /// paired on the round when possible (`tare_analysis::cell_contrast`);
     /// the reference itself is left out.
     pub contrasts: Vec<(String, Contrast)>,
 }
@@ -98,6 +105,7 @@ impl Report {
             },
         };
         let cells = run.cells();
+        let drift = tare_analysis::levels_drift(&cells);
         let chain_end = match &attribution {
             AttributionOutcome::Computed { chain, .. } => chain.last().cloned(),
             _ => None,
@@ -118,6 +126,7 @@ impl Report {
                 .unwrap_or_default(),
             vs_reference: vs_reference(&cells, chain_end.or(run.reference().map(String::from))),
             cells,
+            drift,
             failed_cells: run.failed_cells(),
             skipped_cells: run.skipped_cells(),
             attribution,
@@ -140,7 +149,7 @@ fn vs_reference(cells: &[CellStats], reference: Option<String>) -> Option<VsRefe
         .iter()
         .filter(|c| c.cell != reference.cell)
         .filter_map(|c| {
-            let k = contrast(&reference.throughput_samples, &c.throughput_samples)?;
+            let k = cell_contrast(reference, c, Metric::Throughput)?;
             Some((c.cell.clone(), k))
         })
         .collect();

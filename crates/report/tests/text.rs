@@ -203,10 +203,11 @@ fn shares_of_a_gap_that_is_not_there_are_not_printed() {
         .filter(|l| l.contains("placement: a → b") || l.contains("seccomp: default → unconfined"))
         .collect();
     assert_eq!(rows.len(), 2, "{text}");
-    for r in rows {
+    for r in &rows {
         assert!(r.contains("n/a"), "{r}");
+        // Each step's own change still stands, significant here (-25% and
+        // +33% against ±3% noise): its p column has no `~`.
+        assert!(!r.trim_end().ends_with(')') && !r.contains("~ p"), "{r}");
     }
     assert!(text.contains("no step has a share of it"), "{text}");
-    // Each step's own change still stands, significant here.
-    assert!(text.contains("-26.9%") && text.contains("+36.5%"), "{text}");
 }

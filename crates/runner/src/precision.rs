@@ -1,24 +1,20 @@
 //! Stopping at a precision (`[trials] precision`): after each round, the
-//! run is analysed as `tare report` would analyse it, and the widest
-//! interval that report would print is compared with the target.
-//!
-//! What is compared: with an attribution chain, each step's change interval
-//! (the effects the experiment asks about); without one, each cell's
-//! throughput interval. The half-width is in points of the change (a step
-//! of +10% [+7%, +13%] is ±3 points), or relative to the cell's median.
-//! Reading the run directory back, rather than keeping a second copy of the
-//! statistics here, means the rule and the report can never disagree.
+//! run directory is read back and analysed as `tare report` analyses it
+//! ([`tare_analysis::precision`]: each attribution step's change, or each
+//! cell's level without a chain), and the widest interval is compared with
+//! the target. Reading the run back, rather than keeping a second copy of
+//! the statistics here, means the rule and the report never disagree.
 
 use std::path::Path;
 
 /// The interval furthest from the target.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Widest {
-    /// What it is the interval of: `step placement: docker-host → native`
-    /// or `cell placement=native`.
+    /// What it is the interval of: `step 2 (config: default → tuned)` or a
+    /// cell id.
     pub label: String,
-    /// Half the interval's width, as a fraction (0.031 for ±3.1 points);
-    /// infinite when the interval cannot be computed yet.
+    /// Half the interval's width relative to its estimate (0.031 for
+    /// ±3.1%); infinite while there is no interval yet.
     pub half_width: f64,
 }
 
@@ -26,30 +22,10 @@ pub(crate) struct Widest {
 /// is nothing to measure yet (no cell with a successful trial).
 pub(crate) fn widest(dir: &Path) -> Option<Widest> {
     let run = tare_analysis::load_run(dir).ok()?;
-    if let Some(chain) = run.chain() {
-        if let Ok(attribution) = tare_analysis::attribution(&run, chain) {
-            return attribution
-                .steps
-                .iter()
-                .filter_map(|s| {
-                    let change = s.change.as_ref()?;
-                    let half_width = s
-                        .vs_previous
-                        .and_then(|c| c.change_ci())
-                        .map_or(f64::INFINITY, |(lo, hi)| (hi - lo) / 2.0);
-                    Some(Widest {
-                        label: format!("step {}: {} → {}", change.factor, change.from, change.to),
-                        half_width,
-                    })
-                })
-                .max_by(|a, b| a.half_width.total_cmp(&b.half_width));
-        }
-    }
-    run.cells()
-        .iter()
-        .map(|c| Widest {
-            label: format!("cell {}", c.cell),
-            half_width: c.throughput.relative_spread(),
-        })
-        .max_by(|a, b| a.half_width.total_cmp(&b.half_width))
+    let precision = tare_analysis::precision(&run);
+    let worst = precision.worst()?;
+    Some(Widest {
+        label: worst.label.clone(),
+        half_width: worst.half_width.unwrap_or(f64::INFINITY),
+    })
 }

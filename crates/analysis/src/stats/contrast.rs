@@ -1,6 +1,9 @@
-//! A contrast of two samples (two cells, or one cell in two runs): the ratio
-//! of medians with its bootstrap interval, the Mann-Whitney p-value, and the
-//! significance call benchstat makes, including "cannot tell".
+//! A contrast of two samples (two cells, or one cell in two runs): a ratio,
+//! its interval, a p-value and the significance call benchstat makes,
+//! including "cannot tell". [`contrast`] here is the rank-based one (ratio
+//! of medians, bootstrap interval, Mann-Whitney); the paired and Welch t
+//! contrasts tare reports with are in [`super::paired`], and every contrast
+//! says its [`Method`].
 
 use serde::{Deserialize, Serialize};
 
@@ -26,18 +29,47 @@ pub enum Significance {
     TooFewTrials { min_p: f64, recommended: usize },
 }
 
+/// How a [`Contrast`] was computed (docs/analysis.md, "Statistics").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Within-round ratios of two cells of one run, paired on the round:
+    /// geometric mean ratio, t interval on the mean log ratio, paired t test.
+    PairedT,
+    /// Two independent samples (two runs; trials not run in rounds): ratio
+    /// of geometric means, Welch's t interval on logs, Welch's t test.
+    WelchT,
+    /// Ratio of medians, bootstrap interval, Mann-Whitney U (what reports
+    /// before paired analysis printed; [`contrast`] still computes it).
+    #[default]
+    MannWhitneyBootstrap,
+}
+
 /// `b` relative to `a`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Contrast {
-    /// `median(b) / median(a)`.
+    /// `b / a`: the geometric mean of within-round ratios (paired), the
+    /// ratio of geometric means (Welch), or of medians (Mann-Whitney).
     pub ratio: f64,
-    /// Bootstrap percentile interval of the ratio, at [`CONFIDENCE`]; `None`
-    /// when a median can resample to zero.
+    /// The ratio's interval at [`CONFIDENCE`]; `None` when there are too
+    /// few trials for one (or, for a bootstrap, a median can resample to 0).
     pub ratio_ci: Option<(f64, f64)>,
+    /// The Mann-Whitney test, for [`Method::MannWhitneyBootstrap`] only.
     pub test: Option<MannWhitney>,
     pub significance: Significance,
-    /// Sizes of `a` and `b`.
+    /// Sizes of `a` and `b` (for a paired contrast, both are the rounds
+    /// where both cells succeeded).
     pub n: (usize, usize),
+    #[serde(default)]
+    pub method: Method,
+    /// The two-sided p-value behind `significance`.
+    #[serde(default)]
+    pub p: Option<f64>,
+    /// The smallest relative change this comparison could have detected
+    /// (two-sided α = 0.05, 80% power; `super::paired::detectable`):
+    /// 0.024 means a true ±2.4% would be found 4 times in 5.
+    #[serde(default)]
+    pub detectable: Option<f64>,
 }
 
 impl Contrast {
@@ -51,7 +83,14 @@ impl Contrast {
     }
 
     pub fn p_value(&self) -> Option<f64> {
-        self.test.map(|t| t.p_value)
+        self.p.or(self.test.map(|t| t.p_value))
+    }
+
+    /// Half the interval's width relative to the ratio (0.031 for ±3.1%);
+    /// `None` without an interval.
+    pub fn relative_half_width(&self) -> Option<f64> {
+        let (lo, hi) = self.ratio_ci?;
+        (self.ratio > 0.0).then(|| (hi - lo) / 2.0 / self.ratio)
     }
 
     pub fn is_significant(&self) -> bool {
@@ -81,6 +120,9 @@ pub fn contrast(a: &[f64], b: &[f64]) -> Option<Contrast> {
         test,
         significance,
         n: (a.len(), b.len()),
+        method: Method::MannWhitneyBootstrap,
+        p: test.map(|t| t.p_value),
+        detectable: None,
     })
 }
 

@@ -5,12 +5,24 @@
 //! - [`mannwhitney`]: the exact (or normal) two-sided Mann-Whitney U test.
 //! - [`bootstrap`]: a seeded percentile bootstrap of medians.
 //! - [`contrast`]: one sample against another: ratio, interval, p, call.
+//! - [`paired`]: the paired (within-round) and Welch t contrasts on logs,
+//!   and the minimum detectable effect.
+//! - [`twoway`]: cell levels with the rounds' drift removed (cell + round
+//!   model on log throughput).
+//! - [`fieller`]: the interval of a ratio of two correlated means (shares).
+//! - [`tdist`]: Student's t tail and quantile.
 
 pub mod bootstrap;
 pub mod contrast;
+pub mod fieller;
 pub mod mannwhitney;
 pub mod median_ci;
+pub mod paired;
+pub mod tdist;
+pub mod twoway;
 
-pub use contrast::{contrast, Contrast, Significance, ALPHA, CONFIDENCE};
+pub use contrast::{contrast, Contrast, Method, Significance, ALPHA, CONFIDENCE};
 pub use mannwhitney::{mann_whitney, min_p_value, recommended_trials, MannWhitney};
 pub use median_ci::{median, median_ci, trials_for_confidence, MedianCi};
+pub use paired::{paired_contrast, welch_contrast};
+pub use twoway::{Level, TwoWay};

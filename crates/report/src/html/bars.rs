@@ -64,13 +64,13 @@ impl Bars {
                 .and_then(|k| c.factors.get(k).cloned())
                 .unwrap_or_default();
             let (value, samples) = match metric {
-                Metric::Throughput => (&c.throughput, &c.throughput_samples),
-                Metric::P99 => (&c.p99_us, &c.p99_samples_us),
+                Metric::Throughput => (c.throughput_shown(), &c.throughput_samples),
+                Metric::P99 => (c.p99_shown(), &c.p99_samples_us),
             };
             let bar = Bar {
                 cell: c.cell.clone(),
                 label: naming.label_without(c, group_by.as_deref()),
-                value: Interval::from(value),
+                value: Interval::from(&value),
                 samples: samples.clone(),
                 noisy: c.is_noisy(),
             };

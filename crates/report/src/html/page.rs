@@ -114,8 +114,8 @@ pub fn comparison_document(c: &Comparison) -> String {
         out.push_str(&format!(
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
             html(&r.cell),
-            units::si(r.old.throughput.median),
-            units::si(r.new.throughput.median),
+            units::si(r.old.throughput_shown().median),
+            units::si(r.new.throughput_shown().median),
             units::change(r.throughput.change()),
             ci,
             if r.throughput.is_significant() { "" } else { " ~" },

@@ -57,7 +57,7 @@ fn provenance_str(r: &Report, key: &str) -> Option<String> {
 
 /// `median [lo, hi]`, or the median alone with one trial.
 fn ci(c: &MedianCi, fmt: fn(f64) -> String) -> String {
-    if c.n < 2 {
+    if c.n < 2 && c.hi <= c.lo {
         return fmt(c.median);
     }
     format!(
@@ -73,7 +73,7 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
     match (&r.attribution, &charts.waterfall) {
         (AttributionOutcome::Computed { attribution: a, dropped, .. }, Some(w)) => {
             out.push_str(&format!(
-                "<p>Along the chain below, each step changes one factor. The gap from <code>{}</code> to <code>{}</code> is <strong>{} {}</strong>{}; each step's share of it carries a {} bootstrap interval.</p>\n",
+                "<p>Along the chain below, each step changes one factor. The gap from <code>{}</code> to <code>{}</code> is <strong>{} {}</strong>{}; each step's change is paired on the round, and its share of the gap carries a {} Fieller interval.</p>\n",
                 html(&a.steps[0].cell),
                 html(&a.steps[a.steps.len() - 1].cell),
                 units::si_signed(a.gap),
@@ -82,7 +82,7 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 units::confidence(CONFIDENCE)
             ));
             out.push_str(&format!("<figure>{}<figcaption>Bars run from the previous cell's median to this cell's; whiskers are each cell's throughput interval. <code>~</code>: the step is not significant.</figcaption></figure>\n", w.svg()));
-            out.push_str("<table><tr><th>step</th><th>cell</th><th>throughput [CI]</th><th>change</th><th>share of gap [CI]</th><th>p99 [CI]</th></tr>\n");
+            out.push_str("<table><tr><th>step</th><th>cell</th><th>throughput [CI]</th><th>change</th><th>detectable</th><th>share of gap [CI]</th><th>p99 [CI]</th></tr>\n");
             for s in &a.steps {
                 let change = s
                     .change
@@ -91,6 +91,10 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 let delta = s.vs_previous.map_or(String::new(), |c| {
                     format!("{} {}", units::si_signed(s.delta), if c.is_significant() { "" } else { "~" })
                 });
+                let detectable = s
+                    .vs_previous
+                    .and_then(|c| c.detectable)
+                    .map_or(String::new(), |d| format!("±{}", units::percent(d)));
                 let share = if !a.shares_mean_something() {
                     "n/a".to_string()
                 } else {
@@ -102,10 +106,10 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                     })
                 };
                 out.push_str(&format!(
-                    "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{delta}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
+                    "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{delta}</td><td class=\"num\">{detectable}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
                     html(&s.cell),
-                    ci(&s.throughput, units::si),
-                    ci(&s.p99_us, units::latency_us)
+                    ci(&s.throughput_shown(), units::si),
+                    ci(&s.p99_shown(), units::latency_us)
                 ));
             }
             out.push_str("</table>\n");
@@ -162,10 +166,10 @@ pub(super) fn cells(r: &Report, charts: &Charts) -> String {
                 html(&c.cell),
                 c.ok(),
                 c.trials,
-                ci(&c.throughput, units::si),
+                ci(&c.throughput_shown(), units::si),
                 html(&c.unit),
                 ci(&c.p50_us, units::latency_us),
-                ci(&c.p99_us, units::latency_us),
+                ci(&c.p99_shown(), units::latency_us),
                 if c.errors.total() == 0 { "0".to_string() } else { format!("{} ({})", c.errors.total(), units::percent(c.error_rate)) },
                 c.generator_cpu_us_per_request.map_or("-".into(), |v| format!("{v:.1} µs"))
             ));
@@ -233,11 +237,11 @@ pub(super) fn noise(r: &Report, charts: &Charts) -> String {
             items.push(format!(
                 "cell <code>{}</code>: the throughput interval spans ±{} of the median, wider than the ±{} tare needs to resolve a factor; add trials or quiet the machine",
                 html(&c.cell),
-                units::percent(c.throughput.relative_spread()),
+                units::percent(c.throughput_shown().relative_spread()),
                 units::percent(NOISY_SPREAD)
             ));
         }
-        if c.throughput.n >= 2 && c.throughput.confidence + 1e-9 < CONFIDENCE {
+        if c.level.is_none() && c.throughput.n >= 2 && c.throughput.confidence + 1e-9 < CONFIDENCE {
             match short.iter_mut().find(|(n, _)| *n == c.throughput.n) {
                 Some((_, cells)) => cells.push(c),
                 None => short.push((c.throughput.n, vec![c])),

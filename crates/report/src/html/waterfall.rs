@@ -59,8 +59,8 @@ impl Waterfall {
                     cell: s.cell.clone(),
                     label,
                     from: prev,
-                    to: s.throughput.median,
-                    throughput: Interval::from(&s.throughput),
+                    to: s.throughput_shown().median,
+                    throughput: Interval::from(&s.throughput_shown()),
                     delta: s.delta,
                     share: s.share,
                     share_ci: s.share_ci,
@@ -69,7 +69,7 @@ impl Waterfall {
                         _ => Some(c.is_significant()),
                     }),
                 };
-                prev = s.throughput.median;
+                prev = s.throughput_shown().median;
                 row
             })
             .collect();

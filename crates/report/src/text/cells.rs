@@ -2,7 +2,7 @@
 //! medians of throughput, p50 and p99 with their intervals, errors and the
 //! generator's own CPU per request.
 
-use tare_analysis::stats::{trials_for_confidence, CONFIDENCE};
+use tare_analysis::stats::{trials_for_confidence, MedianCi, CONFIDENCE};
 use tare_analysis::{CellStats, NOISY_SPREAD};
 
 use super::notes::Notes;
@@ -21,9 +21,11 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     }
     let order = factor_order(&r.cells);
     let unit = r.cells.first().map_or("req/s", |c| c.unit.as_str());
-    let tp: Vec<_> = r.cells.iter().map(|c| &c.throughput).collect();
+    let tp_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::throughput_shown).collect();
+    let p99_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::p99_shown).collect();
+    let tp: Vec<&MedianCi> = tp_shown.iter().collect();
     let p50: Vec<_> = r.cells.iter().map(|c| &c.p50_us).collect();
-    let p99: Vec<_> = r.cells.iter().map(|c| &c.p99_us).collect();
+    let p99: Vec<&MedianCi> = p99_shown.iter().collect();
     let shared = shared_confidence(&tp);
 
     let mut header: Vec<(String, Align)> = if order.is_empty() {
@@ -47,13 +49,14 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     for c in &r.cells {
         let mut row = level_cells(c, &order);
         let mut flags = Vec::new();
-        if shared.is_none() && c.throughput.confidence < CONFIDENCE {
-            flags.push(format!("{} CI", units::confidence(c.throughput.confidence)));
+        let shown = c.throughput_shown();
+        if shared.is_none() && shown.confidence < CONFIDENCE {
+            flags.push(format!("{} CI", units::confidence(shown.confidence)));
         }
         if c.is_noisy() {
             flags.push(format!(
                 "noisy ±{}",
-                units::percent(c.throughput.relative_spread())
+                units::percent(shown.relative_spread())
             ));
         }
         if c.errors.total() > 0 {
@@ -93,10 +96,10 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
             } else {
                 format!("{}/{}", c.ok(), c.trials)
             },
-            with_interval(&c.throughput, units::si),
+            with_interval(&shown, units::si),
             vs_reference(r, c, notes),
             with_interval(&c.p50_us, units::latency_us),
-            with_interval(&c.p99_us, units::latency_us),
+            with_interval(&c.p99_shown(), units::latency_us),
             errors(c),
             c.generator_cpu_us_per_request
                 .map_or("-".into(), units::latency_us),
@@ -128,7 +131,16 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     noise_note(&r.cells, notes);
     confidence_notes(&r.cells, notes);
 
-    let mut out = format!("cells ({unit}, p50 and p99 latency: medians over trials)\n");
+    let mut out = if r.cells.iter().any(|c| c.level.is_some()) {
+        notes.add(
+            "cells: throughput and p99 are each cell's level with the rounds' drift removed (cell + \
+             round model on logs) and its t interval: where this cell sits on this run's machine, \
+             at the run's average speed; p50 is the median over trials (docs/analysis.md)",
+        );
+        format!("cells ({unit} and p99: levels, drift removed; p50: median over trials)\n")
+    } else {
+        format!("cells ({unit}, p50 and p99 latency: medians over trials)\n")
+    };
     out.push_str(&table.render(2));
     out
 }
@@ -146,8 +158,9 @@ fn vs_reference(r: &Report, c: &CellStats, notes: &mut Notes) -> String {
             .find(|x| x.cell == vs.cell)
             .map_or(vs.cell.clone(), |x| levels(x, &factor_order(&r.cells)));
         notes.add(format!(
-            "vs ref: each cell's throughput over the reference cell's ({name}), ratio of medians \
-             with a bootstrap interval; `~`: not significantly different from it"
+            "vs ref: each cell's throughput over the reference cell's ({name}): the geometric mean \
+             of within-round ratios with a paired t interval (Welch's, unpaired, when the two never \
+             shared two rounds); `~`: not significantly different from it"
         ));
         return "1".into();
     }
@@ -208,7 +221,7 @@ fn noise_note(cells: &[CellStats], notes: &mut Notes) {
             format!(
                 "{} ±{}",
                 c.cell,
-                units::percent(c.throughput.relative_spread())
+                units::percent(c.throughput_shown().relative_spread())
             )
         })
         .collect();
@@ -226,14 +239,18 @@ fn noise_note(cells: &[CellStats], notes: &mut Notes) {
 
 /// Says, once per trial count, how much confidence the intervals really have.
 fn confidence_notes(cells: &[CellStats], notes: &mut Notes) {
-    let mut ns: Vec<usize> = cells.iter().map(|c| c.throughput.n).collect();
+    let mut ns: Vec<usize> = cells
+        .iter()
+        .filter(|c| c.level.is_none())
+        .map(|c| c.throughput.n)
+        .collect();
     ns.sort_unstable();
     ns.dedup();
     let need = trials_for_confidence(CONFIDENCE);
     for n in ns {
         let conf = cells
             .iter()
-            .find(|c| c.throughput.n == n)
+            .find(|c| c.level.is_none() && c.throughput.n == n)
             .map(|c| c.throughput.confidence);
         match (n, conf) {
             (1, _) => notes.add(

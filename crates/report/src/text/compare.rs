@@ -1,6 +1,6 @@
 //! Two runs, as benchstat prints two sets of benchmarks: one table per
 //! metric, a row per cell present in both, old and new medians with their
-//! intervals, the change with its bootstrap interval, and the p-value, `~`
+//! intervals, the change with its Welch t interval, and the p-value, `~`
 //! when the difference is not significant; a geomean row at the bottom.
 
 use tare_analysis::stats::MedianCi;
@@ -23,7 +23,7 @@ pub(super) fn section(c: &Comparison, notes: &mut Notes) -> String {
             c,
             &unit,
             units::si,
-            |cell| &cell.throughput,
+            CellStats::throughput_shown,
             |r| &r.throughput,
             c.throughput_geomean,
             notes,
@@ -33,7 +33,7 @@ pub(super) fn section(c: &Comparison, notes: &mut Notes) -> String {
             c,
             "p99",
             units::latency_us,
-            |cell| &cell.p99_us,
+            CellStats::p99_shown,
             |r| &r.p99,
             c.p99_geomean,
             notes,
@@ -56,13 +56,15 @@ fn metric(
     c: &Comparison,
     name: &str,
     fmt: fn(f64) -> String,
-    ci: fn(&CellStats) -> &MedianCi,
+    ci: fn(&CellStats) -> MedianCi,
     contrast: fn(&CompareRow) -> &tare_analysis::stats::Contrast,
     geomean: Option<(f64, f64)>,
     notes: &mut Notes,
 ) -> String {
-    let old: Vec<&MedianCi> = c.rows.iter().map(|r| ci(&r.old)).collect();
-    let new: Vec<&MedianCi> = c.rows.iter().map(|r| ci(&r.new)).collect();
+    let old_v: Vec<MedianCi> = c.rows.iter().map(|r| ci(&r.old)).collect();
+    let new_v: Vec<MedianCi> = c.rows.iter().map(|r| ci(&r.new)).collect();
+    let old: Vec<&MedianCi> = old_v.iter().collect();
+    let new: Vec<&MedianCi> = new_v.iter().collect();
     let old_h = interval_header("old", &old);
     let new_h = interval_header("new", &new);
     let mut t = Table::new(&[
@@ -77,8 +79,8 @@ fn metric(
         let k = contrast(r);
         t.row(vec![
             r.cell.clone(),
-            with_interval(ci(&r.old), fmt),
-            with_interval(ci(&r.new), fmt),
+            with_interval(&ci(&r.old), fmt),
+            with_interval(&ci(&r.new), fmt),
             units::change(k.change()),
             k.change_ci().map_or(String::new(), |(lo, hi)| {
                 format!("[{}, {}]", units::change(lo), units::change(hi))

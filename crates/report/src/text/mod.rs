@@ -90,6 +90,15 @@ fn header(r: &Report) -> String {
         ));
     }
     out.push('\n');
+    if let Some(d) = &r.drift {
+        out.push_str(&format!(
+            "  machine drift over the run: rounds ranged {}..{} of the run's average speed ({} rounds; trial noise left ±{})\n",
+            units::change(d.min),
+            units::change(d.max),
+            d.rounds.len(),
+            units::percent(d.residual_sd)
+        ));
+    }
     out
 }
 
@@ -148,7 +157,7 @@ fn fairness(r: &Report) -> String {
 
 /// `median [lo, hi]` through `fmt`.
 fn with_interval(ci: &MedianCi, fmt: fn(f64) -> String) -> String {
-    if ci.n < 2 {
+    if ci.n < 2 && ci.hi <= ci.lo {
         return fmt(ci.median);
     }
     format!("{} [{}, {}]", fmt(ci.median), fmt(ci.lo), fmt(ci.hi))

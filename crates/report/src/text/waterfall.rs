@@ -1,11 +1,13 @@
 //! The attribution table, seed 000's waterfall with numbers you can trust:
-//! each step of the chain with its throughput and p99 (medians and
-//! intervals), the change it makes, the change's interval, its share of the
-//! total gap with an interval, and the p-value against the step before;
+//! each step of the chain with its throughput and p99 (levels or medians,
+//! with intervals), the change it makes, the change's interval (paired on
+//! the round), the smallest change the run could have detected, its share of
+//! the total gap with Fieller's interval, and the p-value against the step
+//! before;
 //! then the waterfall on one line, as docs/studies.md (seed 000, "The post's
 //! attribution") writes seed 000's results by hand.
 
-use tare_analysis::stats::{Contrast, Significance, ALPHA};
+use tare_analysis::stats::{Contrast, MedianCi, Method, Significance, ALPHA};
 use tare_analysis::{Attribution, CellStats};
 
 use super::notes::Notes;
@@ -59,8 +61,8 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     let mut out = format!(
         "attribution of the {} gap: {} → {} = {}",
         a.unit,
-        units::si(first.throughput.median),
-        units::si(last.throughput.median),
+        units::si(first.throughput_shown().median),
+        units::si(last.throughput_shown().median),
         units::si_signed(a.gap)
     );
     if let Some(o) = &a.overall {
@@ -80,8 +82,10 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     out.push('\n');
 
     let shares_mean_something = a.shares_mean_something();
-    let tp: Vec<_> = a.steps.iter().map(|s| &s.throughput).collect();
-    let p99: Vec<_> = a.steps.iter().map(|s| &s.p99_us).collect();
+    let tp_shown: Vec<MedianCi> = a.steps.iter().map(|s| s.throughput_shown()).collect();
+    let p99_shown: Vec<MedianCi> = a.steps.iter().map(|s| s.p99_shown()).collect();
+    let tp: Vec<&MedianCi> = tp_shown.iter().collect();
+    let p99: Vec<&MedianCi> = p99_shown.iter().collect();
     let tp_header = interval_header(&a.unit, &tp);
     let p99_header = interval_header("p99", &p99);
     let mut t = Table::new(&[
@@ -91,6 +95,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         (&p99_header, Align::Left),
         ("change", Align::Right),
         ("[95% CI]", Align::Left),
+        ("detectable", Align::Left),
         ("share of gap [95% CI]", Align::Left),
         ("p", Align::Left),
     ]);
@@ -105,8 +110,8 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         let mut row = vec![
             i.to_string(),
             label,
-            with_interval(&s.throughput, units::si),
-            with_interval(&s.p99_us, units::latency_us),
+            with_interval(&tp_shown[i], units::si),
+            with_interval(&p99_shown[i], units::latency_us),
         ];
         if let Some(v) = &s.vs_previous {
             row.push(format!(
@@ -117,6 +122,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
             row.push(v.change_ci().map_or(String::new(), |(lo, hi)| {
                 format!("[{}, {}]", units::change(lo), units::change(hi))
             }));
+            row.push(detectable(v, notes));
             row.push(match (s.share, s.share_ci) {
                 _ if !shares_mean_something => "n/a".into(),
                 (Some(sh), Some((lo, hi))) => format!(
@@ -130,22 +136,15 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
             });
             row.push(verdict(v, notes));
             if v.significance == Significance::NotSignificant {
-                let spread = |id: &str| {
-                    cell_of(id).map_or("-".into(), |c| {
-                        units::percent(c.throughput.relative_spread())
-                    })
-                };
-                let prev = &a.steps[i - 1].cell;
                 notes.add(format!(
-                    "step {i} ({}): its {} change is within the noise of the two cells \
-                     (spreads ±{} and ±{}); it cannot be told apart from no change",
+                    "step {i} ({}): its {} change is within the noise (this run could only \
+                     detect ±{}); it cannot be told apart from no change",
                     s.change.as_ref().map_or(String::new(), |c| format!(
                         "{}: {} → {}",
                         c.factor, c.from, c.to
                     )),
                     units::change(v.change()),
-                    spread(prev),
-                    spread(&s.cell)
+                    v.detectable.map_or("-".into(), units::percent),
                 ));
             }
         }
@@ -162,7 +161,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
                 None => cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, &order)),
                 Some(ch) => format!("{}={}", ch.factor, ch.to),
             };
-            format!("{} ({what})", units::si(s.throughput.median))
+            format!("{} ({what})", units::si(s.throughput_shown().median))
         })
         .collect();
     out.push_str(&format!("  {}\n", line.join(" → ")));
@@ -173,14 +172,35 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
 /// when it cannot be, with the matching note.
 pub(super) fn verdict(c: &Contrast, notes: &mut Notes) -> String {
     let p = c.p_value().map_or("-".into(), units::p_value);
+    let test = match c.method {
+        Method::PairedT => "paired t test on within-round log ratios",
+        Method::WelchT => "Welch's t test on log values, unpaired",
+        Method::MannWhitneyBootstrap => "Mann-Whitney U",
+    };
     match c.significance {
+        // `units::p_value` writes `<0.001` for tiny p: then `p<0.001`.
+        Significance::Significant if p.starts_with('<') => format!("p{p}"),
         Significance::Significant => format!("p={p}"),
         Significance::NotSignificant => {
             notes.add(format!(
-                "`~`: not significant (Mann-Whitney U, two-sided, p > {ALPHA}): the spread of \
-                 the trials is too wide to separate the two from noise"
+                "`~`: not significant ({test}, two-sided, p > {ALPHA}): the trials' noise is \
+                 too wide to separate the two"
             ));
-            format!("~ p={p}")
+            if p.starts_with('<') {
+                format!("~ p{p}")
+            } else {
+                format!("~ p={p}")
+            }
+        }
+        Significance::TooFewTrials { recommended, .. }
+            if c.method != Method::MannWhitneyBootstrap =>
+        {
+            notes.add(format!(
+                "`~ (n=…)`: with {} vs {} trials ({test}) there is no spread to test against: \
+                 run ≥ {recommended} rounds to test a difference",
+                c.n.0, c.n.1
+            ));
+            format!("~ (n={}+{})", c.n.0, c.n.1)
         }
         Significance::TooFewTrials { min_p, recommended } => {
             notes.add(format!(
@@ -194,4 +214,18 @@ pub(super) fn verdict(c: &Contrast, notes: &mut Notes) -> String {
             format!("~ (n={}+{})", c.n.0, c.n.1)
         }
     }
+}
+
+/// The detectable column: `±2.4%`, the smallest true change this step's
+/// comparison finds 4 times in 5 at α = 0.05, with its note.
+fn detectable(c: &Contrast, notes: &mut Notes) -> String {
+    let Some(d) = c.detectable else {
+        return "-".into();
+    };
+    notes.add(
+        "detectable: the smallest change the run could have detected (two-sided α = 0.05, 80% \
+         power, from the comparison's standard error); a smaller true effect would often be \
+         called `~`: add rounds to shrink it (it falls as 1/√rounds)",
+    );
+    format!("±{}", units::percent(d))
 }
