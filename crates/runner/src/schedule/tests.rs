@@ -391,3 +391,37 @@ fn the_budget_ends_a_run_that_has_not_reached_its_precision() {
         notes.0
     );
 }
+
+/// The machine drifting ±15% from round to round, shared by the cells of a
+/// round, with each cell's own noise under 1%: compared within rounds
+/// (paired), the steps are precise at ±3% after the fixed three rounds,
+/// so no round is added for the drift.
+#[test]
+fn drift_shared_by_a_round_does_not_keep_the_run_going() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.rps.insert("placement=native".into(), 3000.0);
+    exec.rps.insert("placement=lab-nat".into(), 2000.0);
+    exec.drift = vec![0.0, 0.15, -0.15, 0.1, -0.1];
+    for (cell, j) in [
+        ("native", 0.004),
+        ("lab-nat", -0.003),
+        ("docker-host", 0.002),
+    ] {
+        exec.jitter
+            .insert(format!("placement={cell}"), vec![j, -j, 0.0]);
+    }
+    let s = begin(tmp.path(), precise("3%", "max = 10"), &mut exec);
+    let mut notes = Notes::default();
+    s.run(&mut exec, &mut notes, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(per_cell(&s), vec![3, 3, 3], "{:?}", notes.0);
+    assert!(
+        notes
+            .0
+            .iter()
+            .any(|l| l.starts_with("precision reached after 3 rounds")),
+        "{:?}",
+        notes.0
+    );
+}
