@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_engine::splitmix::SplitMix64;
 
-use crate::experiment::{CpuPlan, Experiment, PlacementKind, TargetKind, TrialPolicy};
+use crate::experiment::{CpuPlan, Experiment, PlacementKind, StepSplit, TargetKind, TrialPolicy};
 
 /// Everything `--resume` needs besides the experiment file and the trials.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -51,6 +51,11 @@ pub struct Attribution {
     pub chain: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// Steps of `chain` split into their parts (`[attribution] split`), each
+    /// a sub-chain from the step's first cell to its second; only splits
+    /// whose every cell runs here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub splits: Vec<StepSplit>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -90,9 +95,21 @@ impl Plan {
         let is_skipped = |id: &String| cells.iter().any(|c| &c.id == id && c.skipped.is_some());
         // The first chain this machine can run whole; else the first, minus
         // what cannot run (analysis refuses it if neighbours now differ by two).
-        let whole = exp.attribution.iter().find(|ch| !ch.iter().any(is_skipped));
+        let whole = exp
+            .attribution
+            .iter()
+            .position(|ch| !ch.iter().any(is_skipped));
+        let splits: Vec<StepSplit> = whole
+            .and_then(|i| exp.splits.get(i))
+            .map(|s| {
+                s.iter()
+                    .filter(|s| !s.chain.iter().any(is_skipped))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         let (dropped, mut chain): (Vec<String>, Vec<String>) = match whole {
-            Some(ch) => (Vec::new(), ch.clone()),
+            Some(i) => (Vec::new(), exp.attribution[i].clone()),
             None => exp
                 .attribution
                 .first()
@@ -117,7 +134,11 @@ impl Plan {
             rounds,
             trials: exp.trials.clone(),
             load: exp.load.snapshot(),
-            attribution: Attribution { chain, dropped },
+            attribution: Attribution {
+                chain,
+                dropped,
+                splits,
+            },
             reference,
             cpus: exp.cpus.here(),
         }

@@ -8,6 +8,7 @@ pub(crate) mod error;
 pub(crate) mod factor;
 mod raw;
 mod settings;
+mod split;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ pub use cpus::{CpuChoice, CpuPlan, CpuPolicy};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
 pub(crate) use tare_deploy::{PlacementKind, TargetKind};
+pub(crate) use split::StepSplit;
 
 /// The built-in quick experiment that `tare run` with no file runs.
 pub(crate) const QUICK: &str = include_str!("../../../../examples/quick.toml");
@@ -46,6 +48,9 @@ pub struct Experiment {
     /// Attribution chains as cell ids, baseline first: the chain, then its
     /// fallback (used when a cell of the chain cannot run on this machine).
     pub attribution: Vec<Vec<String>>,
+    /// `[attribution] split = true`: each chain's container ↔ process steps
+    /// split into their parts (aligned with `attribution`; empty without).
+    pub splits: Vec<Vec<StepSplit>>,
     /// Which CPUs the server and the generator run on (`[cpus]`).
     pub cpus: CpuPolicy,
 }

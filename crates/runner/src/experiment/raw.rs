@@ -125,6 +125,9 @@ pub(super) struct RawAttribution {
     /// Used instead of `chain` when one of its cells cannot run on this machine.
     #[serde(default)]
     pub fallback: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Split each container ↔ process step into seccomp, storage and the rest.
+    #[serde(default)]
+    pub split: Option<Spanned<bool>>,
 }
 
 /// A factor level as written: TOML lets people write `access_log = [true,

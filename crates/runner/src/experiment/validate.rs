@@ -33,7 +33,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     let attribution = attribution(&loc, &raw, &cells)?;
     let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;
 
-    Ok(Experiment {
+    let mut exp = Experiment {
         name: raw.name.clone().unwrap_or_else(|| {
             path.file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -48,8 +48,19 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
         load,
         trials,
         attribution,
+        splits: Vec::new(),
         cpus,
-    })
+    };
+    if let Some(split) = raw.attribution.as_ref().and_then(|a| a.split.as_ref()) {
+        if *split.get_ref() {
+            exp.splits = super::split::split(&mut exp)
+                .map_err(|m| loc.error(split.span(), "attribution.split", m))?;
+            if exp.cells.len() > MAX_CELLS {
+                return Err(loc.error(split.span(), "attribution.split", format!("more than {MAX_CELLS} cells")));
+            }
+        }
+    }
+    Ok(exp)
 }
 
 fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<Target> {
