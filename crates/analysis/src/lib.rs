@@ -12,6 +12,7 @@
 //! - [`plan`]: the parts of the runner's files analysis reads, including the
 //!   [`AttributionChain`].
 //! - `cell`: [`CellStats`], one cell's trials summarised.
+//! - `noise`: disturbed trials ([`DisturbedTrial`]), kept or excluded.
 //! - [`mod@attribution`]: the waterfall along a chain of one-factor steps.
 //! - [`compare`]: two runs side by side, benchstat-style.
 //! - `synthetic` (feature `synthetic`): deterministic fake runs for tests.
@@ -32,6 +33,7 @@ pub mod attribution;
 mod cell;
 pub mod compare;
 mod error;
+mod noise;
 pub mod plan;
 mod run;
 pub mod stats;
@@ -42,5 +44,6 @@ pub use attribution::{attribution, attribution_of_cells, Attribution, FactorChan
 pub use cell::{CellStats, NOISY_SPREAD};
 pub use compare::{compare, CompareRow, Comparison};
 pub use error::{AnalysisError, AttributionError};
+pub use noise::DisturbedTrial;
 pub use plan::{AttributionChain, Finding, PlanView};
 pub use run::{load_run, FailedCell, Run};

@@ -27,6 +27,9 @@ pub(crate) struct MockExecutor {
     pub unavailable: BTreeMap<String, String>,
     /// The `binary` fact of a cell (default `mock`): a difference is a finding.
     pub binary: BTreeMap<String, String>,
+    /// Per cell: the monitor record of trial *n* is `monitor[n - 1]` (a
+    /// trial past the list's end is not monitored).
+    pub monitor: BTreeMap<String, Vec<serde_json::Value>>,
     /// Cells whose deployment fails.
     pub failing_deploy: Vec<String>,
     /// Set this flag after the given number of measured loads (an interrupt).
@@ -68,6 +71,8 @@ impl Executor for MockExecutor {
                 .unwrap_or_else(|| "mock".into()),
             rps: self.rps.get(&cell.id).copied().unwrap_or(1000.0),
             jitter: self.jitter.get(&cell.id).cloned().unwrap_or_default(),
+            monitors: self.monitor.get(&cell.id).cloned().unwrap_or_default(),
+            monitor: None,
             log: self.log.clone(),
             measured: self.measured.clone(),
             total: self.total_measured.clone(),
@@ -97,6 +102,9 @@ struct MockCell {
     binary: String,
     rps: f64,
     jitter: Vec<f64>,
+    monitors: Vec<serde_json::Value>,
+    /// The last measured load's record, until the runner takes it.
+    monitor: Option<serde_json::Value>,
     log: Log,
     measured: Arc<Mutex<BTreeMap<String, usize>>>,
     total: Arc<Mutex<usize>>,
@@ -131,12 +139,19 @@ impl RunningCell for MockCell {
                 }
             }
         }
+        if measure {
+            self.monitor = self.monitors.get(n.max(1) - 1).cloned();
+        }
         let j = if self.jitter.is_empty() {
             0.0
         } else {
             self.jitter[(n.max(1) - 1) % self.jitter.len()]
         };
         Ok(result(self.rps * (1.0 + j), settings))
+    }
+
+    fn take_monitor(&mut self) -> Option<serde_json::Value> {
+        self.monitor.take()
     }
 
     fn stop(self: Box<Self>) -> Result<(), ExecError> {

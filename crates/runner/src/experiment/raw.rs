@@ -106,6 +106,7 @@ pub(super) struct RawTrials {
     pub seed: Option<Spanned<i64>>,
     pub cooldown: Option<Spanned<String>>,
     pub deployment: Option<Spanned<String>>,
+    pub exclude_disturbed: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
