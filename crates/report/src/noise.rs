@@ -17,6 +17,8 @@ pub struct Noise {
     pub per_cell: BTreeMap<String, (usize, usize)>,
     /// How many of them the statistics leave out.
     pub excluded: usize,
+    /// Every recorded trial, kept or excluded.
+    pub total: usize,
     /// Trials the monitor judged (their record has a disturbance).
     pub judged: usize,
     /// Of those, how many ran where the CPU frequency is not exposed.
@@ -62,6 +64,7 @@ pub(crate) fn noise(run: &Run) -> Noise {
         excluded: trials.iter().filter(|t| t.excluded).count(),
         per_cell: run.disturbed_per_cell(),
         trials,
+        total: run.trials.len() + run.excluded.len(),
         judged,
         frequency_not_exposed: not_exposed,
         thresholds: Thresholds::default(),
@@ -94,17 +97,19 @@ impl Noise {
         );
         let n = self.trials.len();
         let mut line = if n == 0 {
-            format!("no trial of {} disturbed ({limits})", self.judged)
+            format!(
+                "none of the {} monitored trials disturbed ({limits})",
+                self.judged
+            )
         } else if self.excluded > 0 {
             format!(
                 "{n} of {} trials disturbed ({limits}); {} excluded from the statistics",
-                self.judged.max(n),
-                self.excluded
+                self.total, self.excluded
             )
         } else {
             format!(
                 "{n} of {} trials disturbed ({limits}); kept in the statistics (`tare report --exclude-disturbed` leaves them out)",
-                self.judged.max(n)
+                self.total
             )
         };
         if self.frequency_not_exposed > 0 {

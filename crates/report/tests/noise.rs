@@ -131,3 +131,38 @@ fn exclusion_drops_exactly_the_flagged_trials_and_says_so() {
         assert_eq!(Report::new(run).noise.excluded, 2);
     }
 }
+
+#[test]
+fn a_clean_monitored_run_says_so_and_an_unmonitored_one_says_nothing() {
+    let cells = seed000_cells(0.02);
+    let chain: Vec<String> = cells.iter().map(|c| c.id()).collect();
+    let mut clean = records();
+    for r in &mut clean {
+        r.disturbed = None;
+        r.monitor = Some(serde_json::json!({
+            "disturbance": { "steal_fraction": 0.0, "others_cores": 0.0, "frequency_moved": 0.01 }
+        }));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_run_dir(tmp.path(), &clean, Some(&plan("noisy", &cells, &chain))).unwrap();
+    let text = render_text(&load_run(tmp.path()).unwrap());
+    assert!(
+        text.contains(&format!(
+            "noise: none of the {} monitored trials disturbed",
+            clean.len()
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("not exposed") && !text.contains("disturbed)"),
+        "{text}"
+    );
+
+    for r in &mut clean {
+        r.monitor = None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_run_dir(tmp.path(), &clean, Some(&plan("noisy", &cells, &chain))).unwrap();
+    let text = render_text(&load_run(tmp.path()).unwrap());
+    assert!(!text.contains("noise:"), "{text}");
+}
