@@ -12,6 +12,7 @@
 //! - [`plan`]: the parts of the runner's files analysis reads, including the
 //!   [`AttributionChain`].
 //! - `cell`: [`CellStats`], one cell's trials summarised.
+//! - `noise`: disturbed trials ([`DisturbedTrial`]), kept or excluded.
 //! - [`mod@attribution`]: the waterfall along a chain of one-factor steps.
 //! - [`compare`]: two runs side by side, benchstat-style.
 //! - `precision`: [`precision()`], the half-widths the runner's stopping
@@ -37,6 +38,7 @@ mod error;
 mod factors;
 mod levels;
 mod pairs;
+mod noise;
 pub mod plan;
 mod precision;
 mod run;
@@ -51,6 +53,7 @@ pub use error::{AnalysisError, AttributionError};
 pub use factors::changed_factors;
 pub use levels::{drift as levels_drift, Drift};
 pub use pairs::{cell_contrast, paired_values, Metric};
+pub use noise::DisturbedTrial;
 pub use plan::{AttributionChain, Finding, PlanView};
 pub use precision::{precision, Precision, PrecisionItem};
 pub use run::{load_run, FailedCell, Run};

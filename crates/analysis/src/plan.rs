@@ -30,6 +30,16 @@ pub struct PlanView {
     /// lists; absent: not pinned.
     #[serde(default)]
     pub cpus: CpuSplit,
+    #[serde(default)]
+    pub trials: TrialsView,
+}
+
+/// `plan.json`'s `trials`: what analysis needs of the trial policy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialsView {
+    /// `[trials] exclude_disturbed`: leave flagged trials out of the statistics.
+    #[serde(default)]
+    pub exclude_disturbed: bool,
 }
 
 /// `plan.json`'s `cpus`.

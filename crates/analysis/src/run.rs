@@ -37,6 +37,8 @@ pub struct Run {
     pub findings: Option<Vec<Finding>>,
     /// What reading skipped or could not use, one line each, for reports.
     pub warnings: Vec<String>,
+    /// Disturbed trials left out of the statistics (`Run::exclude_disturbed`).
+    pub excluded: Vec<TrialRecord>,
 }
 
 /// A cell with trials but no successful one.
@@ -92,6 +94,13 @@ pub fn load_run(dir: impl AsRef<Path>) -> Result<Run, AnalysisError> {
         }
     }
     run.plan = plan;
+    if run
+        .plan
+        .as_ref()
+        .is_some_and(|p| p.trials.exclude_disturbed)
+    {
+        run.exclude_disturbed();
+    }
     if run.run_id.is_empty() {
         run.run_id = dir
             .file_name()

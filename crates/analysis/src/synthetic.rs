@@ -207,6 +207,7 @@ pub fn plan(run_id: &str, cells: &[SynthCell], chain: &[String]) -> PlanView {
             })
             .map(SynthCell::id),
         cpus: Default::default(),
+        trials: Default::default(),
     }
 }
 

@@ -36,12 +36,14 @@
 //! - `cgroup`: a container's cgroup (v1 and v2): CPU, memory, I/O.
 //! - `net`: TCP counters and sockets by state, per network namespace.
 //! - `conntrack`: connection-tracking entries and drops.
+//! - `cpufreq`: the CPUs' clock frequency, where the machine exposes it.
 //! - `sampler`: the thread that reads all of the above and builds the series.
 //! - `record`: [`MonitorRecord`], summaries, [`CpuPerRequest`], [`CostShift`].
 //! - [`verdict`]: [`verdict()`], [`Bound`], [`run_warning`].
 
 mod cgroup;
 mod conntrack;
+mod cpufreq;
 mod net;
 mod proc_stat;
 pub mod process;
@@ -55,7 +57,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use record::{CostShift, CpuPerRequest, MonitorRecord, Series, Summary};
+pub use record::{
+    CostShift, CpuPerRequest, Disturbance, MonitorRecord, Series, Summary, FREQUENCY_MOVED_MAX,
+    OTHERS_CORES_MAX, STEAL_FRACTION_MAX,
+};
 pub use verdict::{run_warning, verdict, Bound, Verdict};
 
 /// The server under test.

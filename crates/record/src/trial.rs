@@ -32,4 +32,58 @@ pub struct TrialRecord {
     /// Resource monitoring series and summaries (see docs), when enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<serde_json::Value>,
+    /// Why the monitor calls this trial disturbed (`steal 6.1% of CPU`,
+    /// `other processes 0.34 cores (cc1plus 0.30)`: docs/monitor.md,
+    /// "Noise"); absent when it was clean or not monitored. A disturbed
+    /// trial is kept: analysis drops it only when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON contract (docs/json-schema.json, `$defs/trial`): a line
+    /// written today, with or without `disturbed`, matches it; a line from
+    /// before `disturbed` existed still reads.
+    #[test]
+    fn trial_lines_match_the_schema_and_old_lines_still_read() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/json-schema.json"
+        ))
+        .unwrap();
+        let root: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let schema = serde_json::json!({
+            "$schema": root["$schema"],
+            "$defs": root["$defs"],
+            "$ref": "#/$defs/trial",
+        });
+        let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+        let mut rec = TrialRecord {
+            run_id: "r".into(),
+            cell: "placement=native".into(),
+            factors: [("placement".to_string(), "native".to_string())].into(),
+            trial: 1,
+            started_unix_s: 1.0,
+            error: Some("load: refused".into()),
+            ..TrialRecord::default()
+        };
+        let clean = serde_json::to_value(&rec).unwrap();
+        assert!(clean.get("disturbed").is_none(), "absent when clean");
+        rec.disturbed = Some(vec!["steal 6.1% of CPU".into()]);
+        let flagged = serde_json::to_value(&rec).unwrap();
+        for v in [&clean, &flagged] {
+            let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{errors:?}");
+        }
+        let mut bad = flagged.clone();
+        bad["disturbed"] = serde_json::json!("steal");
+        assert!(!validator.is_valid(&bad), "a list of reasons, not a string");
+        let old: TrialRecord = serde_json::from_value(clean).unwrap();
+        assert_eq!(old.disturbed, None);
+        let back: TrialRecord = serde_json::from_value(flagged).unwrap();
+        assert_eq!(back, rec);
+    }
 }

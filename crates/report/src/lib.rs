@@ -7,6 +7,7 @@
 //! - `text`: the text layout (cells, attribution waterfall, comparisons).
 //! - [`html`]: the HTML document and its charts.
 //! - `resources`: where the CPU went, from the trials' resource monitoring.
+//! - `noise`: which trials were disturbed, and whether the statistics keep them.
 //! - `table`, `units`: aligned columns and how numbers are written.
 //!
 //! The runner calls [`render_text`] (or an [`exporter`]) at the end of
@@ -14,6 +15,7 @@
 
 mod export;
 pub mod html;
+mod noise;
 mod report;
 mod resources;
 mod table;
@@ -21,6 +23,7 @@ mod text;
 mod units;
 
 pub use export::{exporter, Exporter, Format};
+pub use noise::Noise;
 pub use report::{AttributionOutcome, Report};
 
 use tare_analysis::{Comparison, Run};

@@ -39,6 +39,8 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Where the CPU went (the trials' resource monitoring), if monitored.
     pub resources: Option<crate::resources::Resources>,
+    /// Disturbed trials (steal, other processes, frequency), kept or excluded.
+    pub noise: crate::noise::Noise,
 }
 
 /// Throughput of each cell relative to a reference cell.
@@ -132,6 +134,7 @@ impl Report {
             attribution,
             findings: run.findings.clone(),
             warnings: run.warnings.clone(),
+            noise: crate::noise::noise(run),
         }
     }
 }

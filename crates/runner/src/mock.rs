@@ -31,6 +31,9 @@ pub(crate) struct MockExecutor {
     pub unavailable: BTreeMap<String, String>,
     /// The `binary` fact of a cell (default `mock`): a difference is a finding.
     pub binary: BTreeMap<String, String>,
+    /// Per cell: the monitor record of trial *n* is `monitor[n - 1]` (a
+    /// trial past the list's end is not monitored).
+    pub monitor: BTreeMap<String, Vec<serde_json::Value>>,
     /// Cells whose deployment fails.
     pub failing_deploy: Vec<String>,
     /// Set this flag after the given number of measured loads (an interrupt).
@@ -73,6 +76,8 @@ impl Executor for MockExecutor {
             rps: self.rps.get(&cell.id).copied().unwrap_or(1000.0),
             jitter: self.jitter.get(&cell.id).cloned().unwrap_or_default(),
             drift: self.drift.clone(),
+            monitors: self.monitor.get(&cell.id).cloned().unwrap_or_default(),
+            monitor: None,
             log: self.log.clone(),
             measured: self.measured.clone(),
             total: self.total_measured.clone(),
@@ -103,6 +108,9 @@ struct MockCell {
     rps: f64,
     jitter: Vec<f64>,
     drift: Vec<f64>,
+    monitors: Vec<serde_json::Value>,
+    /// The last measured load's record, until the runner takes it.
+    monitor: Option<serde_json::Value>,
     log: Log,
     measured: Arc<Mutex<BTreeMap<String, usize>>>,
     total: Arc<Mutex<usize>>,
@@ -137,6 +145,9 @@ impl RunningCell for MockCell {
                 }
             }
         }
+        if measure {
+            self.monitor = self.monitors.get(n.max(1) - 1).cloned();
+        }
         let at = |v: &[f64]| {
             if v.is_empty() {
                 0.0
@@ -146,6 +157,10 @@ impl RunningCell for MockCell {
         };
         let (j, d) = (at(&self.jitter), at(&self.drift));
         Ok(result(self.rps * (1.0 + j) * (1.0 + d), settings))
+    }
+
+    fn take_monitor(&mut self) -> Option<serde_json::Value> {
+        self.monitor.take()
     }
 
     fn stop(self: Box<Self>) -> Result<(), ExecError> {

@@ -373,6 +373,12 @@ impl Schedule<'_> {
                 .map(Some)
                 .map_err(|e| format!("load: {e}"));
             rec.monitor = running.take_monitor();
+            // Noise is named in the record and kept (issue 15, item 4):
+            // analysis drops flagged trials only when asked.
+            rec.disturbed = rec
+                .monitor
+                .as_ref()
+                .and_then(tare_monitor::Disturbance::reasons_in);
         }
         if keep && outcome.is_ok() {
             kept.insert(i, running);

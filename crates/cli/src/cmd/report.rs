@@ -24,10 +24,18 @@ pub(crate) struct ReportArgs {
     /// the plan's chain), e.g. `--chain config=default --chain config=tuned`.
     #[arg(long = "chain", value_name = "CELL")]
     pub chain: Vec<String>,
+    /// Leave the trials the monitor flagged as disturbed (steal, other
+    /// processes' CPU, CPU frequency changes) out of the statistics; the
+    /// report still lists them and says how many it dropped.
+    #[arg(long)]
+    pub exclude_disturbed: bool,
 }
 
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let run = load_run(&args.dir)?;
+    let mut run = load_run(&args.dir)?;
+    if args.exclude_disturbed {
+        run.exclude_disturbed();
+    }
     let report = if args.chain.is_empty() {
         Report::new(&run)
     } else {

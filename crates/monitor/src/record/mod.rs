@@ -7,6 +7,7 @@
 //! - `per_request`: [`CpuPerRequest`] from a record, and the [`CostShift`]
 //!   between two.
 //! - `summary`: [`summarize`], a series into its [`Summary`] over a window.
+//! - `disturbance`: [`Disturbance`], the noise around a trial and its thresholds.
 
 use std::collections::BTreeMap;
 
@@ -14,9 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::verdict::Verdict;
 
+mod disturbance;
 mod per_request;
 mod summary;
 
+pub(crate) use disturbance::FREQUENCY_NOT_EXPOSED;
+pub use disturbance::{Disturbance, FREQUENCY_MOVED_MAX, OTHERS_CORES_MAX, STEAL_FRACTION_MAX};
 pub use per_request::{CostShift, CpuPerRequest};
 pub(crate) use summary::summarize;
 
@@ -60,6 +64,10 @@ pub struct MonitorRecord {
     pub per_request: Option<CpuPerRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// What else happened on the machine during the window (steal, other
+    /// processes, frequency changes) and whether it disturbed the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<Disturbance>,
     pub sampler: SamplerCost,
     /// CPU seconds of every process no group follows, by name (kernel
     /// threads by family, `kworker/*`), over the whole record: what "the
@@ -126,6 +134,10 @@ pub struct Series {
     pub conntrack_entries: Vec<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conntrack_drops: Vec<u64>,
+    /// Mean clock frequency over the CPUs at each interval's end, MHz;
+    /// empty when the machine exposes none (most VMs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_mhz: Vec<f64>,
 }
 
 impl Series {
@@ -189,6 +201,12 @@ pub struct Summary {
     pub conntrack_entries_max: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conntrack_drops: Option<u64>,
+    /// Lowest and highest mean CPU frequency sampled in the window, MHz;
+    /// absent when the machine exposes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz_max: Option<f64>,
 }
 
 /// What monitoring itself cost: the sampling thread's CPU (RUSAGE_THREAD).
@@ -232,7 +250,7 @@ impl MonitorRecord {
     }
 
     /// What the runner calls after a trial: clip to the load's measured
-    /// period, add CPU per request and the verdict.
+    /// period, add CPU per request, the verdict and the disturbance.
     pub fn finish(self, load: &tare_record::LoadResult) -> MonitorRecord {
         let mut r = if load.duration_s > 0.0 && load.started_unix_s > 0.0 {
             self.clip(load.started_unix_s, load.duration_s)
@@ -241,6 +259,7 @@ impl MonitorRecord {
         };
         r.per_request = Some(r.per_request(load.requests));
         r.verdict = Some(crate::verdict::verdict(&r, load));
+        r.disturbance = Some(r.disturbance());
         r
     }
 }

@@ -80,6 +80,11 @@ pub(crate) fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
             _ => 0,
         }
     };
+    let mhz: Vec<f64> = inside
+        .iter()
+        .filter_map(|&i| s.cpu_mhz.get(i))
+        .copied()
+        .collect();
     Summary {
         duration_s: duration,
         intervals: inside.len(),
@@ -115,5 +120,7 @@ pub(crate) fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
         conntrack_entries_max: (!s.conntrack_entries.is_empty())
             .then(|| max_u(&s.conntrack_entries)),
         conntrack_drops: (!s.conntrack_drops.is_empty()).then(|| count_u(&s.conntrack_drops)),
+        cpu_mhz_min: mhz.iter().copied().reduce(f64::min),
+        cpu_mhz_max: mhz.iter().copied().reduce(f64::max),
     }
 }

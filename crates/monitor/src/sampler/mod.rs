@@ -12,6 +12,7 @@ use tare_engine::cpu::CpuTime;
 
 use crate::cgroup::CgroupFiles;
 use crate::conntrack::{ConntrackFiles, ConntrackReading};
+use crate::cpufreq::FreqFiles;
 use crate::net::{NetFiles, NetReading};
 use crate::proc_stat::{MachineCpu, MachineFiles, MemInfo};
 use crate::process::census::Census;
@@ -45,6 +46,8 @@ struct Sources {
     net_host: Option<NetFiles>,
     net_server: Option<NetFiles>,
     conntrack: Option<ConntrackFiles>,
+    /// `None`: the machine exposes no CPU frequency (most VMs).
+    freq: Option<FreqFiles>,
     hz: f64,
     page: u64,
     notes: Vec<String>,
@@ -71,6 +74,8 @@ struct Raw {
     net: NetReading,
     net_server: Option<NetReading>,
     conntrack: Option<ConntrackReading>,
+    /// Mean clock frequency over the CPUs, MHz, where exposed.
+    cpu_mhz: Option<f64>,
 }
 
 pub(crate) fn run(
@@ -162,6 +167,7 @@ pub(crate) fn run(
         window: None,
         per_request: None,
         verdict: None,
+        disturbance: None,
         sampler: SamplerCost {
             samples,
             cpu_s,

@@ -112,6 +112,9 @@ pub(super) fn push(
         .push(delta(|n| n.retrans_segs) as f64 / dt);
     series.listen_overflows.push(delta(|n| n.listen_overflows));
     series.listen_drops.push(delta(|n| n.listen_drops));
+    if let Some(mhz) = now.cpu_mhz {
+        series.cpu_mhz.push(mhz);
+    }
     if let (Some(a), Some(b)) = (&prev.conntrack, &now.conntrack) {
         series.conntrack_entries.push(b.entries);
         series

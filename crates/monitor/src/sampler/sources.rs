@@ -9,6 +9,7 @@ use tare_engine::cpu::CpuTime;
 
 use crate::cgroup::{self, CgroupFiles, Layout};
 use crate::conntrack::ConntrackFiles;
+use crate::cpufreq::FreqFiles;
 use crate::net::{self, NetFiles};
 use crate::proc_stat::{self, MachineFiles};
 use crate::process::{self, Group, Rule};
@@ -150,6 +151,10 @@ impl Sources {
         if conntrack.is_none() {
             notes.push("nf_conntrack is not loaded: no conntrack counts".into());
         }
+        let freq = FreqFiles::open();
+        if freq.is_none() {
+            notes.push(crate::record::FREQUENCY_NOT_EXPOSED.into());
+        }
         let mut server_capacity = cpus as f64;
         if let Some(p) = first_pid {
             if let Some(a) = cpus_allowed(p) {
@@ -168,6 +173,7 @@ impl Sources {
             net_host,
             net_server,
             conntrack,
+            freq,
             hz,
             page: proc_stat::page_size(),
             notes,
@@ -286,6 +292,7 @@ impl Sources {
             .unwrap_or_default();
         raw.net_server = self.net_server.as_mut().and_then(|f| f.read().ok());
         raw.conntrack = self.conntrack.as_mut().and_then(|f| f.read().ok());
+        raw.cpu_mhz = self.freq.as_mut().and_then(FreqFiles::mean_mhz);
         raw
     }
 }

@@ -155,11 +155,14 @@ pub(super) fn cells(r: &Report, charts: &Charts) -> String {
         ));
         out.push_str("<table><tr><th>cell</th><th>trials</th><th>throughput [CI]</th><th>p50 [CI]</th><th>p99 [CI]</th><th>errors</th><th>generator CPU / request</th></tr>\n");
         for c in &r.cells {
-            let noisy = if c.is_noisy() {
-                " <span class=\"warn\">noisy</span>"
+            let mut noisy = if c.is_noisy() {
+                " <span class=\"warn\">noisy</span>".to_string()
             } else {
-                ""
+                String::new()
             };
+            if let Some(note) = r.noise.cell_note(&c.cell) {
+                noisy.push_str(&format!(" <span class=\"warn\">{}</span>", html(&note)));
+            }
             out.push_str(&format!(
                 "<tr id=\"cell-{}\"><td><code>{}</code>{noisy}</td><td class=\"num\">{}/{}</td><td class=\"num\">{} {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
                 slug(&c.cell),
@@ -298,7 +301,38 @@ pub(super) fn noise(r: &Report, charts: &Charts) -> String {
                 .collect::<String>()
         )
     };
-    format!("<section id=\"noise\"><h2>Noise and warnings</h2>\n{body}\n</section>\n")
+    format!(
+        "<section id=\"noise\"><h2>Noise and warnings</h2>\n{body}\n{}</section>\n",
+        disturbed(&r.noise)
+    )
+}
+
+/// The trials the monitor saw disturbed, with its reasons.
+fn disturbed(n: &crate::noise::Noise) -> String {
+    let Some(headline) = n.headline() else {
+        return String::new();
+    };
+    let class = if n.trials.is_empty() { "ok" } else { "warn" };
+    let mut out = format!(
+        "<h3>Disturbed trials</h3>\n<p class=\"{class}\">{}</p>\n",
+        html(&headline)
+    );
+    if !n.trials.is_empty() {
+        out.push_str(
+            "<table><tr><th>cell</th><th>trial</th><th>why</th><th>statistics</th></tr>\n",
+        );
+        for t in &n.trials {
+            out.push_str(&format!(
+                "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
+                html(&t.cell),
+                t.trial,
+                t.reasons.iter().map(|r| html(r).into_owned()).collect::<Vec<_>>().join("; "),
+                if t.excluded { "excluded" } else { "kept" }
+            ));
+        }
+        out.push_str("</table>\n");
+    }
+    out
 }
 
 pub(super) fn provenance(r: &Report) -> String {

@@ -59,6 +59,7 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
                 units::percent(shown.relative_spread())
             ));
         }
+        flags.extend(r.noise.cell_note(&c.cell));
         if c.errors.total() > 0 {
             let e = &c.errors;
             let kinds: Vec<String> = [

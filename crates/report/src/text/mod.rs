@@ -34,6 +34,10 @@ pub(crate) fn report(r: &Report) -> String {
         out.push_str(&resources(res, &mut notes));
         out.push('\n');
     }
+    if let Some(noise) = noise(&r.noise) {
+        out.push_str(&noise);
+        out.push('\n');
+    }
     out.push_str(&fairness(r));
     for w in &r.warnings {
         notes.add(format!("reading the run: {w}"));
@@ -133,6 +137,21 @@ fn provenance_line(p: &serde_json::Value) -> Option<String> {
     .flatten()
     .collect();
     (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+/// The disturbed trials, one line each with the monitor's reasons.
+fn noise(n: &crate::noise::Noise) -> Option<String> {
+    let mut out = format!("noise: {}\n", n.headline()?);
+    for t in &n.trials {
+        out.push_str(&format!(
+            "  {} #{}{}: {}\n",
+            t.cell,
+            t.trial,
+            if t.excluded { " (excluded)" } else { "" },
+            t.reasons.join("; ")
+        ));
+    }
+    Some(out)
 }
 
 fn fairness(r: &Report) -> String {

@@ -187,6 +187,11 @@ pub struct TrialPolicy {
     #[serde(with = "secs")]
     pub cooldown: Duration,
     pub deployment: DeploymentPolicy,
+    /// Leave the trials the monitor flagged as disturbed out of the
+    /// statistics (they stay in `trials.jsonl` and in the report's noise
+    /// list). Default: keep them.
+    #[serde(default)]
+    pub exclude_disturbed: bool,
 }
 
 /// Whether a cell's deployment lives for one trial or for the whole run.

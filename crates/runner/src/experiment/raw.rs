@@ -108,6 +108,7 @@ pub(super) struct RawTrials {
     pub seed: Option<Spanned<i64>>,
     pub cooldown: Option<Spanned<String>>,
     pub deployment: Option<Spanned<String>>,
+    pub exclude_disturbed: Option<Spanned<bool>>,
 }
 
 /// A fraction written as `"3%"` or as `0.03`.

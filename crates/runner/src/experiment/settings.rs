@@ -315,5 +315,6 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
             Duration::from_millis(500),
         )?,
         deployment,
+        exclude_disturbed: t.exclude_disturbed.as_ref().is_some_and(|b| *b.get_ref()),
     })
 }

@@ -347,4 +347,19 @@ fn factors_that_do_not_apply_are_left_out_of_cells() {
             "placement=docker-host,access_log=on,seccomp=unconfined",
         ]
     );
+/// `[trials] exclude_disturbed`: off unless asked; a boolean, its mistakes
+/// named with line and key like every other.
+#[test]
+fn exclude_disturbed_is_a_boolean_off_by_default() {
+    assert!(!parse(HEAD).unwrap().trials.exclude_disturbed);
+    let on = parse(&format!("{HEAD}[trials]\nexclude_disturbed = true\n")).unwrap();
+    assert!(on.trials.exclude_disturbed);
+    let e = parse(&format!("{HEAD}[trials]\nexclude_disturbed = \"yes\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("exp.toml:6") && e.contains("exclude_disturbed"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
 }

@@ -424,4 +424,99 @@ fn drift_shared_by_a_round_does_not_keep_the_run_going() {
         "{:?}",
         notes.0
     );
+/// A monitor record as the real executor leaves it: 4 CPU-seconds in the
+/// window, `steal_s` of them stolen; its disturbance decided by the monitor.
+fn monitor_with_steal(steal_s: f64) -> serde_json::Value {
+    let mut r = tare_monitor::MonitorRecord::default();
+    let c = &mut r.summary.cpu_s;
+    c.machine_steal = steal_s;
+    c.machine_busy = 3.0;
+    c.machine_idle = 1.0;
+    r.disturbance = Some(r.disturbance());
+    r.to_json()
+}
+
+/// Issue 15, item 4: a trial the monitor calls disturbed is flagged in its
+/// record with the monitor's reasons and kept; clean and unmonitored
+/// trials carry no flag.
+#[test]
+fn a_disturbed_trial_is_flagged_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    // native: trial 2 lost 6% of the machine to steal, 1 and 3 lost 1%.
+    exec.monitor.insert(
+        "placement=native".into(),
+        vec![
+            monitor_with_steal(0.04),
+            monitor_with_steal(0.24),
+            monitor_with_steal(0.04),
+        ],
+    );
+    // lab-nat: only its first trial is monitored, and it was clean.
+    exec.monitor
+        .insert("placement=lab-nat".into(), vec![monitor_with_steal(0.0)]);
+    let s = begin(tmp.path(), experiment(THREE_CELLS), &mut exec);
+    let summary = s
+        .run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!((summary.trials_run, summary.failed), (9, 0));
+    let records = s.dir.read_trials(false).unwrap();
+    assert_eq!(records.len(), 9, "disturbed trials are kept");
+    let flagged: Vec<(&str, u32, &[String])> = records
+        .iter()
+        .filter_map(|r| Some((r.cell.as_str(), r.trial, r.disturbed.as_deref()?)))
+        .collect();
+    assert_eq!(
+        flagged,
+        [(
+            "placement=native",
+            2,
+            &["steal 6.0% of CPU".to_string()][..]
+        )]
+    );
+    let native2 = records
+        .iter()
+        .find(|r| r.cell == "placement=native" && r.trial == 2)
+        .unwrap();
+    assert!(native2.result.is_some() && native2.monitor.is_some());
+    let monitored = records.iter().filter(|r| r.monitor.is_some()).count();
+    assert_eq!(monitored, 4);
+}
+
+/// `[trials] exclude_disturbed = true` reaches the plan, and analysis of
+/// the run directory then leaves out exactly the flagged trials.
+#[test]
+fn exclude_disturbed_drops_exactly_the_flagged_trials_from_analysis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.monitor.insert(
+        "placement=docker-host".into(),
+        vec![monitor_with_steal(0.2), monitor_with_steal(0.0)],
+    );
+    exec.monitor
+        .insert("placement=native".into(), vec![monitor_with_steal(0.3)]);
+    let text = THREE_CELLS.replace("count = 3", "count = 3\nexclude_disturbed = true");
+    let s = begin(tmp.path(), experiment(&text), &mut exec);
+    s.run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    let plan: serde_json::Value = s.dir.read_json(PLAN).unwrap();
+    assert_eq!(plan["trials"]["exclude_disturbed"], true);
+    let run = tare_analysis::load_run(&s.dir.path).unwrap();
+    let mut dropped: Vec<(String, u32)> = run
+        .excluded
+        .iter()
+        .map(|t| (t.cell.clone(), t.trial))
+        .collect();
+    dropped.sort();
+    assert_eq!(
+        dropped,
+        [
+            ("placement=docker-host".to_string(), 1),
+            ("placement=native".to_string(), 1)
+        ]
+    );
+    assert_eq!(run.trials.len(), 7);
+    assert!(run.trials.iter().all(|t| t.disturbed.is_none()));
+    let n: Vec<usize> = run.cells().iter().map(|c| c.trials).collect();
+    assert_eq!(n.iter().sum::<usize>(), 7, "{n:?}");
 }
