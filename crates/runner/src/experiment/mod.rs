@@ -23,8 +23,8 @@ use crate::engines::{Engine, Table};
 pub use cpus::{CpuChoice, CpuPlan, CpuPolicy};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
-pub(crate) use tare_deploy::{PlacementKind, TargetKind};
 pub(crate) use split::StepSplit;
+pub(crate) use tare_deploy::{PlacementKind, TargetKind};
 
 /// The built-in quick experiment that `tare run` with no file runs.
 pub(crate) const QUICK: &str = include_str!("../../../../examples/quick.toml");

@@ -48,10 +48,12 @@ pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String>
     let crosses = |a: &Cell, b: &Cell| in_container(a) != in_container(b);
     let find = |exp: &Experiment, id: &str| exp.cells.iter().position(|c| c.id == id);
     if !exp.attribution.iter().any(|chain| {
-        chain.windows(2).any(|w| match (find(exp, &w[0]), find(exp, &w[1])) {
-            (Some(a), Some(b)) => crosses(&exp.cells[a], &exp.cells[b]),
-            _ => false,
-        })
+        chain
+            .windows(2)
+            .any(|w| match (find(exp, &w[0]), find(exp, &w[1])) {
+                (Some(a), Some(b)) => crosses(&exp.cells[a], &exp.cells[b]),
+                _ => false,
+            })
     }) {
         return Err(
             "no step of the chain goes between a container placement and a process: nothing to split"
@@ -154,7 +156,10 @@ pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String>
 }
 
 /// `levels` in the experiment's factor order.
-fn ordered(levels: Vec<(String, String)>, factors: &[(FactorKind, Vec<String>)]) -> Vec<(String, String)> {
+fn ordered(
+    levels: Vec<(String, String)>,
+    factors: &[(FactorKind, Vec<String>)],
+) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for (kind, _) in factors {
         if let Some(l) = levels.iter().find(|(k, _)| k == kind.name()) {

@@ -347,6 +347,8 @@ fn factors_that_do_not_apply_are_left_out_of_cells() {
             "placement=docker-host,access_log=on,seccomp=unconfined",
         ]
     );
+}
+
 /// `[trials] exclude_disturbed`: off unless asked; a boolean, its mistakes
 /// named with line and key like every other.
 #[test]

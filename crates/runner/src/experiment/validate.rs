@@ -56,7 +56,11 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
             exp.splits = super::split::split(&mut exp)
                 .map_err(|m| loc.error(split.span(), "attribution.split", m))?;
             if exp.cells.len() > MAX_CELLS {
-                return Err(loc.error(split.span(), "attribution.split", format!("more than {MAX_CELLS} cells")));
+                return Err(loc.error(
+                    split.span(),
+                    "attribution.split",
+                    format!("more than {MAX_CELLS} cells"),
+                ));
             }
         }
     }

@@ -424,6 +424,8 @@ fn drift_shared_by_a_round_does_not_keep_the_run_going() {
         "{:?}",
         notes.0
     );
+}
+
 /// A monitor record as the real executor leaves it: 4 CPU-seconds in the
 /// window, `steal_s` of them stolen; its disturbance decided by the monitor.
 fn monitor_with_steal(steal_s: f64) -> serde_json::Value {
