@@ -54,6 +54,6 @@ pub use factors::changed_factors;
 pub use levels::{drift as levels_drift, Drift};
 pub use noise::DisturbedTrial;
 pub use pairs::{cell_contrast, paired_values, Metric};
-pub use plan::{AttributionChain, Finding, PlanView};
+pub use plan::{AttributionChain, Finding, PlanView, StepSplit};
 pub use precision::{precision, Precision, PrecisionItem};
 pub use run::{load_run, FailedCell, Run};

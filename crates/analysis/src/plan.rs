@@ -74,6 +74,20 @@ pub struct AttributionChain {
     /// refused with that reason.
     #[serde(default)]
     pub dropped: Vec<String>,
+    /// Steps split into their parts (`[attribution] split`): each a
+    /// sub-chain from the step's first cell to its second.
+    #[serde(default)]
+    pub splits: Vec<StepSplit>,
+}
+
+/// One step of the chain split into its parts: `plan.json`'s
+/// `attribution.splits[]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepSplit {
+    /// The step's number in the chain (1: first cell → second).
+    pub step: usize,
+    /// Cell ids from the step's first cell to its second, one factor at a time.
+    pub chain: Vec<String>,
 }
 
 /// A fairness finding: a difference between cells that no factor under test
@@ -86,6 +100,19 @@ pub struct Finding {
     #[serde(default)]
     pub fact: String,
     pub message: String,
+    /// Each cell's value of the fact, `(cell id, value)`, when recorded.
+    #[serde(default)]
+    pub values: Vec<(String, String)>,
+}
+
+impl Finding {
+    /// The fact's value in `cell`, when recorded.
+    pub fn value_in(&self, cell: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(c, _)| c == cell)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// Reads `findings.json`: an array of findings, or an object holding one
@@ -101,12 +128,17 @@ pub fn parse_findings(value: &serde_json::Value) -> Option<Vec<Finding>> {
             serde_json::Value::String(s) => Some(Finding {
                 fact: String::new(),
                 message: s.clone(),
+                values: Vec::new(),
             }),
             serde_json::Value::Object(o) => {
                 let text = |k: &str| o.get(k).and_then(|v| v.as_str()).map(str::to_string);
                 Some(Finding {
                     fact: text("fact").unwrap_or_default(),
                     message: text("message").or_else(|| text("text"))?,
+                    values: o
+                        .get("values")
+                        .and_then(|v| serde_json::from_value(v.clone()).ok())
+                        .unwrap_or_default(),
                 })
             }
             _ => None,
@@ -148,6 +180,8 @@ mod tests {
             (f[0].fact.as_str(), f[0].message.as_str()),
             ("log_fs", "log_fs differs")
         );
+        assert_eq!(f[0].value_in("a"), Some("ext4"));
+        assert_eq!(f[0].value_in("b"), None);
         let wrapped = json!({"findings": ["binary differs"]});
         assert_eq!(
             parse_findings(&wrapped).unwrap()[0].message,

@@ -238,6 +238,14 @@ impl Run {
         (!chain.is_empty()).then_some(chain.as_slice())
     }
 
+    /// Steps of the chain the plan splits into their parts.
+    pub fn splits(&self) -> &[crate::plan::StepSplit] {
+        self.plan
+            .as_ref()
+            .map(|p| p.attribution.splits.as_slice())
+            .unwrap_or(&[])
+    }
+
     /// Chain cells the runner dropped (skipped on this machine).
     pub fn chain_dropped(&self) -> &[String] {
         self.plan

@@ -196,6 +196,7 @@ pub fn plan(run_id: &str, cells: &[SynthCell], chain: &[String]) -> PlanView {
         attribution: AttributionChain {
             chain: chain.to_vec(),
             dropped: Vec::new(),
+            splits: Vec::new(),
         },
         // As the runner picks it: the first cell in the reference placement.
         reference: cells

@@ -60,7 +60,14 @@ fn seed_000_in_debug_mode_records_and_reports_the_same_every_time() {
         assert_eq!(a, b);
         // Every trial was recorded, each with a result from the mock engine.
         let trials = std::fs::read_to_string(dir.join("trials.jsonl")).unwrap();
-        assert_eq!(trials.lines().count(), 12 * 5, "12 cells x 5 trials");
+        // 12 cells and the split's two, in whole rounds: the fixed three,
+        // then as many as the ±2.5% precision takes (the debug model's
+        // ±3% trial noise needs a few more).
+        let n = trials.lines().count();
+        assert!(
+            n.is_multiple_of(14) && n / 14 > 3,
+            "{n} trials: 14 cells x whole rounds"
+        );
         for line in trials.lines() {
             let t: serde_json::Value = serde_json::from_str(line).unwrap();
             let target = t["result"]["target"].as_str().unwrap_or_default();

@@ -59,6 +59,8 @@ pub struct VsReference {
 /// What became of the attribution chain.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
+// Built once per report: the size of the computed variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum AttributionOutcome {
     /// Neither the plan nor the command line names a chain.
     NoChain,
@@ -75,7 +77,72 @@ pub enum AttributionOutcome {
         /// Chain cells the runner skipped here; the chain went around them.
         dropped: Vec<String>,
         attribution: Attribution,
+        /// Steps split into their parts (`[attribution] split`).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        splits: Vec<SplitOutcome>,
+        /// Steps that also change a fact a split would measure (storage,
+        /// seccomp, ...) and were not split.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        hidden: Vec<HiddenFactors>,
     },
+}
+
+/// One step of the chain measured in parts: its sub-chain's attribution
+/// (each part's change, interval and share of the step), or why not.
+#[derive(Clone, Debug, Serialize)]
+pub struct SplitOutcome {
+    /// The step's number in the chain.
+    pub step: usize,
+    pub chain: Vec<String>,
+    #[serde(flatten)]
+    pub parts: PartsOutcome,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum PartsOutcome {
+    Computed { attribution: Attribution },
+    Refused { reason: String },
+}
+
+/// A chain step whose two cells differ in facts a split measures.
+#[derive(Clone, Debug, Serialize)]
+pub struct HiddenFactors {
+    pub step: usize,
+    /// The facts (`content_fs`, `seccomp`, ...) that differ between the
+    /// step's two cells, with their two values.
+    pub facts: Vec<(String, String, String)>,
+}
+
+/// Facts that `[attribution] split` measures as parts of a step (the
+/// container's storage and seccomp; the runner's `experiment/split.rs`).
+const SPLIT_FACTS: &[&str] = &["storage", "content_fs", "log_fs", "seccomp"];
+
+/// Steps of `a` whose cells differ in a split fact, unless already split.
+fn hidden_factors(
+    a: &Attribution,
+    findings: Option<&[Finding]>,
+    splits: &[SplitOutcome],
+) -> Vec<HiddenFactors> {
+    let Some(findings) = findings else {
+        return Vec::new();
+    };
+    a.steps
+        .windows(2)
+        .enumerate()
+        .filter(|(i, _)| !splits.iter().any(|s| s.step == i + 1))
+        .filter_map(|(i, w)| {
+            let facts: Vec<(String, String, String)> = findings
+                .iter()
+                .filter(|f| SPLIT_FACTS.contains(&f.fact.as_str()))
+                .filter_map(|f| {
+                    let (from, to) = (f.value_in(&w[0].cell)?, f.value_in(&w[1].cell)?);
+                    (from != to).then(|| (f.fact.clone(), from.to_string(), to.to_string()))
+                })
+                .collect();
+            (!facts.is_empty()).then_some(HiddenFactors { step: i + 1, facts })
+        })
+        .collect()
 }
 
 impl Report {
@@ -94,11 +161,34 @@ impl Report {
         let attribution = match chain {
             None => AttributionOutcome::NoChain,
             Some(chain) => match attribution(run, &chain) {
-                Ok(attribution) => AttributionOutcome::Computed {
-                    chain,
-                    dropped: run.chain_dropped().to_vec(),
-                    attribution,
-                },
+                Ok(attribution) => {
+                    // Splits belong to the plan's chain, not to one given
+                    // on the command line.
+                    let splits: Vec<SplitOutcome> = if run.chain() == Some(chain.as_slice()) {
+                        run.splits()
+                            .iter()
+                            .map(|s| SplitOutcome {
+                                step: s.step,
+                                chain: s.chain.clone(),
+                                parts: match tare_analysis::attribution(run, &s.chain) {
+                                    Ok(attribution) => PartsOutcome::Computed { attribution },
+                                    Err(e) => PartsOutcome::Refused {
+                                        reason: e.to_string(),
+                                    },
+                                },
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    AttributionOutcome::Computed {
+                        hidden: hidden_factors(&attribution, run.findings.as_deref(), &splits),
+                        chain,
+                        dropped: run.chain_dropped().to_vec(),
+                        attribution,
+                        splits,
+                    }
+                }
                 Err(e) => AttributionOutcome::Refused {
                     chain,
                     dropped: run.chain_dropped().to_vec(),

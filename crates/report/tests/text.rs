@@ -211,3 +211,94 @@ fn shares_of_a_gap_that_is_not_there_are_not_printed() {
     }
     assert!(text.contains("no step has a share of it"), "{text}");
 }
+
+/// Issue 15, item 6: a step whose two cells differ in a fact a split
+/// measures (the findings' per-cell values say so) gets the suggestion;
+/// with the plan's split, the step is shown in parts instead, each part
+/// with its change, interval and share of the step, the placement's own
+/// part named "the rest".
+#[test]
+fn a_step_across_hidden_factors_is_split_or_the_split_is_suggested() {
+    let cells = vec![
+        SynthCell::new(
+            &[
+                ("placement", "docker-host"),
+                ("seccomp", "default"),
+                ("storage", "image"),
+            ],
+            30_000.0,
+            0.01,
+        ),
+        SynthCell::new(
+            &[
+                ("placement", "docker-host"),
+                ("seccomp", "unconfined"),
+                ("storage", "image"),
+            ],
+            31_000.0,
+            0.01,
+        ),
+        SynthCell::new(
+            &[
+                ("placement", "docker-host"),
+                ("seccomp", "unconfined"),
+                ("storage", "host-path"),
+            ],
+            36_000.0,
+            0.01,
+        ),
+        SynthCell::new(&[("placement", "native")], 38_000.0, 0.01),
+    ];
+    let ids: Vec<String> = cells.iter().map(|c| c.id()).collect();
+    let findings = format!(
+        r#"[{{"fact": "content_fs", "values": [["{}", "overlay"], ["{}", "ext4"]], "message": "content_fs differs"}}]"#,
+        ids[0], ids[3]
+    );
+    let build = |split: bool| {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut p = plan("split", &cells, &[ids[0].clone(), ids[3].clone()]);
+        if split {
+            p.attribution.splits = vec![tare_analysis::StepSplit {
+                step: 1,
+                chain: ids.clone(),
+            }];
+        }
+        write_run_dir(tmp.path(), &trials("split", &cells, 6, 3), Some(&p)).unwrap();
+        std::fs::write(tmp.path().join("findings.json"), &findings).unwrap();
+        render_text(&load_run(tmp.path()).unwrap())
+    };
+    let plain = build(false);
+    assert!(
+        plain.contains(
+            "step 1 (placement: docker-host → native) also changes content_fs overlay → ext4"
+        ) && plain.contains("split = true"),
+        "{plain}"
+    );
+    assert!(!plain.contains("in parts"), "{plain}");
+    let split = build(true);
+    assert!(!split.contains("also changes content_fs"), "{split}");
+    let part = |name: &str| {
+        split
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no `{name}` row: {split}"))
+            .to_string()
+    };
+    assert!(
+        split.contains("step 1 (placement: docker-host → native) in parts"),
+        "{split}"
+    );
+    // 30k → 31k → 36k → 38k: +3.3%, +16%, +5.6%; shares 1/8, 5/8, 2/8.
+    assert!(
+        part("seccomp: default → unconfined").contains("+3."),
+        "{split}"
+    );
+    assert!(
+        part("storage: image → host-path").contains("+16."),
+        "{split}"
+    );
+    assert!(
+        part("the rest (placement: docker-host → native)").contains("+5."),
+        "{split}"
+    );
+}

@@ -8,7 +8,7 @@ use tare_analysis::{Run, NOISY_SPREAD};
 
 use super::escape::{html, slug};
 use super::Charts;
-use crate::report::{AttributionOutcome, Report};
+use crate::report::{AttributionOutcome, PartsOutcome, Report, SplitOutcome};
 use crate::units;
 
 pub(super) fn header(run: &Run, r: &Report) -> String {
@@ -71,7 +71,7 @@ fn ci(c: &MedianCi, fmt: fn(f64) -> String) -> String {
 pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
     let mut out = String::from("<section id=\"attribution\"><h2>Attribution</h2>\n");
     match (&r.attribution, &charts.waterfall) {
-        (AttributionOutcome::Computed { attribution: a, dropped, .. }, Some(w)) => {
+        (AttributionOutcome::Computed { attribution: a, dropped, splits, hidden, .. }, Some(w)) => {
             out.push_str(&format!(
                 "<p>Along the chain below, each step changes one factor. The gap from <code>{}</code> to <code>{}</code> is <strong>{} {}</strong>{}; each step's change is paired on the round, and its share of the gap carries a {} Fieller interval.</p>\n",
                 html(&a.steps[0].cell),
@@ -113,6 +113,21 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 ));
             }
             out.push_str("</table>\n");
+            for split in splits {
+                out.push_str(&split_table(a, split));
+            }
+            for h in hidden {
+                let facts: Vec<String> = h
+                    .facts
+                    .iter()
+                    .map(|(f, from, to)| format!("<code>{}</code> {} → {}", html(f), html(from), html(to)))
+                    .collect();
+                out.push_str(&format!(
+                    "<p class=\"warn\">Step {} also changes {} (fairness): <code>split = true</code> under <code>[attribution]</code> measures each part with its own interval.</p>\n",
+                    h.step,
+                    facts.join(", ")
+                ));
+            }
             if !dropped.is_empty() {
                 out.push_str(&format!("<p class=\"warn\">Chain cells skipped on this machine: {}.</p>\n", code_list(dropped)));
             }
@@ -127,6 +142,67 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
         _ => out.push_str("<p class=\"muted\">This run names no attribution chain (<code>[attribution] chain</code> in the experiment file, or <code>tare report --chain</code>).</p>\n"),
     }
     out.push_str("</section>\n");
+    out
+}
+
+/// One split step's parts: change, interval, detectable, share of the step.
+fn split_table(a: &tare_analysis::Attribution, split: &SplitOutcome) -> String {
+    let step = a.steps.get(split.step).and_then(|s| s.change.as_ref());
+    let label = step.map_or(format!("step {}", split.step), |c| {
+        format!("{}: {} → {}", html(&c.factor), html(&c.from), html(&c.to))
+    });
+    let sub = match &split.parts {
+        PartsOutcome::Refused { reason } => {
+            return format!(
+                "<p class=\"warn\">Step {} ({label}) in parts: not computed: {}.</p>\n",
+                split.step,
+                html(reason)
+            );
+        }
+        PartsOutcome::Computed { attribution } => attribution,
+    };
+    let mut out = format!("<h3>Step {} ({label}) in parts</h3>\n<table><tr><th>part</th><th>change [95% CI]</th><th>detectable</th><th>share of step [CI]</th></tr>\n", split.step);
+    for s in sub.steps.iter().skip(1) {
+        let (Some(ch), Some(v)) = (&s.change, &s.vs_previous) else {
+            continue;
+        };
+        let what = format!(
+            "{}: {} → {}",
+            html(&ch.factor),
+            html(&ch.from),
+            html(&ch.to)
+        );
+        let what = if step.is_some_and(|c| c.factor == ch.factor) {
+            format!("the rest ({what})")
+        } else {
+            what
+        };
+        let iv = v.change_ci().map_or(String::new(), |(lo, hi)| {
+            format!(
+                " <span class=\"muted\">[{}, {}]</span>",
+                units::change(lo),
+                units::change(hi)
+            )
+        });
+        let share = match (sub.shares_mean_something(), s.share, s.share_ci) {
+            (false, _, _) => "n/a".to_string(),
+            (true, Some(sh), Some((lo, hi))) => format!(
+                "{} <span class=\"muted\">[{}, {}]</span>",
+                units::percent(sh),
+                units::percent(lo),
+                units::percent(hi)
+            ),
+            (true, Some(sh), None) => units::percent(sh),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "<tr><td>{what}</td><td class=\"num\">{}{iv}{}</td><td class=\"num\">{}</td><td class=\"num\">{share}</td></tr>\n",
+            units::change(v.change()),
+            if v.is_significant() { "" } else { " ~" },
+            v.detectable.map_or(String::new(), |d| format!("±{}", units::percent(d)))
+        ));
+    }
+    out.push_str("</table>\n");
     out
 }
 

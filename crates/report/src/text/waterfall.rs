@@ -12,7 +12,7 @@ use tare_analysis::{Attribution, CellStats};
 
 use super::notes::Notes;
 use super::{factor_order, interval_header, levels, with_interval};
-use crate::report::{AttributionOutcome, Report};
+use crate::report::{AttributionOutcome, PartsOutcome, Report, SplitOutcome};
 use crate::table::{Align, Table};
 use crate::units;
 
@@ -38,6 +38,8 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
         AttributionOutcome::Computed {
             attribution,
             dropped,
+            splits,
+            hidden,
             ..
         } => {
             if !dropped.is_empty() {
@@ -47,7 +49,25 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
                     dropped.join("; ")
                 ));
             }
-            table(attribution, &r.cells, notes)
+            let mut out = table(attribution, &r.cells, notes);
+            for split in splits {
+                out.push_str(&parts(attribution, split, notes));
+            }
+            for h in hidden {
+                let facts: Vec<String> = h
+                    .facts
+                    .iter()
+                    .map(|(f, from, to)| format!("{f} {from} → {to}"))
+                    .collect();
+                notes.add(format!(
+                    "step {} ({}) also changes {} (fairness): add `split = true` under \
+                     [attribution] to measure each part with its own interval",
+                    h.step,
+                    step_label(attribution, h.step),
+                    facts.join(", ")
+                ));
+            }
+            out
         }
     }
 }
@@ -228,4 +248,89 @@ fn detectable(c: &Contrast, notes: &mut Notes) -> String {
          called `~`: add rounds to shrink it (it falls as 1/√rounds)",
     );
     format!("±{}", units::percent(d))
+}
+
+/// `factor: from → to` of step `i` of `a`.
+fn step_label(a: &Attribution, i: usize) -> String {
+    a.steps
+        .get(i)
+        .and_then(|s| s.change.as_ref())
+        .map_or(format!("step {i}"), |c| {
+            format!("{}: {} → {}", c.factor, c.from, c.to)
+        })
+}
+
+/// One split step: each part's change, interval, detectable effect, share
+/// of the step and p, the part that changes the step's own factor named
+/// "the rest".
+fn parts(a: &Attribution, split: &SplitOutcome, notes: &mut Notes) -> String {
+    let label = step_label(a, split.step);
+    let sub = match &split.parts {
+        PartsOutcome::Refused { reason } => {
+            return format!(
+                "  step {} ({label}) in parts: not computed: {reason}\n",
+                split.step
+            );
+        }
+        PartsOutcome::Computed { attribution } => attribution,
+    };
+    let own = a
+        .steps
+        .get(split.step)
+        .and_then(|s| s.change.as_ref())
+        .map(|c| c.factor.clone());
+    let mut out = format!("  step {} ({label}) in parts", split.step);
+    if let Some(o) = &sub.overall {
+        out.push_str(&format!(": {}", units::change(o.change())));
+        if let Some((lo, hi)) = o.change_ci() {
+            out.push_str(&format!(" [{}, {}]", units::change(lo), units::change(hi)));
+        }
+    }
+    out.push('\n');
+    let shares = sub.shares_mean_something();
+    let mut t = Table::new(&[
+        ("part", Align::Left),
+        ("change", Align::Right),
+        ("[95% CI]", Align::Left),
+        ("detectable", Align::Left),
+        ("share of step [95% CI]", Align::Left),
+        ("p", Align::Left),
+    ]);
+    for s in sub.steps.iter().skip(1) {
+        let (Some(ch), Some(v)) = (&s.change, &s.vs_previous) else {
+            continue;
+        };
+        let what = format!("{}: {} → {}", ch.factor, ch.from, ch.to);
+        t.row(vec![
+            if own.as_deref() == Some(ch.factor.as_str()) {
+                format!("the rest ({what})")
+            } else {
+                what
+            },
+            units::change(v.change()),
+            v.change_ci().map_or(String::new(), |(lo, hi)| {
+                format!("[{}, {}]", units::change(lo), units::change(hi))
+            }),
+            detectable(v, notes),
+            match (s.share, s.share_ci) {
+                _ if !shares => "n/a".into(),
+                (Some(sh), Some((lo, hi))) => format!(
+                    "{} [{}, {}]",
+                    units::percent(sh),
+                    units::percent(lo),
+                    units::percent(hi)
+                ),
+                (Some(sh), None) => units::percent(sh),
+                _ => "-".into(),
+            },
+            verdict(v, notes),
+        ]);
+    }
+    notes.add(
+        "in parts: a split step runs through intermediate cells that change one container \
+         option at a time (seccomp, then storage = host-path, the files native serves); the \
+         part that changes the step's own factor is what remains of it, `the rest`",
+    );
+    out.push_str(&t.render(4));
+    out
 }

@@ -365,3 +365,78 @@ fn exclude_disturbed_is_a_boolean_off_by_default() {
     );
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+/// `[attribution] split = true`: the docker-host → native step gets the
+/// intermediate cells (seccomp unconfined, then storage on the host path),
+/// container cells name the split factors at their defaults, native names
+/// none, and the plan's splits are sub-chains of one factor per step.
+#[test]
+fn a_split_adds_the_intermediate_cells_of_a_container_step() {
+    let text = format!(
+        "{HEAD}[factors]\nplacement = [\"docker-publish\", \"docker-host\", \"native\"]\n\
+         [attribution]\nchain = [\"placement=docker-publish\", \"placement=docker-host\", \"placement=native\"]\nsplit = true\n"
+    );
+    let e = parse(&text).unwrap();
+    let ids: Vec<&str> = e.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "placement=docker-publish,seccomp=default,storage=image",
+            "placement=docker-host,seccomp=default,storage=image",
+            "placement=docker-host,seccomp=unconfined,storage=image",
+            "placement=docker-host,seccomp=unconfined,storage=host-path",
+            "placement=native",
+        ]
+    );
+    assert_eq!(e.attribution[0][0], ids[0]);
+    assert_eq!(e.splits.len(), 1);
+    let split = &e.splits[0];
+    assert_eq!(split.len(), 1, "docker-publish → docker-host is not split");
+    assert_eq!(split[0].step, 2);
+    assert_eq!(split[0].chain, ids[1..].to_vec());
+    // Every sub-step changes one factor.
+    for w in split[0].chain.windows(2) {
+        let levels = |id: &str| {
+            e.cells
+                .iter()
+                .find(|c| c.id == id)
+                .unwrap()
+                .levels
+                .iter()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            tare_analysis::changed_factors(&levels(&w[0]), &levels(&w[1])).len(),
+            1,
+            "{w:?}"
+        );
+    }
+
+    // Native first: the parts reversed, from native into the container.
+    let text = format!(
+        "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n\
+         [attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\nsplit = true\n"
+    );
+    let e = parse(&text).unwrap();
+    assert_eq!(
+        e.splits[0][0].chain,
+        [
+            "placement=native",
+            "placement=docker-host,seccomp=unconfined,storage=host-path",
+            "placement=docker-host,seccomp=unconfined,storage=image",
+            "placement=docker-host,seccomp=default,storage=image",
+        ]
+    );
+
+    // Nothing to split: a one-line error at the key.
+    let text = format!(
+        "{HEAD}[factors]\nplacement = [\"native\", \"lab-nat\"]\n\
+         [attribution]\nchain = [\"placement=native\", \"placement=lab-nat\"]\nsplit = true\n"
+    );
+    let err = parse(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("attribution.split") && err.contains("nothing to split"),
+        "{err}"
+    );
+}
