@@ -139,16 +139,35 @@ fn provenance_line(p: &serde_json::Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
-/// The disturbed trials, one line each with the monitor's reasons.
+/// The disturbed trials shown one per line; the rest are counted (the JSON
+/// and HTML reports list every one).
+const NOISE_LINES: usize = 8;
+
+/// The disturbed trials, one line each with the monitor's reasons, the
+/// first [`NOISE_LINES`] of them.
 fn noise(n: &crate::noise::Noise) -> Option<String> {
     let mut out = format!("noise: {}\n", n.headline()?);
-    for t in &n.trials {
+    if n.trials.len() > NOISE_LINES {
+        let per_cell: Vec<String> = n
+            .per_cell
+            .iter()
+            .map(|(cell, (bad, all))| format!("{cell} {bad}/{all}"))
+            .collect();
+        out.push_str(&format!("  disturbed per cell: {}\n", per_cell.join(", ")));
+    }
+    for t in n.trials.iter().take(NOISE_LINES) {
         out.push_str(&format!(
             "  {} #{}{}: {}\n",
             t.cell,
             t.trial,
             if t.excluded { " (excluded)" } else { "" },
             t.reasons.join("; ")
+        ));
+    }
+    if n.trials.len() > NOISE_LINES {
+        out.push_str(&format!(
+            "  ... and {} more (every one in report.json's `noise.trials` and in report.html)\n",
+            n.trials.len() - NOISE_LINES
         ));
     }
     Some(out)
