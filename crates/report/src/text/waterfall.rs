@@ -8,7 +8,7 @@
 //! attribution") writes seed 000's results by hand.
 
 use tare_analysis::stats::{Contrast, MedianCi, Method, Significance, ALPHA};
-use tare_analysis::{Attribution, CellStats};
+use tare_analysis::{Attribution, CellStats, Step};
 
 use super::notes::Notes;
 use super::{factor_order, interval_header, levels, with_interval};
@@ -143,17 +143,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
                 format!("[{}, {}]", units::change(lo), units::change(hi))
             }));
             row.push(detectable(v, notes));
-            row.push(match (s.share, s.share_ci) {
-                _ if !shares_mean_something => "n/a".into(),
-                (Some(sh), Some((lo, hi))) => format!(
-                    "{} [{}, {}]",
-                    units::percent(sh),
-                    units::percent(lo),
-                    units::percent(hi)
-                ),
-                (Some(sh), None) => units::percent(sh),
-                _ => "-".into(),
-            });
+            row.push(share(s, shares_mean_something));
             row.push(verdict(v, notes));
             if v.significance == Significance::NotSignificant {
                 notes.add(format!(
@@ -312,17 +302,7 @@ fn parts(a: &Attribution, split: &SplitOutcome, notes: &mut Notes) -> String {
                 format!("[{}, {}]", units::change(lo), units::change(hi))
             }),
             detectable(v, notes),
-            match (s.share, s.share_ci) {
-                _ if !shares => "n/a".into(),
-                (Some(sh), Some((lo, hi))) => format!(
-                    "{} [{}, {}]",
-                    units::percent(sh),
-                    units::percent(lo),
-                    units::percent(hi)
-                ),
-                (Some(sh), None) => units::percent(sh),
-                _ => "-".into(),
-            },
+            share(s, shares),
             verdict(v, notes),
         ]);
     }
@@ -333,4 +313,20 @@ fn parts(a: &Attribution, split: &SplitOutcome, notes: &mut Notes) -> String {
     );
     out.push_str(&t.render(4));
     out
+}
+
+/// A step's share with its interval; `n/a` when shares mean nothing (the
+/// gap they would divide is not significant).
+fn share(s: &Step, shares_mean_something: bool) -> String {
+    match (s.share, s.share_ci) {
+        _ if !shares_mean_something => "n/a".into(),
+        (Some(sh), Some((lo, hi))) => format!(
+            "{} [{}, {}]",
+            units::percent(sh),
+            units::percent(lo),
+            units::percent(hi)
+        ),
+        (Some(sh), None) => units::percent(sh),
+        _ => "-".into(),
+    }
 }
