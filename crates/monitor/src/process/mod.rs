@@ -18,6 +18,7 @@
 //!
 //! - `stat`: parsing `/proc/<pid>/stat` and `/io`, and the boot-time clock
 //!   of `starttime`.
+//! - `seen`: [`CpusSeen`], the CPUs a group's members ran on.
 //! - `find`: finding processes: a tree's descendants, processes by name,
 //!   threads by name.
 
@@ -28,10 +29,12 @@ use crate::procfile::ProcFile;
 
 pub(crate) mod census;
 mod find;
+mod seen;
 mod stat;
 
 use find::threads;
 pub use find::{descendants, name_matches, named, named_all};
+pub use seen::CpusSeen;
 pub use stat::{boot_ticks_now, parse_stat, parse_write_bytes, TaskStat};
 
 /// How a group finds its members.
@@ -77,6 +80,8 @@ struct Member {
     baseline: Values,
     last: Values,
     rss: u64,
+    /// `utime + stime` at the last reading, for [`CpusSeen::note`].
+    own: u64,
     alive: bool,
 }
 
@@ -88,6 +93,8 @@ pub struct Group {
     /// later count from zero.
     started_ticks: u64,
     procs: Option<ProcFile>,
+    /// Where the members ran since the monitor started.
+    seen: CpusSeen,
 }
 
 impl Group {
@@ -110,6 +117,7 @@ impl Group {
             retired: Values::default(),
             started_ticks,
             procs,
+            seen: CpusSeen::default(),
         })
     }
 
@@ -221,6 +229,7 @@ impl Group {
             baseline,
             last: now,
             rss: s.rss,
+            own: s.utime + s.stime,
             alive: true,
         })
     }
@@ -232,6 +241,11 @@ impl Group {
             system: s.stime + if kids { s.cstime } else { 0 },
             write,
         }
+    }
+
+    /// The CPUs the members were seen on since the monitor started.
+    pub fn cpus_seen(&self) -> &CpusSeen {
+        &self.seen
     }
 
     /// Reads every member and returns the group's level.
@@ -268,6 +282,7 @@ impl Group {
                         write: v.write.max(m.last.write),
                     };
                     m.rss = s.rss;
+                    self.seen.note(&mut m.own, &s);
                 }
                 None => {
                     let ppid = self.members[i].ppid;

@@ -207,6 +207,13 @@ pub struct Summary {
     pub cpu_mhz_min: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_mhz_max: Option<f64>,
+    /// Where each group ran: `server`, `generator` and each watched group
+    /// → CPU → share of the group's CPU time seen there (`process::CpusSeen`:
+    /// sampled from `/proc/<pid>/stat`'s `processor`, weighed by the ticks
+    /// used). Over the whole record, not narrowed to the window; a group
+    /// that used no CPU is absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpus_seen: BTreeMap<String, BTreeMap<u32, f64>>,
 }
 
 /// What monitoring itself cost: the sampling thread's CPU (RUSAGE_THREAD).
@@ -241,10 +248,13 @@ impl MonitorRecord {
             start_unix_s,
             duration_s,
         };
+        let cpus_seen = std::mem::take(&mut self.summary.cpus_seen);
         self.summary = summarize(
             &self.series,
             Some((start_unix_s - self.started_unix_s, duration_s)),
         );
+        // Sampled over the whole record only (see `Summary::cpus_seen`).
+        self.summary.cpus_seen = cpus_seen;
         self.window = Some(w);
         self
     }
@@ -356,6 +366,26 @@ mod tests {
         // Page cache: from the end of the 1st interval to the end of the 4th.
         assert_eq!(r.summary.page_cache_growth_bytes, 300);
         assert_eq!(r.series.len(), 4, "series are kept whole");
+    }
+
+    #[test]
+    fn clipping_keeps_where_the_groups_ran_and_old_records_read() {
+        let mut r = MonitorRecord {
+            started_unix_s: 1000.0,
+            series: series(),
+            ..Default::default()
+        };
+        r.summary
+            .cpus_seen
+            .insert("docker-proxy".into(), BTreeMap::from([(0, 0.7), (1, 0.3)]));
+        let clipped = r.clone().clip(1000.75, 1.0);
+        assert_eq!(clipped.summary.cpus_seen, r.summary.cpus_seen);
+        let mut old = r.to_json();
+        old["summary"].as_object_mut().unwrap().remove("cpus_seen");
+        let back = MonitorRecord::from_json(&old).unwrap();
+        assert!(back.summary.cpus_seen.is_empty());
+        let back = MonitorRecord::from_json(&r.to_json()).unwrap();
+        assert_eq!(back.summary.cpus_seen, r.summary.cpus_seen);
     }
 
     #[test]

@@ -122,5 +122,7 @@ pub(crate) fn summarize(s: &Series, window: Option<(f64, f64)>) -> Summary {
         conntrack_drops: (!s.conntrack_drops.is_empty()).then(|| count_u(&s.conntrack_drops)),
         cpu_mhz_min: mhz.iter().copied().reduce(f64::min),
         cpu_mhz_max: mhz.iter().copied().reduce(f64::max),
+        // Not a series: the sampler sets it over the whole record.
+        cpus_seen: Default::default(),
     }
 }

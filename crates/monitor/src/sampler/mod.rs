@@ -152,7 +152,8 @@ pub(crate) fn run(
     let others_cpu_s = Census::take(&src.known_pids()).since(&census, src.hz);
     let cpu_s = CpuTime::thread().total_s() - thread_start;
     let wall = first_at.elapsed().as_secs_f64();
-    let summary = record::summarize(&series, None);
+    let mut summary = record::summarize(&series, None);
+    summary.cpus_seen = src.cpus_seen();
     MonitorRecord {
         schema: record::SCHEMA,
         interval_ms: spec.interval.as_millis() as u64,

@@ -3,6 +3,7 @@
 //! network namespaces, conntrack), searched again for new members now and
 //! then, and read together into one [`Raw`] reading.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use tare_engine::cpu::CpuTime;
@@ -12,7 +13,7 @@ use crate::conntrack::ConntrackFiles;
 use crate::cpufreq::FreqFiles;
 use crate::net::{self, NetFiles};
 use crate::proc_stat::{self, MachineFiles};
-use crate::process::{self, Group, Rule};
+use crate::process::{self, CpusSeen, Group, Rule};
 use crate::{GeneratorRef, MonitorError, MonitorSpec, ServerRef};
 
 use super::{Raw, ServerSource, Sources};
@@ -237,6 +238,28 @@ impl Sources {
             known.extend(g.pids());
         }
         known
+    }
+
+    /// Where each group ran (`Summary::cpus_seen`): `server`, `generator`,
+    /// then the watched groups by name; a group never seen using CPU is left
+    /// out. The generator, when it is a whole process, is seen through its
+    /// main thread's CPU (`/proc/<pid>/stat`).
+    pub(super) fn cpus_seen(&self) -> BTreeMap<String, BTreeMap<u32, f64>> {
+        let (ServerSource::Procs(server) | ServerSource::Cgroup { procs: server, .. }) =
+            &self.server;
+        let groups = [("server", server), ("generator", &self.generator)]
+            .into_iter()
+            .chain(self.watched.iter().map(|(n, g)| (n.as_str(), g)));
+        let mut out: BTreeMap<String, CpusSeen> = BTreeMap::new();
+        for (name, g) in groups {
+            out.entry(name.to_string())
+                .or_default()
+                .merge(g.cpus_seen());
+        }
+        out.into_iter()
+            .filter(|(_, s)| !s.is_empty())
+            .map(|(n, s)| (n, s.shares()))
+            .collect()
     }
 
     /// The names of the watched groups in reading order: the patterns, then
