@@ -22,6 +22,7 @@
 //! - `find`: finding processes: a tree's descendants, processes by name,
 //!   threads by name.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 
@@ -82,6 +83,9 @@ struct Member {
     rss: u64,
     /// `utime + stime` at the last reading, for [`CpusSeen::note`].
     own: u64,
+    /// The same per thread, for a process of several threads: its own line
+    /// gives only the main thread's CPU (proc(5), `processor`).
+    threads: HashMap<u32, u64>,
     alive: bool,
 }
 
@@ -230,6 +234,7 @@ impl Group {
             last: now,
             rss: s.rss,
             own: s.utime + s.stime,
+            threads: HashMap::new(),
             alive: true,
         })
     }
@@ -282,7 +287,11 @@ impl Group {
                         write: v.write.max(m.last.write),
                     };
                     m.rss = s.rss;
-                    self.seen.note(&mut m.own, &s);
+                    if m.tid.is_none() && s.num_threads > 1 {
+                        note_threads(&mut self.seen, m.pid, &mut m.threads);
+                    } else {
+                        self.seen.note(&mut m.own, &s);
+                    }
                 }
                 None => {
                     let ppid = self.members[i].ppid;
@@ -316,6 +325,33 @@ impl Group {
         }
         level
     }
+}
+
+/// Notes where each thread of `pid` ran since the last call; a thread
+/// first seen here only sets its mark.
+fn note_threads(seen: &mut CpusSeen, pid: u32, last: &mut HashMap<u32, u64>) {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    let mut now = HashMap::with_capacity(last.len());
+    for e in dir.flatten() {
+        let Some(tid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, s)) = parse_stat(&text) else {
+            continue;
+        };
+        let mut own = match last.get(&tid) {
+            Some(&own) => own,
+            None => s.utime + s.stime,
+        };
+        seen.note(&mut own, &s);
+        now.insert(tid, own);
+    }
+    *last = now;
 }
 
 #[cfg(test)]

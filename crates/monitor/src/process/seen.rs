@@ -4,7 +4,9 @@
 //! used since the previous sample to the CPU it is on now: an estimate,
 //! exact for a pinned task, and for a task that moves, right in proportion
 //! as the samples are many. A task that used no CPU in an interval says
-//! nothing (it may have slept on a CPU it never ran on).
+//! nothing (it may have slept on a CPU it never ran on). A process's line
+//! gives its main thread's CPU but all its threads' ticks, so a process of
+//! several threads is read thread by thread (`/proc/<pid>/task/<tid>/stat`).
 
 use std::collections::BTreeMap;
 

@@ -242,8 +242,7 @@ impl Sources {
 
     /// Where each group ran (`Summary::cpus_seen`): `server`, `generator`,
     /// then the watched groups by name; a group never seen using CPU is left
-    /// out. The generator, when it is a whole process, is seen through its
-    /// main thread's CPU (`/proc/<pid>/stat`).
+    /// out. A process of several threads is seen thread by thread.
     pub(super) fn cpus_seen(&self) -> BTreeMap<String, BTreeMap<u32, f64>> {
         let (ServerSource::Procs(server) | ServerSource::Cgroup { procs: server, .. }) =
             &self.server;
