@@ -7,6 +7,8 @@
 //! - `text`: the text layout (cells, attribution waterfall, comparisons).
 //! - [`html`]: the HTML document and its charts.
 //! - `resources`: where the CPU went, from the trials' resource monitoring.
+//! - `where_ran`: where each process ran (the monitor's `cpus_seen`), and
+//!   which helpers shared the server's CPU.
 //! - `noise`: which trials were disturbed, and whether the statistics keep them.
 //! - `table`, `units`: aligned columns and how numbers are written.
 //!
@@ -21,6 +23,7 @@ mod resources;
 mod table;
 mod text;
 mod units;
+mod where_ran;
 
 pub use export::{exporter, Exporter, Format};
 pub use noise::Noise;

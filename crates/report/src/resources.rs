@@ -9,6 +9,8 @@ use serde::Serialize;
 use tare_analysis::Run;
 use tare_monitor::{run_warning, Bound, CostShift, CpuPerRequest, MonitorRecord, Verdict};
 
+use crate::where_ran;
+
 /// One cell's monitoring over its successful, monitored trials.
 #[derive(Clone, Debug, Serialize)]
 pub struct CellResources {
@@ -19,6 +21,14 @@ pub struct CellResources {
     /// Trials per verdict (`server-bound`, `generator-bound`, ...).
     pub verdicts: BTreeMap<String, usize>,
     pub trials: usize,
+    /// Where each process ran: group (`server`, `generator`, each watched
+    /// group) → CPU → share of its CPU time there, over the monitored
+    /// trials (`where_ran`); empty for records from before it was sampled.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub where_ran: BTreeMap<String, BTreeMap<u32, f64>>,
+    /// The groups that ran on the server's CPUs, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_with_server: Vec<String>,
 }
 
 /// One attribution step's change of CPU per request.
@@ -72,7 +82,8 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
 
 /// The run's monitoring, `None` when no trial was monitored.
 pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
-    let mut by_cell: BTreeMap<&str, (Vec<CpuPerRequest>, Vec<Verdict>)> = BTreeMap::new();
+    type Seen = (Vec<CpuPerRequest>, Vec<Verdict>, where_ran::CpusSeen);
+    let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {
         let (Some(_), Some(m)) = (&t.result, &t.monitor) else {
@@ -85,6 +96,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             order.push(&t.cell);
         }
         let e = by_cell.entry(&t.cell).or_default();
+        where_ran::add(&mut e.2, &m);
         if let Some(p) = m.per_request {
             e.0.push(p);
         }
@@ -101,7 +113,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
     let mut cells = Vec::new();
     let mut all_verdicts = Vec::new();
     for id in order {
-        let (per, verdicts) = &by_cell[id];
+        let (per, verdicts, seen) = &by_cell[id];
         let Some(per_request) = merge(per) else {
             continue;
         };
@@ -110,11 +122,14 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             *counts.entry(bound_name(v.bound)).or_insert(0) += 1;
         }
         all_verdicts.extend(verdicts.iter().cloned());
+        let where_ran = where_ran::normalize(seen.clone());
         cells.push(CellResources {
             cell: id.to_string(),
             per_request,
             verdicts: counts,
             trials: per.len(),
+            shared_with_server: where_ran::shared_with_server(&where_ran),
+            where_ran,
         });
     }
     let mut steps = Vec::new();

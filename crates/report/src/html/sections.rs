@@ -303,7 +303,58 @@ pub(super) fn fairness(r: &Report) -> String {
             s
         }
     };
-    format!("<section id=\"fairness\"><h2>Fairness</h2>\n{body}\n</section>\n")
+    format!(
+        "<section id=\"fairness\"><h2>Fairness</h2>\n{body}\n{}</section>\n",
+        where_ran(r)
+    )
+}
+
+/// Where each process ran, per cell (the monitor's `cpus_seen`), and the
+/// helpers that shared the server's CPU.
+fn where_ran(r: &Report) -> String {
+    let Some(res) = &r.resources else {
+        return String::new();
+    };
+    let cells: Vec<_> = res
+        .cells
+        .iter()
+        .filter(|c| !c.where_ran.is_empty())
+        .collect();
+    if cells.is_empty() {
+        return String::new();
+    }
+    let groups = crate::where_ran::groups(cells.iter().map(|c| &c.where_ran));
+    let mut s = String::from("<h3>Where each process ran</h3>\n<table><tr><th>cell</th>");
+    for g in &groups {
+        s.push_str(&format!("<th>{}</th>", html(g)));
+    }
+    s.push_str("</tr>\n");
+    for c in &cells {
+        s.push_str(&format!("<tr><td><code>{}</code></td>", html(&c.cell)));
+        for g in &groups {
+            let cpus = c.where_ran.get(g).map_or("-".into(), |m| {
+                format!("CPU {}", crate::where_ran::cpus_text(m))
+            });
+            s.push_str(&format!("<td>{}</td>", html(&cpus)));
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n<p class=\"muted\">Share of each process's CPU time seen on each CPU, sampled from <code>/proc/&lt;pid&gt;/stat</code> during the monitored trials; tare pins only the server and the generator.</p>\n");
+    let shared: Vec<String> = cells
+        .iter()
+        .flat_map(|c| {
+            c.shared_with_server
+                .iter()
+                .map(move |m| format!("<li><code>{}</code>: {}</li>", html(&c.cell), html(m)))
+        })
+        .collect();
+    if !shared.is_empty() {
+        s.push_str(&format!(
+            "<ul class=\"warnings\">{}</ul>\n",
+            shared.concat()
+        ));
+    }
+    s
 }
 
 pub(super) fn noise(r: &Report, charts: &Charts) -> String {

@@ -193,6 +193,57 @@ fn fairness(r: &Report) -> String {
     }
 }
 
+/// Where each process ran, one line for all cells when they agree, else one
+/// per cell; then each helper that shared the server's CPU, marked `!`.
+fn where_ran(res: &crate::resources::Resources) -> String {
+    let cells: Vec<_> = res
+        .cells
+        .iter()
+        .filter(|c| !c.where_ran.is_empty())
+        .collect();
+    let Some(first) = cells.first() else {
+        return String::new();
+    };
+    let line = |c: &crate::resources::CellResources| crate::where_ran::line(&c.where_ran);
+    let same = cells
+        .iter()
+        .all(|c| line(c) == line(first) && c.shared_with_server == first.shared_with_server);
+    let mut out = String::new();
+    if same {
+        out.push_str(&format!(
+            "where it ran: {}
+",
+            line(first)
+        ));
+        for s in &first.shared_with_server {
+            out.push_str(&format!(
+                "  ! {s}
+"
+            ));
+        }
+    } else {
+        out.push_str(
+            "where it ran:
+",
+        );
+        for c in &cells {
+            out.push_str(&format!(
+                "  {}: {}
+",
+                c.cell,
+                line(c)
+            ));
+            for s in &c.shared_with_server {
+                out.push_str(&format!(
+                    "    ! {s}
+"
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// `median [lo, hi]` through `fmt`.
 fn with_interval(ci: &MedianCi, fmt: fn(f64) -> String) -> String {
     if ci.n < 2 && ci.hi <= ci.lo {
@@ -292,6 +343,7 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
             out.push_str(&format!("  {} → {}: {}\n", s.from, s.to, s.text));
         }
     }
+    out.push_str(&where_ran(res));
     notes.add(
         "network: softirq (packet processing, machine-wide) + user-space proxies; under tick accounting softirq \
          overlaps the server's and generator's system time, so columns do not add up to machine (docs/monitor.md)",
