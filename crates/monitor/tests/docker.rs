@@ -92,6 +92,10 @@ fn docker_proxy_cpu_shows_in_docker_publish_and_not_in_docker_host() {
         host.verdict.as_ref().unwrap().reason
     );
     eprintln!(
+        "where it ran: publish {:?}; host {:?}",
+        publish.summary.cpus_seen, host.summary.cpus_seen
+    );
+    eprintln!(
         "docker-host -> docker-publish: {}",
         tare_monitor::CostShift::between(&h, &p)
     );

@@ -288,7 +288,14 @@ impl Group {
                     };
                     m.rss = s.rss;
                     if m.tid.is_none() && s.num_threads > 1 {
-                        note_threads(&mut self.seen, m.pid, &mut m.threads);
+                        // The process's ticks are all its threads': when
+                        // they did not move, no thread ran, and its threads
+                        // need not be read (a sampling cost per thread).
+                        let own = s.utime + s.stime;
+                        if own > m.own || m.threads.is_empty() {
+                            note_threads(&mut self.seen, m.pid, &mut m.threads);
+                        }
+                        m.own = m.own.max(own);
                     } else {
                         self.seen.note(&mut m.own, &s);
                     }
