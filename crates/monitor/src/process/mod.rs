@@ -22,7 +22,6 @@
 //! - `find`: finding processes: a tree's descendants, processes by name,
 //!   threads by name.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 
@@ -36,6 +35,7 @@ mod stat;
 use find::threads;
 pub use find::{descendants, name_matches, named, named_all};
 pub use seen::CpusSeen;
+use seen::Threads;
 pub use stat::{boot_ticks_now, parse_stat, parse_write_bytes, TaskStat};
 
 /// How a group finds its members.
@@ -85,7 +85,7 @@ struct Member {
     own: u64,
     /// The same per thread, for a process of several threads: its own line
     /// gives only the main thread's CPU (proc(5), `processor`).
-    threads: HashMap<u32, u64>,
+    threads: Threads,
     alive: bool,
 }
 
@@ -234,7 +234,7 @@ impl Group {
             last: now,
             rss: s.rss,
             own: s.utime + s.stime,
-            threads: HashMap::new(),
+            threads: Threads::default(),
             alive: true,
         })
     }
@@ -245,6 +245,20 @@ impl Group {
             user: s.utime + if kids { s.cutime } else { 0 },
             system: s.stime + if kids { s.cstime } else { 0 },
             write,
+        }
+    }
+
+    /// Follows the new threads of members of several threads (at
+    /// rediscovery: listing them is a directory walk).
+    pub fn find_threads(&mut self) {
+        for m in self
+            .members
+            .iter_mut()
+            .filter(|m| m.alive && m.tid.is_none())
+        {
+            if !m.threads.is_empty() {
+                m.threads.find(m.pid);
+            }
         }
     }
 
@@ -292,8 +306,10 @@ impl Group {
                         // they did not move, no thread ran, and its threads
                         // need not be read (a sampling cost per thread).
                         let own = s.utime + s.stime;
-                        if own > m.own || m.threads.is_empty() {
-                            note_threads(&mut self.seen, m.pid, &mut m.threads);
+                        if m.threads.is_empty() {
+                            m.threads.find(m.pid);
+                        } else if own > m.own {
+                            m.threads.note(&mut self.seen);
                         }
                         m.own = m.own.max(own);
                     } else {
@@ -332,33 +348,6 @@ impl Group {
         }
         level
     }
-}
-
-/// Notes where each thread of `pid` ran since the last call; a thread
-/// first seen here only sets its mark.
-fn note_threads(seen: &mut CpusSeen, pid: u32, last: &mut HashMap<u32, u64>) {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
-    let mut now = HashMap::with_capacity(last.len());
-    for e in dir.flatten() {
-        let Some(tid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(text) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let Some((_, s)) = parse_stat(&text) else {
-            continue;
-        };
-        let mut own = match last.get(&tid) {
-            Some(&own) => own,
-            None => s.utime + s.stime,
-        };
-        seen.note(&mut own, &s);
-        now.insert(tid, own);
-    }
-    *last = now;
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use super::stat::TaskStat;
+use super::stat::{parse_stat, TaskStat};
+use crate::procfile::ProcFile;
 
 /// CPU ticks charged to each CPU.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,6 +52,60 @@ impl CpusSeen {
             .iter()
             .map(|(&cpu, &t)| (cpu, t as f64 / total as f64))
             .collect()
+    }
+}
+
+/// The threads of one process, each with its stat file kept open (a
+/// steady-state sample opens no file: docs/monitor.md, "What it costs")
+/// and its mark for [`CpusSeen::note`].
+#[derive(Default)]
+pub(crate) struct Threads(Vec<(u32, ProcFile, u64)>);
+
+impl Threads {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Follows the threads of `pid` not yet followed, from their ticks now
+    /// (at a process's first reading with several threads, and at each
+    /// rediscovery).
+    pub(crate) fn find(&mut self, pid: u32) {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        for e in dir.flatten() {
+            let Some(tid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if self.0.iter().any(|(t, _, _)| *t == tid) {
+                continue;
+            }
+            let Ok(mut f) = ProcFile::open(e.path().join("stat")) else {
+                continue;
+            };
+            let own = f
+                .read()
+                .ok()
+                .and_then(parse_stat)
+                .map(|(_, s)| s.utime + s.stime);
+            if let Some(own) = own {
+                self.0.push((tid, f, own));
+            }
+        }
+    }
+
+    /// Charges each thread's ticks since the last call to its CPU; a thread
+    /// that ended is dropped.
+    pub(crate) fn note(&mut self, seen: &mut CpusSeen) {
+        self.0.retain_mut(
+            |(_, f, own)| match f.read().ok().and_then(parse_stat).map(|(_, s)| s) {
+                Some(s) => {
+                    seen.note(own, &s);
+                    true
+                }
+                None => false,
+            },
+        );
     }
 }
 

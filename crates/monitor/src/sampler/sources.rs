@@ -206,6 +206,9 @@ impl Sources {
                 exclude.extend(g.pids());
             }
         }
+        for g in self.groups_mut() {
+            g.find_threads();
+        }
         if named {
             let patterns: Vec<&str> = self
                 .watched
@@ -222,6 +225,15 @@ impl Sources {
                 g.adopt(&pids, &exclude);
             }
         }
+    }
+
+    /// Every group: the server's processes, the generator, the watched.
+    fn groups_mut(&mut self) -> impl Iterator<Item = &mut Group> {
+        let (ServerSource::Procs(server) | ServerSource::Cgroup { procs: server, .. }) =
+            &mut self.server;
+        [server, &mut self.generator]
+            .into_iter()
+            .chain(self.watched.iter_mut().map(|(_, g)| g))
     }
 
     /// Every process a group follows, and this one (the generator or the
