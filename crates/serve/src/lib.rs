@@ -50,6 +50,8 @@ pub struct Server {
 impl Server {
     pub fn start(config: ServeConfig) -> Result<Server, ServeError> {
         config.validate().map_err(ServeError::Config)?;
+        // Every connection is a file: take the whole open-files limit.
+        tare_engine::limits::raise_open_files();
         let (listener, local_addr, unix_path): (OwnedFd, _, _) = match &config.unix {
             Some(path) => {
                 // A stale socket file from a killed server would make bind fail.
