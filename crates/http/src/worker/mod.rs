@@ -182,13 +182,18 @@ impl<'a> Worker<'a> {
         let conns = (0..conns)
             .map(|j| Conn {
                 sock: None,
-                // A closed-loop ramp staggers connection starts evenly;
-                // otherwise they are paced (`--connect-rate`).
+                // A closed-loop ramp staggers connection starts evenly (an
+                // open loop's ramp raises the rate instead); otherwise they
+                // are paced (`--connect-rate`), as `run` planned the start.
                 phase: Phase::Idle {
-                    retry_at: if open_loop && !plan.keepalive {
+                    retry_at: if plan.ramp_ns > 0 {
+                        if open_loop {
+                            0
+                        } else {
+                            plan.ramp_ns * j as u64 / n as u64
+                        }
+                    } else if open_loop && !plan.keepalive {
                         0
-                    } else if plan.ramp_ns > 0 && !open_loop {
-                        plan.ramp_ns * j as u64 / n as u64
                     } else {
                         plan.pace.start_ns((j * plan.threads + index) as u64)
                     },
