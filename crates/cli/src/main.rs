@@ -10,6 +10,9 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
+    // Every connection is a file: take the whole open-files limit, for
+    // tare and for the servers it starts (they inherit it).
+    tare_engine::limits::raise_open_files();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

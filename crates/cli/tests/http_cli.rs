@@ -61,6 +61,16 @@ fn json_output_matches_the_documented_schema() {
             value["attempts"].as_u64().unwrap(),
             value["requests"].as_u64().unwrap() + not_completed
         );
+        // Every connection's state at the deadline adds up to -c.
+        let c = &value["connect_phase"];
+        let states: u64 = ["established", "connecting", "refused", "idle"]
+            .iter()
+            .map(|k| c[*k].as_u64().unwrap())
+            .sum();
+        assert_eq!(states, 2, "{c}");
+        let mut bad_phase = value.clone();
+        bad_phase["connect_phase"]["connecting"] = (-1).into();
+        assert!(!validator.is_valid(&bad_phase));
         let mut bad_unit = value.clone();
         bad_unit["unit"] = "bananas".into();
         assert!(!validator.is_valid(&bad_unit));
@@ -266,4 +276,77 @@ fn progress_line_only_on_a_terminal() {
     assert!(text.contains("\x1b[2K"), "{text}");
     assert!(text.contains(" req/s "), "{text}");
     assert!(text.contains("Requests/sec:"), "{text}");
+}
+
+/// `tare http` with its open-files limits set to `soft`/`hard` before it
+/// starts (lowering them needs no privilege).
+fn tare_with_nofile(soft: u64, hard: u64, args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tare"));
+    cmd.args(args);
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("tare runs")
+}
+
+#[test]
+fn more_connections_than_open_files_are_refused_up_front_with_the_numbers() {
+    let (_s, url) = server();
+    // A hard limit of 500 cannot hold 1000 connections (and a process
+    // cannot raise its own hard limit without CAP_SYS_RESOURCE once it
+    // lowered it): refused before any load, one line, the numbers and the fix.
+    let out = tare_with_nofile(500, 500, &["http", "-t1", "-c1000", "-d300ms", &url]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1000 connections need 1064 open files"),
+        "{err}"
+    );
+    assert!(err.contains("the open-files limit is 500"), "{err}");
+    assert!(err.contains("use at most 436 connections"), "{err}");
+    assert!(out.stdout.is_empty());
+    // Only the soft limit low: tare raises it to the hard limit and runs.
+    let out = tare_with_nofile(300, 2000, &["http", "-t1", "-c1000", "-d300ms", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1000 established, 0 connecting, 0 refused"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_where_nothing_completes_says_why_in_one_line() {
+    // A listener that never accepts, with an accept queue of one: most
+    // connects are never answered.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: listen on our own listening socket only changes its backlog.
+    assert_eq!(
+        unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&l), 0) },
+        0
+    );
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    let out = tare(&["http", "-t2", "-c1500", "-d400ms", "--timeout", "5s", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("no request completed"), "{err}");
+    assert!(err.contains("still connecting"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Connections: never all established"),
+        "{text}"
+    );
 }

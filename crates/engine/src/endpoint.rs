@@ -45,8 +45,16 @@ impl Endpoint {
     /// Starts a non-blocking connect. `Ok(Socket)` may still be connecting:
     /// wait for writability, then call [`Socket::take_error`].
     pub fn connect(&self) -> io::Result<Socket> {
+        self.connect_from(None)
+    }
+
+    /// As [`Endpoint::connect`], from `source` when given (TCP only): a
+    /// loopback address of 127.0.0.0/8 other than the kernel's choice, so
+    /// more connections to one destination than its local ports allow
+    /// (`crate::limits::Sources`).
+    pub fn connect_from(&self, source: Option<IpAddr>) -> io::Result<Socket> {
         match self {
-            Endpoint::Tcp(addr) => connect_tcp(addr),
+            Endpoint::Tcp(addr) => connect_tcp(addr, source),
             Endpoint::Unix(path) => connect_unix(path.as_os_str()),
         }
     }
@@ -103,9 +111,17 @@ fn finish_connect(mut sock: Socket, rc: libc::c_int) -> io::Result<Socket> {
     Ok(sock)
 }
 
-fn connect_tcp(addr: &SocketAddr) -> io::Result<Socket> {
+fn connect_tcp(addr: &SocketAddr, source: Option<IpAddr>) -> io::Result<Socket> {
     let (domain, storage, len) = sockaddr_of(addr);
     let sock = new_socket(domain)?;
+    if let Some(ip) = source {
+        // The port is still chosen by connect, per 4-tuple
+        // (IP_BIND_ADDRESS_NO_PORT), not reserved by bind for good.
+        sock.set_int_opt(libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+        let (_, src, src_len) = sockaddr_of(&SocketAddr::new(ip, 0));
+        // SAFETY: `src` is a valid sockaddr of `src_len` bytes.
+        cvt(unsafe { libc::bind(sock.fd, &src as *const _ as *const libc::sockaddr, src_len) })?;
+    }
     // Requests are small and written whole: never let Nagle hold one back.
     sock.set_int_opt(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
     // A generator's requests are a few hundred bytes, never limited by the

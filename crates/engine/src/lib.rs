@@ -8,6 +8,7 @@
 //! - [`cpu`]: CPU seconds of the calling thread (getrusage `RUSAGE_THREAD`).
 //! - [`progress`]: per-thread counters a progress line can read without
 //!   slowing the workers, and the line itself.
+//! - [`connecting`]: how fast a run opens its connections (`--connect-rate`).
 //! - [`coalesce`]: batched wake-ups, so an idle worker is not woken for
 //!   every single response.
 //! - `clock`: one monotonic nanosecond clock for the whole run.
@@ -19,6 +20,8 @@
 //!   provided buffers), the hot path where the kernel allows it.
 //! - [`netns`]: moving a worker thread into a network namespace (a client
 //!   "machine" tare's namespace lab built).
+//! - [`limits`]: open files, local ports and the listen backlog: raised,
+//!   checked before a run, and connections spread over source addresses.
 //! - [`load`]: [`Load`], the settings every engine shares, checked once.
 //! - `engine`: the [`Engine`] trait every load engine implements.
 //! - [`workers`]: worker threads started, gated and joined once for every
@@ -28,10 +31,12 @@
 
 mod clock;
 pub mod coalesce;
+pub mod connecting;
 pub mod cpu;
 pub mod endpoint;
 mod engine;
 pub mod find_max;
+pub mod limits;
 pub mod load;
 pub mod netns;
 pub mod poller;

@@ -304,27 +304,42 @@ pub(crate) fn monotonic_ns() -> u64 {
 
 impl Ring {
     /// A ring for about `connections` connections, with receive buffers of
-    /// `buf_size` bytes (at most 64 MiB of them in all).
+    /// `buf_size` bytes, or smaller when there are many connections.
+    ///
+    /// Every connection's receive must find a buffer and a completion slot
+    /// when its response arrives: with 4096 buffers and a 16K-entry
+    /// completion queue for 19,900 connections, the receives that found
+    /// none (`ENOBUFS`, overflow) were re-armed behind the others, again and
+    /// again, until their requests timed out and the run collapsed (docs/http.md,
+    /// "Many connections"). So there are two buffers and two completion slots
+    /// per connection (up to the kernel's 32768 buffers and 65536 slots),
+    /// buffers shrinking from `buf_size` down to 1 KiB to keep them within
+    /// 32 MiB: a response larger than one buffer fills several.
     pub fn new(connections: usize, buf_size: usize) -> io::Result<Self> {
         let entries = (connections * 2).clamp(64, 4096).next_power_of_two() as u32;
+        let cq = (entries * 4).max((connections * 2).next_power_of_two().min(65536) as u32);
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
             .setup_coop_taskrun()
-            .setup_cqsize(entries * 4)
+            .setup_cqsize(cq)
             .build(entries)?;
-        let max_bufs = (64 << 20) / buf_size.max(1);
         let count = (connections * 2)
-            .clamp(64, max_bufs.clamp(64, 32768))
+            .clamp(64, 32768)
             .next_power_of_two()
-            .min(32768) as u16;
-        let bufs = Buffers::new(count, buf_size)?;
+            .min(32768);
+        let buf_size = buf_size.min(((32 << 20) / count).max(1024));
+        let bufs = Buffers::new(count as u16, buf_size)?;
         // SAFETY: the ring mapping and the pool live in `bufs`, which is
         // dropped after `ring` (field order), so as long as the kernel may
         // use them.
         unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(bufs.ring as u64, count, BGID, 0)?
+            ring.submitter().register_buf_ring_with_flags(
+                bufs.ring as u64,
+                count as u16,
+                BGID,
+                0,
+            )?
         };
         Ok(Self {
             ring,

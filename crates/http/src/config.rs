@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tare_engine::connecting::ConnectPace;
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::Endpoint;
 
@@ -24,6 +25,9 @@ pub struct HttpConfig {
     pub keepalive: bool,
     /// Show a live progress line when stdout is a terminal.
     pub progress: bool,
+    /// How fast the connections are opened (`--connect-rate`); the
+    /// measured period starts once they are all due.
+    pub connect: ConnectPace,
 }
 
 impl HttpConfig {
@@ -44,6 +48,7 @@ impl HttpConfig {
             requests: None,
             keepalive: true,
             progress: false,
+            connect: ConnectPace::default(),
         }
     }
 

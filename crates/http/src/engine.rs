@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::cpu::CpuTime;
+use tare_engine::limits::Limits;
 use tare_engine::load::Load;
 use tare_engine::progress::{Board, Line};
 use tare_engine::{workers, Clock, Endpoint, Engine, Recorder};
@@ -65,6 +66,21 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     config.validate()?;
     let load = &config.load;
     let t = &config.target;
+    let dest = match &t.endpoint {
+        Endpoint::Tcp(a) => Some(*a),
+        Endpoint::Unix(_) => None,
+    };
+    let connections = load.connections as u64;
+    let sources = Limits::for_connections(connections)
+        .check(connections, dest, config.connect.rate.is_none())
+        .map_err(|e| HttpError::Config(e.to_string()))?;
+    // A ramp opens the connections itself; otherwise the measured period
+    // (and the warm-up) start once the last connection is due.
+    let connect_ns = if load.ramp.is_zero() && (load.rate.is_none() || config.keepalive) {
+        config.connect.phase_ns(connections)
+    } else {
+        0
+    };
     let request = request::build(
         &config.method,
         &t.path,
@@ -75,7 +91,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     );
     let origin = Instant::now();
     let ramp_ns = load.ramp.as_nanos() as u64;
-    let start_ns = ramp_ns + load.warmup.as_nanos() as u64;
+    let start_ns = ramp_ns + connect_ns + load.warmup.as_nanos() as u64;
     let end_ns = load.duration.map(|d| start_ns + d.as_nanos() as u64);
     let plan = Plan {
         endpoint: t.endpoint.clone(),
@@ -97,16 +113,22 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         threads: load.threads,
         coalesce: load.coalesce,
         io: load.io,
+        connections,
+        pace: config.connect,
+        sources,
     };
     let board = Board::new(load.threads);
     let line = config.progress.then(|| {
-        let total = load.duration.map(|d| d + load.warmup + load.ramp);
+        let total = load
+            .duration
+            .map(|d| d + load.warmup + load.ramp + std::time::Duration::from_nanos(connect_ns));
         Line::start(board.clone(), "req", total)
     });
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-        + (load.warmup + load.ramp).as_secs_f64();
+        + (load.warmup + load.ramp).as_secs_f64()
+        + connect_ns as f64 / 1e9;
 
     let outcomes = workers::run(Http::NAME, load.threads, load.cpus.as_ref(), |i| {
         let conns = share(load.connections as u64, load.threads, i) as usize;
@@ -125,6 +147,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     let mut per_thread = Vec::new();
     let mut unsent = 0;
     let mut wakeups = tare_record::WakeupReport::default();
+    let mut connect: Option<tare_record::ConnectReport> = None;
     for o in outcomes {
         // A worker that panicked took its counts with it: the run cannot
         // report exact counts, so it is an error naming the worker.
@@ -137,6 +160,10 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         last_completion_ns = last_completion_ns.max(o.last_completion_ns);
         unsent += o.unsent;
         wakeups.add(&o.wakeups);
+        match connect.as_mut() {
+            None => connect = Some(o.connect),
+            Some(c) => c.add(&o.connect),
+        }
         per_thread.push(o.recorder);
     }
     // With only a request count, the run ends with its last response.
@@ -173,6 +200,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
         unsent,
     );
     result.wakeups = Some(wakeups);
+    result.connect_phase = connect;
     Ok(result)
 }
 
@@ -219,6 +247,7 @@ fn result_of(
         thread_rate: tare_engine::rate::summarize(rate_samples),
         schedule: None,
         wakeups: None,
+        connect_phase: None,
         pg: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

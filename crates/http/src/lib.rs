@@ -19,6 +19,7 @@ mod head;
 pub mod request;
 pub mod response;
 pub mod target;
+pub mod verdict;
 mod worker;
 pub mod wrk_text;
 

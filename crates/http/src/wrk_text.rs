@@ -235,6 +235,9 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
     if let Some(w) = r.wakeups.as_ref().and_then(|w| w.summary()) {
         let _ = writeln!(out, "  Wake-ups: {w}");
     }
+    if let Some(c) = r.connect_phase.as_ref().filter(|_| r.keepalive) {
+        let _ = writeln!(out, "  Connections: {}", c.summary());
+    }
     let secs = r.duration_s.max(1e-9);
     let _ = writeln!(out, "Requests/sec: {:9.2}", r.requests as f64 / secs);
     let _ = writeln!(

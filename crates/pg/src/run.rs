@@ -530,6 +530,7 @@ fn assemble(
             unsent,
         ),
         wakeups: Some(wakeups),
+        connect_phase: None,
         pg: Some(PgDetails {
             query_mode: cfg.mode.name().into(),
             scripts: program

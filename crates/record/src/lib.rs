@@ -8,6 +8,8 @@
 //! - `latency`: the HDR histogram (nanoseconds) every engine records into,
 //!   its base64 codec and the [`LatencySummary`] derived from it.
 //! - `schedule`: [`ScheduleReport`], an open loop's pacing and a ramp.
+//! - `connect`: [`ConnectReport`], the connect phase and every connection's
+//!   state at the deadline.
 //! - `wakeups`: [`WakeupReport`], how the workers slept and woke.
 //! - `trial`: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
@@ -15,6 +17,7 @@
 //!   arrival gaps, the runner's trial order and the analysis bootstrap all
 //!   draw from it, so a recorded seed reproduces what was recorded.
 
+mod connect;
 mod latency;
 mod result;
 mod schedule;
@@ -22,6 +25,7 @@ pub mod splitmix;
 mod trial;
 mod wakeups;
 
+pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use result::{
     Errors, LoadResult, PgDetails, PgScriptResult, RateSummary, StatementLatency, Unit,

@@ -153,6 +153,10 @@ pub struct LoadResult {
     /// timestamps (absent for engines that do not report it, and in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeups: Option<crate::wakeups::WakeupReport>,
+    /// How the connections were opened and what each was doing at the
+    /// deadline (`http`; absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_phase: Option<crate::connect::ConnectReport>,
     /// PostgreSQL-specific results (`pg` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg: Option<PgDetails>,

@@ -50,6 +50,8 @@ pub struct Server {
 impl Server {
     pub fn start(config: ServeConfig) -> Result<Server, ServeError> {
         config.validate().map_err(ServeError::Config)?;
+        // Every connection is a file: take the whole open-files limit.
+        tare_engine::limits::raise_open_files();
         let (listener, local_addr, unix_path): (OwnedFd, _, _) = match &config.unix {
             Some(path) => {
                 // A stale socket file from a killed server would make bind fail.
@@ -76,7 +78,12 @@ impl Server {
                 (l.into(), Some(addr), None)
             }
         };
-        set_backlog(&listener, 4096);
+        // As deep as the kernel allows (`net.core.somaxconn`): a load test
+        // opening thousands of connections at once would otherwise see its
+        // handshakes dropped and retried a second later (docs/http.md, "Many
+        // connections").
+        let backlog = tare_engine::limits::somaxconn().unwrap_or(4096);
+        set_backlog(&listener, backlog.clamp(128, i32::MAX as u64) as i32);
         let listener = Arc::new(listener);
         let response = Arc::new(response::Responses::new(&config));
         let stop = Arc::new(AtomicBool::new(false));
@@ -147,8 +154,7 @@ impl Drop for Server {
     }
 }
 
-/// std binds with a backlog of 128; a load test opening 1000 connections at
-/// once would see SYN drops, so raise it (the kernel caps it at somaxconn).
+/// std binds with a backlog of 128; raise it (the kernel caps it at somaxconn).
 fn set_backlog(fd: &OwnedFd, backlog: i32) {
     // SAFETY: listen on an already-listening socket only updates the backlog.
     unsafe { libc::listen(fd.as_raw_fd(), backlog) };

@@ -45,6 +45,11 @@ pub(crate) struct HttpArgs {
     /// Request body.
     #[arg(long)]
     pub body: Option<String>,
+    /// How fast connections are opened: N per second after the first 1024
+    /// (20k, 5000), or `all` at once. The measured period starts once the
+    /// last one is due.
+    #[arg(long, value_name = "N|all", default_value = "10000")]
+    pub connect_rate: tare_engine::connecting::ConnectPace,
     /// --warmup, --timeout, --rate, --find-max, --json, ...: what every
     /// load engine shares.
     #[command(flatten)]
@@ -65,6 +70,7 @@ pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     };
     config.requests = args.requests;
     config.keepalive = !args.no_keepalive;
+    config.connect = args.connect_rate;
     args.load.apply(&mut config.load)?;
     config.progress = !args.load.json_on_stdout();
 
@@ -79,10 +85,10 @@ pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         tare_http::wrk_text::render(&result, config.load.duration, args.latency)
     })?;
     if result.requests == 0 {
-        let e = &result.errors;
+        let target = config.target.endpoint.to_string();
         eprintln!(
-            "tare: no request completed against {} ({} connect, {} read, {} write, {} timeout errors)",
-            config.target.endpoint, e.connect, e.read, e.write, e.timeout
+            "tare: {}",
+            tare_http::verdict::nothing_completed(&result, &target)
         );
         return Ok(ExitCode::from(1));
     }

@@ -31,10 +31,11 @@ impl Worker<'_> {
             return;
         }
         self.close(i);
+        let source = self.plan.sources.source_of(self.run_index(i));
         let c = &mut self.conns[i];
         c.began_ns = now;
         c.busy_since = now;
-        match self.plan.endpoint.connect() {
+        match self.plan.endpoint.connect_from(source) {
             Err(_) => self.connect_failed(i, now),
             Ok(sock) => {
                 if self.rx_stamps {
@@ -82,6 +83,14 @@ impl Worker<'_> {
         }
         let c = &mut self.conns[i];
         c.backoff_ns = BACKOFF_MIN_NS;
+        if !c.established {
+            c.established = true;
+            self.established += 1;
+            if self.established == self.conns.len() as u64 && self.all_established_ns.is_none() {
+                self.all_established_ns = Some(now);
+            }
+        }
+        let c = &mut self.conns[i];
         if measuring {
             if let Some(l) = self.rec.connect.as_mut() {
                 l.record_ns(now - c.began_ns);

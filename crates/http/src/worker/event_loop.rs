@@ -28,7 +28,7 @@ impl Worker<'_> {
         for i in 0..self.conns.len() {
             if self.open_loop() && !self.plan.keepalive {
                 self.make_ready(i, now);
-            } else if self.conns[i].phase == (Phase::Idle { retry_at: 0 }) {
+            } else if matches!(self.conns[i].phase, Phase::Idle { retry_at } if retry_at <= now) {
                 self.open(i, now);
             }
         }
@@ -87,7 +87,9 @@ impl Worker<'_> {
         if let (Some(s), Some(end)) = (self.schedule.as_mut(), self.plan.end_ns) {
             unsent += s.drain_before(end, self.quota);
         }
+        let connect = self.connect_report();
         Ok(Outcome {
+            connect,
             recorder: self.rec,
             cpu,
             finished_ns,

@@ -37,7 +37,9 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use tare_engine::connecting::ConnectPace;
 use tare_engine::cpu::CpuTime;
+use tare_engine::limits::Sources;
 use tare_engine::progress::Counters;
 use tare_engine::schedule::{Arrivals, Schedule};
 use tare_engine::{endpoint::Socket, Clock, Endpoint, IoMode, Recorder};
@@ -70,10 +72,16 @@ pub(crate) struct Plan {
     /// this long from the start; measurement starts after it.
     pub ramp_ns: u64,
     pub threads: usize,
+    /// Connections of the whole run (`-c`).
+    pub connections: u64,
     /// Closed loop: how an idle worker batches its wake-ups.
     pub coalesce: Coalesce,
     /// epoll or io_uring (`--io`).
     pub io: IoMode,
+    /// When each connection is first opened (without a ramp).
+    pub pace: ConnectPace,
+    /// Source addresses the connections are spread over.
+    pub sources: Sources,
 }
 
 pub(crate) struct Outcome {
@@ -86,6 +94,7 @@ pub(crate) struct Outcome {
     /// Open loop: arrivals due by the deadline but never sent.
     pub unsent: u64,
     pub wakeups: tare_record::WakeupReport,
+    pub connect: tare_record::ConnectReport,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +140,8 @@ struct Conn {
     gen: u32,
     armed: bool,
     polling: bool,
+    /// Connected (counted in `Worker::established`).
+    established: bool,
 }
 
 pub(crate) struct Worker<'a> {
@@ -151,6 +162,11 @@ pub(crate) struct Worker<'a> {
     /// Receive timestamps are asked for (TCP) and mapped with `rx_map`.
     rx_stamps: bool,
     rx_map: RealtimeMap,
+    /// This worker's index: connection `j` is the run's `j * threads + index`.
+    index: usize,
+    /// Connections established now, and when all of them first were.
+    established: u64,
+    all_established_ns: Option<u64>,
 }
 
 impl<'a> Worker<'a> {
@@ -166,12 +182,20 @@ impl<'a> Worker<'a> {
         let conns = (0..conns)
             .map(|j| Conn {
                 sock: None,
-                // A closed-loop ramp staggers connection starts evenly.
+                // A closed-loop ramp staggers connection starts evenly (an
+                // open loop's ramp raises the rate instead); otherwise they
+                // are paced (`--connect-rate`), as `run` planned the start.
                 phase: Phase::Idle {
-                    retry_at: if open_loop {
+                    retry_at: if plan.ramp_ns > 0 {
+                        if open_loop {
+                            0
+                        } else {
+                            plan.ramp_ns * j as u64 / n as u64
+                        }
+                    } else if open_loop && !plan.keepalive {
                         0
                     } else {
-                        plan.ramp_ns * j as u64 / n as u64
+                        plan.pace.start_ns((j * plan.threads + index) as u64)
                     },
                 },
                 parser: Parser::new(plan.head_request),
@@ -185,6 +209,7 @@ impl<'a> Worker<'a> {
                 gen: 0,
                 armed: false,
                 polling: false,
+                established: false,
             })
             .collect::<Vec<_>>();
         let schedule = plan.rate.map(|rate| {
@@ -224,6 +249,9 @@ impl<'a> Worker<'a> {
             coalescer,
             rx_stamps,
             rx_map: RealtimeMap::new(&plan.clock),
+            index,
+            established: 0,
+            all_established_ns: None,
         })
     }
 
@@ -234,5 +262,30 @@ impl<'a> Worker<'a> {
 
     fn open_loop(&self) -> bool {
         self.schedule.is_some()
+    }
+
+    /// Connection `i`'s index in the whole run (its opening order).
+    fn run_index(&self, i: usize) -> u64 {
+        (i * self.plan.threads + self.index) as u64
+    }
+
+    /// What every connection is doing now, and when all were established.
+    fn connect_report(&self) -> tare_record::ConnectReport {
+        let mut r = tare_record::ConnectReport {
+            rate: self.plan.pace.rate,
+            burst: self.plan.pace.burst.min(self.plan.connections),
+            established_all_s: self.all_established_ns.map(|t| t as f64 / 1e9),
+            source_addresses: self.plan.sources.count,
+            ..Default::default()
+        };
+        for c in &self.conns {
+            match c.phase {
+                _ if c.established => r.established += 1,
+                Phase::Connecting => r.connecting += 1,
+                Phase::Idle { .. } if c.backoff_ns > BACKOFF_MIN_NS => r.refused += 1,
+                _ => r.idle += 1,
+            }
+        }
+        r
     }
 }

@@ -113,6 +113,10 @@ impl Worker<'_> {
         if c.sock.is_none() {
             return;
         }
+        if c.established {
+            c.established = false;
+            self.established -= 1;
+        }
         if let Io::Uring { ring: r, .. } = &mut self.io {
             if c.armed || c.polling {
                 r.cancel(token);
