@@ -43,6 +43,26 @@ impl Nginx {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("html")).unwrap();
         std::fs::write(dir.join("html/index.html"), &o.index_html).unwrap();
+        // A port from the kernel, released, then given to nginx: another
+        // test of this process may be handed the same one meanwhile, and
+        // then one nginx fails to bind while the other answers its
+        // readiness probe (a clean clone's CI loaded the wrong nginx, which
+        // stopped under it: 20 connect errors). So the probe also waits for
+        // this nginx's pid file (written once its sockets are bound), and a
+        // start whose nginx exited is tried again on another port.
+        for _attempt in 0..5 {
+            if let Some(n) = Self::try_start(nginx, &dir, o) {
+                return n;
+            }
+        }
+        let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        panic!("nginx did not start listening (5 ports tried): {log}");
+    }
+
+    /// One attempt on a fresh port: `None` when this nginx exited (its port
+    /// was taken) before it was ready.
+    fn try_start(nginx: &str, dir: &Path, o: &NginxOptions) -> Option<Nginx> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -63,9 +83,10 @@ impl Nginx {
             d = dir.display()
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let _ = std::fs::remove_file(dir.join("nginx.pid"));
         let child = Command::new(nginx)
             .arg("-p")
-            .arg(&dir)
+            .arg(dir)
             .arg("-c")
             .arg(dir.join("nginx.conf"))
             // Its own process group, so teardown reaches the workers too
@@ -73,17 +94,27 @@ impl Nginx {
             .process_group(0)
             .spawn()
             .expect("nginx starts");
-        let n = Nginx {
-            dir,
+        let mut n = Nginx {
+            dir: dir.to_path_buf(),
             child: Some(child),
             port,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if let Some(Ok(Some(_))) = n.child.as_mut().map(|c| c.try_wait()) {
+                // Exited: the port was taken. Nothing to stop; keep the dir.
+                n.child = None;
+                std::mem::forget(n);
+                return None;
+            }
+            if dir.join("nginx.pid").exists()
+                && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            {
+                return Some(n);
+            }
             assert!(Instant::now() < deadline, "nginx did not start listening");
             std::thread::sleep(Duration::from_millis(20));
         }
-        n
     }
 
     /// The master's pid (its workers are its children).
