@@ -6,7 +6,9 @@
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
+//! - [`fuzz::run`]: a crate's cargo-fuzz target, run briefly by its tests.
 
+pub mod fuzz;
 pub mod machine;
 mod nginx;
 

@@ -1,0 +1,46 @@
+//! Bounded fuzzing inside the test suite: each crate with a parser runs its
+//! cargo-fuzz targets (its `fuzz/` directory) for a few seconds, so every
+//! test run also fuzzes (docs/fuzzing.md). Needs `cargo fuzz` (installed by
+//! scripts/setup.sh); the fuzz build uses nightly flags on the stable
+//! toolchain through `RUSTC_BOOTSTRAP=1`.
+
+use std::process::Command;
+
+/// Runs fuzz target `target` of the crate at `crate_dir` (its
+/// `CARGO_MANIFEST_DIR`) for `seconds`, its checked-in seeds in `seeds`
+/// (under `fuzz/`); fails with the fuzzer's last 40 lines when it finds a
+/// crash.
+pub fn run(crate_dir: &str, target: &str, seeds: &str, seconds: u32) {
+    let has_cargo_fuzz = Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        has_cargo_fuzz,
+        "cargo-fuzz is missing: run scripts/setup.sh (cargo install cargo-fuzz)"
+    );
+    // New inputs go to a scratch corpus, never into the checked-in seeds.
+    let corpus =
+        std::env::temp_dir().join(format!("tare-fuzz-corpus-{target}-{}", std::process::id()));
+    std::fs::create_dir_all(&corpus).unwrap();
+    let out = Command::new("cargo")
+        .current_dir(crate_dir)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .args(["fuzz", "run", "-s", "none", target])
+        .arg(&corpus)
+        .arg(format!("fuzz/{seeds}"))
+        .arg("--")
+        .arg(format!("-max_total_time={seconds}"))
+        .arg("-rss_limit_mb=1024")
+        .output()
+        .expect("cargo fuzz runs");
+    let _ = std::fs::remove_dir_all(&corpus);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        out.status.success(),
+        "fuzzing {target} found a failure:\n{}",
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    );
+    assert!(log.contains("Done "), "fuzzer {target} did not run:\n{log}");
+}
