@@ -277,3 +277,32 @@ fn open_loop_counts_match_the_server() {
         sched.unsent
     );
 }
+
+/// A ramp and a warm-up come before the measured period: what completes
+/// during them is not counted (the server counts it), the ramp is shown
+/// per second, and the measured period is the duration asked for.
+#[test]
+fn ramp_and_warmup_precede_the_measured_period() {
+    let server = RedisServer::start(None);
+    let ep = Endpoint::Tcp(server.addr());
+    let mut cfg = config(ep.clone(), Workload::Test(Test::Incr));
+    cfg.load.duration = Some(Duration::from_millis(600));
+    cfg.load.ramp = Duration::from_millis(500);
+    cfg.load.warmup = Duration::from_millis(300);
+    let before = calls(&ep, None);
+    let r = tare_redis::run(&cfg).unwrap();
+    let after = settled(&ep, &before, "incr", r.requests + r.in_flight + 1);
+    let d = delta(&before, &after, "incr");
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert!(r.requests > 0);
+    assert!(
+        d.calls > r.requests + r.in_flight,
+        "the ramp's and warm-up's commands reach the server but are not counted: {} vs {}",
+        d.calls,
+        r.requests
+    );
+    assert!((r.duration_s - 0.6).abs() < 0.1, "{}", r.duration_s);
+    let s = r.schedule.as_ref().unwrap();
+    assert_eq!(s.ramp_s, 0.5);
+    assert!(s.ramp_timeline.iter().sum::<u64>() > 0, "{s:?}");
+}
