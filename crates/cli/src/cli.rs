@@ -20,6 +20,9 @@ pub(crate) enum Command {
     /// PostgreSQL load over the wire protocol: pgbench's flags and text, plus percentiles, open loop (-R), --ramp, --find-max.
     #[command(disable_help_flag = true)]
     Pg(cmd::pg::PgArgs),
+    /// Redis load over RESP: redis-benchmark's flags and text, plus a duration (-T), percentiles, open loop (--rate), --find-max.
+    #[command(disable_help_flag = true)]
+    Redis(cmd::redis::RedisArgs),
     /// The built-in HTTP/1.1 server (the embedded default target).
     Serve(cmd::serve::ServeArgs),
     /// Run an experiment (none given: the built-in quick one): interleaved trials, recorded as they finish, then the report.

@@ -9,6 +9,7 @@ pub(crate) mod image;
 mod load_args;
 pub(crate) mod nginx;
 pub(crate) mod pg;
+pub(crate) mod redis;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod serve;
@@ -23,6 +24,7 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Http(args) => http::run(args),
         Command::Nginx(args) => nginx::run(args),
         Command::Pg(args) => pg::run(args),
+        Command::Redis(args) => redis::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),

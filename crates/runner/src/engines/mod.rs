@@ -12,6 +12,7 @@
 
 mod http;
 mod pg;
+mod redis;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -32,7 +33,8 @@ use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::LoadSettings;
 
 /// Every engine an experiment can name, once.
-pub(crate) static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine];
+pub(crate) static REGISTRY: &[&dyn Engine] =
+    &[&http::HttpEngine, &pg::PgEngine, &redis::RedisEngine];
 
 /// The registered engine called `name`.
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Engine> {
