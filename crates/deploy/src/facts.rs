@@ -42,6 +42,34 @@ pub struct Facts {
     /// A target's companion (nginx-proxy's `tare serve` backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendFacts>,
+    /// The guest, for a server in a virtual machine (`vm-*` placements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestFacts>,
+}
+
+/// What a virtual machine is: how its CPU runs and what it was given.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuestFacts {
+    /// `kvm` or `tcg` (QEMU's emulator).
+    pub accel: String,
+    /// Why: the KVM trial boot's outcome (`vm::accel`).
+    pub accel_reason: String,
+    /// For TCG: "emulated: functional, not a speed result".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The guest kernel's version (the host's package).
+    pub kernel: String,
+    /// `vmlinux` (unpacked, booted directly) or `bzImage`.
+    pub kernel_boot: String,
+    /// QEMU's machine type.
+    pub machine: String,
+    pub cpus: u32,
+    pub memory_mib: u32,
+    /// Whether virtio-net's data path is in the host kernel (vhost-net).
+    pub vhost: bool,
+    pub initramfs_bytes: u64,
+    /// Seconds from QEMU's start to the server running in the guest.
+    pub boot_s: f64,
 }
 
 /// What a target's companion is (nginx-proxy's backend), measured from /proc
@@ -329,6 +357,24 @@ pub(crate) fn measure(
     // what the placement asked for if the cgroup files are not readable.
     process.cpu_limit = process.cpu_limit.or(described.cpu_limit);
     process.memory_limit = process.memory_limit.or(described.memory_limit);
+    let (mut log_fs, mut content_fs) = (
+        procfs::fs_type(worker, &server.log_path),
+        procfs::fs_type(worker, &server.content_path),
+    );
+    // A guest's server is not a host process: what it sees comes from the
+    // guest's own report (its CPUs, limits and filesystem), not QEMU's /proc.
+    let guest = described.guest.map(|(facts, inside)| {
+        process.cpus_allowed = None;
+        process.cpus_visible = inside.cpus;
+        process.seccomp = None;
+        if let Some((soft, hard)) = inside.nofile {
+            process.nofile_soft = soft;
+            process.nofile_hard = hard;
+        }
+        log_fs = inside.fs.clone();
+        content_fs = inside.fs;
+        facts
+    });
     Facts {
         target: spec.target.kind.to_string(),
         placement: spec.placement.to_string(),
@@ -339,10 +385,11 @@ pub(crate) fn measure(
         process,
         access_log: server.access_log.clone(),
         storage: described.storage,
-        log_fs: procfs::fs_type(worker, &server.log_path),
-        content_fs: procfs::fs_type(worker, &server.content_path),
+        log_fs,
+        content_fs,
         server_pid: Some(pid),
         backend: None,
+        guest,
     }
 }
 

@@ -1,0 +1,110 @@
+//! vm-* placements: the server in a QEMU guest booted from the host's
+//! kernel and an initramfs tare builds, loaded with exact counts, and
+//! nothing left behind (no QEMU, no tap, no bridge, no nft table).
+//!
+//! Under TCG (this project's machine: its /dev/kvm is a nested PVM that no
+//! packaged kernel boots on) every boot costs seconds, so the tests boot
+//! few guests, one at a time. They skip, saying why, only where QEMU or a
+//! kernel is missing (scripts/setup.sh installs both).
+
+mod support;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
+
+/// One guest at a time: two TCG guests on two cores boot slowly, and the
+/// leftover checks compare the machine before and after.
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+/// Whether guests can run here; prints why not.
+fn vm_ready(test: &str) -> bool {
+    match PlacementKind::named("vm-bridge").unwrap().available() {
+        Ok(how) => {
+            eprintln!("{test}: guests run here: {how}");
+            true
+        }
+        Err(why) => {
+            eprintln!("{test}: skipped, no guests here: {why}");
+            false
+        }
+    }
+}
+
+/// QEMU processes whose command line names `needle`.
+fn qemu_processes(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.starts_with("/usr/bin/qemu-system") && cmd.contains(needle) {
+            found.push(cmd);
+        }
+    }
+    found
+}
+
+/// Links, tables and directories that appeared since `before` and are
+/// tare's (`tr…` links, `tare_…` tables carrying `run`, `tare-` dirs), and
+/// QEMU processes of this test process's deployments.
+fn leftovers(before: &[String], run: &str) -> Vec<String> {
+    let after = support::machine_state();
+    let mut left: Vec<String> = after
+        .iter()
+        .filter(|l| !before.contains(l))
+        .filter(|l| l.starts_with("link tr") || l.contains(run) || l.starts_with("dir tare-"))
+        .cloned()
+        .collect();
+    left.extend(qemu_processes(&format!("-name tare-{run}")));
+    left
+}
+
+#[test]
+fn nginx_in_vm_bridge_and_vm_publish() {
+    if !vm_ready("nginx_in_vm_bridge_and_vm_publish") {
+        return;
+    }
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    for name in ["vm-bridge", "vm-publish"] {
+        let placement = PlacementKind::named(name).unwrap();
+        let run = support::run_id(&name.replace('-', ""));
+        let before = support::machine_state();
+        let d = deploy(&DeploySpec::new(
+            &run,
+            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            placement,
+        ))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let guest = d.facts().guest.clone().expect("a guest's facts");
+        eprintln!(
+            "{name}: accel {} ({}), boot to server {:.2} s, endpoint {}",
+            guest.accel,
+            guest.accel_reason,
+            guest.boot_s,
+            d.endpoint()
+        );
+        if guest.accel == "tcg" {
+            assert_eq!(guest.note.as_deref(), Some(tare_deploy::vm::TCG_LABEL));
+        }
+        assert_eq!(
+            support::http_load(&d, "/index.html", 612, 300, Duration::from_secs(20)),
+            300,
+            "{name}"
+        );
+        let f = d.facts();
+        assert_eq!(f.placement, name);
+        // The same binary as the host's, and the guest's own view of itself.
+        let host_nginx =
+            tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap()))
+                .unwrap();
+        assert_eq!(f.process.binary_path, host_nginx.display().to_string());
+        assert_eq!(f.process.cpus_visible, Some(guest.cpus as usize));
+        assert!(f.content_fs.is_some(), "{f:?}");
+        d.stop().unwrap();
+        let left = leftovers(&before, &run);
+        assert_eq!(left, Vec::<String>::new(), "{name}");
+    }
+}
