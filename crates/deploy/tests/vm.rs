@@ -108,3 +108,89 @@ fn nginx_in_vm_bridge_and_vm_publish() {
         assert_eq!(left, Vec::<String>::new(), "{name}");
     }
 }
+
+#[test]
+fn postgres_in_vm_publish_answers_psql() {
+    if !vm_ready("postgres_in_vm_publish_answers_psql") {
+        return;
+    }
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let run = support::run_id("vmpg");
+    let before = support::machine_state();
+    let d = deploy(&DeploySpec::new(
+        &run,
+        TargetSpec::new(TargetKind::named("postgres").unwrap()),
+        PlacementKind::named("vm-publish").unwrap(),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tare_engine::Endpoint::Tcp(a) = d.endpoint().clone() else {
+        panic!("tcp expected")
+    };
+    // 20 queries in one session: every one answered.
+    let out = std::process::Command::new("psql")
+        .args([
+            "-h",
+            &a.ip().to_string(),
+            "-p",
+            &a.port().to_string(),
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-Atc",
+            "select count(*) from generate_series(1, 20)",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "20",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d.stop().unwrap();
+    assert_eq!(leftovers(&before, &run), Vec::<String>::new());
+}
+
+/// A guest whose server exits at once: the deploy fails naming the last
+/// console lines, within the boot limit, and leaves nothing.
+#[test]
+fn a_guest_whose_server_exits_fails_with_its_console_lines() {
+    if !vm_ready("a_guest_whose_server_exits_fails_with_its_console_lines") {
+        return;
+    }
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let run = support::run_id("vmbad");
+    let before = support::machine_state();
+    let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
+    // A "server" that exits with status 1 whatever it is asked.
+    target.binary = Some("/bin/false".into());
+    let started = std::time::Instant::now();
+    let e = deploy(&DeploySpec::new(
+        &run,
+        target,
+        PlacementKind::named("vm-bridge").unwrap(),
+    ))
+    .unwrap_err()
+    .to_string();
+    eprintln!("failed after {:.1} s: {e}", started.elapsed().as_secs_f64());
+    // Either the boot wait or the health check saw it; both quote the console.
+    assert!(
+        e.contains("last console lines") || e.contains("server log"),
+        "{e}"
+    );
+    assert!(e.contains("tare-vm: server exited with status 1"), "{e}");
+    assert_eq!(leftovers(&before, &run), Vec::<String>::new());
+}
+
+#[test]
+fn vm_options_apply_to_vm_placements_only() {
+    let mut spec = DeploySpec::new(
+        support::run_id("vmopt"),
+        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        PlacementKind::named("native").unwrap(),
+    );
+    spec.vm.cpus = Some(1);
+    let e = deploy(&spec).unwrap_err().to_string();
+    assert!(e.contains("vm_cpus") && e.contains("vm-bridge"), "{e}");
+}

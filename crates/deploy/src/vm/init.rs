@@ -43,15 +43,20 @@ pub(crate) fn script(plan: &Plan<'_>) -> String {
     };
     let mut command: Vec<String> = Vec::new();
     if let Some((uid, gid)) = plan.run_as {
+        // busybox's setpriv cannot change ids; its start-stop-daemon
+        // without -b sets them (and the user's groups) and execs.
         command.extend([
-            "setpriv".into(),
-            format!("--reuid={uid}"),
-            format!("--regid={gid}"),
-            "--clear-groups".into(),
+            "start-stop-daemon".into(),
+            "-S".into(),
+            "-c".into(),
+            format!("{uid}:{gid}"),
+            "-x".into(),
+            plan.binary.display().to_string(),
             "--".into(),
         ]);
+    } else {
+        command.push(plan.binary.display().to_string());
     }
-    command.push(plan.binary.display().to_string());
     command.extend(plan.args.iter().cloned());
     let command: Vec<String> = command.iter().map(|w| quote(w)).collect();
     format!(
@@ -165,7 +170,7 @@ mod tests {
         });
         assert!(s.starts_with("#!/bin/busybox sh\n"));
         assert!(s.contains(
-            "'setpriv' '--reuid=104' '--regid=111' '--clear-groups' '--' '/usr/bin/postgres' '-c' 'it'\\''s' >"
+            "'start-stop-daemon' '-S' '-c' '104:111' '-x' '/usr/bin/postgres' '--' '-c' 'it'\\''s' >"
         ), "{s}");
         assert!(s.contains("ulimit -Hn unlimited\nulimit -Sn 1024\n"), "{s}");
         assert!(s.contains("cd '/tmp/tare-x'"), "{s}");

@@ -65,7 +65,7 @@ impl Machine<'_> {
         ]);
         push(&["-kernel", &self.kernel.boot.display().to_string()]);
         push(&["-initrd", &self.initrd.display().to_string()]);
-        let mut cmdline = "console=ttyS0 quiet panic=-1".to_string();
+        let mut cmdline = "console=ttyS0 quiet panic=-1 pci=off".to_string();
         if !self.append.is_empty() {
             cmdline.push(' ');
             cmdline.push_str(&self.append);
@@ -128,7 +128,7 @@ mod tests {
         assert!(a.contains("-smp 2 -m 512"), "{a}");
         assert!(a.contains("-kernel /cache/vmlinux"), "{a}");
         assert!(
-            a.contains("console=ttyS0 quiet panic=-1 tare.ip=10.0.0.2/28"),
+            a.contains("console=ttyS0 quiet panic=-1 pci=off tare.ip=10.0.0.2/28"),
             "{a}"
         );
         assert!(
