@@ -221,6 +221,8 @@ fn excused_by(factor: &str) -> &'static [&'static str] {
         "limits" => &["cpus_visible", "cpu_limit", "memory_limit", "nofile"],
         "image" | "binary" => &["binary_path", "binary_sha256", "server_version"],
         "transport" => &["transport"],
+        "vm_cpus" => &["cpus_visible"],
+        "vm_memory" => &["memory_limit"],
         _ => &[],
     }
 }
@@ -259,7 +261,38 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
             values,
         });
     }
+    out.extend(emulated(cells));
     out
+}
+
+/// Cells whose server ran in a TCG guest: their numbers say the guest
+/// works, not how fast a virtual machine is (issue 16).
+fn emulated(cells: &[(String, Facts)]) -> Option<Finding> {
+    let tcg: Vec<&str> = cells
+        .iter()
+        .filter(|(_, f)| f.guest.as_ref().is_some_and(|g| g.accel == "tcg"))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let reason = cells
+        .iter()
+        .find_map(|(_, f)| f.guest.as_ref().filter(|g| g.accel == "tcg"))?
+        .accel_reason
+        .clone();
+    Some(Finding {
+        fact: "guest_accel".into(),
+        values: cells
+            .iter()
+            .map(|(n, f)| {
+                let v = f.guest.as_ref().map_or("host", |g| g.accel.as_str());
+                (n.clone(), v.to_string())
+            })
+            .collect(),
+        message: format!(
+            "{} ran in a TCG guest, {} (no working KVM here: {reason})",
+            tcg.join("; "),
+            crate::vm::TCG_LABEL
+        ),
+    })
 }
 
 /// `values` grouped by value, each group named by what its cells have in
@@ -428,6 +461,33 @@ mod tests {
                 ..Facts::default()
             },
         )
+    }
+
+    #[test]
+    fn a_tcg_guest_is_labelled_emulated() {
+        let mut vm = cell("vm", "tmpfs", "vm-bridge");
+        vm.1.guest = Some(GuestFacts {
+            accel: "tcg".into(),
+            accel_reason: "the KVM trial boot failed".into(),
+            ..GuestFacts::default()
+        });
+        let cells = [cell("native", "tmpfs", "native"), vm];
+        let f = fairness(&cells, &["placement"]);
+        let g = f.iter().find(|f| f.fact == "guest_accel").expect("{f:?}");
+        assert!(g.message.contains(crate::vm::TCG_LABEL), "{}", g.message);
+        assert!(
+            g.message.starts_with("vm ran in a TCG guest"),
+            "{}",
+            g.message
+        );
+        assert_eq!(g.values[0].1, "host");
+        let kvm = GuestFacts {
+            accel: "kvm".into(),
+            ..GuestFacts::default()
+        };
+        let mut k = cell("vm", "tmpfs", "vm-bridge");
+        k.1.guest = Some(kvm);
+        assert!(fairness(&[k], &["placement"]).is_empty());
     }
 
     #[test]
