@@ -47,16 +47,26 @@ fn qemu_processes(needle: &str) -> Vec<String> {
     found
 }
 
-/// Links, tables and directories that appeared since `before` and are
-/// tare's (`tr…` links, `tare_…` tables carrying `run`, `tare-` dirs), and
-/// QEMU processes of this test process's deployments.
+/// What appeared since `before` and is this run's: lines carrying `run`
+/// (tables, directories), a new tap (`tr<id>tp`: only guests make taps) and
+/// whatever carries its lab id (its bridge), and QEMU processes of `run`.
+/// Other suites may build lab networks meanwhile.
 fn leftovers(before: &[String], run: &str) -> Vec<String> {
-    let after = support::machine_state();
-    let mut left: Vec<String> = after
-        .iter()
+    let new: Vec<String> = support::machine_state()
+        .into_iter()
         .filter(|l| !before.contains(l))
-        .filter(|l| l.starts_with("link tr") || l.contains(run) || l.starts_with("dir tare-"))
-        .cloned()
+        .collect();
+    let labs: Vec<String> = new
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("link tr")?
+                .strip_suffix("tp")
+                .map(String::from)
+        })
+        .collect();
+    let mut left: Vec<String> = new
+        .into_iter()
+        .filter(|l| l.contains(run) || labs.iter().any(|id| l.contains(id.as_str())))
         .collect();
     left.extend(qemu_processes(&format!("-name tare-{run}")));
     left
