@@ -115,7 +115,7 @@ fn quote(word: &str) -> String {
 
 /// What the guest said about itself on its `facts` line.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct GuestReport {
+pub struct GuestReport {
     pub kernel: Option<String>,
     pub cpus: Option<usize>,
     pub memory_kb: Option<u64>,
@@ -126,7 +126,7 @@ pub(crate) struct GuestReport {
 
 /// The last `facts` line of a console log, if any. Values are single
 /// words (`key=value`, space-separated); unknown keys are ignored.
-pub(crate) fn guest_report(console: &str) -> Option<GuestReport> {
+pub fn guest_report(console: &str) -> Option<GuestReport> {
     let line = console
         .lines()
         .rev()

@@ -14,7 +14,7 @@
 
 pub mod accel;
 mod cpio;
-pub(crate) mod init;
+pub mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
 pub(crate) mod qemu;
