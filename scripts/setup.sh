@@ -16,6 +16,9 @@ packages=(
   python3-pip        # crossplane, the reference nginx parser
   chromium           # headless check of the HTML report (tare-report tests)
   fonts-dejavu-core  # a font for chromium's report screenshots
+  qemu-system-x86    # vm-* placements: the guest's machine (KVM or TCG)
+  linux-image-amd64  # vm-* placements: the guest kernel and its virtio modules
+  busybox-static     # vm-* placements: the guest's /init shell and tools
 )
 
 missing=()

@@ -171,6 +171,18 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             crate::PlacementKind::accepting(SpecOption::Container)
         )));
     }
+    if spec.vm != Default::default() && !placement.accepts(SpecOption::Vm) {
+        return Err(DeployError::Invalid(format!(
+            "{} apply to {} only, not {placement}",
+            SpecOption::Vm.describe(),
+            crate::PlacementKind::accepting(SpecOption::Vm)
+        )));
+    }
+    if spec.vm.cpus == Some(0) || spec.vm.memory_mib.is_some_and(|m| m < 64) {
+        return Err(DeployError::Invalid(
+            "vm_cpus must be at least 1 and vm_memory at least 64 MiB".into(),
+        ));
+    }
     let kind = spec.target.kind;
     if spec.target.access_log.is_some() && !kind.has_access_log() {
         return Err(DeployError::Invalid(format!(

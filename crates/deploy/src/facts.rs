@@ -42,6 +42,34 @@ pub struct Facts {
     /// A target's companion (nginx-proxy's `tare serve` backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendFacts>,
+    /// The guest, for a server in a virtual machine (`vm-*` placements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestFacts>,
+}
+
+/// What a virtual machine is: how its CPU runs and what it was given.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuestFacts {
+    /// `kvm` or `tcg` (QEMU's emulator).
+    pub accel: String,
+    /// Why: the KVM trial boot's outcome (`vm::accel`).
+    pub accel_reason: String,
+    /// For TCG: "emulated: functional, not a speed result".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The guest kernel's version (the host's package).
+    pub kernel: String,
+    /// `vmlinux` (unpacked, booted directly) or `bzImage`.
+    pub kernel_boot: String,
+    /// QEMU's machine type.
+    pub machine: String,
+    pub cpus: u32,
+    pub memory_mib: u32,
+    /// Whether virtio-net's data path is in the host kernel (vhost-net).
+    pub vhost: bool,
+    pub initramfs_bytes: u64,
+    /// Seconds from QEMU's start to the server running in the guest.
+    pub boot_s: f64,
 }
 
 /// What a target's companion is (nginx-proxy's backend), measured from /proc
@@ -193,6 +221,8 @@ fn excused_by(factor: &str) -> &'static [&'static str] {
         "limits" => &["cpus_visible", "cpu_limit", "memory_limit", "nofile"],
         "image" | "binary" => &["binary_path", "binary_sha256", "server_version"],
         "transport" => &["transport"],
+        "vm_cpus" => &["cpus_visible"],
+        "vm_memory" => &["memory_limit"],
         _ => &[],
     }
 }
@@ -231,7 +261,38 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
             values,
         });
     }
+    out.extend(emulated(cells));
     out
+}
+
+/// Cells whose server ran in a TCG guest: their numbers say the guest
+/// works, not how fast a virtual machine is (issue 16).
+fn emulated(cells: &[(String, Facts)]) -> Option<Finding> {
+    let tcg: Vec<&str> = cells
+        .iter()
+        .filter(|(_, f)| f.guest.as_ref().is_some_and(|g| g.accel == "tcg"))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let reason = cells
+        .iter()
+        .find_map(|(_, f)| f.guest.as_ref().filter(|g| g.accel == "tcg"))?
+        .accel_reason
+        .clone();
+    Some(Finding {
+        fact: "guest_accel".into(),
+        values: cells
+            .iter()
+            .map(|(n, f)| {
+                let v = f.guest.as_ref().map_or("host", |g| g.accel.as_str());
+                (n.clone(), v.to_string())
+            })
+            .collect(),
+        message: format!(
+            "{} ran in a TCG guest, {} (no working KVM here: {reason})",
+            tcg.join("; "),
+            crate::vm::TCG_LABEL
+        ),
+    })
 }
 
 /// `values` grouped by value, each group named by what its cells have in
@@ -329,6 +390,24 @@ pub(crate) fn measure(
     // what the placement asked for if the cgroup files are not readable.
     process.cpu_limit = process.cpu_limit.or(described.cpu_limit);
     process.memory_limit = process.memory_limit.or(described.memory_limit);
+    let (mut log_fs, mut content_fs) = (
+        procfs::fs_type(worker, &server.log_path),
+        procfs::fs_type(worker, &server.content_path),
+    );
+    // A guest's server is not a host process: what it sees comes from the
+    // guest's own report (its CPUs, limits and filesystem), not QEMU's /proc.
+    let guest = described.guest.map(|(facts, inside)| {
+        process.cpus_allowed = None;
+        process.cpus_visible = inside.cpus;
+        process.seccomp = None;
+        if let Some((soft, hard)) = inside.nofile {
+            process.nofile_soft = soft;
+            process.nofile_hard = hard;
+        }
+        log_fs = inside.fs.clone();
+        content_fs = inside.fs;
+        facts
+    });
     Facts {
         target: spec.target.kind.to_string(),
         placement: spec.placement.to_string(),
@@ -339,10 +418,11 @@ pub(crate) fn measure(
         process,
         access_log: server.access_log.clone(),
         storage: described.storage,
-        log_fs: procfs::fs_type(worker, &server.log_path),
-        content_fs: procfs::fs_type(worker, &server.content_path),
+        log_fs,
+        content_fs,
         server_pid: Some(pid),
         backend: None,
+        guest,
     }
 }
 
@@ -381,6 +461,33 @@ mod tests {
                 ..Facts::default()
             },
         )
+    }
+
+    #[test]
+    fn a_tcg_guest_is_labelled_emulated() {
+        let mut vm = cell("vm", "tmpfs", "vm-bridge");
+        vm.1.guest = Some(GuestFacts {
+            accel: "tcg".into(),
+            accel_reason: "the KVM trial boot failed".into(),
+            ..GuestFacts::default()
+        });
+        let cells = [cell("native", "tmpfs", "native"), vm];
+        let f = fairness(&cells, &["placement"]);
+        let g = f.iter().find(|f| f.fact == "guest_accel").expect("{f:?}");
+        assert!(g.message.contains(crate::vm::TCG_LABEL), "{}", g.message);
+        assert!(
+            g.message.starts_with("vm ran in a TCG guest"),
+            "{}",
+            g.message
+        );
+        assert_eq!(g.values[0].1, "host");
+        let kvm = GuestFacts {
+            accel: "kvm".into(),
+            ..GuestFacts::default()
+        };
+        let mut k = cell("vm", "tmpfs", "vm-bridge");
+        k.1.guest = Some(kvm);
+        assert!(fairness(&[k], &["placement"]).is_empty());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!   tare's namespace [`lab`], and [`docker`].
 //! - [`deploy`] / [`Deployment`]: start, health-check, describe, stop.
 //! - [`lab`]: namespaces, veth, bridge, nftables NAT, netem (no Docker).
+//! - [`vm`]: QEMU guests from the host's kernel and an initramfs tare builds.
 //! - [`docker`]: containers and images through the Docker Engine API (bollard).
 //! - [`facts`]: what a running deployment is, and [`fairness`] between cells.
 //! - `teardown`: what to undo, and the registry an interrupt handler empties.
@@ -30,17 +31,18 @@ mod registry;
 mod spec;
 mod targets;
 mod teardown;
+pub mod vm;
 
 pub use cleanup::{cleanup, CleanupReport};
 pub use deployment::{deploy, Deployment, Scope, Watch};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
-pub use facts::{fairness, BackendFacts, Facts, Finding, ProcessFacts};
+pub use facts::{fairness, BackendFacts, Facts, Finding, GuestFacts, ProcessFacts};
 pub use placements::SpecOption;
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,
-    TargetSpec, Transport,
+    TargetSpec, Transport, VmOptions,
 };
 pub use teardown::{install_interrupt_handler, teardown_all};
 

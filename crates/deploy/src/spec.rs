@@ -30,6 +30,9 @@ pub struct DeploySpec {
     /// CPUs the server may use (taskset/cpuset list, e.g. "1" or "0-1"), so
     /// the generator and the server do not fight for one core.
     pub server_cpus: Option<String>,
+    /// A guest's size (vm placements only).
+    #[serde(default)]
+    pub vm: VmOptions,
 }
 
 impl DeploySpec {
@@ -44,6 +47,7 @@ impl DeploySpec {
             image: None,
             container: ContainerOptions::default(),
             server_cpus: None,
+            vm: VmOptions::default(),
         }
     }
 }
@@ -111,6 +115,16 @@ pub struct ContainerOptions {
     pub cpus: Option<f64>,
     /// Memory limit in bytes (`--memory`).
     pub memory: Option<u64>,
+}
+
+/// The size of a guest (`vm-*` placements): the seeds' VMs were sized by
+/// hand (seed 001: `-smp 48 -m 8192`; docs/studies.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmOptions {
+    /// vCPUs; `None`: as many as the server may use on the host.
+    pub cpus: Option<u32>,
+    /// Memory in MiB; `None`: 512.
+    pub memory_mib: Option<u32>,
 }
 
 /// Where a container's content and logs live.

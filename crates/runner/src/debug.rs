@@ -169,6 +169,7 @@ fn facts(spec: &DeploySpec) -> Facts {
         content_fs: Some(fs.into()),
         server_pid: None,
         backend: None,
+        guest: None,
     }
 }
 

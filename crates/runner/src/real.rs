@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tare_deploy::{
     AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, SpecOption, Storage, TargetSpec,
-    Transport,
+    Transport, VmOptions,
 };
 use tare_record::LoadResult;
 
@@ -78,6 +78,15 @@ impl RealExecutor {
             .level(FactorKind::Delay)
             .and_then(|d| humantime::parse_duration(d).ok())
             .filter(|d| !d.is_zero());
+        if placement.accepts(SpecOption::Vm) {
+            spec.vm = VmOptions {
+                cpus: cell.level(FactorKind::VmCpus).and_then(|c| c.parse().ok()),
+                memory_mib: cell
+                    .level(FactorKind::VmMemory)
+                    .and_then(parse_bytes)
+                    .map(|b| (b >> 20) as u32),
+            };
+        }
         if placement.accepts(SpecOption::Container) {
             spec.image = t.image.clone();
             spec.container = ContainerOptions {

@@ -161,7 +161,7 @@ pub(crate) fn exists(tag: &str) -> Result<bool, DeployError> {
 }
 
 /// Every host file the image needs, by absolute path.
-fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBuf>, String> {
+pub(crate) fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBuf>, String> {
     let mut files = BTreeSet::new();
     files.insert(binary.to_path_buf());
     files.extend(shared_libraries(binary)?);

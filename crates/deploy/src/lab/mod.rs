@@ -31,6 +31,7 @@ mod error;
 mod naming;
 mod nat;
 mod ownership;
+mod tap;
 mod topology;
 
 use std::net::{IpAddr, SocketAddr};
@@ -41,6 +42,7 @@ use std::time::Duration;
 pub use cleanup::cleanup_all;
 pub use delay::DelayMechanism;
 pub use error::LabError;
+pub use tap::{TapNet, TAP_PREFIX};
 
 use ownership::{AllocationLock, OwnerLock};
 use topology::Made;
@@ -81,7 +83,7 @@ pub struct LabNet {
 }
 
 /// How long to wait for another tare process that is allocating a subnet.
-const ALLOCATION_PATIENCE: Duration = Duration::from_secs(10);
+pub(crate) const ALLOCATION_PATIENCE: Duration = Duration::from_secs(10);
 
 impl LabNet {
     /// Builds a lab network of `kind` for the run `run_id`, with `netem` delay
@@ -254,7 +256,7 @@ fn netns_path(name: &str) -> PathBuf {
 
 /// Picks a lab id no live process uses and no leftover carries, and a seed
 /// for the subnet search, both spread by pid and a per-process counter.
-fn claim_id(run_id: &str) -> Result<(String, OwnerLock, u32), LabError> {
+pub(crate) fn claim_id(run_id: &str) -> Result<(String, OwnerLock, u32), LabError> {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     for _ in 0..64 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -268,6 +270,9 @@ fn claim_id(run_id: &str) -> Result<(String, OwnerLock, u32), LabError> {
         let leftover = Path::new("/sys/class/net")
             .join(names.link(naming::LinkRole::ServerHost))
             .exists()
+            || Path::new("/sys/class/net")
+                .join(names.link(naming::LinkRole::Bridge))
+                .exists()
             || netns_path(&names.server_netns()).exists();
         if leftover {
             continue;

@@ -34,16 +34,19 @@ pub(crate) enum LinkRole {
     ClientInside,
     /// The delay line's tap, inside the server namespace (`delay`).
     DelayTap,
+    /// A virtual machine's tap on the bridge (`tap`).
+    Tap,
 }
 
 impl LinkRole {
-    const ALL: [LinkRole; 6] = [
+    const ALL: [LinkRole; 7] = [
         LinkRole::ServerHost,
         LinkRole::ServerInside,
         LinkRole::Bridge,
         LinkRole::ClientHost,
         LinkRole::ClientInside,
         LinkRole::DelayTap,
+        LinkRole::Tap,
     ];
 
     fn code(self) -> &'static str {
@@ -54,6 +57,7 @@ impl LinkRole {
             LinkRole::ClientHost => "ch",
             LinkRole::ClientInside => "ci",
             LinkRole::DelayTap => "dl",
+            LinkRole::Tap => "tp",
         }
     }
 }

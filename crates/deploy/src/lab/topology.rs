@@ -186,7 +186,7 @@ pub(crate) fn build(
     Ok(layout)
 }
 
-fn ip(args: &[&str]) -> Result<(), LabError> {
+pub(super) fn ip(args: &[&str]) -> Result<(), LabError> {
     command::run("ip", args).map(drop)
 }
 
@@ -232,7 +232,7 @@ fn load_table(names: &Names, ruleset: &str, made: &mut Vec<Made>) -> Result<(), 
 }
 
 /// Sets a per-device IPv4 setting of a host-side link to 1.
-fn set_conf(link: &str, key: &str) -> Result<(), LabError> {
+pub(super) fn set_conf(link: &str, key: &str) -> Result<(), LabError> {
     let path = Path::new("/proc/sys/net/ipv4/conf").join(link).join(key);
     std::fs::write(&path, "1").map_err(|source| LabError::Io {
         what: format!("writing 1 to {}", path.display()),

@@ -279,6 +279,7 @@ impl Running for ContainerRun {
             storage: self.storage.to_string(),
             cpu_limit: self.started.nano_cpus.map(|n| n as f64 / 1e9),
             memory_limit: self.started.memory.map(|m| m as u64),
+            guest: None,
         }
     }
 }
@@ -287,7 +288,7 @@ impl Running for ContainerRun {
 /// inherits, given to containers too so nofile is not a hidden difference
 /// (seed 000's `--ulimit nofile=65535:65535` fixes the same thing by hand:
 /// docs/studies.md, seed 000, "The tuned configuration").
-fn own_nofile() -> (u64, u64) {
+pub(super) fn own_nofile() -> (u64, u64) {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -22,6 +22,10 @@ mod lab_nat;
 mod lab_veth;
 mod native;
 pub(crate) mod process;
+mod vm;
+mod vm_bridge;
+mod vm_publish;
+mod vm_user;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -47,6 +51,9 @@ pub(crate) static PLACEMENTS: &[&dyn Placement] = &[
     &lab_bridge::LabBridge,
     &lab_nat::LabNat,
     &lab_client::LabClient,
+    &vm_bridge::VmBridge,
+    &vm_publish::VmPublish,
+    &vm_user::VmUser,
 ];
 
 /// Where a server runs and how load reaches it.
@@ -101,6 +108,8 @@ pub enum SpecOption {
     Container,
     /// One-way delay injected on the path (netem or the delay line).
     Netem,
+    /// A guest's vCPUs and memory.
+    Vm,
 }
 
 impl SpecOption {
@@ -109,6 +118,7 @@ impl SpecOption {
         match self {
             SpecOption::Container => "image, storage, seccomp and container limits",
             SpecOption::Netem => "netem delay",
+            SpecOption::Vm => "vm_cpus and vm_memory",
         }
     }
 }
@@ -205,6 +215,8 @@ pub(crate) struct Described {
     /// Limits asked for, when the kernel's cgroup files cannot be read.
     pub cpu_limit: Option<f64>,
     pub memory_limit: Option<u64>,
+    /// A guest's facts, and what it said about itself from inside.
+    pub guest: Option<(crate::facts::GuestFacts, crate::vm::init::GuestReport)>,
 }
 
 /// A handle on one entry of `PLACEMENTS`: what [`DeploySpec`] names.
@@ -298,7 +310,7 @@ mod tests {
 
     #[test]
     fn options_are_honoured_by_some_placement_each() {
-        for o in [SpecOption::Container, SpecOption::Netem] {
+        for o in [SpecOption::Container, SpecOption::Netem, SpecOption::Vm] {
             assert!(!PlacementKind::accepting(o).is_empty(), "{o:?}");
             assert!(!PlacementKind::reference().accepts(o), "{o:?}");
         }

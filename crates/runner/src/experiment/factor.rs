@@ -39,6 +39,11 @@ pub enum FactorKind {
     Memory,
     /// Lab placements: netem delay added on the path, a known ground truth.
     Delay,
+    /// VM placements: the guest's vCPUs (`auto`: as many as the server
+    /// may use on the host).
+    VmCpus,
+    /// VM placements: the guest's memory (e.g. `512m`, `2g`).
+    VmMemory,
 }
 
 impl FactorKind {
@@ -53,6 +58,8 @@ impl FactorKind {
         FactorKind::Cpus,
         FactorKind::Memory,
         FactorKind::Delay,
+        FactorKind::VmCpus,
+        FactorKind::VmMemory,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +74,8 @@ impl FactorKind {
             FactorKind::Cpus => "cpus",
             FactorKind::Memory => "memory",
             FactorKind::Delay => "delay",
+            FactorKind::VmCpus => "vm_cpus",
+            FactorKind::VmMemory => "vm_memory",
         }
     }
 
@@ -82,6 +91,7 @@ impl FactorKind {
                 Some(SpecOption::Container)
             }
             FactorKind::Delay => Some(SpecOption::Netem),
+            FactorKind::VmCpus | FactorKind::VmMemory => Some(SpecOption::Vm),
             _ => None,
         }
     }
@@ -169,6 +179,17 @@ impl FactorKind {
                 Ok(d) => Ok(format_delay(d)),
                 Err(_) => Err(format!("`{level}` is not a delay (e.g. 0ms, 500us, 2ms)")),
             },
+            FactorKind::VmCpus => match level.parse::<u32>() {
+                _ if level == "auto" => Ok(level.into()),
+                Ok(n) if (1..=256).contains(&n) => Ok(n.to_string()),
+                _ => Err(format!("`{level}` is not a vCPU count (1 to 256, or auto)")),
+            },
+            FactorKind::VmMemory => match parse_bytes(level) {
+                Some(b) if (64 << 20..=1 << 40).contains(&b) => Ok(level.to_string()),
+                _ => Err(format!(
+                    "`{level}` is not a guest memory size (64m to 1024g, e.g. 512m, 2g)"
+                )),
+            },
         }
     }
 
@@ -185,6 +206,8 @@ impl FactorKind {
             FactorKind::Seccomp => Some("default"),
             FactorKind::Cpus | FactorKind::Memory => Some("none"),
             FactorKind::Delay => Some("0ms"),
+            FactorKind::VmCpus => Some("auto"),
+            FactorKind::VmMemory => Some("512m"),
             FactorKind::AccessLog | FactorKind::Connections => None,
         }
     }

@@ -1,0 +1,274 @@
+//! vm-* placements with the real engines and the real `tare` binary:
+//! `tare serve` (this very binary) in vm-bridge, vm-publish and vm-user
+//! loaded by `tare http` with an exact request count, postgres in
+//! vm-bridge loaded by `tare pg` with an exact transaction count, and a
+//! `tare run` SIGKILLed while its guest runs, cleaned up by `tare cleanup`.
+//!
+//! Tests skip, saying why, only where QEMU or a kernel is missing
+//! (scripts/setup.sh installs both); each says whether it ran under KVM or
+//! TCG. Guests boot one at a time.
+
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
+
+const TARE: &str = env!("CARGO_BIN_EXE_tare");
+
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+fn vm_ready(test: &str) -> bool {
+    match PlacementKind::named("vm-bridge").unwrap().available() {
+        Ok(how) => {
+            eprintln!("{test}: guests run here: {how}");
+            true
+        }
+        Err(why) => {
+            eprintln!("{test}: skipped, no guests here: {why}");
+            false
+        }
+    }
+}
+
+fn tare(args: &[&str]) -> Output {
+    Command::new(TARE).args(args).output().unwrap()
+}
+
+/// Lines naming what a guest could leave: QEMU processes, tare links
+/// (`tr…`), nftables tables and namespaces, tare directories.
+fn guest_things() -> Vec<String> {
+    let mut v: Vec<String> = tare_testbed::machine::resources()
+        .into_iter()
+        .filter(|l| l.starts_with("link tr") || l.contains("tare"))
+        .collect();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains("qemu-system") && cmd.contains("-name tare-") {
+            v.push(format!("qemu {cmd}"));
+        }
+    }
+    for e in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().to_string();
+        if n.starts_with("tare-") && e.path().join(".tare-owner").exists() {
+            v.push(format!("dir {n}"));
+        }
+    }
+    v.sort();
+    v
+}
+
+/// What appeared since `before` and is this test's: lines naming `needle`
+/// (a run id, a deploying pid) or the lab id of a new tap (the tap, its
+/// bridge and table carry it). Other suites may build lab networks meanwhile.
+fn new_since(before: &[String], needle: &str) -> Vec<String> {
+    let new: Vec<String> = guest_things()
+        .into_iter()
+        .filter(|l| !before.contains(l))
+        .collect();
+    let labs: Vec<String> = new
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("link tr")?
+                .strip_suffix("tp")
+                .map(String::from)
+        })
+        .collect();
+    new.into_iter()
+        .filter(|l| l.contains(needle) || labs.iter().any(|id| l.contains(id.as_str())))
+        .collect()
+}
+
+#[test]
+fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
+    if !vm_ready("tare_serve_in_every_vm_placement") {
+        return;
+    }
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    for name in ["vm-bridge", "vm-publish", "vm-user"] {
+        let before = guest_things();
+        let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
+        target.binary = Some(TARE.into());
+        target.body_size = 100;
+        let spec = DeploySpec::new(
+            format!("v{}{}", std::process::id() % 10000, name.replace('-', "")),
+            target,
+            PlacementKind::named(name).unwrap(),
+        );
+        let d = deploy(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let guest = d.facts().guest.clone().unwrap();
+        eprintln!(
+            "{name}: {} guest, server running {:.2} s after QEMU started, at {}",
+            guest.accel,
+            guest.boot_s,
+            d.endpoint()
+        );
+        let json = std::env::temp_dir().join(format!("tare-vm-http-{}.json", std::process::id()));
+        let out = tare(&[
+            "http",
+            "-t1",
+            "-c2",
+            "-n",
+            "200",
+            "--allow-remote",
+            "--json",
+            json.to_str().unwrap(),
+            &d.url(),
+        ]);
+        let text = std::fs::read_to_string(&json).unwrap_or_default();
+        let _ = std::fs::remove_file(&json);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["requests"], 200, "{name}: {v}");
+        for kind in ["connect", "read", "write", "timeout", "status"] {
+            assert_eq!(v["errors"][kind], 0, "{name}: {kind} errors: {v}");
+        }
+        assert!(d
+            .facts()
+            .process
+            .server_version
+            .as_deref()
+            .unwrap_or("")
+            .contains("tare"));
+        d.stop().unwrap();
+        let left = new_since(&before, &spec.run_id);
+        assert!(left.is_empty(), "{name} left {left:?}");
+    }
+}
+
+#[test]
+fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
+    if !vm_ready("postgres_in_vm_bridge") {
+        return;
+    }
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let before = guest_things();
+    let spec = DeploySpec::new(
+        format!("v{}pg", std::process::id() % 10000),
+        TargetSpec::new(TargetKind::named("postgres").unwrap()),
+        PlacementKind::named("vm-bridge").unwrap(),
+    );
+    let d = deploy(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let tare_engine::Endpoint::Tcp(a) = d.endpoint().clone() else {
+        panic!("tcp expected")
+    };
+    // seed 001's transaction: `select 1`.
+    let sql = std::env::temp_dir().join(format!("tare-vm-select1-{}.sql", std::process::id()));
+    std::fs::write(&sql, "select 1;\n").unwrap();
+    let out = tare(&[
+        "pg",
+        "-h",
+        &a.ip().to_string(),
+        "-p",
+        &a.port().to_string(),
+        "-U",
+        "postgres",
+        "-d",
+        "postgres",
+        "-c",
+        "2",
+        "-j",
+        "1",
+        "-t",
+        "50",
+        "-M",
+        "prepared",
+        "-f",
+        sql.to_str().unwrap(),
+        "--allow-remote",
+        "--json",
+        "-",
+    ]);
+    let _ = std::fs::remove_file(&sql);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = &stdout[stdout.find('{').unwrap_or(0)..];
+    let v: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    // 2 clients x 50 transactions, every one completed.
+    assert_eq!(v["requests"], 100, "{v}");
+    d.stop().unwrap();
+    let left = new_since(&before, &spec.run_id);
+    assert!(left.is_empty(), "left {left:?}");
+}
+
+/// A `tare run` killed with SIGKILL while its guest serves leaves QEMU, the
+/// tap, the bridge and the directory; `tare cleanup` removes them all.
+#[test]
+fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
+    if !vm_ready("a_sigkilled_run_leaves_a_guest") {
+        return;
+    }
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("tare-test-vmkill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("kill.toml"),
+        "name = \"vmkill\"\n[target]\nkind = \"nginx\"\n[factors]\nplacement = [\"vm-publish\"]\n\
+         [load]\nthreads = 1\nconnections = 2\nduration = \"60s\"\nwarmup = \"0s\"\n[trials]\ncount = 1\n",
+    )
+    .unwrap();
+    let before = guest_things();
+    let mut child = Command::new(TARE)
+        .arg("run")
+        .arg(dir.join("kill.toml"))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the guest runs and its network exists.
+    let me = format!("-{}-", child.id());
+    let start = Instant::now();
+    loop {
+        let new = new_since(&before, &me);
+        if new.iter().any(|l| l.starts_with("qemu")) && new.iter().any(|l| l.starts_with("nft")) {
+            break;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("tare run ended before its guest started ({status})");
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no guest after 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let left = new_since(&before, &me);
+    eprintln!("left by SIGKILL: {left:?}");
+    assert!(left.iter().any(|l| l.starts_with("qemu")), "{left:?}");
+    let out = tare(&["cleanup"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    eprintln!("tare cleanup: {text}");
+    // QEMU may take a moment to die after SIGTERM.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut after = new_since(&before, &me);
+    while !after.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        after = new_since(&before, &me);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(after.is_empty(), "left after cleanup: {after:?}\n({text})");
+}

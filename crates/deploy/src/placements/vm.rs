@@ -1,0 +1,519 @@
+//! The vm mechanism: each deployment's server in its own QEMU guest,
+//! booted from the host's kernel and an initramfs tare builds from the same
+//! binary and config (`crate::vm`). The vm placements differ only in the
+//! guest's network ([`VmNet`]): a tap on a lab bridge, the same behind
+//! loopback DNAT, or QEMU's user-mode network.
+//!
+//! QEMU is the server process on the host: the monitor follows it (its vCPU
+//! and I/O threads), the deployment directory lists it for `tare cleanup`,
+//! and teardown stops it before the tap and bridge go.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use tare_engine::Endpoint;
+
+use super::process::{free_port, spawn};
+use super::{Context, Described, Mechanism, Role, Running, Site};
+use crate::cleanup::CleanupReport;
+use crate::error::DeployError;
+use crate::facts::GuestFacts;
+use crate::lab::{TapNet, TAP_PREFIX};
+use crate::procfs;
+use crate::targets::{Listen, Server};
+use crate::teardown::Resource;
+use crate::vm::{self, init, initramfs, qemu, Accel, TCG_LABEL};
+
+pub(crate) struct Vm;
+
+pub(crate) static VM: Vm = Vm;
+
+/// Guest memory when the experiment sets none: room for the initramfs
+/// (held in RAM), the server and PostgreSQL's default shared_buffers.
+const DEFAULT_MEMORY_MIB: u32 = 512;
+
+/// How long a guest may take from QEMU's start to its server running: a
+/// TCG boot took 2-4 s here; a loaded 2-core machine with two guests
+/// booting at once takes longer.
+fn boot_limit(accel: Accel) -> Duration {
+    match accel {
+        Accel::Kvm => Duration::from_secs(30),
+        Accel::Tcg => Duration::from_secs(90),
+    }
+}
+
+impl Mechanism for Vm {
+    fn name(&self) -> &'static str {
+        "vm"
+    }
+
+    fn available(&self) -> Result<String, String> {
+        let h = vm::host()?;
+        let mut s = format!(
+            "QEMU, kernel {} ({}), acceleration {}: {}",
+            h.kernel.version,
+            if h.kernel.unpacked() {
+                "unpacked vmlinux"
+            } else {
+                "bzImage"
+            },
+            h.accel.accel.name(),
+            h.accel.reason
+        );
+        if h.accel.accel == Accel::Tcg {
+            s.push_str(&format!(" ({TCG_LABEL})"));
+        }
+        Ok(s)
+    }
+
+    fn facts(&self) -> Vec<(String, String)> {
+        match vm::host() {
+            Ok(h) => vec![
+                ("qemu".into(), h.qemu_version.clone()),
+                ("vm kernel".into(), h.kernel.image.display().to_string()),
+                (
+                    "vm acceleration".into(),
+                    format!("{} ({})", h.accel.accel.name(), h.accel.reason),
+                ),
+                (
+                    "vhost-net".into(),
+                    if h.vhost {
+                        "yes"
+                    } else {
+                        "no (/dev/vhost-net absent)"
+                    }
+                    .into(),
+                ),
+            ],
+            Err(e) => vec![("vm".into(), e)],
+        }
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        match vm::host() {
+            Ok(h) if h.accel.accel == Accel::Tcg => vec![format!(
+                "vm-* placements run under TCG here ({}): {TCG_LABEL}; compare them only with KVM on a machine where it works",
+                h.accel.reason
+            )],
+            _ => Vec::new(),
+        }
+    }
+
+    fn cleanup(&self, report: &mut CleanupReport) {
+        // Deployment directories list their QEMU process (`cleanup` stops
+        // it with the directory); this finds guests whose directory is gone.
+        for pid in procfs::pids() {
+            let Some(name) = guest_name(pid) else {
+                continue;
+            };
+            if guest_owner_alive(&name) {
+                report.live.push(format!("vm {name} (pid {pid})"));
+                continue;
+            }
+            // SAFETY: plain syscall on a pid just read from /proc.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            report.removed.push(format!("vm {name} (pid {pid})"));
+        }
+    }
+}
+
+/// The `-name` of a QEMU process tare started (`tare-…`), if `pid` is one.
+fn guest_name(pid: libc::pid_t) -> Option<String> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let exe = String::from_utf8_lossy(args.first()?);
+    if !exe.rsplit('/').next()?.starts_with("qemu-system") {
+        return None;
+    }
+    let at = args.iter().position(|a| *a == b"-name")?;
+    let name = String::from_utf8_lossy(args.get(at + 1)?).into_owned();
+    name.starts_with(crate::deployment::PREFIX).then_some(name)
+}
+
+/// Whether the tare process a guest belongs to still runs: the owner file
+/// of its deployment directory (named as the guest), or the pid in a trial
+/// guest's name.
+fn guest_owner_alive(name: &str) -> bool {
+    if let Some(pid) = name.strip_prefix(vm::accel::TRIAL_PREFIX) {
+        return pid
+            .parse::<libc::pid_t>()
+            .ok()
+            .and_then(procfs::stat)
+            .is_some();
+    }
+    let mut bases = vec![std::env::temp_dir(), PathBuf::from("/tmp")];
+    bases.dedup();
+    bases.iter().any(|b| {
+        std::fs::read_to_string(b.join(name).join(crate::deployment::OWNER_FILE))
+            .is_ok_and(|owner| procfs::owner_alive(owner.trim()))
+    })
+}
+
+/// How a vm placement networks its guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum VmNet {
+    /// A tap on a lab bridge; load reaches the guest's own address.
+    Bridge,
+    /// The same, reached on a loopback front through nftables DNAT.
+    Publish,
+    /// QEMU's user-mode network, a host port forwarded by QEMU itself.
+    User,
+}
+
+/// Where the guest sits on the network.
+enum Wiring {
+    Tap {
+        tap: String,
+        guest: Ipv4Addr,
+        gateway: Ipv4Addr,
+        front: Ipv4Addr,
+    },
+    User {
+        host_port: u16,
+    },
+}
+
+/// One deployment's guest.
+pub(super) struct VmSite {
+    placement: &'static str,
+    host: &'static vm::Host,
+    wiring: Wiring,
+}
+
+/// The site of a vm placement: the tap network made (and registered for
+/// teardown) now, the guest booted when the server starts.
+pub(super) fn site(
+    placement: &'static str,
+    net: VmNet,
+    cx: &Context<'_>,
+) -> Result<Box<dyn Site>, DeployError> {
+    let unavailable = |reason: String| DeployError::PlacementUnavailable {
+        placement: placement.to_string(),
+        reason,
+    };
+    let host = vm::host().map_err(unavailable)?;
+    let wiring = match net {
+        VmNet::Bridge | VmNet::Publish => {
+            let tap = TapNet::create(&cx.spec.run_id, net == VmNet::Publish)
+                .map_err(|e| unavailable(e.to_string()))?;
+            let wiring = Wiring::Tap {
+                tap: tap.tap().to_string(),
+                guest: tap.guest(),
+                gateway: tap.gateway(),
+                front: tap.front(),
+            };
+            cx.teardown.push(Resource::Undo(Box::new(tap)));
+            wiring
+        }
+        VmNet::User => Wiring::User {
+            host_port: free_port()?,
+        },
+    };
+    Ok(Box::new(VmSite {
+        placement,
+        host,
+        wiring,
+    }))
+}
+
+impl crate::teardown::Undo for TapNet {
+    fn undo(self: Box<Self>) -> Result<(), DeployError> {
+        self.teardown()
+            .map_err(|e| DeployError::Invalid(format!("removing the vm network: {e}")))
+    }
+}
+
+/// QEMU's user-mode network: the guest's address and gateway (QEMU's
+/// documented defaults for `-netdev user`).
+const USER_GUEST: &str = "10.0.2.15/24";
+const USER_GATEWAY: &str = "10.0.2.2";
+
+impl Site for VmSite {
+    fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
+        // The guest's own network: the conventional port on every address.
+        Ok(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port))
+    }
+
+    fn companion(&mut self, _port: u16) -> Result<SocketAddr, DeployError> {
+        Err(DeployError::Invalid(format!(
+            "{}: a target with a companion server (nginx-proxy) cannot run in a guest yet",
+            self.placement
+        )))
+    }
+
+    fn start(
+        &mut self,
+        cx: &Context<'_>,
+        server: &Server,
+        listen: &Listen,
+        role: Role,
+    ) -> Result<Box<dyn Running>, DeployError> {
+        if role != Role::Server {
+            return Err(self.companion(0).unwrap_err());
+        }
+        if let Listen::Unix(_) = listen {
+            return Err(DeployError::Invalid(format!(
+                "{}: the server's Unix socket is inside the guest; use transport = tcp",
+                self.placement
+            )));
+        }
+        let host = self.host;
+        let failed = |what: &str, e: String| {
+            DeployError::Invalid(format!("{}: {what}: {e}", self.placement))
+        };
+        let files = crate::docker::image::closure(server.kind, &server.binary)
+            .map_err(|e| failed("the server's files", e))?;
+        let vm_dir = cx.dir.join("vm");
+        for d in [&vm_dir, &cx.dir.join("log")] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| DeployError::io("creating the vm directory", e))?;
+        }
+        let script = init::script(&init::Plan {
+            dir: cx.dir,
+            binary: &server.binary,
+            args: &server.args,
+            run_as: server.run_as,
+            nofile: super::container::own_nofile(),
+        });
+        let initrd = vm_dir.join("initrd.cpio");
+        let built = initramfs::build(&host.kernel, &files, cx.dir, &script, &host.cache, &initrd)
+            .map_err(|e| failed("building the initramfs", e))?;
+
+        let accel = host.accel.accel;
+        let (ip, gateway, nic) = match &self.wiring {
+            Wiring::Tap {
+                tap,
+                guest,
+                gateway,
+                ..
+            } => (
+                format!("{guest}/{TAP_PREFIX}"),
+                gateway.to_string(),
+                qemu::Nic::Tap {
+                    ifname: tap.clone(),
+                    vhost: host.vhost,
+                },
+            ),
+            Wiring::User { host_port } => {
+                let Listen::Tcp(at) = listen else {
+                    unreachable!("checked above")
+                };
+                (
+                    USER_GUEST.to_string(),
+                    USER_GATEWAY.to_string(),
+                    qemu::Nic::User {
+                        forwards: vec![(
+                            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), *host_port),
+                            at.port(),
+                        )],
+                    },
+                )
+            }
+        };
+        let mut append = format!("tare.ip={ip} tare.gw={gateway}");
+        if let (Accel::Tcg, Some(khz)) = (accel, host.tsc_khz) {
+            append.push_str(&format!(" tsc_early_khz={khz} tsc=reliable"));
+        }
+        let cpus = cx.spec.vm.cpus.unwrap_or_else(|| default_cpus(cx));
+        let memory_mib = cx.spec.vm.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
+        let name = cx
+            .dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("tare-vm")
+            .to_string();
+        let machine = qemu::Machine {
+            name,
+            accel,
+            cpus,
+            memory_mib,
+            kernel: &host.kernel,
+            initrd: &initrd,
+            append,
+            nic,
+        };
+        let qemu_server = Server {
+            binary: host.qemu.clone(),
+            args: machine.args(),
+            run_as: None,
+            ..server.clone()
+        };
+        let started = Instant::now();
+        let child = spawn(
+            &qemu_server,
+            cx.dir,
+            role.name(),
+            None,
+            cx.spec.server_cpus.as_deref(),
+        )?;
+        let pid = child.id() as i32;
+        cx.teardown.push(Resource::Process(child));
+        let mut run = VmRun {
+            pid,
+            console: cx.dir.join("log").join(format!("{}.out", role.name())),
+            guest: GuestFacts {
+                accel: accel.name().into(),
+                accel_reason: host.accel.reason.clone(),
+                note: (accel == Accel::Tcg).then(|| TCG_LABEL.to_string()),
+                kernel: host.kernel.version.clone(),
+                kernel_boot: if host.kernel.unpacked() {
+                    "vmlinux"
+                } else {
+                    "bzImage"
+                }
+                .into(),
+                machine: "microvm".into(),
+                cpus,
+                memory_mib,
+                vhost: matches!(machine.nic, qemu::Nic::Tap { vhost: true, .. }),
+                initramfs_bytes: built.bytes,
+                boot_s: 0.0,
+            },
+            report: None,
+            address: match &self.wiring {
+                Wiring::Tap { guest, .. } => Some(IpAddr::V4(*guest)),
+                Wiring::User { .. } => None,
+            },
+        };
+        run.wait_started(started, boot_limit(accel))
+            .map_err(|e| failed("the guest did not start its server", e))?;
+        Ok(Box::new(run))
+    }
+
+    fn endpoint(&self, listen: &Listen, _server: &dyn Running) -> Result<Endpoint, DeployError> {
+        let Listen::Tcp(at) = listen else {
+            return Err(DeployError::Invalid(format!(
+                "{}: only TCP reaches a guest",
+                self.placement
+            )));
+        };
+        Ok(Endpoint::Tcp(match &self.wiring {
+            Wiring::Tap { front, .. } => SocketAddr::new(IpAddr::V4(*front), at.port()),
+            Wiring::User { host_port } => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), *host_port),
+        }))
+    }
+}
+
+/// vCPUs when the experiment sets none: as many as the CPUs the server
+/// may use on the host (`server_cpus`), else as many as the host has, so a
+/// guest sees what a native server would.
+fn default_cpus(cx: &Context<'_>) -> u32 {
+    let pinned = cx
+        .spec
+        .server_cpus
+        .as_deref()
+        .and_then(|c| c.parse::<tare_engine::cpu::CpuList>().ok())
+        .map(|l| l.to_cpu_set())
+        .map(|set| {
+            // SAFETY: CPU_COUNT reads the set it is given.
+            unsafe { libc::CPU_COUNT(&set) as u32 }
+        });
+    pinned
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+}
+
+/// A started guest.
+struct VmRun {
+    /// QEMU's pid on the host.
+    pid: i32,
+    /// QEMU's stdout and stderr: the guest's serial console.
+    console: PathBuf,
+    guest: GuestFacts,
+    /// What the guest said about itself.
+    report: Option<init::GuestReport>,
+    address: Option<IpAddr>,
+}
+
+impl VmRun {
+    fn console_text(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.console).unwrap_or_default()).into_owned()
+    }
+
+    /// Waits for the init's "server started" line; fails with the last
+    /// console lines when QEMU exits, the server exits, or `limit` passes.
+    fn wait_started(&mut self, since: Instant, limit: Duration) -> Result<(), String> {
+        loop {
+            let text = self.console_text();
+            if text.contains(init::STARTED) && !text.contains(init::EXITED) {
+                self.guest.boot_s = since.elapsed().as_secs_f64();
+                self.report = init::guest_report(&text);
+                return Ok(());
+            }
+            let why = if text.contains(init::EXITED) {
+                Some("its server exited".to_string())
+            } else if let Err(e) = self.alive_process() {
+                Some(e)
+            } else if since.elapsed() > limit {
+                Some(format!("no server after {} s", limit.as_secs()))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(format!(
+                    "{why}; last console lines: {}",
+                    last_lines(&text, 8).replace('\n', " | ")
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    fn alive_process(&self) -> Result<(), String> {
+        match procfs::stat(self.pid) {
+            Some(s) if s.state != 'Z' => Ok(()),
+            _ => Err("QEMU exited".into()),
+        }
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Running for VmRun {
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    fn address(&self) -> Option<IpAddr> {
+        self.address
+    }
+
+    fn alive(&self) -> Result<(), String> {
+        self.alive_process()?;
+        if self.console_text().contains(init::EXITED) {
+            return Err("the server in the guest exited".into());
+        }
+        Ok(())
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        last_lines(&self.console_text(), lines)
+    }
+
+    fn scope(&self) -> crate::Scope {
+        crate::Scope::Pids(vec![self.pid as u32])
+    }
+
+    fn described(&self) -> Described {
+        Described {
+            image: Some(format!(
+                "initramfs ({} bytes) on kernel {}",
+                self.guest.initramfs_bytes, self.guest.kernel
+            )),
+            // The files are in the guest's own root filesystem (the
+            // initramfs, in RAM), as an image's are in a container.
+            storage: crate::spec::Storage::Image.to_string(),
+            cpu_limit: None,
+            memory_limit: Some(u64::from(self.guest.memory_mib) << 20),
+            guest: Some((self.guest.clone(), self.report.clone().unwrap_or_default())),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! As `vm-bridge`, reached on a loopback address through nftables DNAT: a
+//! forwarded host port, as libvirt's and most clouds' port forwards are
+//! (the lab's `lab-nat` rules in front of a guest).
+
+use super::vm::{self, VmNet};
+use super::{Context, Mechanism, Placement, Site, SpecOption};
+use crate::error::DeployError;
+
+pub(crate) struct VmPublish;
+
+impl Placement for VmPublish {
+    fn name(&self) -> &'static str {
+        "vm-publish"
+    }
+
+    fn about(&self) -> &'static str {
+        "a QEMU guest on a lab bridge behind nftables DNAT, a forwarded host port"
+    }
+
+    fn mechanism(&self) -> &'static dyn Mechanism {
+        &vm::VM
+    }
+
+    fn accepts(&self, option: SpecOption) -> bool {
+        option == SpecOption::Vm
+    }
+
+    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
+        vm::site(self.name(), VmNet::Publish, cx)
+    }
+}

@@ -1,0 +1,149 @@
+//! The QEMU command line of a guest: a `microvm` machine (no PCI, no
+//! firmware tables to walk, virtio over MMIO), the kernel booted directly,
+//! the serial console on QEMU's stdout, and one virtio-net NIC.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use super::accel::Accel;
+use super::kernel::Kernel;
+
+/// One guest to start.
+pub(crate) struct Machine<'a> {
+    /// `-name`: tare's prefix and the deployment, so `tare cleanup` finds it.
+    pub name: String,
+    pub accel: Accel,
+    pub cpus: u32,
+    pub memory_mib: u32,
+    pub kernel: &'a Kernel,
+    pub initrd: &'a Path,
+    /// Kernel command line beyond the console settings.
+    pub append: String,
+    pub nic: Nic,
+}
+
+/// The guest's network card.
+pub(crate) enum Nic {
+    /// A tap device on a bridge, with vhost-net where the host has it.
+    Tap {
+        ifname: String,
+        vhost: bool,
+    },
+    /// QEMU's user-mode network (slirp) with TCP forwards host → guest port.
+    User {
+        forwards: Vec<(SocketAddr, u16)>,
+    },
+    None,
+}
+
+impl Machine<'_> {
+    pub(crate) fn args(&self) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+        push(&["-name", &self.name]);
+        push(&[
+            "-machine",
+            &format!("microvm,accel={}", self.accel.name()),
+            "-cpu",
+            self.accel.cpu(),
+        ]);
+        push(&[
+            "-smp",
+            &self.cpus.to_string(),
+            "-m",
+            &self.memory_mib.to_string(),
+        ]);
+        push(&[
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+            // The guest's `reboot -f` (after its server exits) ends QEMU.
+            "-no-reboot",
+        ]);
+        push(&["-kernel", &self.kernel.boot.display().to_string()]);
+        push(&["-initrd", &self.initrd.display().to_string()]);
+        let mut cmdline = "console=ttyS0 quiet panic=-1 pci=off".to_string();
+        if !self.append.is_empty() {
+            cmdline.push(' ');
+            cmdline.push_str(&self.append);
+        }
+        push(&["-append", &cmdline]);
+        match &self.nic {
+            Nic::Tap { ifname, vhost } => {
+                let mut netdev = format!("tap,id=n0,ifname={ifname},script=no,downscript=no");
+                if *vhost {
+                    netdev.push_str(",vhost=on");
+                }
+                push(&["-netdev", &netdev]);
+                push(&["-device", "virtio-net-device,netdev=n0"]);
+            }
+            Nic::User { forwards } => {
+                let mut netdev = "user,id=n0".to_string();
+                for (host, guest) in forwards {
+                    netdev.push_str(&format!(
+                        ",hostfwd=tcp:{}:{}-:{guest}",
+                        host.ip(),
+                        host.port()
+                    ));
+                }
+                push(&["-netdev", &netdev]);
+                push(&["-device", "virtio-net-device,netdev=n0"]);
+            }
+            Nic::None => {}
+        }
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tap_guest_gets_microvm_its_tap_and_its_command_line() {
+        let kernel = Kernel {
+            version: "6.1.0-56-amd64".into(),
+            image: "/boot/vmlinuz-6.1.0-56-amd64".into(),
+            boot: "/cache/vmlinux".into(),
+            modules: "/lib/modules/6.1.0-56-amd64".into(),
+        };
+        let m = Machine {
+            name: "tare-x".into(),
+            accel: Accel::Tcg,
+            cpus: 2,
+            memory_mib: 512,
+            kernel: &kernel,
+            initrd: Path::new("/d/initrd"),
+            append: "tare.ip=10.0.0.2/28".into(),
+            nic: Nic::Tap {
+                ifname: "tr0a1b2c3dtp".into(),
+                vhost: false,
+            },
+        };
+        let a = m.args().join(" ");
+        assert!(a.contains("-machine microvm,accel=tcg -cpu max"), "{a}");
+        assert!(a.contains("-smp 2 -m 512"), "{a}");
+        assert!(a.contains("-kernel /cache/vmlinux"), "{a}");
+        assert!(
+            a.contains("console=ttyS0 quiet panic=-1 pci=off tare.ip=10.0.0.2/28"),
+            "{a}"
+        );
+        assert!(
+            a.contains("tap,id=n0,ifname=tr0a1b2c3dtp,script=no,downscript=no "),
+            "{a}"
+        );
+        let user = Machine {
+            nic: Nic::User {
+                forwards: vec![("127.0.0.1:4000".parse().unwrap(), 80)],
+            },
+            ..m
+        };
+        assert!(user
+            .args()
+            .join(" ")
+            .contains("user,id=n0,hostfwd=tcp:127.0.0.1:4000-:80"));
+    }
+}
