@@ -28,7 +28,7 @@ mod wakeups;
 pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use result::{
-    Errors, LoadResult, PgDetails, PgScriptResult, RateSummary, StatementLatency, Unit,
+    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, RateSummary, StatementLatency, Unit,
 };
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;
