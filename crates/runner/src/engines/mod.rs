@@ -11,6 +11,7 @@
 //! loop ([`run`]), the one find-max search ([`measure`]).
 
 mod http;
+mod net;
 mod pg;
 
 use std::fmt;
@@ -32,7 +33,7 @@ use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::LoadSettings;
 
 /// Every engine an experiment can name, once.
-pub(crate) static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine];
+pub(crate) static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine, &net::NetEngine];
 
 /// The registered engine called `name`.
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Engine> {
