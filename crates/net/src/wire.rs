@@ -241,6 +241,17 @@ mod tests {
         assert_eq!(Header::parse(&sink.encode()), Ok(sink));
     }
 
+    /// Found by the fuzz target: a sink's response size (and a source's
+    /// request size) is not read, so any value parses; the fuzz check
+    /// wrongly required it within the limits.
+    #[test]
+    fn fuzz_sink_unread_response_size_parses() {
+        let b = *b"TNET\x01\x03o\x00\x00\x00@\x00\x02\x00\x00N";
+        let h = Header::parse(&b).unwrap();
+        assert_eq!((h.mode, h.request), (Mode::Sink, 0x4000));
+        crate::fuzzing::wire(&b);
+    }
+
     #[test]
     fn datagrams_and_trailers_round_trip() {
         let mut b = [0u8; 100];
