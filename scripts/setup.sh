@@ -14,6 +14,10 @@ packages=(
   python3-pip        # crossplane, the reference nginx parser
   chromium           # headless check of the HTML report (tare-report tests)
   fonts-dejavu-core  # a font for chromium's report screenshots
+  sockperf           # bench/vs-net.sh: ping-pong latency, the reference for tare net rr
+  qperf              # bench/vs-net.sh: tcp_lat
+  iperf3             # bench/vs-net.sh: stream throughput
+  nuttcp             # bench/vs-net.sh: the IBM study's stream tool
 )
 
 missing=()
