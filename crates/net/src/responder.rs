@@ -6,6 +6,10 @@
 //! writes: one transaction in flight per connection needs nothing more,
 //! and a blocked read is the shortest path from the wire to an answer.
 //!
+//! Its threads are named `net-serve-<i>`, `net-udp-<i>` and `net-conn`,
+//! never with the generator's `tare-net-` prefix, so a responder running
+//! inside the generator's process (the tests) is not counted as load.
+//!
 //! It counts what it served ([`Served`]), so tests compare the client's
 //! counts with the server's exactly, and can drop every Nth UDP request
 //! (`--drop-every`): a known loss for the client to count.
@@ -205,14 +209,14 @@ impl Responder {
             let (l, sh) = (listener.clone(), shared.clone());
             threads.push(
                 std::thread::Builder::new()
-                    .name(format!("tare-net-serve-{i}"))
+                    .name(format!("net-serve-{i}"))
                     .spawn(move || accept_loop(&l, &sh))?,
             );
             if let Some(u) = &udp {
                 let (u, sh) = (u.try_clone()?, shared.clone());
                 threads.push(
                     std::thread::Builder::new()
-                        .name(format!("tare-net-udp-{i}"))
+                        .name(format!("net-udp-{i}"))
                         .spawn(move || udp_loop(&u, &sh))?,
                 );
             }
@@ -318,7 +322,7 @@ fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
         }
         let sh = shared.clone();
         let spawned = std::thread::Builder::new()
-            .name("tare-net-conn".into())
+            .name("net-conn".into())
             .spawn(move || {
                 let _ = serve(conn, header, &sh.counters);
                 sh.live
