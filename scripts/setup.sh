@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   nginx-light        # the nginx target (native, and the image tare builds from it)
   postgresql         # the postgres target and pgbench, the reference generator
+  redis-server       # the redis target (native, and the image tare builds from it)
+  redis-tools        # redis-benchmark, the reference generator in bench/, and redis-cli
   wrk                # the reference HTTP generator in bench/
   nftables           # lab-nat placements (DNAT without Docker)
   iproute2           # ip netns, veth, bridge, tc netem
@@ -38,7 +40,7 @@ fi
 # own servers on free ports, so stop the stock ones this script just installed
 # (and nothing that was running before).
 if ((${#missing[@]})); then
-  for svc in nginx postgresql; do
+  for svc in nginx postgresql redis-server; do
     if [[ " ${missing[*]} " == *" ${svc}"* ]]; then
       (command -v systemctl >/dev/null && systemctl stop "$svc") 2>/dev/null \
         || service "$svc" stop 2>/dev/null || true

@@ -67,6 +67,17 @@ fn cell_id(i: usize) -> String {
 }
 
 fn simulate(levels: &[f64], rounds: u32, drift: Drift, rng: &mut SplitMix64) -> Sim {
+    simulate_with(levels, &vec![NOISE_SD; levels.len()], rounds, drift, rng)
+}
+
+/// `simulate` with each cell's own noise `sd[c]`.
+fn simulate_with(
+    levels: &[f64],
+    sd: &[f64],
+    rounds: u32,
+    drift: Drift,
+    rng: &mut SplitMix64,
+) -> Sim {
     let mut trials = Vec::new();
     let mut d = BTreeMap::new();
     let mut walk = 0.0;
@@ -94,7 +105,7 @@ fn simulate(levels: &[f64], rounds: u32, drift: Drift, rng: &mut SplitMix64) -> 
                 ..TrialRecord::default()
             };
             order += 1;
-            let noise = (NOISE_SD * normal(rng)).exp();
+            let noise = (sd[c] * normal(rng)).exp();
             let outlier = if rng.next_f64() < OUTLIER_P {
                 OUTLIER_FACTOR
             } else {
@@ -273,4 +284,123 @@ fn one_run(rng: &mut SplitMix64, tally: &mut Tally, rounds: u32, cells: usize, d
         tally.contrast("compare", rounds, Some(row.throughput), truth);
         tally.contrast("compare p99", rounds, Some(row.p99), 1.0 / truth);
     }
+}
+
+/// Cells are not equally noisy (a Docker cell on fuse-overlayfs swings
+/// while the native one holds): each cell's noise is 1%, 3%, 10% or 20%.
+/// The cell levels (each with its own moderated variance) and the paired
+/// steps must still cover 95% ± 3%, and a quiet cell's interval must not
+/// take the noisy cells' width.
+#[test]
+fn unequal_cell_noise_is_covered_too() {
+    const SD: [f64; 4] = [0.01, 0.03, 0.10, 0.20];
+    let mut rng = SplitMix64::new(0xD0C_4E7);
+    // (kind, rounds) -> (hits, n); and per noise class, mean half-width.
+    let mut hits: BTreeMap<(&str, u32), (usize, usize)> = BTreeMap::new();
+    let mut width: BTreeMap<(u32, usize), (f64, usize)> = BTreeMap::new();
+    // Per noise class: (hits, n) of the cell levels.
+    let mut by_class: BTreeMap<(u32, usize), (usize, usize)> = BTreeMap::new();
+    for rounds in [3u32, 5, 10] {
+        for cells in 3..=6usize {
+            for drift in [Drift::Iid, Drift::Walk] {
+                for _ in 0..RUNS_PER_CONFIG {
+                    let mut levels = vec![10_000.0];
+                    while levels.len() < cells {
+                        let step = 0.97 + 0.48 * rng.next_f64();
+                        levels.push(levels[levels.len() - 1] * step);
+                    }
+                    let class: Vec<usize> = (0..cells).map(|_| rng.below(SD.len())).collect();
+                    let sd: Vec<f64> = class.iter().map(|k| SD[*k]).collect();
+                    let sim = simulate_with(&levels, &sd, rounds, drift, &mut rng);
+                    let run = Run::from_trials(sim.trials);
+                    let stats = run.cells();
+                    let present: std::collections::BTreeSet<u32> = stats
+                        .iter()
+                        .flat_map(|c| c.rounds.clone().unwrap_or_default())
+                        .collect();
+                    let g = (present.iter().map(|r| sim.drift[r].ln()).sum::<f64>()
+                        / present.len() as f64)
+                        .exp();
+                    for (i, level) in levels.iter().enumerate() {
+                        let Some(l) = stats
+                            .iter()
+                            .find(|c| c.cell == cell_id(i))
+                            .and_then(|c| c.level)
+                        else {
+                            continue;
+                        };
+                        let truth = level * g;
+                        let e = hits.entry(("cell", rounds)).or_default();
+                        e.0 += usize::from(l.lo <= truth && truth <= l.hi);
+                        e.1 += 1;
+                        let k = by_class.entry((rounds, class[i])).or_default();
+                        k.0 += usize::from(l.lo <= truth && truth <= l.hi);
+                        k.1 += 1;
+                        let w = width.entry((rounds, class[i])).or_default();
+                        w.0 += l.relative_spread();
+                        w.1 += 1;
+                    }
+                    let chain: Vec<String> = (0..cells).map(cell_id).collect();
+                    if let Ok(a) = attribution(&run, &chain) {
+                        for (i, s) in a.steps.iter().enumerate().skip(1) {
+                            let Some((lo, hi)) = s.vs_previous.and_then(|c| c.ratio_ci) else {
+                                continue;
+                            };
+                            let truth = levels[i] / levels[i - 1];
+                            let e = hits.entry(("step", rounds)).or_default();
+                            e.0 += usize::from(lo <= truth && truth <= hi);
+                            e.1 += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut table = String::from("kind   rounds  coverage  intervals\n");
+    for ((kind, rounds), (hit, n)) in &hits {
+        table.push_str(&format!(
+            "{kind:<6} {rounds:>6}  {:>7.1}%  {n:>9}\n",
+            100.0 * *hit as f64 / *n as f64
+        ));
+    }
+    table.push_str("rounds  noise  mean ± of the cell level\n");
+    for ((rounds, class), (w, n)) in &width {
+        table.push_str(&format!(
+            "{rounds:>6}  {:>4.0}%  {:>5.1}%\n",
+            100.0 * SD[*class],
+            100.0 * w / *n as f64
+        ));
+    }
+    for ((rounds, class), (hit, n)) in &by_class {
+        table.push_str(&format!(
+            "{rounds:>2} rounds, noise {:>3.0}%: cell levels cover {:.1}%\n",
+            100.0 * SD[*class],
+            100.0 * *hit as f64 / *n as f64
+        ));
+    }
+    eprintln!("{table}");
+    for ((kind, rounds), (hit, n)) in &hits {
+        let cov = *hit as f64 / *n as f64;
+        assert!(
+            (0.92..=0.98).contains(&cov),
+            "{kind} at {rounds} rounds covers {:.1}%\n{table}",
+            100.0 * cov
+        );
+    }
+    // Each noise class on its own, too, once there are rounds enough to
+    // tell a cell's noise (10): one pooled variance would cover the quiet
+    // cells always and the 20% ones 82% of the time. At 3 rounds a cell's
+    // own variance has about one degree of freedom, the cells are rarely
+    // told apart and the pooled variance mostly stands (docs/analysis.md).
+    for ((rounds, _), (hit, n)) in &by_class {
+        let cov = *hit as f64 / *n as f64;
+        assert!(*rounds < 10 || (0.90..=0.985).contains(&cov), "{table}");
+    }
+    // At 10 rounds a 1% cell's interval is several times narrower than a
+    // 20% cell's: each cell is judged by its own noise.
+    let mean = |class: usize| {
+        let (w, n) = width[&(10, class)];
+        w / n as f64
+    };
+    assert!(mean(0) * 4.0 < mean(3), "{table}");
 }

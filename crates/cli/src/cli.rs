@@ -20,6 +20,9 @@ pub(crate) enum Command {
     /// PostgreSQL load over the wire protocol: pgbench's flags and text, plus percentiles, open loop (-R), --ramp, --find-max.
     #[command(disable_help_flag = true)]
     Pg(cmd::pg::PgArgs),
+    /// Redis load over RESP: redis-benchmark's flags and text, plus a duration (-T), percentiles, open loop (--rate), --find-max.
+    #[command(disable_help_flag = true)]
+    Redis(cmd::redis::RedisArgs),
     /// The built-in HTTP/1.1 server (the embedded default target).
     Serve(cmd::serve::ServeArgs),
     /// Network round trips (rr, crr, udp-rr) and bulk streams, netperf's and nuttcp's tests; `tare net serve` is their responder.

@@ -249,6 +249,7 @@ fn result_of(
         wakeups: None,
         connect_phase: None,
         pg: None,
+        redis: None,
         net: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

@@ -214,6 +214,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         wakeups: None,
         connect_phase: None,
         pg: None,
+        redis: None,
         net: Some(details),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     };

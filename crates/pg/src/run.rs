@@ -559,6 +559,7 @@ fn assemble(
             server_version,
             script_results,
         }),
+        redis: None,
         net: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

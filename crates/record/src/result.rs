@@ -166,6 +166,9 @@ pub struct LoadResult {
     /// PostgreSQL-specific results (`pg` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg: Option<PgDetails>,
+    /// Redis-specific results (`redis` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisDetails>,
     /// Network test details (`net` only): the test, its sizes, lost
     /// datagrams, stream throughput per direction and CPU per gigabyte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,6 +224,33 @@ impl LoadResult {
             self.generator_cpu_s * 1e6 / self.requests as f64
         }
     }
+}
+
+/// Redis details: what was sent, and the errors by kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RedisDetails {
+    /// The tests (`get`, `set`) or custom command sent, taking turns on
+    /// every connection.
+    pub tests: Vec<String>,
+    /// Commands each connection sends at once (`-P`).
+    pub pipeline: u64,
+    /// Bytes of each value (`-d`).
+    pub data_size: u64,
+    /// Keys drawn from this many (`-r`); absent: one key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyspace: Option<u64>,
+    /// `-n`: the commands planned, when the run was bounded by a count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_planned: Option<u64>,
+    /// Error replies (counted in `errors.status`) by their first word:
+    /// `"ERR"`, `"WRONGTYPE"`, `"NOAUTH"`.
+    #[serde(default)]
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Connections the server closed or reset during the measured period
+    /// (their commands in flight are `errors.read`).
+    pub dropped_connections: u64,
+    /// The server's `redis_version`.
+    pub server_version: String,
 }
 
 /// PostgreSQL details: what pgbench reports beyond the common fields.

@@ -3,6 +3,7 @@
 //! dev-dependency only.
 //!
 //! - [`Nginx`]: a throw-away native nginx on a free loopback port.
+//! - [`RedisServer`]: a throw-away native redis-server, persistence off.
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
@@ -11,8 +12,10 @@
 pub mod fuzz;
 pub mod machine;
 mod nginx;
+mod redis;
 
 pub use nginx::{Nginx, NginxOptions};
+pub use redis::RedisServer;
 
 /// The ways an engine's workers can wait that a test should cover on this
 /// machine: epoll always, io_uring when the kernel allows it. With

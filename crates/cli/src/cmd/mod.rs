@@ -10,6 +10,7 @@ mod load_args;
 pub(crate) mod net;
 pub(crate) mod nginx;
 pub(crate) mod pg;
+pub(crate) mod redis;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod serve;
@@ -24,6 +25,7 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Http(args) => http::run(args),
         Command::Nginx(args) => nginx::run(args),
         Command::Pg(args) => pg::run(args),
+        Command::Redis(args) => redis::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Net(args) => net::run(args),
         Command::Run(args) => run::run(args),

@@ -11,6 +11,7 @@ mod net;
 mod nginx;
 pub(crate) mod nginx_proxy;
 mod postgres;
+mod redis;
 mod tare_serve;
 
 use std::net::SocketAddr;
@@ -31,6 +32,7 @@ pub(crate) static TARGETS: &[&dyn Target] = &[
     &nginx::Nginx,
     &nginx_proxy::NginxProxy,
     &postgres::Postgres,
+    &redis::Redis,
     &net::Net,
 ];
 
@@ -197,10 +199,20 @@ pub(crate) fn binary(spec: &TargetSpec) -> Result<PathBuf, DeployError> {
         Some(p) => p.clone(),
         None => spec.kind.get().default_binary()?,
     };
-    std::fs::canonicalize(&path).map_err(|_| DeployError::MissingBinary {
+    let missing = || DeployError::MissingBinary {
         binary: path.clone(),
         hint: "the server binary does not exist".into(),
-    })
+    };
+    // The directory is made canonical, the name kept: a multi-call binary
+    // picks its role by the name it is run as (Debian's redis-server is a
+    // symlink to redis-check-rdb, which checks files when run as that).
+    let real = std::fs::canonicalize(&path).map_err(|_| missing())?;
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .map_err(|_| missing()),
+        _ => Ok(real),
+    }
 }
 
 /// `name` on PATH (and the sbin directories a root shell has).

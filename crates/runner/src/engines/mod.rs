@@ -13,6 +13,7 @@
 mod http;
 mod net;
 mod pg;
+mod redis;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -33,7 +34,12 @@ use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::LoadSettings;
 
 /// Every engine an experiment can name, once.
-pub(crate) static REGISTRY: &[&dyn Engine] = &[&http::HttpEngine, &pg::PgEngine, &net::NetEngine];
+pub(crate) static REGISTRY: &[&dyn Engine] = &[
+    &http::HttpEngine,
+    &pg::PgEngine,
+    &redis::RedisEngine,
+    &net::NetEngine,
+];
 
 /// The registered engine called `name`.
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Engine> {

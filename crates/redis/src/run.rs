@@ -1,0 +1,400 @@
+//! [`run`]: one `tare redis` load run, from a [`RedisConfig`] to a
+//! [`LoadResult`].
+//!
+//! Before any load, one blocking session connects, authenticates and reads
+//! the server's version: a refused connection or a wrong password is one
+//! clear error. Then worker threads connect their share of the
+//! connections, meet at the start gate, and load from one common start.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use tare_engine::load::{Load, LoadKey};
+use tare_engine::progress::{Board, Line};
+use tare_engine::{workers, Clock, Coalesce, Engine, IoMode};
+use tare_record::{LoadResult, RedisDetails, Unit};
+
+use crate::command::{Template, Workload};
+use crate::config::{RedisConfig, MAX_DATA_SIZE, MAX_PIPELINE};
+use crate::error::RedisError;
+use crate::resp;
+use crate::session::Session;
+use crate::worker::{Plan, Worker, WorkerOutput};
+
+/// `tare redis` to the code written once for every engine (find-max, the
+/// command line's shared flags, the experiment runner).
+pub struct Redis;
+
+impl Engine for Redis {
+    type Config = RedisConfig;
+    type Error = RedisError;
+    const NAME: &'static str = "redis";
+    const UNIT: Unit = Unit::Commands;
+
+    /// redis-benchmark's milliseconds.
+    fn format_time(us: f64) -> String {
+        format!("{:.3}ms", us / 1e3)
+    }
+
+    fn load(config: &RedisConfig) -> &Load {
+        &config.load
+    }
+
+    fn load_mut(config: &mut RedisConfig) -> &mut Load {
+        &mut config.load
+    }
+
+    fn quiet(config: &mut RedisConfig) {
+        config.live = false;
+    }
+
+    fn run(config: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, RedisError> {
+        run_with_stop(config, stop)
+    }
+}
+
+/// Runs the load described by `cfg`. A server that dies mid-run ends with
+/// `Ok` and what was measured, its failures counted.
+pub fn run(cfg: &RedisConfig) -> Result<LoadResult, RedisError> {
+    run_with_stop(cfg, Arc::new(AtomicBool::new(false)))
+}
+
+/// A shared setting as `tare redis` spells it (redis-benchmark's flags
+/// where it has them).
+fn subject(key: LoadKey) -> &'static str {
+    match key {
+        LoadKey::Threads => "--threads",
+        LoadKey::Connections => "clients (-c)",
+        LoadKey::Duration => "duration (-T)",
+        LoadKey::Timeout => "--timeout",
+        LoadKey::Rate => "--rate",
+        LoadKey::Warmup => "--warmup",
+        LoadKey::Arrivals => "--arrivals",
+        LoadKey::Ramp => "--ramp",
+        LoadKey::Slo => "--slo",
+        LoadKey::Coalesce => "--coalesce",
+        LoadKey::Io => "--io",
+        LoadKey::Netns => "--netns",
+        LoadKey::Cpus => "--cpus",
+    }
+}
+
+fn validate(cfg: &RedisConfig) -> Result<(), RedisError> {
+    let load = &cfg.load;
+    let bad = |m: String| Err(RedisError::Config(m));
+    let tcp = matches!(cfg.endpoint, tare_engine::Endpoint::Tcp(_));
+    let shared =
+        |e: tare_engine::load::LoadError| RedisError::Config(e.with_subject(subject(e.key)));
+    load.check(Some(tcp)).map_err(shared)?;
+    load.check_ramp_within_duration().map_err(|e| {
+        RedisError::Config(match load.duration {
+            None => format!(
+                "{} needs a duration (-T), not a request count (-n)",
+                subject(e.key)
+            ),
+            Some(_) => e.with_subject(subject(e.key)),
+        })
+    })?;
+    if load.coalesce != Coalesce::Off {
+        return bad(
+            "--coalesce is not supported by tare redis (pipelining, -P, batches instead)".into(),
+        );
+    }
+    if load.io == IoMode::Uring {
+        return bad("tare redis waits with epoll: --io io_uring is not supported".into());
+    }
+    if load.duration.is_none() && cfg.requests == 0 {
+        return bad("the number of requests (-n) must be at least 1".into());
+    }
+    if cfg.pipeline == 0 || cfg.pipeline > MAX_PIPELINE {
+        return bad(format!(
+            "pipeline (-P) must be between 1 and {MAX_PIPELINE}"
+        ));
+    }
+    if cfg.data_size > MAX_DATA_SIZE {
+        return bad(format!(
+            "data size (-d) must be at most {MAX_DATA_SIZE} bytes"
+        ));
+    }
+    if cfg.keyspace == Some(0) {
+        return bad("keyspace (-r) must be at least 1".into());
+    }
+    if cfg.workloads.is_empty() {
+        return bad("no test to run".into());
+    }
+    if !cfg.allow_remote && !cfg.endpoint.is_local() {
+        return bad(format!(
+            "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
+            cfg.endpoint
+        ));
+    }
+    Ok(())
+}
+
+/// The pre-run session (inside the run's network namespace when it has
+/// one): the server's version, or why it cannot be loaded.
+fn check_server(cfg: &RedisConfig) -> Result<String, RedisError> {
+    let cfg2 = cfg.clone();
+    let work = move || -> Result<String, RedisError> {
+        if let Some(ns) = &cfg2.load.netns {
+            tare_engine::netns::enter(ns).map_err(|e| RedisError::Io {
+                context: "entering the network namespace".into(),
+                error: e,
+            })?;
+        }
+        let mut s = Session::connect(
+            &cfg2.endpoint,
+            cfg2.load.timeout,
+            cfg2.user.as_deref(),
+            cfg2.password.as_deref(),
+            cfg2.dbnum,
+        )?;
+        let info = s.info("server")?;
+        Ok(info
+            .into_iter()
+            .find(|(k, _)| k == "redis_version")
+            .map(|(_, v)| v)
+            .unwrap_or_default())
+    };
+    if cfg.load.netns.is_some() {
+        std::thread::spawn(work)
+            .join()
+            .map_err(|_| RedisError::Protocol("the pre-run check panicked".into()))?
+    } else {
+        work()
+    }
+}
+
+/// What every new connection sends first: `AUTH` and `SELECT`.
+fn setup_bytes(cfg: &RedisConfig) -> (Vec<u8>, u32) {
+    let mut out = Vec::new();
+    let mut n = 0;
+    if let Some(pw) = &cfg.password {
+        match &cfg.user {
+            Some(u) => resp::encode(&[b"AUTH", u.as_bytes(), pw.as_bytes()], &mut out),
+            None => resp::encode(&[b"AUTH", pw.as_bytes()], &mut out),
+        }
+        n += 1;
+    }
+    if cfg.dbnum != 0 {
+        resp::encode(&[b"SELECT", cfg.dbnum.to_string().as_bytes()], &mut out);
+        n += 1;
+    }
+    (out, n)
+}
+
+/// [`run`], ending early (with the results so far) once `stop` is set.
+pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, RedisError> {
+    validate(cfg)?;
+    let templates = cfg
+        .workloads
+        .iter()
+        .map(|w| Template::build(w, cfg.data_size, cfg.keyspace.is_some()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RedisError::Config)?;
+    let server_version = check_server(cfg)?;
+    let seed = cfg.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    let (setup, setup_replies) = setup_bytes(cfg);
+    let load = &cfg.load;
+    let threads = load.threads;
+    let clock = Clock::new(Instant::now());
+    let plan = Plan {
+        cfg,
+        templates,
+        setup,
+        setup_replies,
+        clock,
+        seed,
+        stop: &stop,
+    };
+    let board = Board::new(threads);
+    let share = |i: usize| load.connections / threads + usize::from(i < load.connections % threads);
+    let first = |i: usize| (0..i).map(share).sum::<usize>();
+    let quota = |i: usize| {
+        load.duration.is_none().then(|| {
+            let n = cfg.requests;
+            n / threads as u64 + u64::from((i as u64) < n % threads as u64)
+        })
+    };
+    let before_measuring = load.ramp + load.warmup;
+    let failure = std::sync::Mutex::new(None::<String>);
+    let (started, outputs) = workers::run_gated(
+        Redis::NAME,
+        threads,
+        load.cpus.as_ref(),
+        |i, ticket| -> Option<WorkerOutput> {
+            let setup = (|| -> Result<Worker<'_>, String> {
+                if let Some(ns) = &load.netns {
+                    tare_engine::netns::enter(ns)
+                        .map_err(|e| format!("entering the network namespace: {e}"))?;
+                }
+                let mut w = Worker::new(&plan, first(i)..first(i) + share(i), quota(i))
+                    .map_err(|e| format!("setting up the worker's epoll: {e}"))?;
+                w.connect_all()?;
+                Ok(w)
+            })();
+            match setup {
+                Ok(w) => {
+                    let start = ticket.ready()?;
+                    Some(w.run(start, threads, &board.threads[i]))
+                }
+                Err(e) => {
+                    failure
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                    ticket.fail();
+                    None
+                }
+            }
+        },
+        |gate| {
+            if !gate.all_ready() {
+                gate.open(None);
+                return None;
+            }
+            let started = SystemTime::now() + before_measuring;
+            let start_ns = clock.now_ns();
+            gate.open(Some(start_ns));
+            let planned = load.duration.map(|d| d + before_measuring);
+            let line = cfg.live.then(|| Line::start(board.clone(), "cmd", planned));
+            Some((started, start_ns, line))
+        },
+    );
+    let Some((started, start_ns, line)) = started else {
+        let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let died = outputs
+            .into_iter()
+            .find_map(Result::err)
+            .map(RedisError::from);
+        return Err(stored
+            .map(RedisError::Config)
+            .or(died)
+            .unwrap_or_else(|| RedisError::Config("a worker thread failed to start".into())));
+    };
+    if let Some(l) = line {
+        l.finish();
+    }
+    let mut lost = None;
+    let outputs: Vec<WorkerOutput> = outputs
+        .into_iter()
+        .filter_map(|o| match o {
+            Ok(o) => o,
+            Err(e) => {
+                lost.get_or_insert(e);
+                None
+            }
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Err(lost.map_or_else(
+            || RedisError::Config("no worker thread finished".into()),
+            RedisError::from,
+        ));
+    }
+    Ok(assemble(
+        cfg,
+        outputs,
+        start_ns + before_measuring.as_nanos() as u64,
+        started,
+        server_version,
+    ))
+}
+
+/// Merges the workers' results; `start_ns`: when measurement began.
+fn assemble(
+    cfg: &RedisConfig,
+    outputs: Vec<WorkerOutput>,
+    start_ns: u64,
+    started: SystemTime,
+    server_version: String,
+) -> LoadResult {
+    let mut it = outputs.into_iter();
+    let first = it.next().expect("at least one worker");
+    let mut rec = first.rec;
+    let mut kinds = first.kinds;
+    let mut dropped = first.dropped;
+    let mut end_ns = first.end_ns;
+    let mut unsent = first.unsent;
+    let mut cpu = first.cpu;
+    for o in it {
+        rec.merge(&o.rec);
+        for (k, n) in o.kinds {
+            match kinds.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, m)) => *m += n,
+                None => kinds.push((k, n)),
+            }
+        }
+        dropped += o.dropped;
+        end_ns = end_ns.max(o.end_ns);
+        unsent += o.unsent;
+        cpu.add(&o.cpu);
+    }
+    let duration_ns = end_ns.saturating_sub(start_ns).max(1);
+    let duration_s = duration_ns as f64 / 1e9;
+    let n = rec.requests;
+    LoadResult {
+        engine: Redis::NAME.into(),
+        unit: Some(Redis::UNIT),
+        // An error reply is not among the completed commands.
+        attempts: Some(n + rec.errors.total()),
+        target: cfg.target(),
+        transport: cfg.endpoint.transport().to_string(),
+        started_unix_s: started
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+        duration_s,
+        connections: cfg.load.connections as u64,
+        threads: cfg.load.threads as u64,
+        keepalive: true,
+        requests: n,
+        in_flight: rec.in_flight,
+        errors: rec.errors,
+        rps: Some(n as f64 / duration_s),
+        tps: None,
+        bytes_read: rec.bytes_read,
+        latency_us: rec.latency.summary(),
+        hdr: rec.latency.encode().unwrap_or_default(),
+        connect_us: None,
+        first_byte_us: None,
+        timeline: rec.timeline(duration_ns),
+        generator_cpu_s: cpu.total_s(),
+        generator_cpu_user_s: cpu.user.as_secs_f64(),
+        generator_cpu_system_s: cpu.system.as_secs_f64(),
+        status_codes: Default::default(),
+        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
+        schedule: tare_engine::schedule::report(
+            cfg.load.rate,
+            cfg.load.arrivals,
+            cfg.load.ramp,
+            &rec,
+            duration_ns,
+            unsent,
+        ),
+        wakeups: None,
+        connect_phase: None,
+        pg: None,
+        redis: Some(RedisDetails {
+            tests: cfg.workloads.iter().map(Workload::name).collect(),
+            pipeline: cfg.pipeline as u64,
+            data_size: cfg.data_size as u64,
+            keyspace: cfg.keyspace,
+            requests_planned: cfg.load.duration.is_none().then_some(cfg.requests),
+            errors_by_kind: kinds
+                .into_iter()
+                .map(|(k, n)| (k.as_str().to_string(), n))
+                .collect(),
+            dropped_connections: dropped,
+            server_version,
+        }),
+        net: None,
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}

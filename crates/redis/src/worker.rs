@@ -1,0 +1,719 @@
+//! One worker thread: its share of the connections on one level-triggered
+//! epoll set, each connection a small state machine.
+//!
+//! - Closed loop: a connection sends `-P` commands in one write and sends
+//!   the next batch when the last reply of this one arrives; latency is
+//!   from the batch's write to each reply, as redis-benchmark measures it.
+//! - Open loop (`--rate`): arrivals follow the thread's
+//!   [`Schedule`]; each goes to the next connection with fewer than `-P`
+//!   commands in flight, and its latency counts from its intended time, so
+//!   a stalled server shows in every command that should have been sent.
+//! - Replies are found by the incremental [`Parser`] straight from one
+//!   read buffer per thread: nothing is copied per reply.
+//! - A dropped connection counts each command it had in flight as a read
+//!   error, a reply not back within `--timeout` as a timeout, an error
+//!   reply by its kind (`ERR`, `WRONGTYPE`); the connection is opened
+//!   again (every 100 ms while refused) and the run goes on.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tare_engine::cpu::CpuTime;
+use tare_engine::endpoint::Socket;
+use tare_engine::poller::{Interest, Poller};
+use tare_engine::progress::Counters;
+use tare_engine::schedule::Schedule;
+use tare_engine::splitmix::SplitMix64;
+use tare_engine::{Clock, Recorder};
+
+use crate::command::Template;
+use crate::config::RedisConfig;
+use crate::resp::{ErrorKind, Parser, Reply};
+
+/// How long a refused connection waits before it is tried again.
+const RETRY_NS: u64 = 100_000_000;
+/// How often in-flight commands are checked against `--timeout`.
+const TIMEOUT_CHECK_NS: u64 = 10_000_000;
+/// One read takes at most this much (replies are scanned, not kept).
+const READ_BUF: usize = 64 * 1024;
+
+/// What every worker reads.
+pub(crate) struct Plan<'a> {
+    pub cfg: &'a RedisConfig,
+    pub templates: Vec<Template>,
+    /// `AUTH` / `SELECT`, sent first on every connection; their replies
+    /// are not counted.
+    pub setup: Vec<u8>,
+    pub setup_replies: u32,
+    pub clock: Clock,
+    pub seed: u64,
+    pub stop: &'a AtomicBool,
+}
+
+/// What a worker measured.
+pub(crate) struct WorkerOutput {
+    pub rec: Recorder,
+    pub kinds: Vec<(ErrorKind, u64)>,
+    pub dropped: u64,
+    pub end_ns: u64,
+    pub unsent: u64,
+    pub cpu: CpuTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// A non-blocking connect in progress.
+    Connecting,
+    /// Connected; the first `skip` replies answer the setup commands.
+    Open,
+    /// Closed; tried again at this time.
+    Down { retry_at: u64 },
+    /// Closed for good (a count-bounded run whose connection failed).
+    Done,
+}
+
+struct Conn {
+    /// Its index among all the run's connections (ramp order).
+    index: usize,
+    sock: Option<Socket>,
+    state: State,
+    parser: Parser,
+    wbuf: Vec<u8>,
+    woff: usize,
+    /// Whether `EPOLLOUT` is armed (a connect or a short write pending).
+    armed_write: bool,
+    /// In-flight commands: intended and actual send times.
+    flight: VecDeque<(u64, u64)>,
+    skip: u32,
+    rng: SplitMix64,
+    next_workload: usize,
+}
+
+pub(crate) struct Worker<'a> {
+    plan: &'a Plan<'a>,
+    poller: Poller,
+    conns: Vec<Conn>,
+    rec: Recorder,
+    kinds: Vec<(ErrorKind, u64)>,
+    dropped: u64,
+    /// Count-bounded runs: commands this worker may still send.
+    left: Option<u64>,
+    /// Clock readings: the run's start, and where measurement begins.
+    origin: u64,
+    measure_from: u64,
+    schedule: Option<Schedule>,
+    cursor: usize,
+    /// Setting up: a failure is the run's error, not a count.
+    setting_up: Option<String>,
+    replies: Vec<Reply>,
+    events: Vec<tare_engine::poller::Ready>,
+    buf: Vec<u8>,
+}
+
+impl<'a> Worker<'a> {
+    /// Worker `index` owning the run's connections `ids`; `quota`: its
+    /// share of `-n`.
+    pub(crate) fn new(
+        plan: &'a Plan<'a>,
+        ids: std::ops::Range<usize>,
+        quota: Option<u64>,
+    ) -> io::Result<Worker<'a>> {
+        let conns = ids
+            .map(|index| Conn {
+                index,
+                sock: None,
+                state: State::Down { retry_at: 0 },
+                parser: Parser::new(),
+                wbuf: Vec::with_capacity(4096),
+                woff: 0,
+                armed_write: false,
+                flight: VecDeque::with_capacity(plan.cfg.pipeline),
+                skip: 0,
+                rng: SplitMix64::new(
+                    plan.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                ),
+                next_workload: index % plan.templates.len().max(1),
+            })
+            .collect::<Vec<_>>();
+        Ok(Worker {
+            plan,
+            poller: Poller::new(conns.len().max(1))?,
+            conns,
+            rec: Recorder::new(0, 0, false),
+            kinds: Vec::new(),
+            dropped: 0,
+            left: quota,
+            origin: 0,
+            measure_from: 0,
+            schedule: None,
+            cursor: 0,
+            setting_up: None,
+            replies: Vec::with_capacity(64),
+            events: Vec::with_capacity(64),
+            buf: vec![0; READ_BUF],
+        })
+    }
+
+    /// Opens every connection and waits for the setup replies, within the
+    /// timeout; the first failure is the run's error.
+    pub(crate) fn connect_all(&mut self) -> Result<(), String> {
+        let clock = self.plan.clock;
+        let limit = clock.now_ns() + self.plan.cfg.load.timeout.as_nanos() as u64;
+        self.setting_up = Some(String::new());
+        for i in 0..self.conns.len() {
+            self.connect(i, clock.now_ns());
+        }
+        loop {
+            if let Some(why) = self.setting_up.as_ref().filter(|s| !s.is_empty()) {
+                return Err(why.clone());
+            }
+            if self
+                .conns
+                .iter()
+                .all(|c| c.state == State::Open && c.skip == 0)
+            {
+                self.setting_up = None;
+                return Ok(());
+            }
+            let now = clock.now_ns();
+            if now >= limit {
+                return Err(format!(
+                    "connecting to {} timed out after {:?}",
+                    self.plan.cfg.endpoint, self.plan.cfg.load.timeout
+                ));
+            }
+            self.wait(now, limit)
+                .map_err(|e| format!("waiting for the server failed: {e}"))?;
+        }
+    }
+
+    /// The measured run from the common start `start`.
+    pub(crate) fn run(mut self, start: u64, threads: usize, counters: &Counters) -> WorkerOutput {
+        let cpu0 = CpuTime::thread();
+        let cfg = self.plan.cfg;
+        let load = &cfg.load;
+        let clock = self.plan.clock;
+        self.origin = start;
+        self.measure_from = start + (load.ramp + load.warmup).as_nanos() as u64;
+        let deadline = load
+            .duration
+            .map(|d| self.measure_from + d.as_nanos() as u64);
+        let expected = load
+            .duration
+            .map_or(10_000_000_000, |d| d.as_nanos() as u64);
+        self.rec = Recorder::new(self.measure_from, expected, false);
+        if let Some(rate) = load.rate {
+            self.rec.uncorrected = Some(tare_record::Latency::new());
+            let seed = self.plan.seed ^ 0xA076_1D64_78BD_642F ^ self.conns[0].index as u64;
+            self.schedule = Some(Schedule::new(
+                rate / threads as f64,
+                load.arrivals,
+                load.ramp.as_nanos() as u64,
+                start,
+                seed,
+            ));
+            tare_engine::schedule::tighten_timer_slack();
+        }
+        let mut next_check = start + TIMEOUT_CHECK_NS;
+        let mut now;
+        loop {
+            now = clock.now_ns();
+            if deadline.is_some_and(|d| now >= d) || self.plan.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if self.finished() {
+                break;
+            }
+            if now >= next_check {
+                self.check_timeouts(now);
+                next_check = now + TIMEOUT_CHECK_NS;
+            }
+            self.retry_due(now);
+            if self.schedule.is_some() {
+                self.dispatch(now);
+            } else {
+                for i in 0..self.conns.len() {
+                    self.send_batch(i, now);
+                }
+            }
+            let mut until = next_check;
+            if let Some(d) = deadline {
+                until = until.min(d);
+            }
+            if let Some(t) = self.next_timer(now) {
+                until = until.min(t);
+            }
+            if let Err(e) = self.wait(now, until) {
+                // A wait that fails cannot go on: what was measured is kept.
+                let _ = e;
+                break;
+            }
+            counters.publish(self.rec.requests, self.rec.errors.total());
+        }
+        counters.publish(self.rec.requests, self.rec.errors.total());
+        let end_ns = deadline.map_or(now, |d| now.min(d));
+        self.rec.in_flight = self.conns.iter().map(|c| c.flight.len() as u64).sum();
+        let unsent = match (&mut self.schedule, deadline) {
+            (Some(s), Some(d)) => s.drain_before(end_ns.min(d), self.left),
+            _ => 0,
+        };
+        WorkerOutput {
+            rec: self.rec,
+            kinds: self.kinds,
+            dropped: self.dropped,
+            end_ns,
+            unsent,
+            cpu: CpuTime::thread().since(&cpu0),
+        }
+    }
+
+    /// A count-bounded run is over when nothing is left to send or in
+    /// flight, or no connection can carry more.
+    fn finished(&self) -> bool {
+        match self.left {
+            None => false,
+            Some(left) => {
+                let idle = self.conns.iter().all(|c| c.flight.is_empty());
+                let dead = self.conns.iter().all(|c| c.state == State::Done);
+                (left == 0 && idle) || dead
+            }
+        }
+    }
+
+    fn measuring(&self, t: u64) -> bool {
+        t >= self.measure_from
+    }
+
+    /// Closed loop: a connection with nothing in flight sends its next
+    /// batch (once its place in the ramp is reached).
+    fn send_batch(&mut self, i: usize, now: u64) {
+        let plan = self.plan;
+        let n_conns = plan.cfg.load.connections as u64;
+        let ramp = plan.cfg.load.ramp.as_nanos() as u64;
+        let c = &self.conns[i];
+        if c.state != State::Open || !c.flight.is_empty() || c.skip > 0 {
+            return;
+        }
+        if ramp > 0 && now < self.origin + ramp * c.index as u64 / n_conns {
+            return;
+        }
+        let mut batch = plan.cfg.pipeline as u64;
+        if let Some(left) = &mut self.left {
+            batch = batch.min(*left);
+            *left -= batch;
+        }
+        if batch == 0 {
+            return;
+        }
+        for _ in 0..batch {
+            self.queue_command(i, now, now);
+        }
+        self.flush(i, now);
+    }
+
+    /// Open loop: every arrival due goes to the next connection with room.
+    fn dispatch(&mut self, now: u64) {
+        let p = self.plan.cfg.pipeline;
+        let n = self.conns.len();
+        let mut touched = false;
+        loop {
+            if self.left == Some(0) {
+                break;
+            }
+            let Some(due) = self.schedule.as_ref().map(|s| s.peek()) else {
+                break;
+            };
+            if due > now {
+                break;
+            }
+            let Some(i) = (0..n).map(|k| (self.cursor + k) % n).find(|&i| {
+                let c = &self.conns[i];
+                c.state == State::Open && c.skip == 0 && c.flight.len() < p
+            }) else {
+                break;
+            };
+            self.cursor = (i + 1) % n;
+            let intended = self.schedule.as_mut().map_or(now, |s| s.take());
+            if let Some(left) = &mut self.left {
+                *left -= 1;
+            }
+            if self.measuring(intended) {
+                self.rec.lag(intended, now);
+            }
+            self.queue_command(i, intended, now);
+            touched = true;
+        }
+        if touched {
+            for i in 0..n {
+                if self.conns[i].woff < self.conns[i].wbuf.len() && !self.conns[i].armed_write {
+                    self.flush(i, now);
+                }
+            }
+        }
+    }
+
+    fn queue_command(&mut self, i: usize, intended: u64, now: u64) {
+        let plan = self.plan;
+        let keyspace = plan.cfg.keyspace.unwrap_or(0);
+        let c = &mut self.conns[i];
+        let t = &plan.templates[c.next_workload];
+        c.next_workload = (c.next_workload + 1) % plan.templates.len();
+        let rng = &mut c.rng;
+        t.write(&mut c.wbuf, keyspace, || rng.next_u64());
+        c.flight.push_back((intended, now));
+    }
+
+    /// Writes what is pending; arms `EPOLLOUT` for the rest.
+    fn flush(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(sock) = &c.sock else { return };
+        while c.woff < c.wbuf.len() {
+            match sock.write(&c.wbuf[c.woff..]) {
+                Ok(n) => c.woff += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.fail(i, now, Failure::Write);
+                    return;
+                }
+            }
+        }
+        let c = &mut self.conns[i];
+        if c.woff == c.wbuf.len() {
+            c.wbuf.clear();
+            c.woff = 0;
+        }
+        let want = c.woff < c.wbuf.len();
+        if want != c.armed_write {
+            c.armed_write = want;
+            if let Some(sock) = &c.sock {
+                let interest = if want {
+                    Interest::ReadWrite
+                } else {
+                    Interest::Read
+                };
+                let _ = self.poller.modify(sock.fd(), i as u64, interest);
+            }
+        }
+    }
+
+    fn connect(&mut self, i: usize, now: u64) {
+        let plan = self.plan;
+        let c = &mut self.conns[i];
+        c.parser = Parser::new();
+        c.wbuf.clear();
+        c.woff = 0;
+        c.flight.clear();
+        match plan.cfg.endpoint.connect() {
+            Ok(sock) => {
+                let interest = if sock.connecting {
+                    Interest::Write
+                } else {
+                    Interest::ReadWrite
+                };
+                if let Err(e) = self.poller.add(sock.fd(), i as u64, interest) {
+                    drop(sock);
+                    self.connect_failed(i, now, &e.to_string());
+                    return;
+                }
+                let c = &mut self.conns[i];
+                c.armed_write = true;
+                c.state = State::Connecting;
+                c.sock = Some(sock);
+            }
+            Err(e) => self.connect_failed(i, now, &e.to_string()),
+        }
+    }
+
+    /// The connect finished: the setup commands go first.
+    fn connected(&mut self, i: usize, now: u64) {
+        let plan = self.plan;
+        let c = &mut self.conns[i];
+        let err = c.sock.as_ref().map(|s| s.take_error());
+        match err {
+            Some(Ok(None)) => {}
+            Some(Ok(Some(e))) | Some(Err(e)) => {
+                self.connect_failed(i, now, &e.to_string());
+                return;
+            }
+            None => return,
+        }
+        c.state = State::Open;
+        c.skip = plan.setup_replies;
+        c.wbuf.extend_from_slice(&plan.setup);
+        if let Some(s) = &c.sock {
+            let _ = self.poller.modify(s.fd(), i as u64, Interest::Read);
+        }
+        c.armed_write = false;
+        self.flush(i, now);
+    }
+
+    fn connect_failed(&mut self, i: usize, now: u64, why: &str) {
+        if let Some(s) = &mut self.setting_up {
+            if s.is_empty() {
+                *s = format!(
+                    "could not connect to Redis at {}: {why}",
+                    self.plan.cfg.endpoint
+                );
+            }
+        }
+        if self.measuring(now) {
+            self.rec.errors.connect += 1;
+        }
+        self.close(i, now);
+    }
+
+    /// Closes connection `i`; it is tried again later, except in a
+    /// count-bounded run, where a connection that failed stays closed.
+    fn close(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        if let Some(s) = c.sock.take() {
+            let _ = self.poller.delete(s.fd());
+        }
+        c.flight.clear();
+        c.wbuf.clear();
+        c.woff = 0;
+        c.armed_write = false;
+        c.skip = 0;
+        c.state = if self.left.is_some() {
+            State::Done
+        } else {
+            State::Down {
+                retry_at: now + RETRY_NS,
+            }
+        };
+    }
+
+    fn retry_due(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            if let State::Down { retry_at } = self.conns[i].state {
+                if now >= retry_at {
+                    self.connect(i, now);
+                }
+            }
+        }
+    }
+
+    /// The earliest moment something is due without any reply: a retry,
+    /// an open-loop arrival with a connection free, a ramp's next start.
+    fn next_timer(&self, now: u64) -> Option<u64> {
+        let mut t: Option<u64> = None;
+        let mut at = |x: u64| t = Some(t.map_or(x, |t| t.min(x)));
+        for c in &self.conns {
+            if let State::Down { retry_at } = c.state {
+                at(retry_at);
+            }
+        }
+        if let Some(s) = &self.schedule {
+            let p = self.plan.cfg.pipeline;
+            if self
+                .conns
+                .iter()
+                .any(|c| c.state == State::Open && c.skip == 0 && c.flight.len() < p)
+                && self.left != Some(0)
+            {
+                at(s.peek());
+            }
+        } else if !self.plan.cfg.load.ramp.is_zero() {
+            let ramp = self.plan.cfg.load.ramp.as_nanos() as u64;
+            let n = self.plan.cfg.load.connections as u64;
+            for c in &self.conns {
+                let begin = self.origin + ramp * c.index as u64 / n;
+                if begin > now && c.state == State::Open {
+                    at(begin);
+                }
+            }
+        }
+        t
+    }
+
+    /// Commands without a reply within the timeout: counted, and their
+    /// connection opened again (a late reply would be credited to the
+    /// wrong command).
+    fn check_timeouts(&mut self, now: u64) {
+        let limit = self.plan.cfg.load.timeout.as_nanos() as u64;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if c.state == State::Open
+                && c.flight.front().is_some_and(|f| now - f.1.min(now) > limit)
+            {
+                self.fail(i, now, Failure::Timeout);
+            }
+        }
+    }
+
+    /// Waits for readiness until `until` (a clock reading) and handles it.
+    fn wait(&mut self, now: u64, until: u64) -> io::Result<()> {
+        let timeout = std::time::Duration::from_nanos(until.saturating_sub(now));
+        let mut ready = std::mem::take(&mut self.events);
+        self.poller.wait(Some(timeout), |r| ready.push(r))?;
+        let now = self.plan.clock.now_ns();
+        for r in ready.drain(..) {
+            let i = r.token as usize;
+            if i >= self.conns.len() || self.conns[i].sock.is_none() {
+                continue;
+            }
+            match self.conns[i].state {
+                State::Connecting if r.writable || r.hangup => self.connected(i, now),
+                State::Open => {
+                    if r.writable {
+                        self.flush(i, now);
+                    }
+                    if (r.readable || r.hangup) && self.conns[i].state == State::Open {
+                        self.read(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.events = ready;
+        Ok(())
+    }
+
+    /// Reads what connection `i` has and accounts every reply in it.
+    fn read(&mut self, i: usize) {
+        for _ in 0..4 {
+            let Some(sock) = &self.conns[i].sock else {
+                return;
+            };
+            let n = match sock.read(&mut self.buf) {
+                Ok(0) => {
+                    let now = self.plan.clock.now_ns();
+                    self.fail(i, now, Failure::Dropped);
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    let now = self.plan.clock.now_ns();
+                    self.fail(i, now, Failure::Dropped);
+                    return;
+                }
+            };
+            let now = self.plan.clock.now_ns();
+            self.rec.bytes_read += n as u64;
+            let replies = &mut self.replies;
+            replies.clear();
+            if self.conns[i]
+                .parser
+                .feed(&self.buf[..n], |r| replies.push(r))
+                .is_err()
+            {
+                self.fail(i, now, Failure::Protocol);
+                return;
+            }
+            for k in 0..self.replies.len() {
+                let r = self.replies[k];
+                self.reply(i, r, now);
+                if self.conns[i].state != State::Open {
+                    return;
+                }
+            }
+            // Setting up, replies answer AUTH and SELECT: the load waits
+            // for the start gate.
+            if self.schedule.is_none() && self.setting_up.is_none() {
+                self.send_batch(i, now);
+            }
+            if n < self.buf.len() {
+                return;
+            }
+        }
+    }
+
+    fn reply(&mut self, i: usize, r: Reply, now: u64) {
+        let c = &mut self.conns[i];
+        if c.skip > 0 {
+            c.skip -= 1;
+            if let Reply::Error(kind) = r {
+                // AUTH or SELECT refused on a new connection.
+                if let Some(s) = &mut self.setting_up {
+                    if s.is_empty() {
+                        *s = format!("AUTH or SELECT failed on a new connection: {kind}");
+                    }
+                }
+                if self.measuring(now) {
+                    self.rec.errors.connect += 1;
+                }
+                self.close(i, now);
+            }
+            return;
+        }
+        let Some((intended, sent)) = c.flight.pop_front() else {
+            // A reply to nothing: the stream cannot be trusted.
+            self.fail(i, now, Failure::Protocol);
+            return;
+        };
+        if !self.measuring(intended) {
+            self.rec.complete_early(now.saturating_sub(self.origin));
+            return;
+        }
+        match r {
+            Reply::Ok => {
+                self.rec.complete(now, now.saturating_sub(intended));
+                if let Some(u) = self.rec.uncorrected.as_mut() {
+                    u.record_ns(now.saturating_sub(sent));
+                }
+            }
+            Reply::Error(kind) => {
+                self.rec.errors.status += 1;
+                match self.kinds.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, n)) => *n += 1,
+                    None => self.kinds.push((kind, 1)),
+                }
+            }
+        }
+    }
+
+    /// Connection `i` failed: what it had in flight is counted by `why`.
+    fn fail(&mut self, i: usize, now: u64, why: Failure) {
+        let lost = self.conns[i]
+            .flight
+            .iter()
+            .filter(|f| f.0 >= self.measure_from)
+            .count() as u64;
+        if let Some(s) = &mut self.setting_up {
+            if s.is_empty() {
+                *s = format!(
+                    "{} ({}) while connecting",
+                    self.plan.cfg.endpoint,
+                    why.words()
+                );
+            }
+        }
+        let e = &mut self.rec.errors;
+        match why {
+            Failure::Write => e.write += lost,
+            Failure::Timeout => e.timeout += lost,
+            Failure::Dropped | Failure::Protocol => e.read += lost,
+        }
+        if why != Failure::Timeout && self.measuring(now) {
+            self.dropped += 1;
+        }
+        self.close(i, now);
+        if why == Failure::Timeout && self.left.is_none() {
+            // Not refused, only slow: open it again at once.
+            self.conns[i].state = State::Down { retry_at: now };
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failure {
+    Write,
+    Timeout,
+    Dropped,
+    Protocol,
+}
+
+impl Failure {
+    fn words(self) -> &'static str {
+        match self {
+            Failure::Write => "write failed",
+            Failure::Timeout => "no reply in time",
+            Failure::Dropped => "connection closed",
+            Failure::Protocol => "not a RESP reply",
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! `engine = "redis"` (the default for a redis target): `[load.redis]` and
+//! runs of `tare_redis`.
+//!
+//! ```toml
+//! [load.redis]
+//! tests = ["get"]         # redis-benchmark's -t names; several take turns on every connection
+//! command = ["SET", "key:__rand_int__", "v"]   # instead of tests: one custom command
+//! data_size = 3           # -d: bytes of each value
+//! keyspace = 100000       # -r: keys drawn from this many (absent: one key)
+//! pipeline = 1            # -P: commands sent at once per connection
+//! ```
+//!
+//! `[load] timeout` bounds connecting and each command's reply.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tare_engine::load::Load;
+use tare_record::LoadResult;
+use tare_redis::config::{MAX_DATA_SIZE, MAX_PIPELINE};
+use tare_redis::{Redis, RedisConfig, Test, Workload};
+use toml::Spanned;
+
+use super::{experiment_defaults, measure, table_of, Engine, Offer, Spans, Table};
+use crate::executor::ExecError;
+use crate::experiment::error::{ExperimentError, Locator};
+
+pub(super) struct RedisEngine;
+
+/// `[load.redis]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRedis {
+    tests: Option<Spanned<Vec<String>>>,
+    command: Option<Spanned<Vec<String>>>,
+    data_size: Option<Spanned<i64>>,
+    keyspace: Option<Spanned<i64>>,
+    pipeline: Option<Spanned<i64>>,
+}
+
+/// `[load.redis]`, checked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct RedisTable {
+    /// The tests' names, or the custom command's words.
+    tests: Vec<String>,
+    #[serde(skip)]
+    workloads: Vec<Workload>,
+    data_size: usize,
+    keyspace: Option<u64>,
+    pipeline: usize,
+}
+
+impl Engine for RedisEngine {
+    fn name(&self) -> &'static str {
+        <Redis as tare_engine::Engine>::NAME
+    }
+
+    fn unit(&self) -> tare_record::Unit {
+        <Redis as tare_engine::Engine>::UNIT
+    }
+
+    fn defaults(&self) -> Load {
+        experiment_defaults()
+    }
+
+    fn table(
+        &self,
+        loc: &Locator<'_>,
+        _load: &mut Load,
+        _spans: &mut Spans,
+    ) -> Result<Arc<dyn Table>, ExperimentError> {
+        let raw: RawRedis = table_of(loc, self.name())?.unwrap_or_default();
+        let workloads = match (&raw.tests, &raw.command) {
+            (Some(t), Some(_)) => {
+                return Err(loc.error(
+                    t.span(),
+                    "load.redis.tests",
+                    "give tests or a command, not both",
+                ))
+            }
+            (None, Some(c)) => {
+                if c.get_ref().is_empty() || c.get_ref().iter().any(|w| w.contains('\0')) {
+                    return Err(loc.error(
+                        c.span(),
+                        "load.redis.command",
+                        "must be a non-empty list of words without NUL bytes",
+                    ));
+                }
+                vec![Workload::Custom(c.get_ref().clone())]
+            }
+            (Some(t), None) => {
+                if t.get_ref().is_empty() {
+                    return Err(loc.error(t.span(), "load.redis.tests", "lists no test"));
+                }
+                t.get_ref()
+                    .iter()
+                    .map(|n| n.parse::<Test>().map(Workload::Test))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| loc.error(t.span(), "load.redis.tests", e))?
+            }
+            (None, None) => vec![Workload::Test(Test::Get)],
+        };
+        let int = |v: &Option<Spanned<i64>>, key: &str, lo: i64, hi: i64| {
+            v.as_ref()
+                .map(|v| {
+                    let n = *v.get_ref();
+                    if (lo..=hi).contains(&n) {
+                        Ok(n)
+                    } else {
+                        Err(loc.error(v.span(), key, format!("must be between {lo} and {hi}")))
+                    }
+                })
+                .transpose()
+        };
+        let data_size = int(
+            &raw.data_size,
+            "load.redis.data_size",
+            0,
+            MAX_DATA_SIZE as i64,
+        )?
+        .unwrap_or(tare_redis::config::DEFAULT_DATA_SIZE as i64) as usize;
+        let keyspace = int(&raw.keyspace, "load.redis.keyspace", 1, i64::MAX)?.map(|n| n as u64);
+        let pipeline = int(&raw.pipeline, "load.redis.pipeline", 1, MAX_PIPELINE as i64)?
+            .unwrap_or(1) as usize;
+        Ok(Arc::new(RedisTable {
+            tests: workloads.iter().map(Workload::name).collect(),
+            workloads,
+            data_size,
+            keyspace,
+            pipeline,
+        }))
+    }
+}
+
+impl Table for RedisTable {
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn run(
+        &self,
+        load: &Load,
+        offer: &Offer<'_>,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<LoadResult, ExecError> {
+        let mut cfg = RedisConfig::new(offer.endpoint.clone());
+        cfg.load = load.clone();
+        cfg.workloads = self.workloads.clone();
+        cfg.data_size = self.data_size;
+        cfg.keyspace = self.keyspace;
+        cfg.pipeline = self.pipeline;
+        // The deployment is a server tare started (loopback, namespace or container).
+        cfg.allow_remote = true;
+        measure::<Redis>(&cfg, stop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::Experiment;
+
+    fn parse(table: &str) -> Result<Experiment, String> {
+        super::super::parse_with_table("redis", "redis", table)
+    }
+
+    #[test]
+    fn the_table_and_its_defaults_are_recorded() {
+        let e = parse("").unwrap();
+        let snap = e.load.snapshot();
+        assert_eq!(snap["engine"], "redis");
+        assert_eq!(snap["redis"]["tests"][0], "get");
+        assert_eq!(snap["redis"]["pipeline"], 1);
+        let e = parse("tests = [\"get\", \"set\"]\nkeyspace = 100000\ndata_size = 50\n").unwrap();
+        let snap = e.load.snapshot();
+        assert_eq!(snap["redis"]["tests"][1], "set");
+        assert_eq!(snap["redis"]["keyspace"], 100000);
+        assert_eq!(snap["redis"]["data_size"], 50);
+    }
+
+    #[test]
+    fn mistakes_name_their_line_and_key() {
+        for (table, key) in [
+            ("tests = [\"bogus\"]\n", "load.redis.tests"),
+            ("tests = []\n", "load.redis.tests"),
+            ("pipeline = 0\n", "load.redis.pipeline"),
+            ("keyspace = 0\n", "load.redis.keyspace"),
+            ("command = []\n", "load.redis.command"),
+            (
+                "tests = [\"get\"]\ncommand = [\"PING\"]\n",
+                "load.redis.tests",
+            ),
+        ] {
+            let e = parse(table).unwrap_err();
+            assert!(
+                e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
+                "{table}: {e}"
+            );
+        }
+    }
+}
