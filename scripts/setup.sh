@@ -19,6 +19,10 @@ packages=(
   qemu-system-x86    # vm-* placements: the guest's machine (KVM or TCG)
   linux-image-amd64  # vm-* placements: the guest kernel and its virtio modules
   busybox-static     # vm-* placements: the guest's /init shell and tools
+  sockperf           # bench/vs-net.sh: ping-pong latency, the reference for tare net rr
+  qperf              # bench/vs-net.sh: tcp_lat
+  iperf3             # bench/vs-net.sh: stream throughput
+  nuttcp             # bench/vs-net.sh: the IBM study's stream tool
 )
 
 missing=()

@@ -62,6 +62,12 @@ pub struct CellStats {
     /// The load generator's user + system CPU per completed request, over all
     /// successful trials (total CPU / total requests, not a mean of ratios).
     pub generator_cpu_us_per_request: Option<f64>,
+    /// When the unit is round trips (`tare net`): the transactions in
+    /// flight (connections, one each), so a throughput is also a time per
+    /// round trip, `1e6 x connections / throughput` µs
+    /// ([`CellStats::round_trip_us`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_connections: Option<u64>,
 }
 
 impl CellStats {
@@ -117,6 +123,24 @@ impl CellStats {
             },
             generator_cpu_us_per_request: (requests > 0 && cpu_s > 0.0)
                 .then(|| cpu_s * 1e6 / requests as f64),
+            round_trip_connections: ok
+                .first()
+                .filter(|r| r.unit() == Unit::RoundTrips)
+                .map(|r| r.connections),
+        })
+    }
+
+    /// The shown throughput as microseconds per round trip of one
+    /// connection (the interval's ends swap), for round-trip units only.
+    pub fn round_trip_us(&self) -> Option<MedianCi> {
+        let c = self.round_trip_connections? as f64;
+        let tp = self.throughput_shown();
+        let per = |x: f64| if x > 0.0 { 1e6 * c / x } else { f64::INFINITY };
+        Some(MedianCi {
+            median: per(tp.median),
+            lo: per(tp.hi),
+            hi: per(tp.lo),
+            ..tp
         })
     }
 
@@ -217,5 +241,38 @@ mod tests {
             );
             assert_eq!(s.unit, "tps");
         }
+    }
+
+    /// Round trips (tare net) are also a time: 1e6 x connections / rate,
+    /// the interval's ends swapped; other units have none.
+    #[test]
+    fn round_trip_cells_show_microseconds_per_round_trip() {
+        let trials: Vec<TrialRecord> = [20_000.0, 25_000.0, 40_000.0]
+            .into_iter()
+            .map(|rate| TrialRecord {
+                cell: "c".into(),
+                result: Some(LoadResult {
+                    engine: "net".into(),
+                    unit: Some(Unit::RoundTrips),
+                    connections: 2,
+                    requests: rate as u64,
+                    tps: Some(rate),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let refs: Vec<&TrialRecord> = trials.iter().collect();
+        let s = CellStats::from_trials("c", &refs).unwrap();
+        let rt = s.round_trip_us().unwrap();
+        assert_eq!(rt.median, 80.0);
+        assert!(rt.lo <= rt.median && rt.median <= rt.hi);
+        assert_eq!(s.unit, "rt/s");
+        let pg = pg_trials(10, 0);
+        let refs: Vec<&TrialRecord> = pg.iter().collect();
+        assert!(CellStats::from_trials("c", &refs)
+            .unwrap()
+            .round_trip_us()
+            .is_none());
     }
 }

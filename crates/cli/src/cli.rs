@@ -25,6 +25,8 @@ pub(crate) enum Command {
     Redis(cmd::redis::RedisArgs),
     /// The built-in HTTP/1.1 server (the embedded default target).
     Serve(cmd::serve::ServeArgs),
+    /// Network round trips (rr, crr, udp-rr) and bulk streams, netperf's and nuttcp's tests; `tare net serve` is their responder.
+    Net(cmd::net::NetArgs),
     /// Run an experiment (none given: the built-in quick one): interleaved trials, recorded as they finish, then the report.
     Run(cmd::run::RunArgs),
     /// Re-analyse a recorded run: per-cell medians with intervals, the attribution waterfall, fairness findings.

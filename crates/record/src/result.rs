@@ -54,6 +54,10 @@ pub enum Unit {
     /// Network round trips (TCP_RR-style exchanges).
     #[serde(rename = "round trips")]
     RoundTrips,
+    /// Megabits moved by a bulk stream (`tare net stream`): its
+    /// throughput is Mbit/s.
+    #[serde(rename = "megabits")]
+    Megabits,
 }
 
 impl Unit {
@@ -64,6 +68,7 @@ impl Unit {
             Unit::Transactions => "transaction",
             Unit::Commands => "command",
             Unit::RoundTrips => "round trip",
+            Unit::Megabits => "megabit",
         }
     }
 
@@ -74,6 +79,7 @@ impl Unit {
             Unit::Transactions => "tps",
             Unit::Commands => "cmd/s",
             Unit::RoundTrips => "rt/s",
+            Unit::Megabits => "Mbit/s",
         }
     }
 }
@@ -163,6 +169,10 @@ pub struct LoadResult {
     /// Redis-specific results (`redis` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redis: Option<RedisDetails>,
+    /// Network test details (`net` only): the test, its sizes, lost
+    /// datagrams, stream throughput per direction and CPU per gigabyte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetDetails>,
     /// tare's version.
     pub tare_version: String,
 }
@@ -292,6 +302,49 @@ pub struct PgDetails {
     /// Per-script results (pgbench prints them when several scripts run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script_results: Vec<PgScriptResult>,
+}
+
+/// `tare net` details: what netperf and nuttcp report beyond the common
+/// fields (docs/net.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetDetails {
+    /// `rr`, `crr`, `udp-rr` or `stream`.
+    pub test: String,
+    /// Request bytes per transaction (stream: bytes per write).
+    pub request_bytes: u64,
+    /// Response bytes per transaction (stream: bytes per read).
+    pub response_bytes: u64,
+    /// Round trips: mean microseconds per round trip of one connection,
+    /// `1e6 * connections / transactions per second` (netperf's
+    /// "latency" from its TCP_RR rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_us: Option<f64>,
+    /// `udp-rr`: requests whose response never came within the timeout
+    /// (also counted in `errors.timeout`).
+    #[serde(default)]
+    pub lost: u64,
+    /// Stream: `send`, `receive` or `both`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub direction: String,
+    /// Stream: bytes the client wrote during the measured period.
+    #[serde(default)]
+    pub bytes_sent: u64,
+    /// Stream: bytes the client read during the measured period.
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// Stream: client to responder, Gbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_gbit_s: Option<f64>,
+    /// Stream: responder to client, Gbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_gbit_s: Option<f64>,
+    /// Stream: the client's CPU seconds per gigabyte moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_s_per_gb: Option<f64>,
+    /// Stream: the responder's CPU seconds per gigabyte, from the CPU
+    /// time of its connection threads it reports at the end of each stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_s_per_gb: Option<f64>,
 }
 
 /// One script's share of a `pg` run.

@@ -394,6 +394,7 @@ fn assemble(
             dropped_connections: dropped,
             server_version,
         }),
+        net: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -7,6 +7,7 @@ mod emit;
 pub(crate) mod http;
 pub(crate) mod image;
 mod load_args;
+pub(crate) mod net;
 pub(crate) mod nginx;
 pub(crate) mod pg;
 pub(crate) mod redis;
@@ -26,6 +27,7 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Pg(args) => pg::run(args),
         Command::Redis(args) => redis::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Net(args) => net::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),

@@ -108,7 +108,18 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             host_port,
             container_port,
         } => {
-            let key = format!("{container_port}/tcp");
+            // A target that answers UDP too (net) has its UDP port
+            // published as well: the IBM study's NAT cells are empty
+            // because netperf's data port was not (docs/studies.md).
+            let protocols: &[&str] = if req.server.kind.uses_udp() {
+                &["tcp", "udp"]
+            } else {
+                &["tcp"]
+            };
+            let keys: Vec<String> = protocols
+                .iter()
+                .map(|p| format!("{container_port}/{p}"))
+                .collect();
             let binding = PortBinding {
                 // Loopback only by default (ARCHITECTURE.md, "Principles"):
                 // on 127.0.0.1 this is docker-proxy.
@@ -117,8 +128,12 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             };
             (
                 "bridge".to_string(),
-                Some(HashMap::from([(key.clone(), Some(vec![binding]))])),
-                Some(HashMap::from([(key, HashMap::new())])),
+                Some(
+                    keys.iter()
+                        .map(|k| (k.clone(), Some(vec![binding.clone()])))
+                        .collect(),
+                ),
+                Some(keys.into_iter().map(|k| (k, HashMap::new())).collect()),
             )
         }
     };

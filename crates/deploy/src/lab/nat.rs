@@ -34,7 +34,7 @@ pub(crate) fn loopback_dnat(
         "table ip {table} {{
   chain output {{
     type nat hook output priority {DSTNAT}; policy accept;
-    ip daddr {front} meta l4proto tcp dnat to {server}
+    ip daddr {front} meta l4proto {{ tcp, udp }} dnat to {server}
   }}
   chain postrouting {{
     type nat hook postrouting priority {SRCNAT}; policy accept;
@@ -52,7 +52,7 @@ pub(crate) fn lan_dnat(table: &str, front: Ipv4Addr, server: Ipv4Addr, bridge: &
         "table ip {table} {{
   chain prerouting {{
     type nat hook prerouting priority {DSTNAT}; policy accept;
-    iifname \"{bridge}\" ip daddr {front} meta l4proto tcp dnat to {server}
+    iifname \"{bridge}\" ip daddr {front} meta l4proto {{ tcp, udp }} dnat to {server}
   }}
 }}
 "
@@ -233,7 +233,7 @@ mod tests {
             "tr0a1b2c3dbr",
         );
         assert!(text.contains("table ip tare_r_0a1b2c3d"));
-        assert!(text.contains("ip daddr 127.213.0.1 meta l4proto tcp dnat to 10.213.0.2"));
+        assert!(text.contains("ip daddr 127.213.0.1 meta l4proto { tcp, udp } dnat to 10.213.0.2"));
         assert!(text.contains("oifname \"tr0a1b2c3dbr\" ip saddr 127.0.0.0/8"));
         let lan = lan_dnat(
             "t",

@@ -7,6 +7,7 @@
 //! One file per target behind [`Target`], each named once in [`TARGETS`]
 //! (ARCHITECTURE.md, "Adding a target").
 
+mod net;
 mod nginx;
 pub(crate) mod nginx_proxy;
 mod postgres;
@@ -32,6 +33,7 @@ pub(crate) static TARGETS: &[&dyn Target] = &[
     &nginx_proxy::NginxProxy,
     &postgres::Postgres,
     &redis::Redis,
+    &net::Net,
 ];
 
 /// A server tare can deploy in any placement.
@@ -70,6 +72,12 @@ pub(crate) trait Target: Sync {
     /// system files every image gets (`docker::image`).
     fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         Ok(Vec::new())
+    }
+
+    /// Whether it also answers UDP on its port (the `net` responder): a
+    /// published port is then published for UDP too.
+    fn uses_udp(&self) -> bool {
+        false
     }
 
     /// Whether `access_log` applies (nginx's log, seed 000's factor:
@@ -123,6 +131,11 @@ impl TargetKind {
     /// One line: what it is.
     pub fn about(self) -> &'static str {
         self.0.about()
+    }
+
+    /// Whether it answers UDP on its port as well as TCP.
+    pub fn uses_udp(self) -> bool {
+        self.0.uses_udp()
     }
 
     /// Whether the `access_log` setting applies to it.

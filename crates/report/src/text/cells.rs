@@ -27,6 +27,9 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     let p50: Vec<_> = r.cells.iter().map(|c| &c.p50_us).collect();
     let p99: Vec<&MedianCi> = p99_shown.iter().collect();
     let shared = shared_confidence(&tp);
+    // Round trips (tare net): the time per round trip beside the rate.
+    let round_trips: Vec<Option<MedianCi>> = r.cells.iter().map(CellStats::round_trip_us).collect();
+    let per_rt = round_trips.iter().any(Option::is_some);
 
     let mut header: Vec<(String, Align)> = if order.is_empty() {
         vec![("cell".into(), Align::Left)]
@@ -36,6 +39,11 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     header.extend([
         ("trials".to_string(), Align::Right),
         (interval_header(unit, &tp), Align::Left),
+    ]);
+    if per_rt {
+        header.push(("µs/round trip".to_string(), Align::Left));
+    }
+    header.extend([
         ("vs ref [95% CI]".to_string(), Align::Left),
         (interval_header("p50", &p50), Align::Left),
         (interval_header("p99", &p99), Align::Left),
@@ -46,7 +54,7 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     let header_refs: Vec<(&str, Align)> = header.iter().map(|(h, a)| (h.as_str(), *a)).collect();
     let mut table = Table::new(&header_refs);
 
-    for c in &r.cells {
+    for (i, c) in r.cells.iter().enumerate() {
         let mut row = level_cells(c, &order);
         let mut flags = Vec::new();
         let shown = c.throughput_shown();
@@ -98,6 +106,15 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
                 format!("{}/{}", c.ok(), c.trials)
             },
             with_interval(&shown, units::si),
+        ]);
+        if per_rt {
+            row.push(
+                round_trips[i]
+                    .as_ref()
+                    .map_or("-".into(), |rt| with_interval(rt, |v| format!("{v:.1}"))),
+            );
+        }
+        row.extend([
             vs_reference(r, c, notes),
             with_interval(&c.p50_us, units::latency_us),
             with_interval(&c.p99_shown(), units::latency_us),
@@ -118,6 +135,9 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
                 .collect()
         };
         row.push(format!("0/{}", f.trials));
+        if per_rt {
+            row.push("-".into());
+        }
         row.extend(["-", "", "-", "-", "-", "-"].map(String::from));
         row.push("all trials failed".into());
         table.row(row);

@@ -108,17 +108,35 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     let p99: Vec<&MedianCi> = p99_shown.iter().collect();
     let tp_header = interval_header(&a.unit, &tp);
     let p99_header = interval_header("p99", &p99);
-    let mut t = Table::new(&[
+    // Round trips (tare net): each step's time per round trip and what the
+    // step adds to it ("+30.3 µs per round trip").
+    let rt: Vec<Option<f64>> = a
+        .steps
+        .iter()
+        .map(|s| {
+            cell_of(&s.cell)
+                .and_then(CellStats::round_trip_us)
+                .map(|m| m.median)
+        })
+        .collect();
+    let per_rt = rt.iter().any(Option::is_some);
+    let mut columns = vec![
         ("#", Align::Right),
         ("step", Align::Left),
-        (&tp_header, Align::Left),
-        (&p99_header, Align::Left),
+        (tp_header.as_str(), Align::Left),
+    ];
+    if per_rt {
+        columns.push(("µs/round trip", Align::Left));
+    }
+    columns.extend([
+        (p99_header.as_str(), Align::Left),
         ("change", Align::Right),
         ("[95% CI]", Align::Left),
         ("detectable", Align::Left),
         ("share of gap [95% CI]", Align::Left),
         ("p", Align::Left),
     ]);
+    let mut t = Table::new(&columns);
     for (i, s) in a.steps.iter().enumerate() {
         let label = match &s.change {
             None => format!(
@@ -127,12 +145,15 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
             ),
             Some(ch) => format!("{}: {} → {}", ch.factor, ch.from, ch.to),
         };
-        let mut row = vec![
-            i.to_string(),
-            label,
-            with_interval(&tp_shown[i], units::si),
-            with_interval(&p99_shown[i], units::latency_us),
-        ];
+        let mut row = vec![i.to_string(), label, with_interval(&tp_shown[i], units::si)];
+        if per_rt {
+            row.push(match (rt[i], i.checked_sub(1).and_then(|p| rt[p])) {
+                (Some(now), Some(before)) => format!("{now:.1} ({:+.1})", now - before),
+                (Some(now), None) => format!("{now:.1}"),
+                _ => "-".into(),
+            });
+        }
+        row.push(with_interval(&p99_shown[i], units::latency_us));
         if let Some(v) = &s.vs_previous {
             row.push(format!(
                 "{} {}",
@@ -175,6 +196,14 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         })
         .collect();
     out.push_str(&format!("  {}\n", line.join(" → ")));
+    if let (Some(Some(from)), Some(Some(to))) = (rt.first(), rt.last()) {
+        if rt.len() > 1 {
+            out.push_str(&format!(
+                "  per round trip: {from:.1} µs → {to:.1} µs ({:+.1} µs per round trip)\n",
+                to - from
+            ));
+        }
+    }
     out
 }
 

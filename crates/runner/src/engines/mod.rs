@@ -11,6 +11,7 @@
 //! loop ([`run`]), the one find-max search ([`measure`]).
 
 mod http;
+mod net;
 mod pg;
 mod redis;
 
@@ -33,8 +34,12 @@ use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::LoadSettings;
 
 /// Every engine an experiment can name, once.
-pub(crate) static REGISTRY: &[&dyn Engine] =
-    &[&http::HttpEngine, &pg::PgEngine, &redis::RedisEngine];
+pub(crate) static REGISTRY: &[&dyn Engine] = &[
+    &http::HttpEngine,
+    &pg::PgEngine,
+    &redis::RedisEngine,
+    &net::NetEngine,
+];
 
 /// The registered engine called `name`.
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Engine> {

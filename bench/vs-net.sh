@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tare net vs the reference network benchmarks on loopback (issue 18):
+# round trips (100-byte request and response) against sockperf ping-pong
+# and qperf tcp_lat, and one TCP stream against nuttcp and iperf3.
+#
+# Every server (tare net serve, sockperf server, qperf, iperf3 -s, nuttcp -S)
+# pinned to CPU 1, every client to CPU 0; ROUNDS interleaved rounds, each
+# running every tool once for DURATION seconds. Per run: the mean round
+# trip (sockperf and qperf report half of it; doubled) and the client's CPU
+# per transaction from the kernel's rusage; for streams Gbit/s and the
+# client's CPU per GB. Prints per-run lines, the medians, and the ratios
+# tare/reference. Goals (issue 18): round trip within 3% of each reference
+# (ratio 0.97..1.03 or lower), CPU per transaction no higher (ratio <= 1),
+# stream at least 0.97x.
+#
+# Usage: [TARE=path] bench/vs-net.sh [ROUNDS] [DURATION]  (needs sockperf, qperf, iperf3, nuttcp)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+DUR=${2:-5}
+PORT=${PORT:-18600}
+
+for t in sockperf qperf iperf3 nuttcp; do command -v $t >/dev/null || bash scripts/setup.sh; done
+# TARE=/path/to/tare measures that build instead of building a release one.
+if [ -z "${TARE:-}" ]; then
+  cargo build --release -q -p tare
+  TARE=$PWD/target/release/tare
+fi
+M="python3 bench/net_measure.py"
+C0="taskset -c 0"
+C1="taskset -c 1"
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+$C1 "$TARE" net serve --listen 127.0.0.1:$PORT 2>/dev/null & pids+=($!)
+$C1 sockperf server --tcp -i 127.0.0.1 -p $((PORT + 1)) >/dev/null 2>&1 & pids+=($!)
+$C1 qperf --listen_port $((PORT + 2)) >/dev/null 2>&1 & pids+=($!)
+$C1 iperf3 -s -p $((PORT + 3)) >/dev/null 2>&1 & pids+=($!)
+# nuttcp's server forks per test without -1; in the foreground with --nofork.
+$C1 nuttcp -S --nofork -P $((PORT + 4)) -p $((PORT + 5)) >/dev/null 2>&1 & pids+=($!)
+sleep 1
+
+out=$(mktemp /tmp/tare-vs-net-XXXXXX)
+for r in $(seq 1 "$ROUNDS"); do
+  echo "round $r" >&2
+  for tool in sockperf tare-rr qperf tare-stream nuttcp iperf3; do
+    case $tool in
+      tare-rr) line=$($M tare-rr -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --json -) ;;
+      sockperf) line=$($M sockperf -- $C0 sockperf ping-pong --tcp -i 127.0.0.1 -p $((PORT + 1)) -m 100 -t "$DUR") ;;
+      qperf) line=$($M qperf -- $C0 qperf 127.0.0.1 --listen_port $((PORT + 2)) -m 100 -t "$DUR" -vv tcp_lat) ;;
+      tare-stream) line=$($M tare-stream -- $C0 "$TARE" net stream -p $PORT -l "$DUR" --json -) ;;
+      iperf3) line=$($M iperf3 -- $C0 iperf3 -c 127.0.0.1 -p $((PORT + 3)) -t "$DUR" -J) ;;
+      nuttcp) line=$($M nuttcp -- $C0 nuttcp -P $((PORT + 4)) -p $((PORT + 5)) -T "$DUR" 127.0.0.1) ;;
+    esac
+    echo "$tool $line" | tee -a "$out" >&2
+  done
+done
+
+python3 - "$out" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    tool, *kv = line.split()
+    runs.setdefault(tool, []).append({k: float(v) for k, v in (x.split("=") for x in kv)})
+med = lambda tool, key: statistics.median(r[key] for r in runs[tool])
+print(f"{'tool':<12} {'round trip us':>14} {'CPU us/tx':>10}")
+for t in ("tare-rr", "sockperf", "qperf"):
+    print(f"{t:<12} {med(t, 'rtt_us'):>14.2f} {med(t, 'cpu_us_per_tx'):>10.3f}")
+for ref in ("sockperf", "qperf"):
+    print(f"tare/{ref}: round trip {med('tare-rr', 'rtt_us') / med(ref, 'rtt_us'):.3f}x, "
+          f"CPU per transaction {med('tare-rr', 'cpu_us_per_tx') / med(ref, 'cpu_us_per_tx'):.3f}x")
+print(f"{'tool':<12} {'Gbit/s':>8} {'CPU s/GB':>9}")
+for t in ("tare-stream", "nuttcp", "iperf3"):
+    print(f"{t:<12} {med(t, 'gbit'):>8.2f} {med(t, 'cpu_s_per_gb'):>9.4f}")
+for ref in ("nuttcp", "iperf3"):
+    print(f"tare/{ref}: stream {med('tare-stream', 'gbit') / med(ref, 'gbit'):.3f}x, "
+          f"CPU per GB {med('tare-stream', 'cpu_s_per_gb') / med(ref, 'cpu_s_per_gb'):.3f}x")
+PY
+rm -f "$out"

@@ -1,0 +1,38 @@
+//! tare net: the IBM study's network microbenchmarks (netperf's TCP_RR,
+//! TCP_CRR, UDP_RR and nuttcp's bulk streams) and their responder, the
+//! same binary in every placement (docs/net.md).
+//!
+//! The pipeline, in module order:
+//! - [`wire`]: the 16-byte connection header, UDP header and stream
+//!   trailer between client and responder.
+//! - `stream`: a blocking TCP or Unix connection.
+//! - [`responder`]: `tare net serve`, counting what it served.
+//! - [`config`]: [`NetConfig`], one run's settings, and their checks.
+//! - `client`: one blocking worker per connection, per test.
+//! - [`run()`]: workers to one [`tare_record::LoadResult`]; [`Net`], the
+//!   engine as the code shared by every engine sees it.
+//! - [`text`]: the result as people read it.
+//! - `fuzzing` (hidden): the wire parsers as the fuzz target drives them.
+
+mod client;
+pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod responder;
+mod run;
+mod stream;
+pub mod text;
+pub mod wire;
+
+pub use config::{Direction, NetConfig, Test};
+pub use responder::{Responder, ResponderConfig, Served};
+pub use run::{run, run_with_stop, Net};
+
+/// Why a run could not happen (failed transactions are counted, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Worker(String),
+}

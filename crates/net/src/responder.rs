@@ -1,0 +1,466 @@
+//! `tare net serve`: the responder. One listening TCP (or Unix) socket and
+//! one UDP socket on the same port number; a few acceptor threads, each
+//! serving a connect/request/response/close transaction itself and handing
+//! any longer-lived connection (request/response, streams) to a thread of
+//! its own, as netperf's netserver forks one per test. Blocking reads and
+//! writes: one transaction in flight per connection needs nothing more,
+//! and a blocked read is the shortest path from the wire to an answer.
+//!
+//! Its threads are named `net-serve-<i>`, `net-udp-<i>` and `net-conn`,
+//! never with the generator's `tare-net-` prefix, so a responder running
+//! inside the generator's process (the tests) is not counted as load.
+//!
+//! It counts what it served ([`Served`]), so tests compare the client's
+//! counts with the server's exactly, and can drop every Nth UDP request
+//! (`--drop-every`): a known loss for the client to count.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tare_engine::cpu::CpuTime;
+
+use crate::stream::Conn;
+use crate::wire::{Datagram, Header, Mode, Trailer, HEADER_LEN, MAX_UDP_SIZE};
+
+/// How often a waiting acceptor or UDP thread looks at the stop flag.
+const POLL: Duration = Duration::from_millis(100);
+/// A connection whose header (or CRR request) has not arrived after this
+/// long is closed: an acceptor is never held by a silent client for longer.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What to listen on.
+#[derive(Clone, Debug)]
+pub struct ResponderConfig {
+    /// TCP address; UDP listens on the same address and port.
+    pub listen: SocketAddr,
+    /// A Unix stream socket instead of TCP (no UDP then).
+    pub unix: Option<PathBuf>,
+    /// Acceptor threads, and UDP receiver threads.
+    pub threads: usize,
+    /// Test hook: leave every Nth UDP request unanswered.
+    pub drop_every: Option<u64>,
+}
+
+impl Default for ResponderConfig {
+    fn default() -> Self {
+        ResponderConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)),
+            unix: None,
+            threads: 2,
+            drop_every: None,
+        }
+    }
+}
+
+/// The responder's conventional port (netperf's netserver listens on 12865).
+pub const DEFAULT_PORT: u16 = 12865;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResponderError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: io::Error },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// What the responder served so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Served {
+    /// TCP request/response transactions answered (rr and crr).
+    pub transactions: u64,
+    /// TCP connections accepted.
+    pub connections: u64,
+    /// UDP requests answered.
+    pub udp_answered: u64,
+    /// UDP requests left unanswered on purpose (`drop_every`).
+    pub udp_dropped: u64,
+    /// Stream bytes read (sink) and written (source).
+    pub bytes_sunk: u64,
+    pub bytes_sourced: u64,
+    /// Connections or datagrams whose header was not tare net's.
+    pub rejected: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    transactions: AtomicU64,
+    connections: AtomicU64,
+    udp_received: AtomicU64,
+    udp_answered: AtomicU64,
+    udp_dropped: AtomicU64,
+    bytes_sunk: AtomicU64,
+    bytes_sourced: AtomicU64,
+    rejected: AtomicU64,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    counters: Counters,
+    drop_every: Option<u64>,
+    /// Live connections, so stopping can shut each one down.
+    live: Mutex<HashMap<u64, Conn>>,
+    next_id: AtomicU64,
+}
+
+/// A running responder; dropping it stops it (every connection is shut
+/// down) and removes its Unix socket.
+pub struct Responder {
+    local_addr: Option<SocketAddr>,
+    unix_path: Option<PathBuf>,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+impl Listener {
+    fn accept(&self) -> io::Result<Conn> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, _) = l.accept()?;
+                s.set_nodelay(true)?;
+                s.set_nonblocking(false)?;
+                Ok(Conn::Tcp(s))
+            }
+            Listener::Unix(l) => {
+                let (s, _) = l.accept()?;
+                s.set_nonblocking(false)?;
+                Ok(Conn::Unix(s))
+            }
+        }
+    }
+
+    fn fd(&self) -> RawFd {
+        match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l) => l.as_raw_fd(),
+        }
+    }
+}
+
+impl Responder {
+    pub fn start(config: ResponderConfig) -> Result<Responder, ResponderError> {
+        if config.threads == 0 || config.threads > 256 {
+            return Err(ResponderError::Config(
+                "threads must be between 1 and 256".into(),
+            ));
+        }
+        if config.drop_every == Some(0) {
+            return Err(ResponderError::Config(
+                "drop-every must be at least 1".into(),
+            ));
+        }
+        tare_engine::limits::raise_open_files();
+        let (listener, local_addr, udp) = match &config.unix {
+            Some(path) => {
+                // A stale socket file from a killed responder would make bind fail.
+                if std::fs::symlink_metadata(path)
+                    .map(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
+                    .unwrap_or(false)
+                {
+                    let _ = std::fs::remove_file(path);
+                }
+                let l = UnixListener::bind(path).map_err(|source| ResponderError::Listen {
+                    addr: format!("unix:{}", path.display()),
+                    source,
+                })?;
+                l.set_nonblocking(true)?;
+                (Listener::Unix(l), None, None)
+            }
+            None => {
+                let l =
+                    TcpListener::bind(config.listen).map_err(|source| ResponderError::Listen {
+                        addr: config.listen.to_string(),
+                        source,
+                    })?;
+                l.set_nonblocking(true)?;
+                let addr = l.local_addr()?;
+                let u = UdpSocket::bind(addr).map_err(|source| ResponderError::Listen {
+                    addr: format!("udp {addr}"),
+                    source,
+                })?;
+                u.set_read_timeout(Some(POLL))?;
+                (Listener::Tcp(l), Some(addr), Some(u))
+            }
+        };
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            counters: Counters::default(),
+            drop_every: config.drop_every,
+            live: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        });
+        let listener = Arc::new(listener);
+        let mut threads = Vec::new();
+        for i in 0..config.threads {
+            let (l, sh) = (listener.clone(), shared.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("net-serve-{i}"))
+                    .spawn(move || accept_loop(&l, &sh))?,
+            );
+            if let Some(u) = &udp {
+                let (u, sh) = (u.try_clone()?, shared.clone());
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("net-udp-{i}"))
+                        .spawn(move || udp_loop(&u, &sh))?,
+                );
+            }
+        }
+        Ok(Responder {
+            local_addr,
+            unix_path: config.unix,
+            shared,
+            threads,
+        })
+    }
+
+    /// The TCP (and UDP) address it listens on.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local_addr
+    }
+
+    pub fn unix_path(&self) -> Option<&PathBuf> {
+        self.unix_path.as_ref()
+    }
+
+    pub fn served(&self) -> Served {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Served {
+            transactions: l(&c.transactions),
+            connections: l(&c.connections),
+            udp_answered: l(&c.udp_answered),
+            udp_dropped: l(&c.udp_dropped),
+            bytes_sunk: l(&c.bytes_sunk),
+            bytes_sourced: l(&c.bytes_sourced),
+            rejected: l(&c.rejected),
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        {
+            let mut live = self.shared.live.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.stop.store(true, Ordering::SeqCst);
+            for (_, c) in live.drain() {
+                let _ = c.shutdown(Shutdown::Both);
+            }
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some(p) = &self.unix_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Waits up to [`POLL`] for `fd` to be readable.
+fn readable(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, valid for the call.
+    unsafe { libc::poll(&mut p, 1, POLL.as_millis() as libc::c_int) > 0 }
+}
+
+fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        if !readable(listener.fd()) {
+            continue;
+        }
+        // Another acceptor may have taken it: the listener is
+        // non-blocking, so this one just looks again.
+        let conn = match listener.accept() {
+            Ok(c) => c,
+            Err(_) => continue,
+        };
+        // Stopped meanwhile: the connection closes with the responder.
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        shared.counters.connections.fetch_add(1, Ordering::Relaxed);
+        let header = match read_header(&conn) {
+            Some(h) => h,
+            None => {
+                shared.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
+        if header.mode == Mode::Crr {
+            // One transaction: served here, no thread for it.
+            let _ = serve(conn, header, &shared.counters);
+            continue;
+        }
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(c) = conn.try_clone() {
+            let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+            // Checked under the lock stopping drains: a connection is
+            // either shut down by the drain or never served.
+            if shared.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            live.insert(id, c);
+        }
+        let sh = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("net-conn".into())
+            .spawn(move || {
+                let _ = serve(conn, header, &sh.counters);
+                sh.live
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+            });
+        if spawned.is_err() {
+            shared
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+        }
+    }
+}
+
+fn read_header(conn: &Conn) -> Option<Header> {
+    conn_timeout(conn, Some(HEADER_TIMEOUT));
+    let mut b = [0u8; HEADER_LEN];
+    let mut r: &Conn = conn;
+    r.read_exact(&mut b).ok()?;
+    Header::parse(&b).ok()
+}
+
+fn conn_timeout(conn: &Conn, t: Option<Duration>) {
+    let _ = conn.set_read_timeout(t);
+}
+
+impl Read for &Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: read into the caller's buffer of its stated length.
+        let n = unsafe { libc::read(self.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
+fn serve(mut conn: Conn, h: Header, c: &Counters) -> io::Result<()> {
+    match h.mode {
+        Mode::Rr | Mode::Crr => {
+            let mut req = vec![0u8; h.request as usize];
+            let resp = vec![0u8; h.response as usize];
+            if h.mode == Mode::Rr {
+                // A request/response connection may idle as long as its
+                // client likes (an open loop at a low rate).
+                conn_timeout(&conn, None);
+            }
+            loop {
+                match conn.read_exact(&mut req) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+                conn.write_all(&resp)?;
+                c.transactions.fetch_add(1, Ordering::Relaxed);
+                if h.mode == Mode::Crr {
+                    // The responder closes first, so TIME_WAIT stays on its
+                    // side and the client's ports are not used up.
+                    return Ok(());
+                }
+            }
+        }
+        Mode::Sink => {
+            conn_timeout(&conn, None);
+            let cpu0 = CpuTime::thread();
+            let mut buf = vec![0u8; h.request as usize];
+            let mut total = 0u64;
+            loop {
+                match conn.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        total += n as u64;
+                        c.bytes_sunk.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let cpu = CpuTime::thread().since(&cpu0);
+            conn.write_all(&trailer(total, &cpu))
+        }
+        Mode::Source => {
+            let cpu0 = CpuTime::thread();
+            let buf = vec![0u8; h.response as usize];
+            let mut total = 0u64;
+            // A client that stops reading for this long is gone.
+            conn.set_write_timeout(Some(Duration::from_secs(10)))?;
+            while !conn.peer_closed() {
+                let n = conn.write(&buf)?;
+                total += n as u64;
+                c.bytes_sourced.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            let cpu = CpuTime::thread().since(&cpu0);
+            conn.write_all(&trailer(total, &cpu))
+        }
+    }
+}
+
+fn trailer(bytes: u64, cpu: &CpuTime) -> [u8; HEADER_LEN] {
+    Trailer {
+        bytes,
+        cpu_ns: (cpu.total_s() * 1e9) as u64,
+    }
+    .encode()
+}
+
+fn udp_loop(sock: &UdpSocket, shared: &Shared) {
+    let c = &shared.counters;
+    let mut buf = vec![0u8; MAX_UDP_SIZE + 1];
+    let mut resp = vec![0u8; MAX_UDP_SIZE];
+    while !shared.stop.load(Ordering::Relaxed) {
+        let (n, from) = match sock.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(_) => continue,
+        };
+        let d = match Datagram::parse(&buf[..n]) {
+            Ok(d) => d,
+            Err(_) => {
+                c.rejected.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
+        let k = c.udp_received.fetch_add(1, Ordering::Relaxed) + 1;
+        if shared
+            .drop_every
+            .is_some_and(|every| k.is_multiple_of(every))
+        {
+            c.udp_dropped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let len = d.response as usize;
+        resp[..HEADER_LEN].copy_from_slice(&buf[..HEADER_LEN]);
+        if sock.send_to(&resp[..len], from).is_ok() {
+            c.udp_answered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

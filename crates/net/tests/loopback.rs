@@ -1,0 +1,250 @@
+//! Every mode of `tare net` against its responder on loopback (and a Unix
+//! socket), natively: the client's counts equal what the responder says
+//! it served, UDP loss injected by the responder is counted exactly, and a
+//! responder that goes away mid-run ends the run with its errors counted
+//! and what it measured kept.
+
+use std::time::Duration;
+
+use tare_engine::Endpoint;
+use tare_net::{Direction, NetConfig, Responder, ResponderConfig, Served, Test};
+
+fn responder(drop_every: Option<u64>) -> Responder {
+    Responder::start(ResponderConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        drop_every,
+        ..ResponderConfig::default()
+    })
+    .expect("responder starts")
+}
+
+fn config(r: &Responder, test: Test, connections: usize, secs: f64) -> NetConfig {
+    let mut c = NetConfig::new(Endpoint::Tcp(r.local_addr().unwrap()), test);
+    c.load.connections = connections;
+    c.load.duration = Some(Duration::from_secs_f64(secs));
+    c
+}
+
+/// What the responder served once its threads have counted the last
+/// answers (a counter is bumped just after the answer is written).
+fn settled(r: &Responder) -> Served {
+    std::thread::sleep(Duration::from_millis(200));
+    r.served()
+}
+
+#[test]
+fn rr_counts_equal_the_responders_and_latency_is_recorded() {
+    let r = responder(None);
+    let mut c = config(&r, Test::Rr, 2, 1.0);
+    c.request = 100;
+    c.response = 200;
+    let res = tare_net::run(&c).unwrap();
+    let s = settled(&r);
+    assert!(res.requests > 100, "{res:?}");
+    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    assert_eq!(s.transactions, res.requests);
+    assert_eq!(res.bytes_read, res.requests * 200);
+    assert_eq!(res.unit, Some(tare_record::Unit::RoundTrips));
+    assert_eq!(res.attempts, Some(res.requests));
+    let net = res.net.as_ref().unwrap();
+    assert_eq!(
+        (net.test.as_str(), net.request_bytes, net.response_bytes),
+        ("rr", 100, 200)
+    );
+    let l = &res.latency_us;
+    assert!(l.p50 > 0.0 && l.p50 <= l.p99 && l.p99 <= l.max, "{l:?}");
+    // With one transaction in flight per connection, rate and latency agree
+    // (Little's law) within the scheduler's noise.
+    let rt = net.round_trip_us.unwrap();
+    assert!(
+        rt > l.mean * 0.8 && rt < l.mean * 1.5 + 20.0,
+        "{rt} vs {}",
+        l.mean
+    );
+    assert_eq!(res.timeline.len(), 1);
+    assert_eq!(res.timeline.iter().sum::<u64>(), res.requests);
+}
+
+#[test]
+fn crr_opens_a_connection_per_transaction_and_counts_them_exactly() {
+    let r = responder(None);
+    let res = tare_net::run(&config(&r, Test::Crr, 1, 0.5)).unwrap();
+    let s = settled(&r);
+    assert!(res.requests > 10, "{res:?}");
+    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    assert_eq!(s.transactions, res.requests);
+    assert_eq!(s.connections, res.requests);
+    assert!(!res.keepalive);
+    let connect = res.connect_us.as_ref().unwrap();
+    assert!(connect.mean > 0.0 && connect.mean < res.latency_us.mean);
+}
+
+#[test]
+fn udp_rr_counts_equal_the_responders() {
+    let r = responder(None);
+    let mut c = config(&r, Test::UdpRr, 2, 1.0);
+    c.request = 100;
+    c.response = 200;
+    let res = tare_net::run(&c).unwrap();
+    let s = settled(&r);
+    assert!(res.requests > 100, "{res:?}");
+    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    assert_eq!(s.udp_answered, res.requests);
+    assert_eq!(res.transport, "udp");
+    assert_eq!(res.net.unwrap().lost, 0);
+}
+
+/// netperf's UDP_RR stalls forever on one lost datagram; tare counts it
+/// after the timeout and goes on: every datagram the responder dropped is
+/// one lost, and every one it answered one completed.
+#[test]
+fn udp_loss_injected_by_the_responder_is_counted_exactly_and_never_stalls() {
+    let r = responder(Some(10));
+    let mut c = config(&r, Test::UdpRr, 1, 1.0);
+    c.load.timeout = Duration::from_millis(30);
+    let res = tare_net::run(&c).unwrap();
+    let s = settled(&r);
+    let net = res.net.as_ref().unwrap();
+    assert!(s.udp_dropped >= 3, "{s:?}");
+    assert_eq!(net.lost, s.udp_dropped);
+    assert_eq!(res.errors.timeout, s.udp_dropped);
+    assert_eq!(res.requests, s.udp_answered);
+    assert_eq!(res.attempts, Some(s.udp_answered + s.udp_dropped));
+}
+
+#[test]
+fn streams_move_bytes_each_way_and_report_both_ends_cpu() {
+    let r = responder(None);
+    for direction in [Direction::Send, Direction::Receive, Direction::Both] {
+        let mut c = config(&r, Test::Stream, 1, 0.5);
+        c.direction = direction;
+        let before = r.served();
+        let res = tare_net::run(&c).unwrap();
+        let s = settled(&r);
+        let net = res.net.as_ref().unwrap();
+        assert_eq!(res.errors.total(), 0, "{direction:?}: {:?}", res.errors);
+        assert_eq!(res.unit, Some(tare_record::Unit::Megabits));
+        let sunk = s.bytes_sunk - before.bytes_sunk;
+        let sourced = s.bytes_sourced - before.bytes_sourced;
+        if direction != Direction::Receive {
+            assert!(net.send_gbit_s.unwrap() > 0.0);
+            // The responder read everything sent, the warm-up's too.
+            assert!(
+                sunk >= net.bytes_sent && net.bytes_sent > 0,
+                "{sunk} {net:?}"
+            );
+        } else {
+            assert!(net.send_gbit_s.is_none());
+        }
+        if direction != Direction::Send {
+            assert!(net.receive_gbit_s.unwrap() > 0.0);
+            assert!(sourced >= net.bytes_received && net.bytes_received > 0);
+        } else {
+            assert!(net.receive_gbit_s.is_none());
+        }
+        assert_eq!(
+            res.requests,
+            (net.bytes_sent + net.bytes_received) * 8 / 1_000_000,
+            "one completion per megabit, per connection rounded down"
+        );
+        assert!(net.client_cpu_s_per_gb.unwrap() > 0.0, "{net:?}");
+        assert!(net.server_cpu_s_per_gb.unwrap() > 0.0, "{net:?}");
+    }
+}
+
+#[test]
+fn a_unix_socket_serves_rr_crr_and_streams() {
+    let dir = std::env::temp_dir().join(format!("tare-net-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("net.sock");
+    let r = Responder::start(ResponderConfig {
+        unix: Some(path.clone()),
+        ..ResponderConfig::default()
+    })
+    .unwrap();
+    for test in [Test::Rr, Test::Crr, Test::Stream] {
+        let mut c = NetConfig::new(Endpoint::Unix(path.clone()), test);
+        c.load.duration = Some(Duration::from_millis(300));
+        let before = r.served();
+        let res = tare_net::run(&c).unwrap();
+        let s = settled(&r);
+        assert_eq!(res.errors.total(), 0, "{test}: {:?}", res.errors);
+        assert_eq!(res.transport, "unix");
+        if test != Test::Stream {
+            assert_eq!(s.transactions - before.transactions, res.requests, "{test}");
+        }
+    }
+    drop(r);
+    assert!(!path.exists(), "the socket is removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_open_loop_keeps_its_rate_and_counts_exactly() {
+    let r = responder(None);
+    for test in [Test::Rr, Test::UdpRr] {
+        let mut c = config(&r, test, 2, 1.0);
+        c.load.rate = Some(500.0);
+        let before = r.served();
+        let res = tare_net::run(&c).unwrap();
+        let s = settled(&r);
+        let served =
+            (s.transactions - before.transactions) + (s.udp_answered - before.udp_answered);
+        assert_eq!(served, res.requests, "{test}");
+        let sched = res.schedule.as_ref().unwrap();
+        assert_eq!(sched.target_rate, Some(500.0));
+        // Generous: a busy 2-core machine may send a few late, never many fewer.
+        assert!(
+            res.requests >= 400 && res.requests <= 502,
+            "{test}: {}",
+            res.requests
+        );
+    }
+}
+
+/// The responder going away mid-run (its connections shut, its port
+/// closed) ends the run early: the errors are counted, what was measured
+/// before is kept.
+#[test]
+fn a_responder_gone_mid_run_ends_the_run_with_errors_counted_and_results_kept() {
+    for test in [Test::Rr, Test::Crr] {
+        let r = responder(None);
+        let c = config(&r, test, 2, 10.0);
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            drop(r);
+        });
+        let t0 = std::time::Instant::now();
+        let res = tare_net::run(&c).unwrap();
+        killer.join().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{test}: ended early");
+        assert!(res.requests > 0, "{test}: results kept");
+        assert!(res.errors.connect >= 1, "{test}: {:?}", res.errors);
+        assert!(res.duration_s < 5.0);
+    }
+}
+
+#[test]
+fn bad_settings_are_one_line_errors() {
+    let ep = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
+    let cases: Vec<(Test, usize, usize)> = vec![
+        (Test::Rr, 0, 200),
+        (Test::Rr, 100, (1 << 20) + 1),
+        (Test::UdpRr, 8, 200),
+        (Test::UdpRr, 100, 70_000),
+    ];
+    for (test, req, resp) in cases {
+        let mut c = NetConfig::new(ep.clone(), test);
+        c.request = req;
+        c.response = resp;
+        let e = tare_net::run(&c).unwrap_err().to_string();
+        assert!(e.contains("size") && !e.contains('\n'), "{e}");
+    }
+    let c = NetConfig::new(Endpoint::Unix("/nonexistent".into()), Test::UdpRr);
+    assert!(tare_net::run(&c).unwrap_err().to_string().contains("Unix"));
+    // Nobody listening: every connection refused, counted, no hang.
+    let mut c = NetConfig::new(ep, Test::Rr);
+    c.load.duration = Some(Duration::from_secs(5));
+    let res = tare_net::run(&c).unwrap();
+    assert_eq!((res.requests, res.errors.connect), (0, 1));
+}
