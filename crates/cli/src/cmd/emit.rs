@@ -37,13 +37,26 @@ pub(super) fn result(
 ) -> anyhow::Result<()> {
     let pretty = serde_json::to_string_pretty(value)?;
     match json {
-        Some("-") => println!("{pretty}"),
+        Some("-") => stdout(&format!("{pretty}\n"))?,
         other => {
-            print!("{}", text());
+            stdout(&text())?;
             if let Some(path) = other {
                 std::fs::write(path, pretty + "\n").with_context(|| format!("writing {path}"))?;
             }
         }
     }
     Ok(())
+}
+
+/// Writes `text` to stdout; a reader that went away (`tare ... | head`)
+/// is not an error: what it wanted it has.
+fn stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing to stdout"))
+        }
+        _ => Ok(()),
+    }
 }
