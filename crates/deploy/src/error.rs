@@ -26,7 +26,7 @@ pub enum DeployError {
     #[error("{placement} is not available: {reason}")]
     PlacementUnavailable { placement: String, reason: String },
     #[error(
-        "{target} did not become healthy within {waited_s:.0} s at {endpoint}: {last_error}{log}"
+        "{target} did not become healthy at {endpoint} (gave up after {waited_s:.1} s): {last_error}{log}"
     )]
     Unhealthy {
         target: String,
