@@ -287,7 +287,7 @@ impl Running for ContainerRun {
 /// inherits, given to containers too so nofile is not a hidden difference
 /// (seed 000's `--ulimit nofile=65535:65535` fixes the same thing by hand:
 /// docs/studies.md, seed 000, "The tuned configuration").
-fn own_nofile() -> (u64, u64) {
+pub(super) fn own_nofile() -> (u64, u64) {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
