@@ -13,6 +13,13 @@ use tare_http::{HttpConfig, Target};
 
 const TARE: &str = env!("CARGO_BIN_EXE_tare");
 
+/// The tests compare snapshots of Podman's store: one at a time.
+static STORE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    STORE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const PODMAN: [&str; 3] = ["podman-host", "podman-bridge", "podman-publish"];
 
 fn podman_ok() -> bool {
@@ -46,6 +53,7 @@ fn tare_serve_in_every_podman_placement_counts_exactly() {
     if !podman_ok() {
         return;
     }
+    let _store = one_at_a_time();
     for name in PODMAN {
         let before = podman_things();
         let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
@@ -104,6 +112,7 @@ fn tare_run_across_native_and_podman() {
     if !podman_ok() {
         return;
     }
+    let _store = one_at_a_time();
     let scratch =
         ScratchDir(std::env::temp_dir().join(format!("tare-test-podman-{}", std::process::id())));
     let dir = scratch.0.clone();
@@ -142,4 +151,100 @@ fn tare_run_across_native_and_podman() {
         .filter(|l| !before.contains(l))
         .collect();
     assert_eq!(left, Vec::<String>::new());
+}
+
+/// Kills its `tare run` child on drop, failed test or not.
+struct Killer(std::process::Child);
+impl Drop for Killer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `tare run` killed with SIGKILL while its podman-publish cell runs
+/// leaves its container; `tare cleanup` removes it and nothing else of
+/// Podman's.
+#[test]
+fn cleanup_after_sigkill_removes_the_podman_container() {
+    if !podman_ok() {
+        return;
+    }
+    let _store = one_at_a_time();
+    let scratch =
+        ScratchDir(std::env::temp_dir().join(format!("tare-test-pkill-{}", std::process::id())));
+    let dir = scratch.0.clone();
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let exp = "name = \"pkill\"\n[target]\nkind = \"tare-serve\"\n[factors]\n\
+               placement = [\"podman-publish\"]\n\
+               [load]\nthreads = 1\nconnections = 2\nduration = \"30s\"\nwarmup = \"0s\"\n\
+               [trials]\ncount = 1\n";
+    std::fs::write(dir.join("pkill.toml"), exp).unwrap();
+    let before = podman_things();
+    let child = Command::new(TARE)
+        .arg("run")
+        .arg(dir.join("pkill.toml"))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killer(child);
+    let start = std::time::Instant::now();
+    let made = loop {
+        let new: Vec<String> = podman_things()
+            .into_iter()
+            .filter(|l| !before.contains(l) && l.starts_with("podman container tare-"))
+            .collect();
+        if !new.is_empty() {
+            break new;
+        }
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "tare run ended before it made a container"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "tare run made no container in 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGKILL) };
+    let _ = child.0.wait();
+    let left: Vec<String> = podman_things()
+        .into_iter()
+        .filter(|l| !before.contains(l))
+        .collect();
+    assert!(
+        made.iter().all(|m| left.contains(m)),
+        "SIGKILL left nothing to clean ({made:?}): the test proves nothing"
+    );
+    let out = Command::new(TARE).arg("cleanup").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}");
+    for m in &made {
+        let name = m.trim_start_matches("podman container ");
+        assert!(text.contains(name), "cleanup did not name {name}: {text}");
+    }
+    let after = podman_things();
+    let diff: Vec<String> = after
+        .iter()
+        .filter(|l| !before.contains(l))
+        .cloned()
+        .collect();
+    assert_eq!(diff, Vec::<String>::new(), "left after cleanup: {text}");
+    let gone: Vec<String> = before
+        .iter()
+        .filter(|l| !after.contains(l))
+        .cloned()
+        .collect();
+    assert_eq!(
+        gone,
+        Vec::<String>::new(),
+        "cleanup removed what tare did not make"
+    );
 }

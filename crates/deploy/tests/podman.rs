@@ -54,8 +54,15 @@ fn load_exactly(d: &tare_deploy::Deployment, n: u64) -> tare_record::LoadResult 
 }
 
 fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, storage: Storage) {
+    // Unique per call (tests run in parallel and compare by run id).
     let short = placement_name.trim_start_matches("podman-");
-    let run = support::run_id(&format!("pm{}{}", &target[..2], &short[..3]));
+    let run = support::run_id(&format!(
+        "pm{}{}{}{}",
+        &target[..2],
+        &short[..3],
+        &transport.to_string()[..1],
+        &storage.to_string()[..1]
+    ));
     let before = support::machine_state();
     let mut t = TargetSpec::new(TargetKind::named(target).unwrap());
     t.body_size = 2048;
