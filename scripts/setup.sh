@@ -11,6 +11,13 @@ packages=(
   wrk                # the reference HTTP generator in bench/
   nftables           # lab-nat placements (DNAT without Docker)
   iproute2           # ip netns, veth, bridge, tc netem
+  podman             # the podman-* placements (rootful; conmon and runc/crun come with it)
+  netavark           # Podman's network backend: the bridge and the published port's DNAT
+  aardvark-dns       # netavark's DNS (Podman expects it beside netavark)
+  iptables           # netavark 1.4 writes its port-forwarding rules with iptables
+  slirp4netns        # rootless Podman's user-space network (issue 22, rootless part)
+  passt              # pasta, the newer rootless user-space network
+  uidmap             # newuidmap/newgidmap for rootless Podman's subuid/subgid ranges
   strace             # syscall counts in bench/
   procps             # ps, sysctl
   python3-pip        # crossplane, the reference nginx parser

@@ -23,6 +23,8 @@ pub enum DeployError {
     DockerUnavailable { reason: String },
     #[error("docker: {0}")]
     Docker(String),
+    #[error("{0}")]
+    Podman(String),
     #[error("{placement} is not available: {reason}")]
     PlacementUnavailable { placement: String, reason: String },
     #[error(

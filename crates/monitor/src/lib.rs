@@ -114,8 +114,8 @@ pub struct MonitorSpec {
 /// container": docs/studies.md, seed 000, "The post's attribution"); the
 /// container runtime's shim and the softirq threads, tare's own choice (no
 /// seed names them), as the other places a container's or the network's CPU
-/// can go.
-pub const DEFAULT_WATCH: [&str; 3] = ["docker-proxy", "containerd-shim*", "ksoftirqd/*"];
+/// can go; conmon is Podman's containerd-shim (the podman-* placements).
+pub const DEFAULT_WATCH: [&str; 4] = ["docker-proxy", "containerd-shim*", "conmon", "ksoftirqd/*"];
 
 impl MonitorSpec {
     /// 100 ms sampling, [`DEFAULT_WATCH`] processes.

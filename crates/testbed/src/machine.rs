@@ -23,6 +23,16 @@ pub fn resources() -> Vec<String> {
     for l in run("docker", &["volume", "ls", "-q"]).lines() {
         v.push(format!("volume {l}"));
     }
+    // Podman's store (no daemon: a missing podman lists nothing).
+    for l in run("podman", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
+        v.push(format!("podman container {l}"));
+    }
+    for l in run("podman", &["volume", "ls", "-q"]).lines() {
+        v.push(format!("podman volume {l}"));
+    }
+    for l in run("podman", &["network", "ls", "-q"]).lines() {
+        v.push(format!("podman network {l}"));
+    }
     for l in run("ip", &["netns", "list"]).lines() {
         v.push(format!(
             "netns {}",

@@ -225,7 +225,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
 
 /// The deployment directory as a tar with absolute paths (minus the leading
 /// slash), ownership and modes kept (postgres needs its data dir its own).
-fn dir_tar(dir: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn dir_tar(dir: &Path) -> std::io::Result<Vec<u8>> {
     let mut b = tar::Builder::new(Vec::new());
     append_tree(&mut b, dir)?;
     b.into_inner()

@@ -74,19 +74,12 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
             built: false,
         });
     }
-    let files = closure(kind, binary).map_err(&failed)?;
-    let context = rootfs_tar(&files).map_err(|e| failed(format!("root filesystem: {e}")))?;
+    let Recipe {
+        files,
+        context,
+        changes,
+    } = recipe(kind, binary, &binary_sha256).map_err(&failed)?;
     let context_bytes = context.len() as u64;
-    let labels = [
-        (LABEL, "1".to_string()),
-        ("tare.target", image.to_string()),
-        ("tare.binary", binary.display().to_string()),
-        ("tare.binary_sha256", binary_sha256.clone()),
-    ];
-    let changes: Vec<String> = labels
-        .iter()
-        .map(|(k, v)| format!("LABEL {k}={}", dockerfile_quote(v)))
-        .collect();
     let (repo, version) = tag.split_once(':').expect("tags are repo:version");
     let (repo, version) = (repo.to_string(), version.to_string());
     with(|d| async move {
@@ -116,6 +109,41 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
         files: files.len(),
         context_bytes,
         built: true,
+    })
+}
+
+/// What an image is made of: the files, their root filesystem tar, and
+/// the import changes (tare's labels). Podman imports the same recipe under
+/// the same tag (`placements::podman`), so both stores run one image.
+pub(crate) struct Recipe {
+    pub files: BTreeSet<PathBuf>,
+    pub context: Vec<u8>,
+    /// Dockerfile instructions (`LABEL k="v"`) applied on import.
+    pub changes: Vec<String>,
+}
+
+pub(crate) fn recipe(
+    kind: TargetKind,
+    binary: &Path,
+    binary_sha256: &str,
+) -> Result<Recipe, String> {
+    let image = kind.get().image_name();
+    let files = closure(kind, binary)?;
+    let context = rootfs_tar(&files).map_err(|e| format!("root filesystem: {e}"))?;
+    let labels = [
+        (LABEL, "1".to_string()),
+        ("tare.target", image.to_string()),
+        ("tare.binary", binary.display().to_string()),
+        ("tare.binary_sha256", binary_sha256.to_string()),
+    ];
+    let changes = labels
+        .iter()
+        .map(|(k, v)| format!("LABEL {k}={}", dockerfile_quote(v)))
+        .collect();
+    Ok(Recipe {
+        files,
+        context,
+        changes,
     })
 }
 

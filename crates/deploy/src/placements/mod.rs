@@ -1,7 +1,7 @@
 //! Placements: where the server runs and how load reaches it. One file per
 //! placement behind [`Placement`], each named once in [`PLACEMENTS`]; the
 //! mechanisms they are built on (plain processes, tare's namespace lab,
-//! Docker) are [`Mechanism`]s, which say whether this machine has them and
+//! Docker, Podman) are [`Mechanism`]s, which say whether this machine has them and
 //! what `tare cleanup` looks for (ARCHITECTURE.md, "Adding a placement").
 //!
 //! A deployment asks its placement for a [`Site`] (a network namespace, a
@@ -21,6 +21,10 @@ mod lab_client;
 mod lab_nat;
 mod lab_veth;
 mod native;
+mod podman;
+mod podman_bridge;
+mod podman_host;
+mod podman_publish;
 pub(crate) mod process;
 mod vm;
 mod vm_bridge;
@@ -47,6 +51,9 @@ pub(crate) static PLACEMENTS: &[&dyn Placement] = &[
     &docker_host::DockerHost,
     &docker_bridge::DockerBridge,
     &docker_publish::DockerPublish,
+    &podman_host::PodmanHost,
+    &podman_bridge::PodmanBridge,
+    &podman_publish::PodmanPublish,
     &lab_veth::LabVeth,
     &lab_bridge::LabBridge,
     &lab_nat::LabNat,
@@ -79,7 +86,7 @@ pub(crate) trait Placement: Sync {
 
 /// A mechanism placements are built on.
 pub(crate) trait Mechanism: Sync {
-    /// Its name in `tare doctor` (`process`, `lab`, `docker`).
+    /// Its name in `tare doctor` (`process`, `lab`, `docker`, `podman`).
     fn name(&self) -> &'static str;
 
     /// Whether this machine can run it: what it relies on, or why not.
@@ -251,7 +258,7 @@ impl PlacementKind {
             .join(", ")
     }
 
-    /// The mechanism it is built on (`process`, `lab`, `docker`): placements
+    /// The mechanism it is built on (`process`, `lab`, `docker`, `podman`): placements
     /// on one mechanism share its availability.
     pub fn mechanism(self) -> &'static str {
         self.0.mechanism().name()
