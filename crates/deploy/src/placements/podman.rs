@@ -641,6 +641,7 @@ impl Running for PodmanRun {
             storage: self.storage.to_string(),
             cpu_limit: self.started.nano_cpus.map(|n| n as f64 / 1e9),
             memory_limit: self.started.memory.map(|m| m as u64),
+            guest: None,
         }
     }
 }
