@@ -83,15 +83,47 @@ impl Mechanism for Docker {
     }
 }
 
-/// How a Docker placement networks its server container.
+/// How a container placement (Docker's or Podman's) networks its server
+/// container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Net {
     /// `--network host`: the host's loopback, a free port.
     Host,
-    /// The default bridge, reached at the container's IP.
+    /// The default bridge (Docker's, or Podman's netavark/CNI network),
+    /// reached at the container's IP.
     Bridge,
-    /// The default bridge with the port published on 127.0.0.1 (docker-proxy).
+    /// The default bridge with the port published on 127.0.0.1
+    /// (docker-proxy for Docker, netavark's DNAT for Podman).
     Publish,
+}
+
+impl Net {
+    /// Where the server listens, as it sees it.
+    pub(super) fn listen(self, port: u16) -> Result<SocketAddr, DeployError> {
+        Ok(match self {
+            Net::Host => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?),
+            Net::Bridge | Net::Publish => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
+        })
+    }
+
+    /// Where a companion listens, on the server's loopback.
+    pub(super) fn companion(self, port: u16) -> Result<SocketAddr, DeployError> {
+        let port = match self {
+            // Sharing the host's loopback with everyone else: a free port.
+            Net::Host => free_port()?,
+            // The server's network namespace: the conventional port.
+            Net::Bridge | Net::Publish => port,
+        };
+        Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
+    }
+
+    /// A free host port to publish on, for `Publish`.
+    pub(super) fn host_port(self) -> Result<Option<u16>, DeployError> {
+        Ok(match self {
+            Net::Publish => Some(free_port()?),
+            Net::Host | Net::Bridge => None,
+        })
+    }
 }
 
 /// The containers of one deployment.
@@ -115,10 +147,7 @@ impl ContainerSite {
                 image::build(spec.target.kind, &binary, false)?.tag
             }
         };
-        let host_port = match net {
-            Net::Publish => Some(free_port()?),
-            Net::Host | Net::Bridge => None,
-        };
+        let host_port = net.host_port()?;
         Ok(Box::new(ContainerSite {
             net,
             image,
@@ -130,20 +159,11 @@ impl ContainerSite {
 
 impl Site for ContainerSite {
     fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
-        Ok(match self.net {
-            Net::Host => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?),
-            Net::Bridge | Net::Publish => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
-        })
+        self.net.listen(port)
     }
 
     fn companion(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
-        let port = match self.net {
-            // Sharing the host's loopback with everyone else: a free port.
-            Net::Host => free_port()?,
-            // The server's network namespace: the conventional port.
-            Net::Bridge | Net::Publish => port,
-        };
-        Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
+        self.net.companion(port)
     }
 
     fn start(

@@ -12,7 +12,6 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use tare_engine::Endpoint;
 
-use super::process::free_port;
 use super::{Context, Described, Mechanism, Role, Running, Site};
 use crate::cleanup::CleanupReport;
 use crate::docker::{image, LABEL, LABEL_OWNER, LABEL_RUN};
@@ -297,17 +296,8 @@ fn ensure_image(
     Ok(tag)
 }
 
-/// How a Podman placement networks its server container.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Net {
-    /// `--network host`: the host's loopback, a free port.
-    Host,
-    /// The default network (netavark or CNI bridge), reached at the
-    /// container's IP.
-    Bridge,
-    /// The default network with the port published on 127.0.0.1.
-    Publish,
-}
+/// How a Podman placement networks its server container: as Docker's.
+pub(super) use super::container::Net;
 
 /// The containers of one deployment.
 pub(super) struct PodmanSite {
@@ -335,10 +325,7 @@ impl PodmanSite {
                 ensure_image(spec.target.kind, &binary)?
             }
         };
-        let host_port = match net {
-            Net::Publish => Some(free_port()?),
-            Net::Host | Net::Bridge => None,
-        };
+        let host_port = net.host_port()?;
         Ok(Box::new(PodmanSite {
             net,
             image,
@@ -350,18 +337,11 @@ impl PodmanSite {
 
 impl Site for PodmanSite {
     fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
-        Ok(match self.net {
-            Net::Host => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?),
-            Net::Bridge | Net::Publish => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
-        })
+        self.net.listen(port)
     }
 
     fn companion(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
-        let port = match self.net {
-            Net::Host => free_port()?,
-            Net::Bridge | Net::Publish => port,
-        };
-        Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
+        self.net.companion(port)
     }
 
     fn start(
