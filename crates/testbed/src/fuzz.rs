@@ -6,6 +6,20 @@
 
 use std::process::Command;
 
+/// Where every crate's fuzz build goes: one directory for all of them, so
+/// libFuzzer and the dependencies the fuzz crates share are compiled once
+/// per suite instead of once per crate (each fuzz crate is its own
+/// workspace; with a target directory each, the fuzz builds were most of
+/// the suite's time). `$CARGO_TARGET_DIR/fuzz` when that is set, else
+/// `target/fuzz` at the top of the workspace.
+fn shared_target_dir(crate_dir: &str) -> std::path::PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => std::path::PathBuf::from(dir).join("fuzz"),
+        // crate_dir is crates/<name>: the workspace is two levels up.
+        None => std::path::Path::new(crate_dir).join("../../target/fuzz"),
+    }
+}
+
 /// Runs fuzz target `target` of the crate at `crate_dir` (its
 /// `CARGO_MANIFEST_DIR`) for `seconds`, its checked-in seeds in `seeds`
 /// (under `fuzz/`); fails with the fuzzer's last 40 lines when it finds a
@@ -26,7 +40,9 @@ pub fn run(crate_dir: &str, target: &str, seeds: &str, seconds: u32) {
     let out = Command::new("cargo")
         .current_dir(crate_dir)
         .env("RUSTC_BOOTSTRAP", "1")
-        .args(["fuzz", "run", "-s", "none", target])
+        .args(["fuzz", "run", "-s", "none", "--target-dir"])
+        .arg(shared_target_dir(crate_dir))
+        .arg(target)
         .arg(&corpus)
         .arg(format!("fuzz/{seeds}"))
         .arg("--")
