@@ -49,6 +49,9 @@ pub struct CpuSplit {
     pub server: Option<String>,
     #[serde(default)]
     pub generator: Option<String>,
+    /// The placement's helper processes (docker-proxy, fuse-overlayfs...).
+    #[serde(default)]
+    pub helpers: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -156,6 +156,10 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
         list.parse::<tare_engine::cpu::CpuList>()
             .map_err(|e| DeployError::Invalid(format!("server CPUs: {e}")))?;
     }
+    if let Some(list) = &spec.helper_cpus {
+        list.parse::<tare_engine::cpu::CpuList>()
+            .map_err(|e| DeployError::Invalid(format!("helper CPUs: {e}")))?;
+    }
     if let Some(c) = spec.container.cpus {
         if !(c.is_finite() && c > 0.0) {
             return Err(DeployError::Invalid(format!(
@@ -317,6 +321,16 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
 
     let url = target.url(&server, &endpoint);
     let mut facts = crate::facts::measure(spec, &server, &endpoint, running.as_ref());
+    // Once the server answers, its helpers all exist (a published port's
+    // proxy, the storage daemon): pinned now, they stay pinned, as threads
+    // they start inherit their CPUs.
+    if let Some(cpus) = spec.helper_cpus.as_deref().and_then(|l| l.parse().ok()) {
+        let mut helpers = running.helpers();
+        if let Some(c) = &companion {
+            helpers.extend(c.running.helpers());
+        }
+        facts.helpers = crate::helpers::pin(&helpers, &cpus);
+    }
     facts.backend = companion
         .as_ref()
         .map(|c| BackendFacts::measure(c.addr, &c.server, c.running.as_ref()));

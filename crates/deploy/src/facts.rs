@@ -45,6 +45,10 @@ pub struct Facts {
     /// The guest, for a server in a virtual machine (`vm-*` placements).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestFacts>,
+    /// The processes the placement runs on the server's behalf, pinned to
+    /// the helpers' CPUs (`[cpus] helpers`), and where each may run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub helpers: Vec<crate::helpers::HelperFacts>,
 }
 
 /// What a virtual machine is: how its CPU runs and what it was given.
@@ -423,6 +427,7 @@ pub(crate) fn measure(
         server_pid: Some(pid),
         backend: None,
         guest,
+        helpers: Vec::new(),
     }
 }
 

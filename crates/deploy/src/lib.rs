@@ -24,6 +24,7 @@ pub mod doctor;
 mod error;
 pub mod facts;
 mod health;
+mod helpers;
 pub mod lab;
 mod placements;
 mod procfs;
@@ -39,6 +40,7 @@ pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
 pub use facts::{fairness, BackendFacts, Facts, Finding, GuestFacts, ProcessFacts};
+pub use helpers::HelperFacts;
 pub use placements::SpecOption;
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,

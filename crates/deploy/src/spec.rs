@@ -30,6 +30,13 @@ pub struct DeploySpec {
     /// CPUs the server may use (taskset/cpuset list, e.g. "1" or "0-1"), so
     /// the generator and the server do not fight for one core.
     pub server_cpus: Option<String>,
+    /// CPUs for the processes the placement runs on the server's behalf
+    /// (containerd-shim, conmon, docker-proxy, a fuse-overlayfs daemon):
+    /// usually the server's own, so what the deployment costs is charged
+    /// to the server's side every trial; `None` leaves them where the
+    /// scheduler puts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helper_cpus: Option<String>,
     /// A guest's size (vm placements only).
     #[serde(default)]
     pub vm: VmOptions,
@@ -47,6 +54,7 @@ impl DeploySpec {
             image: None,
             container: ContainerOptions::default(),
             server_cpus: None,
+            helper_cpus: None,
             vm: VmOptions::default(),
         }
     }

@@ -30,6 +30,36 @@ fn skip_without_docker() -> bool {
     true
 }
 
+/// The highest CPU this test may use, as a CPU list.
+fn last_cpu() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let last = list.rsplit([',', '-']).next().unwrap().to_string();
+    last
+}
+
+/// What `docker info` says the storage driver is.
+fn storage_driver() -> String {
+    let out = std::process::Command::new("docker")
+        .args(["info", "--format", "{{.Driver}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Whether a published port goes through docker-proxy (the default;
+/// `"userland-proxy": false` in daemon.json leaves only DNAT).
+fn userland_proxy() -> bool {
+    std::fs::read_to_string("/etc/docker/daemon.json").map_or(true, |t| {
+        !t.replace(' ', "").contains("\"userland-proxy\":false")
+    })
+}
+
 #[test]
 fn nginx_in_every_docker_placement() {
     if skip_without_docker() {
@@ -43,7 +73,12 @@ fn nginx_in_every_docker_placement() {
         let before = support::machine_state();
         let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
         target.body_size = 2048;
-        let d = deploy(&DeploySpec::new(&run, target, placement)).unwrap();
+        let mut spec = DeploySpec::new(&run, target, placement);
+        // The server and the processes Docker runs for it on one CPU.
+        let cpu = last_cpu();
+        spec.server_cpus = Some(cpu.clone());
+        spec.helper_cpus = Some(cpu.clone());
+        let d = deploy(&spec).unwrap();
         let ep = d.endpoint().clone();
         match (placement.name(), &ep) {
             ("docker-bridge", Endpoint::Tcp(a)) => assert!(!a.ip().is_loopback(), "{a}"),
@@ -66,6 +101,19 @@ fn nginx_in_every_docker_placement() {
         assert_eq!(f.process.binary_path, host.display().to_string());
         assert_eq!(f.storage, "image");
         assert_eq!(f.process.seccomp.as_deref(), Some("filter"), "{f:?}");
+        // Its shim, its storage daemon (on fuse-overlayfs) and a published
+        // port's proxy were found and pinned with the server.
+        let helpers: Vec<&str> = f.helpers.iter().map(|h| h.name.as_str()).collect();
+        assert!(helpers.contains(&"containerd-shim"), "{helpers:?}");
+        if storage_driver() == "fuse-overlayfs" {
+            assert!(helpers.contains(&"fuse-overlayfs"), "{helpers:?}");
+        }
+        if placement.name() == "docker-publish" && userland_proxy() {
+            assert!(helpers.contains(&"docker-proxy"), "{helpers:?}");
+        }
+        for h in &f.helpers {
+            assert_eq!(h.cpus_allowed.as_deref(), Some(cpu.as_str()), "{h:?}");
+        }
         d.stop().unwrap();
         assert_eq!(
             support::left_behind(&before, &support::machine_state(), &run),

@@ -110,10 +110,16 @@ impl CpuList {
 
     /// Moves the calling thread onto these CPUs.
     pub fn pin_current_thread(&self) -> std::io::Result<()> {
+        self.pin_thread(0)
+    }
+
+    /// Moves thread `tid` (of any process; 0: the calling thread) onto
+    /// these CPUs.
+    pub fn pin_thread(&self, tid: i32) -> std::io::Result<()> {
         let set = self.to_cpu_set();
-        // SAFETY: set is a valid cpu_set_t; 0 is the calling thread.
+        // SAFETY: set is a valid cpu_set_t; the kernel checks tid.
         let rc =
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+            unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
         if rc == 0 {
             Ok(())
         } else {

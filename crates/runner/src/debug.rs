@@ -170,6 +170,7 @@ fn facts(spec: &DeploySpec) -> Facts {
         server_pid: None,
         backend: None,
         guest: None,
+        helpers: Vec::new(),
     }
 }
 

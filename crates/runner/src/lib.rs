@@ -35,7 +35,8 @@ pub mod session;
 
 pub use executor::{ExecError, Executor, Finding, RunningCell};
 pub use experiment::{
-    Cell, ConfigSource, CpuChoice, CpuPlan, CpuPolicy, Experiment, ExperimentError, LoadSettings,
+    Cell, ConfigSource, CpuChoice, CpuPlan, CpuPolicy, Experiment, ExperimentError, HelperChoice,
+    LoadSettings,
 };
 pub use plan::Plan;
 pub use rundir::RunDir;

@@ -70,6 +70,7 @@ impl RealExecutor {
         let placement = cell.placement();
         let mut spec = DeploySpec::new(self.run_id.clone(), target, placement);
         spec.server_cpus = self.cpus.server.as_ref().map(ToString::to_string);
+        spec.helper_cpus = self.cpus.helpers.as_ref().map(ToString::to_string);
         spec.transport = match cell.level(FactorKind::Transport) {
             Some("unix") => Transport::Unix,
             _ => Transport::Tcp,

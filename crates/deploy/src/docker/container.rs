@@ -62,6 +62,9 @@ pub(crate) struct Started {
     pub ip: Option<IpAddr>,
     pub nano_cpus: Option<i64>,
     pub memory: Option<i64>,
+    /// Where its root filesystem is mounted on the host (the storage
+    /// driver's `MergedDir`): names the fuse-overlayfs daemon serving it.
+    pub merged_dir: Option<String>,
 }
 
 pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, DeployError> {
@@ -219,6 +222,10 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             ip,
             nano_cpus: hc.and_then(|h| h.nano_cpus).filter(|&n| n > 0),
             memory: hc.and_then(|h| h.memory).filter(|&n| n > 0),
+            merged_dir: info
+                .graph_driver
+                .as_ref()
+                .and_then(|g| g.data.get("MergedDir").cloned()),
         })
     })
 }

@@ -13,6 +13,7 @@ use crate::cleanup::CleanupReport;
 use crate::docker::container::{self, Network, Started};
 use crate::docker::{self, image};
 use crate::error::DeployError;
+use crate::helpers::{self, Helper};
 use crate::procfs;
 use crate::spec::{ContainerOptions, Storage, Transport};
 use crate::targets::{self, Listen, Server};
@@ -301,6 +302,26 @@ impl Running for ContainerRun {
             memory_limit: self.started.memory.map(|m| m as u64),
             guest: None,
         }
+    }
+
+    /// Its containerd shim (`-id <container>`), the fuse-overlayfs daemon
+    /// serving its root filesystem (where Docker's storage driver is
+    /// fuse-overlayfs) and the docker-proxy of a published port.
+    fn helpers(&self) -> Vec<Helper> {
+        let s = &self.started;
+        let mut out = helpers::find("containerd-shim", |a| helpers::flag_is(a, "-id", &s.id));
+        if let Some(merged) = &s.merged_dir {
+            out.extend(helpers::find("fuse-overlayfs", |a| {
+                a.last().is_some_and(|m| m == merged)
+            }));
+        }
+        if let Some(ip) = s.ip {
+            let ip = ip.to_string();
+            out.extend(helpers::find("docker-proxy", |a| {
+                helpers::flag_is(a, "-container-ip", &ip)
+            }));
+        }
+        out
     }
 }
 

@@ -208,6 +208,13 @@ pub(crate) trait Running: Send + Sync {
 
     /// What its placement adds to the fairness facts.
     fn described(&self) -> Described;
+
+    /// The processes its placement runs on its behalf outside it (a
+    /// container's shim, its storage daemon, its port proxy), which tare
+    /// pins to the server's CPUs (`helpers`).
+    fn helpers(&self) -> Vec<crate::helpers::Helper> {
+        Vec::new()
+    }
 }
 
 /// The facts a placement knows about a server beyond /proc.

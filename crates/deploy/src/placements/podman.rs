@@ -624,6 +624,11 @@ impl Running for PodmanRun {
             guest: None,
         }
     }
+
+    /// Its conmon (`-c <container>`), Podman's shim.
+    fn helpers(&self) -> Vec<crate::helpers::Helper> {
+        crate::helpers::find("conmon", |a| crate::helpers::flag_is(a, "-c", &self.id))
+    }
 }
 
 #[cfg(test)]

@@ -68,8 +68,13 @@ fn header(r: &Report) -> String {
             v.as_deref()
                 .map_or("any CPU".into(), |l| format!("CPU {l}"))
         };
+        let helpers = match (&r.cpus.helpers, &r.cpus.server) {
+            (Some(h), Some(s)) if h == s => ", its helpers with it".to_string(),
+            (Some(h), _) => format!(", helpers on CPU {h}"),
+            (None, _) => String::new(),
+        };
         out.push_str(&format!(
-            "  server on {}, generator on {} ([cpus])\n",
+            "  server on {}{helpers}, generator on {} ([cpus])\n",
             side(&r.cpus.server),
             side(&r.cpus.generator)
         ));

@@ -5,7 +5,11 @@
 //! with 2 to 8 CPUs is split in two: the generator on the lower half, the
 //! server (and its companion) on the upper half. The resolved split is
 //! recorded in `plan.json`; the server's side also shows in the fairness
-//! facts (`cpus_allowed`).
+//! facts (`cpus_allowed`). The processes a placement runs on the server's
+//! behalf (containerd-shim, conmon, docker-proxy, fuse-overlayfs) go with
+//! the server by default (`helpers = "server"`), so what the deployment
+//! costs comes out of the server's CPUs in every trial instead of landing
+//! on either side by the scheduler's choice.
 
 use serde::{Deserialize, Serialize};
 use tare_engine::cpu::CpuList;
@@ -29,11 +33,23 @@ pub enum CpuChoice {
     List(CpuList),
 }
 
-/// `[cpus] server` and `generator`.
+/// `[cpus] helpers`: where the placement's helper processes run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HelperChoice {
+    /// On the server's CPUs (nowhere in particular when it is not pinned).
+    Server,
+    /// Not pinned: wherever the scheduler puts them.
+    None,
+    /// Exactly these CPUs.
+    List(CpuList),
+}
+
+/// `[cpus] server`, `generator` and `helpers`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuPolicy {
     pub server: CpuChoice,
     pub generator: CpuChoice,
+    pub helpers: HelperChoice,
 }
 
 impl Default for CpuPolicy {
@@ -41,6 +57,7 @@ impl Default for CpuPolicy {
         CpuPolicy {
             server: CpuChoice::Auto,
             generator: CpuChoice::Auto,
+            helpers: HelperChoice::Server,
         }
     }
 }
@@ -52,6 +69,9 @@ pub struct CpuPlan {
     pub server: Option<CpuList>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<CpuList>,
+    /// The placement's helper processes (docker-proxy, fuse-overlayfs...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helpers: Option<CpuList>,
 }
 
 impl CpuPolicy {
@@ -86,13 +106,19 @@ impl CpuPolicy {
                 (CpuChoice::Auto, CpuChoice::List(other)) => rest(other),
                 (CpuChoice::Auto, _) => auto,
             };
+        let server = side(
+            &self.server,
+            &self.generator,
+            split.as_ref().map(|s| s.1.clone()),
+        );
         CpuPlan {
-            generator: side(
-                &self.generator,
-                &self.server,
-                split.as_ref().map(|s| s.0.clone()),
-            ),
-            server: side(&self.server, &self.generator, split.map(|s| s.1)),
+            generator: side(&self.generator, &self.server, split.map(|s| s.0)),
+            helpers: match &self.helpers {
+                HelperChoice::Server => server.clone(),
+                HelperChoice::None => None,
+                HelperChoice::List(l) => Some(l.clone()),
+            },
+            server,
         }
     }
 }
@@ -119,9 +145,20 @@ pub(super) fn cpus(
         }
     };
     let r = raw.get_ref();
+    let helpers = match &r.helpers {
+        None => HelperChoice::Server,
+        Some(v) => match v.get_ref().trim() {
+            "server" => HelperChoice::Server,
+            "none" => HelperChoice::None,
+            list => list.parse().map(HelperChoice::List).map_err(|e: String| {
+                loc.error(v.span(), "cpus.helpers", format!("{e}, or server, or none"))
+            })?,
+        },
+    };
     let policy = CpuPolicy {
         server: choice(&r.server, "cpus.server")?,
         generator: choice(&r.generator, "cpus.generator")?,
+        helpers,
     };
     if let (CpuChoice::List(s), CpuChoice::List(g), Some(v)) =
         (&policy.server, &policy.generator, &r.generator)
@@ -178,6 +215,7 @@ mod tests {
             CpuPolicy {
                 server: CpuChoice::List(list("1")),
                 generator: CpuChoice::None,
+                helpers: HelperChoice::Server,
             }
         );
         assert_eq!(parse("").unwrap(), CpuPolicy::default());
@@ -200,6 +238,7 @@ mod tests {
         let p = CpuPolicy {
             server: CpuChoice::List(list("0")),
             generator: CpuChoice::Auto,
+            helpers: HelperChoice::Server,
         };
         let r = p.resolve(&list("0-3"));
         assert_eq!(r.server, Some(list("0")));
@@ -207,7 +246,24 @@ mod tests {
         let p = CpuPolicy {
             server: CpuChoice::None,
             generator: CpuChoice::None,
+            helpers: HelperChoice::Server,
         };
         assert_eq!(p.resolve(&list("0-1")), CpuPlan::default());
+    }
+
+    #[test]
+    fn helpers_go_with_the_server_unless_told_otherwise() {
+        let two = CpuPolicy::default().resolve(&list("0-1"));
+        assert_eq!(two.helpers, Some(list("1")));
+        // A server nobody pins leaves its helpers unpinned too.
+        assert_eq!(CpuPolicy::default().resolve(&list("0-15")).helpers, None);
+        let p = parse("helpers = \"none\"\n").unwrap();
+        assert_eq!(p.helpers, HelperChoice::None);
+        assert_eq!(p.resolve(&list("0-1")).helpers, None);
+        let p = parse("helpers = \"0\"\n").unwrap();
+        assert_eq!(p.resolve(&list("0-1")).helpers, Some(list("0")));
+        let e = parse("helpers = \"gen\"\n").unwrap_err();
+        assert!(e.contains("`cpus.helpers`: bad CPU list \"gen\""), "{e}");
+        assert!(e.ends_with("or server, or none"), "{e}");
     }
 }

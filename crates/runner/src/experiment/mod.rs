@@ -20,7 +20,7 @@ use tare_engine::Load;
 
 use crate::engines::{Engine, Table};
 
-pub use cpus::{CpuChoice, CpuPlan, CpuPolicy};
+pub use cpus::{CpuChoice, CpuPlan, CpuPolicy, HelperChoice};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
 pub(crate) use split::StepSplit;

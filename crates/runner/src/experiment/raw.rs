@@ -31,12 +31,14 @@ pub(super) struct RawExperiment {
     pub cpus: Option<Spanned<RawCpus>>,
 }
 
-/// `[cpus]`: `auto`, `none` or a CPU list for each side.
+/// `[cpus]`: `auto`, `none` or a CPU list for each side; `server`, `none`
+/// or a CPU list for the placement's helpers.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCpus {
     pub server: Option<Spanned<String>>,
     pub generator: Option<Spanned<String>>,
+    pub helpers: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,128 @@
+//! The processes a placement runs on a server's behalf (containerd-shim,
+//! conmon, docker-proxy, a fuse-overlayfs daemon serving a container's
+//! files) and their CPUs. tare pins the server to its own CPUs, but these
+//! processes were started by Docker or Podman and float: on a 2-CPU
+//! machine with the generator on CPU 0 and the server on CPU 1, a
+//! fuse-overlayfs daemon that lands on CPU 1 halves the server's CPU and
+//! one that lands on CPU 0 takes the generator's instead, and where it
+//! lands moves from trial to trial (docs/studies.md, "fuse-overlayfs
+//! (2026-11-25)": the docker cells alternated between two speeds). Pinned
+//! to the server's CPUs, what the deployment costs is charged to the
+//! server's side every time (`[cpus] helpers`, docs/experiments.md).
+
+use serde::{Deserialize, Serialize};
+use tare_engine::cpu::CpuList;
+
+/// One process serving a deployment from outside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Helper {
+    /// Its process name (`comm`): how the monitor's columns name it.
+    pub name: String,
+    pub pid: u32,
+}
+
+/// A helper as the fairness facts record it: what its CPUs were after
+/// tare pinned it (read back from /proc, not assumed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelperFacts {
+    pub name: String,
+    pub pid: u32,
+    /// `Cpus_allowed_list` of its threads (the first one's; all are set).
+    pub cpus_allowed: Option<String>,
+}
+
+/// Every process named `comm` whose arguments satisfy `matches`.
+pub(crate) fn find(comm: &str, matches: impl Fn(&[String]) -> bool) -> Vec<Helper> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(name) = std::fs::read_to_string(e.path().join("comm")) else {
+            continue;
+        };
+        if name.trim_end() != comm {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        if matches(&args(&raw)) {
+            out.push(Helper {
+                name: comm.to_string(),
+                pid,
+            });
+        }
+    }
+    out
+}
+
+/// A NUL-separated command line as its arguments.
+fn args(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Whether `args` has `flag` followed by `value` (`-id <container>`).
+pub(crate) fn flag_is(args: &[String], flag: &str, value: &str) -> bool {
+    args.windows(2).any(|w| w[0] == flag && w[1] == value)
+}
+
+/// Pins every thread of each helper to `cpus` and reads back where each
+/// may run. A helper that is gone by now is left out; one that cannot be
+/// pinned keeps the CPUs it has, which the facts then show.
+pub(crate) fn pin(helpers: &[Helper], cpus: &CpuList) -> Vec<HelperFacts> {
+    let mut out = Vec::new();
+    for h in helpers {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", h.pid)) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
+                let _ = cpus.pin_thread(tid);
+            }
+        }
+        out.push(HelperFacts {
+            name: h.name.clone(),
+            pid: h.pid,
+            cpus_allowed: crate::procfs::limits(h.pid as i32).cpus_allowed,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_splits_on_nul_and_flags_pair_with_their_values() {
+        let a = args(b"/usr/bin/containerd-shim-runc-v2\0-namespace\0moby\0-id\0abc\0");
+        assert_eq!(a.len(), 5);
+        assert!(flag_is(&a, "-id", "abc"));
+        assert!(!flag_is(&a, "-id", "moby"));
+        assert!(!flag_is(&a, "-namespace", "abc"));
+    }
+
+    #[test]
+    fn a_helper_found_by_name_and_arguments_is_pinned_and_read_back() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30.123456")
+            .spawn()
+            .unwrap();
+        let found = find("sleep", |a| a.iter().any(|x| x == "30.123456"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].pid, child.id());
+        let cpu0: CpuList = "0".parse().unwrap();
+        let facts = pin(&found, &cpu0);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(facts.len(), 1);
+        assert_eq!(facts[0].cpus_allowed.as_deref(), Some("0"));
+    }
+}
