@@ -155,7 +155,9 @@ impl CellStats {
             cell: cell.to_string(),
             factors: trials.first()?.factors.clone(),
             unit,
-            metric: primary.as_ref().map_or_else(throughput_name, |p| p.name.clone()),
+            metric: primary
+                .as_ref()
+                .map_or_else(throughput_name, |p| p.name.clone()),
             better: primary.as_ref().map_or(Better::Higher, |p| p.better),
             metrics,
             tool: ok.first().and_then(|r| r.tool.clone()).map(|mut t| {

@@ -80,9 +80,9 @@ pub fn compare(old: &Run, new: &Run) -> Comparison {
     };
     // A geomean over IOPS and GFLOP/s (or over a rate and a latency,
     // which move in opposite directions) says nothing: one metric only.
-    let one_metric = rows
-        .iter()
-        .all(|r| r.old.measure() == rows[0].old.measure() && r.new.measure() == rows[0].old.measure());
+    let one_metric = rows.iter().all(|r| {
+        r.old.measure() == rows[0].old.measure() && r.new.measure() == rows[0].old.measure()
+    });
     Comparison {
         old_run: old.run_id.clone(),
         new_run: new.run_id.clone(),

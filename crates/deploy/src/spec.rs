@@ -225,7 +225,12 @@ mod tests {
 
     #[test]
     fn other_names_round_trip() {
-        for s in [Storage::Image, Storage::Volume, Storage::HostPath, Storage::Tmpfs] {
+        for s in [
+            Storage::Image,
+            Storage::Volume,
+            Storage::HostPath,
+            Storage::Tmpfs,
+        ] {
             assert_eq!(s.to_string().parse::<Storage>().unwrap(), s);
         }
         assert_eq!("unix".parse::<Transport>().unwrap(), Transport::Unix);

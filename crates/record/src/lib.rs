@@ -33,8 +33,8 @@ pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use metrics::{Better, Metric, ToolDetails};
 pub use result::{
-    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary,
-    RedisDetails, StatementLatency, Unit,
+    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary, RedisDetails,
+    StatementLatency, Unit,
 };
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;

@@ -53,10 +53,9 @@ impl RealExecutor {
         target.binary = t.binary.clone();
         target.backend_binary = t.backend_binary.clone();
         if let Some(config) = cell.level(FactorKind::Config) {
-            let builtin = BUILTIN_CONFIGS.contains(&config)
-                || t.kind.builtin_variants().contains(&config);
-            target.variant = if builtin && !t.configs.iter().any(|c| c.name == config)
-            {
+            let builtin =
+                BUILTIN_CONFIGS.contains(&config) || t.kind.builtin_variants().contains(&config);
+            target.variant = if builtin && !t.configs.iter().any(|c| c.name == config) {
                 config.to_string()
             } else {
                 self.configs_dir.join(config).display().to_string()

@@ -168,7 +168,8 @@ pub fn execute(
     }
     out.stderr_tail = tail;
     if let Some(s) = status.filter(|s| s.code().is_none()) {
-        out.error.get_or_insert(format!("{} was killed ({s})", job.tool.name()));
+        out.error
+            .get_or_insert(format!("{} was killed ({s})", job.tool.name()));
     }
     out
 }
@@ -240,8 +241,10 @@ pub fn fs_type_in(mountinfo: &str, path: &Path) -> Option<String> {
         let Some((pre, post)) = line.split_once(" - ") else {
             continue;
         };
-        let (Some(mp), Some(fstype)) = (pre.split_whitespace().nth(4), post.split_whitespace().next())
-        else {
+        let (Some(mp), Some(fstype)) = (
+            pre.split_whitespace().nth(4),
+            post.split_whitespace().next(),
+        ) else {
             continue;
         };
         let mp = unescape(mp);
@@ -257,7 +260,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -278,7 +284,10 @@ mod tests {
         let info = "22 1 8:1 / / rw - ext4 /dev/vda rw\n\
                     40 22 0:5 / /data\\040x rw - tmpfs tmpfs rw\n\
                     41 22 0:6 / /var/lib/docker/x rw - fuse.fuse-overlayfs f rw\n";
-        assert_eq!(fs_type_in(info, Path::new("/data x/f")).as_deref(), Some("tmpfs"));
+        assert_eq!(
+            fs_type_in(info, Path::new("/data x/f")).as_deref(),
+            Some("tmpfs")
+        );
         assert_eq!(fs_type_in(info, Path::new("/srv")).as_deref(), Some("ext4"));
         assert_eq!(fs_type_in("garbage", Path::new("/")), None);
     }
@@ -290,7 +299,13 @@ mod tests {
         let mut job = builtin("hpcc").unwrap();
         job.binary = Some("/nonexistent/hpcc".into());
         let dir = std::env::temp_dir();
-        let o = execute(&job, &Sizes::default(), &dir, Duration::from_secs(1), &mut || false);
+        let o = execute(
+            &job,
+            &Sizes::default(),
+            &dir,
+            Duration::from_secs(1),
+            &mut || false,
+        );
         let e = o.error.unwrap();
         assert!(e.contains("install the Debian package hpcc"), "{e}");
     }

@@ -198,10 +198,7 @@ mod tests {
     #[test]
     fn lines_before_the_object_are_skipped_and_no_io_is_an_error() {
         let text = "note: something\n{\"jobs\":[{\"jobname\":\"r\",\"error\":0,\"read\":{\"total_ios\":0}}]}\n";
-        assert!(parse(text)
-            .unwrap_err()
-            .to_string()
-            .contains("no I/O"));
+        assert!(parse(text).unwrap_err().to_string().contains("no I/O"));
         assert!(parse("fio: engine libaio not loadable\n").is_err());
     }
 }

@@ -22,7 +22,12 @@ const KEYS: &[(&str, &str, &str, f64)] = &[
     ("SingleSTREAM_Scale", "stream_scale_gb_s", "GB/s", 1.0),
     ("SingleSTREAM_Add", "stream_add_gb_s", "GB/s", 1.0),
     ("SingleRandomAccess_GUPs", "randomaccess_gups", "GUP/s", 1.0),
-    ("MPIRandomAccess_GUPs", "mpi_randomaccess_gups", "GUP/s", 1.0),
+    (
+        "MPIRandomAccess_GUPs",
+        "mpi_randomaccess_gups",
+        "GUP/s",
+        1.0,
+    ),
     ("SingleDGEMM_Gflops", "dgemm_gflops", "GFLOP/s", 1.0),
     ("SingleFFT_Gflops", "fft_gflops", "GFLOP/s", 1.0),
     ("PTRANS_GBs", "ptrans_gb_s", "GB/s", 1.0),
@@ -45,7 +50,11 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     let get = |key: &str| pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     let number = |key: &str| get(key).and_then(|v| v.parse::<f64>().ok());
     let mut out = Parsed {
-        version: match (get("VersionMajor"), get("VersionMinor"), get("VersionMicro")) {
+        version: match (
+            get("VersionMajor"),
+            get("VersionMinor"),
+            get("VersionMicro"),
+        ) {
             (Some(a), Some(b), Some(c)) => format!("hpcc {a}.{b}.{c}"),
             _ => String::new(),
         },

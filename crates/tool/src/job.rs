@@ -45,12 +45,11 @@ impl ToolKind {
         }
     }
 
-    /// The host's binary: on PATH or in the sbin directories, else the
-    /// one-line error that names the package to install.
+    /// The host's binary on PATH, else the one-line error that names the
+    /// package to install.
     pub fn find(self) -> Result<PathBuf, String> {
         let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
         std::env::split_paths(&path)
-            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
             .map(|d| d.join(self.name()))
             .find(|p| p.is_file())
             .ok_or_else(|| self.missing())
@@ -358,7 +357,8 @@ pub fn command(job: &Job, binary: &Path, sizes: &Sizes, dir: &Path, direct: bool
             }
         }
         ToolKind::Hpcc => {
-            cmd.inputs.push(("hpccinf.txt".into(), hpccinf(sizes.hpl_n)));
+            cmd.inputs
+                .push(("hpccinf.txt".into(), hpccinf(sizes.hpl_n)));
             cmd.output_file = Some("hpccoutf.txt".into());
             // A singleton MPI process that starts no orted daemon: the
             // image then needs no MPI launcher, only the library's plugins.
@@ -459,8 +459,14 @@ mod tests {
         for (text, want) in [
             ("tool = \"fio\"\nrw = \"sideways\"\nprimary = \"x\"\n", "rw"),
             ("tool = \"hpcc\"\nrw = \"read\"\nprimary = \"x\"\n", "fio"),
-            ("tool = \"sysbench\"\ntest = \"disk\"\nprimary = \"x\"\n", "cpu or memory"),
-            ("tool = \"fio\"\nrw = \"read\"\nbs = \"4k --exec\"\nprimary = \"x\"\n", "plain word"),
+            (
+                "tool = \"sysbench\"\ntest = \"disk\"\nprimary = \"x\"\n",
+                "cpu or memory",
+            ),
+            (
+                "tool = \"fio\"\nrw = \"read\"\nbs = \"4k --exec\"\nprimary = \"x\"\n",
+                "plain word",
+            ),
             ("tool = \"stress\"\nprimary = \"x\"\n", "unknown variant"),
         ] {
             let e = parse(text).unwrap_err();
@@ -475,17 +481,32 @@ mod tests {
             duration: Duration::from_millis(2500),
             ..Sizes::default()
         };
-        let c = command(&builtin("fio-randread").unwrap(), Path::new("/usr/bin/fio"), &sizes, dir, false);
+        let c = command(
+            &builtin("fio-randread").unwrap(),
+            Path::new("/usr/bin/fio"),
+            &sizes,
+            dir,
+            false,
+        );
         assert!(c.argv.contains(&"--direct=0".to_string()));
         assert!(c.argv.contains(&"--runtime=3".to_string()));
         assert!(c.argv.contains(&"--filename=/d/fio.dat".to_string()));
-        let h = command(&builtin("hpcc").unwrap(), Path::new("/usr/bin/hpcc"), &sizes, dir, true);
+        let h = command(
+            &builtin("hpcc").unwrap(),
+            Path::new("/usr/bin/hpcc"),
+            &sizes,
+            dir,
+            true,
+        );
         assert_eq!(h.output_file.as_deref(), Some("hpccoutf.txt"));
         assert!(h.inputs[0].1.contains("2000         Ns"));
         let s = command(
             &builtin("sysbench-memory").unwrap(),
             Path::new("sysbench"),
-            &Sizes { duration: Duration::ZERO, ..sizes },
+            &Sizes {
+                duration: Duration::ZERO,
+                ..sizes
+            },
             dir,
             true,
         );

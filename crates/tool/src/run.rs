@@ -129,9 +129,18 @@ impl tare_engine::Engine for Tool {
                     &stop,
                 )?;
                 let outcome = reply.outcome.ok_or_else(|| {
-                    ToolError(reply.error.unwrap_or_else(|| "the agent ran nothing".into()))
+                    ToolError(
+                        reply
+                            .error
+                            .unwrap_or_else(|| "the agent ran nothing".into()),
+                    )
                 })?;
-                (reply.job, outcome, endpoint.to_string(), endpoint.transport())
+                (
+                    reply.job,
+                    outcome,
+                    endpoint.to_string(),
+                    endpoint.transport(),
+                )
             }
         };
         let mut r = record(&job, outcome, config.primary.as_deref())?;
@@ -154,9 +163,8 @@ pub fn ask(
 ) -> Result<Reply, ToolError> {
     let endpoint = endpoint.clone();
     let line = request.encode();
-    let unreachable = |e: std::io::Error| {
-        ToolError(format!("the tool agent at {endpoint} does not answer: {e}"))
-    };
+    let unreachable =
+        |e: std::io::Error| ToolError(format!("the tool agent at {endpoint} does not answer: {e}"));
     // A namespace is entered by a thread of its own (the caller's stays put).
     let stream: Box<dyn ReadWrite> = std::thread::scope(|s| {
         s.spawn(|| -> std::io::Result<Box<dyn ReadWrite>> {
@@ -216,7 +224,17 @@ pub fn record(job: &Job, o: Outcome, primary: Option<&str>) -> Result<LoadResult
         if t.is_empty() {
             String::new()
         } else {
-            format!(": {}", t.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" | "))
+            format!(
+                ": {}",
+                t.lines()
+                    .rev()
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            )
         }
     };
     if let Some(e) = &o.error {

@@ -70,12 +70,8 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                 max: ms("max").unwrap_or(0.0),
                 ..LatencySummary::default()
             });
-            out.metrics.push(Metric::new(
-                "latency_p95_us",
-                p95,
-                "µs",
-                Better::Lower,
-            ));
+            out.metrics
+                .push(Metric::new("latency_p95_us", p95, "µs", Better::Lower));
         }
     }
     Ok(out)

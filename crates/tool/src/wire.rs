@@ -39,8 +39,7 @@ impl Request {
         if line.len() > MAX_LINE {
             return Err(format!("request longer than {MAX_LINE} bytes"));
         }
-        let r: Request =
-            serde_json::from_slice(line).map_err(|e| format!("bad request: {e}"))?;
+        let r: Request = serde_json::from_slice(line).map_err(|e| format!("bad request: {e}"))?;
         if let Request::Run { limit_s, .. } = &r {
             if !(limit_s.is_finite() && *limit_s > 0.0 && *limit_s <= 86_400.0) {
                 return Err("bad request: limit_s must be within (0, 86400]".into());
@@ -58,7 +57,8 @@ impl Request {
 
 impl Reply {
     pub fn decode(line: &[u8]) -> Result<Reply, String> {
-        serde_json::from_slice(line).map_err(|e| format!("the tool agent's reply does not parse: {e}"))
+        serde_json::from_slice(line)
+            .map_err(|e| format!("the tool agent's reply does not parse: {e}"))
     }
 
     pub fn encode(&self) -> Vec<u8> {

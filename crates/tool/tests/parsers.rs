@@ -20,7 +20,10 @@ fn fio_json_gives_iops_bandwidth_and_completion_latency_per_direction() {
     assert_eq!(v("read_clat_p99_us"), 5013.504);
     assert_eq!(v("read_clat_p999_us"), 11075.584);
     assert_eq!(p.metric("read_clat_p99_us").unwrap().better, Better::Lower);
-    assert!(p.metric("write_iops").is_none(), "no write I/O, no write metrics");
+    assert!(
+        p.metric("write_iops").is_none(),
+        "no write I/O, no write metrics"
+    );
     assert_eq!(p.operations, 78613);
     let lat = p.latency.unwrap();
     assert!((lat.mean - 403.174542226).abs() < 1e-6 && lat.p50 == 207.872 && lat.max == 14357.805);
@@ -54,7 +57,9 @@ fn sysbench_reports_give_rates_and_event_latency() {
     assert_eq!(c.metric("latency_p95_us").unwrap().value, 280.0);
     assert_eq!(c.operations, 4035);
     assert_eq!(c.latency.unwrap().mean, 500.0);
-    let m = ToolKind::Sysbench.parse(&data("sysbench-memory.txt")).unwrap();
+    let m = ToolKind::Sysbench
+        .parse(&data("sysbench-memory.txt"))
+        .unwrap();
     assert_eq!(m.metric("mib_per_s").unwrap().value, 12361.66);
     assert!(m.metric("events_per_s").is_none());
 }
@@ -64,5 +69,7 @@ fn sysbench_reports_give_rates_and_event_latency() {
 fn a_parser_given_another_tools_output_refuses_it() {
     assert!(ToolKind::Fio.parse(&data("hpccoutf.txt")).is_err());
     assert!(ToolKind::Hpcc.parse(&data("fio-randread.json")).is_err());
-    assert!(ToolKind::Sysbench.parse(&data("fio-randread.json")).is_err());
+    assert!(ToolKind::Sysbench
+        .parse(&data("fio-randread.json"))
+        .is_err());
 }

@@ -126,7 +126,8 @@ fn load_job(name: &str) -> anyhow::Result<Job> {
     if name.ends_with(".json") {
         let text = std::fs::read_to_string(name).with_context(|| format!("reading {name}"))?;
         let job: Job = serde_json::from_str(&text).with_context(|| format!("job {name}"))?;
-        job.check().map_err(|e| anyhow::anyhow!("job {name}: {e}"))?;
+        job.check()
+            .map_err(|e| anyhow::anyhow!("job {name}: {e}"))?;
         return Ok(job);
     }
     Job::named(name).map_err(|e| anyhow::anyhow!(e))
@@ -139,16 +140,33 @@ fn text(r: &LoadResult) -> String {
     if let Some(t) = &r.tool {
         out.push_str(&format!("{} ({}), {:.1} s\n", t.job, t.version, t.wall_s));
     }
-    out.push_str(&format!("  {:28} {:>14} {} ({}, primary)\n", p.name, fmt(p.value), p.unit, p.better.words()));
+    out.push_str(&format!(
+        "  {:28} {:>14} {} ({}, primary)\n",
+        p.name,
+        fmt(p.value),
+        p.unit,
+        p.better.words()
+    ));
     for m in r.metrics.iter().filter(|m| m.name != p.name) {
-        out.push_str(&format!("  {:28} {:>14} {}\n", m.name, fmt(m.value), m.unit));
+        out.push_str(&format!(
+            "  {:28} {:>14} {}\n",
+            m.name,
+            fmt(m.value),
+            m.unit
+        ));
     }
     if let Some(t) = &r.tool {
-        out.push_str(&format!("  data on {}", t.data_fs.as_deref().unwrap_or("an unknown filesystem")));
+        out.push_str(&format!(
+            "  data on {}",
+            t.data_fs.as_deref().unwrap_or("an unknown filesystem")
+        ));
         if let Some(d) = t.direct {
             out.push_str(if d { ", direct I/O" } else { ", buffered I/O" });
         }
-        out.push_str(&format!(", CPU {:.2} s user + {:.2} s system\n", t.cpu_user_s, t.cpu_system_s));
+        out.push_str(&format!(
+            ", CPU {:.2} s user + {:.2} s system\n",
+            t.cpu_user_s, t.cpu_system_s
+        ));
         for n in &t.notes {
             out.push_str(&format!("  note: {n}\n"));
         }

@@ -176,7 +176,12 @@ impl Target for Tool {
     }
 
     /// A `ping`: the agent answers with its job.
-    fn probe(&self, _server: &Server, endpoint: &Endpoint, _timeout: Duration) -> Result<(), String> {
+    fn probe(
+        &self,
+        _server: &Server,
+        endpoint: &Endpoint,
+        _timeout: Duration,
+    ) -> Result<(), String> {
         tare_tool::run::ask(endpoint, None, &Request::Ping, &AtomicBool::new(false))
             .map(|_| ())
             .map_err(|e| e.to_string())

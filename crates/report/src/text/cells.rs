@@ -23,10 +23,7 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     let unit = r.cells.first().map_or("req/s", |c| c.unit.as_str());
     // A run of several jobs (fio IOPS, hpcc GFLOP/s) has one primary
     // metric per job: each value then carries its unit.
-    let mixed = r
-        .cells
-        .iter()
-        .any(|c| c.measure() != r.cells[0].measure());
+    let mixed = r.cells.iter().any(|c| c.measure() != r.cells[0].measure());
     let unit = if mixed { "primary metric" } else { unit };
     metric_notes(&r.cells, notes);
     let tp_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::throughput_shown).collect();
@@ -216,6 +213,37 @@ fn vs_reference(r: &Report, c: &CellStats, notes: &mut Notes) -> String {
     s
 }
 
+/// The other metrics of the cells whose records carry them (the tool
+/// engine's: STREAM and RandomAccess beside HPL, bandwidth and latency
+/// percentiles beside IOPS), each the median over trials with its interval.
+pub(super) fn metrics(r: &Report) -> Option<String> {
+    let with: Vec<&CellStats> = r.cells.iter().filter(|c| !c.metrics.is_empty()).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let mut out =
+        String::from("other metrics (medians over trials [interval]; `_us`: lower is better)\n");
+    for c in with {
+        out.push_str(&format!("  {}\n", c.cell));
+        let parts: Vec<String> = c
+            .metrics
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {} {}",
+                    m.name,
+                    with_interval(&m.value, units::si),
+                    m.unit
+                )
+            })
+            .collect();
+        for chunk in parts.chunks(3) {
+            out.push_str(&format!("    {}\n", chunk.join("; ")));
+        }
+    }
+    Some(out)
+}
+
 /// `-` for a cell whose records carry no per-operation latency (hpcc).
 fn no_latency_dash(c: &CellStats, s: String) -> String {
     if c.p99_us.median == 0.0 && c.p50_us.median == 0.0 {
@@ -251,11 +279,19 @@ fn metric_notes(cells: &[CellStats], notes: &mut Notes) {
             "{}: {} ({}) ran on {}",
             c.cell,
             t.job,
-            if t.version.is_empty() { &t.tool } else { &t.version },
+            if t.version.is_empty() {
+                &t.tool
+            } else {
+                &t.version
+            },
             t.data_fs.as_deref().unwrap_or("an unknown filesystem")
         );
         if let Some(d) = t.direct {
-            s.push_str(if d { ", direct I/O" } else { ", buffered I/O (the page cache takes part)" });
+            s.push_str(if d {
+                ", direct I/O"
+            } else {
+                ", buffered I/O (the page cache takes part)"
+            });
         }
         for n in &t.notes {
             s.push_str(&format!("; {n}"));

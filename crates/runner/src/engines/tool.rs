@@ -88,7 +88,11 @@ impl Engine for ToolEngine {
             let bytes = crate::experiment::factor::parse_bytes(s.get_ref())
                 .filter(|b| (4096..=1 << 40).contains(b))
                 .ok_or_else(|| {
-                    loc.error(s.span(), "load.tool.size", "must be a size from 4k to 1024g (e.g. 256m, 1g)")
+                    loc.error(
+                        s.span(),
+                        "load.tool.size",
+                        "must be a size from 4k to 1024g (e.g. 256m, 1g)",
+                    )
                 })?;
             t.file_bytes = bytes;
         }
@@ -102,14 +106,26 @@ impl Engine for ToolEngine {
             let d = humantime::parse_duration(l.get_ref())
                 .ok()
                 .filter(|d| !d.is_zero() && d.as_secs() <= 86_400)
-                .ok_or_else(|| loc.error(l.span(), "load.tool.limit", "must be a duration up to 24h (e.g. 10m)"))?;
+                .ok_or_else(|| {
+                    loc.error(
+                        l.span(),
+                        "load.tool.limit",
+                        "must be a duration up to 24h (e.g. 10m)",
+                    )
+                })?;
             t.limit_s = d.as_secs_f64();
         }
         if let Some(p) = &raw.primary {
             let ok = !p.get_ref().is_empty()
-                && p.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                && p.get_ref()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !ok {
-                return Err(loc.error(p.span(), "load.tool.primary", "must be a metric name (e.g. read_clat_p99_us)"));
+                return Err(loc.error(
+                    p.span(),
+                    "load.tool.primary",
+                    "must be a metric name (e.g. read_clat_p99_us)",
+                ));
             }
             t.primary = Some(p.get_ref().clone());
         }
@@ -146,7 +162,10 @@ mod tests {
 
     #[test]
     fn sizes_limits_and_primary_are_checked_with_line_and_key() {
-        assert!(parse("size = \"64m\"\nhpl_n = 1000\nlimit = \"2m\"\nprimary = \"read_iops\"\n").is_ok());
+        assert!(
+            parse("size = \"64m\"\nhpl_n = 1000\nlimit = \"2m\"\nprimary = \"read_iops\"\n")
+                .is_ok()
+        );
         for (table, key) in [
             ("size = \"1\"\n", "load.tool.size"),
             ("size = \"lots\"\n", "load.tool.size"),
