@@ -182,6 +182,9 @@ fn vs_reference(r: &Report, c: &CellStats, notes: &mut Notes) -> String {
         return String::new();
     };
     if vs.references.iter().any(|(id, _)| *id == c.cell) {
+        notes.add(
+            "vs ref with several primary metrics: a cell is compared with the reference of its own metric (the cell measuring the same thing that shares most levels with the reference), which prints 1",
+        );
         return "1".into();
     }
     if vs.cell == c.cell {
@@ -228,20 +231,24 @@ pub(super) fn metrics(r: &Report) -> Option<String> {
         let parts: Vec<String> = c
             .metrics
             .iter()
-            .map(|m| {
-                format!(
-                    "{} {} {}",
-                    m.name,
-                    with_interval(&m.value, units::si),
-                    m.unit
-                )
-            })
+            .map(|m| format!("{} {} {}", m.name, with_interval(&m.value, small), m.unit))
             .collect();
         for chunk in parts.chunks(3) {
             out.push_str(&format!("    {}\n", chunk.join("; ")));
         }
     }
     Some(out)
+}
+
+/// SI prefixes from 1 up; below 1 three significant digits (GUP/s are
+/// hundredths).
+fn small(v: f64) -> String {
+    if v.abs() >= 1.0 || v == 0.0 || !v.is_finite() {
+        units::si(v)
+    } else {
+        let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+        format!("{v:.digits$}")
+    }
 }
 
 /// `-` for a cell whose records carry no per-operation latency (hpcc).
