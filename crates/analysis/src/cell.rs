@@ -316,6 +316,41 @@ mod tests {
         }
     }
 
+    /// A lower-is-better primary metric (a tool's latency) takes its name,
+    /// unit and direction from the records, and its secondary metrics
+    /// come with intervals.
+    #[test]
+    fn a_tool_cell_reads_its_primary_metric_and_direction() {
+        use tare_record::{Better, Metric};
+        let trials: Vec<TrialRecord> = [100.0, 120.0, 110.0]
+            .into_iter()
+            .map(|v| TrialRecord {
+                cell: "c".into(),
+                result: Some(LoadResult {
+                    engine: "tool".into(),
+                    unit: Some(Unit::Runs),
+                    requests: 1,
+                    primary: Some("p99_us".into()),
+                    metrics: vec![
+                        Metric::new("p99_us", v, "µs", Better::Lower),
+                        Metric::new("iops", 1e6 / v, "IOPS", Better::Higher),
+                    ],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let refs: Vec<&TrialRecord> = trials.iter().collect();
+        let s = CellStats::from_trials("c", &refs).unwrap();
+        assert_eq!(
+            (s.metric.as_str(), s.unit.as_str(), s.better),
+            ("p99_us", "µs", Better::Lower)
+        );
+        assert_eq!(s.throughput.median, 110.0);
+        assert_eq!(s.metrics.len(), 1);
+        assert_eq!(s.metrics[0].name, "iops");
+    }
+
     /// Round trips (tare net) are also a time: 1e6 x connections / rate,
     /// the interval's ends swapped; other units have none.
     #[test]

@@ -486,6 +486,33 @@ mod tests {
         assert_eq!(serde_json::from_value::<LoadResult>(json).unwrap(), r);
     }
 
+    /// The primary metric is the named one of `metrics`; without one (or
+    /// naming one that is absent) it is the throughput, higher is better.
+    #[test]
+    fn primary_is_the_named_metric_else_throughput() {
+        let mut r = LoadResult {
+            rps: Some(5.0),
+            metrics: vec![crate::Metric::new("p99_us", 7.0, "µs", Better::Lower)],
+            ..Default::default()
+        };
+        assert_eq!(
+            (r.primary().name.as_str(), r.primary().value),
+            ("throughput", 5.0)
+        );
+        assert_eq!(r.primary().unit, "req/s");
+        r.primary = Some("p99_us".into());
+        let p = r.primary();
+        assert_eq!(
+            (p.value, p.unit.as_str(), p.better),
+            (7.0, "µs", Better::Lower)
+        );
+        r.primary = Some("gone".into());
+        assert_eq!(r.primary().name, "throughput");
+        let json = serde_json::to_value(LoadResult::default()).unwrap();
+        assert!(json.get("metrics").is_none() && json.get("primary").is_none());
+        assert_eq!(Better::Lower.as_speed(4.0), 0.25);
+    }
+
     #[test]
     fn failed_transactions_are_attempts_once() {
         assert_eq!(failed_transactions(900, 100).error_rate(), 0.1);
