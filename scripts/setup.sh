@@ -30,6 +30,9 @@ packages=(
   qperf              # bench/vs-net.sh: tcp_lat
   iperf3             # bench/vs-net.sh: stream throughput
   nuttcp             # bench/vs-net.sh: the IBM study's stream tool
+  fio                # the tool engine: block I/O (the IBM study's disk rows)
+  hpcc               # the tool engine: HPL, STREAM and RandomAccess (the IBM study's CPU and memory rows)
+  sysbench           # the tool engine: sysbench cpu and memory
 )
 
 missing=()

@@ -86,6 +86,12 @@ impl Step {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
     pub unit: String,
+    /// The metric the chain compares (`throughput`, `read_iops`) and its
+    /// direction: with `lower`, a step that lowers the value is a gain.
+    #[serde(default = "throughput_name")]
+    pub metric: String,
+    #[serde(default)]
+    pub better: tare_record::Better,
     pub steps: Vec<Step>,
     /// Last step's throughput minus the first's: the mean per-round gap
     /// over complete rounds, or, unpaired, the difference of the means.
@@ -153,6 +159,18 @@ pub fn attribution_of_cells(
         }
         chain_cells.push(cell);
     }
+    if let Some(other) = chain_cells
+        .iter()
+        .find(|c| c.measure() != chain_cells[0].measure())
+    {
+        let said = |c: &CellStats| format!("{} ({})", c.metric, c.unit);
+        return Err(AttributionError::MixedMetrics {
+            first: chain_cells[0].cell.clone(),
+            first_metric: said(chain_cells[0]),
+            other: other.cell.clone(),
+            other_metric: said(other),
+        });
+    }
     let changes = chain_cells
         .windows(2)
         .enumerate()
@@ -187,11 +205,17 @@ pub fn attribution_of_cells(
         .collect();
     Ok(Attribution {
         unit: first.unit.clone(),
+        metric: first.metric.clone(),
+        better: first.better,
         steps,
         gap: split.gap,
         complete_rounds: split.complete_rounds,
         overall: cell_contrast(first, last, Metric::Throughput),
     })
+}
+
+fn throughput_name() -> String {
+    "throughput".into()
 }
 
 /// The gap, each step's delta and the interval of each step's share.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tare_record::{Errors, TrialRecord, Unit};
+use tare_record::{Better, Errors, ToolDetails, TrialRecord, Unit};
 
 use crate::stats::{median_ci, Level, MedianCi, CONFIDENCE};
 
@@ -21,9 +21,29 @@ pub const NOISY_SPREAD: f64 = 0.05;
 pub struct CellStats {
     pub cell: String,
     pub factors: BTreeMap<String, String>,
-    /// The throughput's unit as the records name it (`req/s` for
-    /// requests, `tps` for transactions: [`tare_record::Unit::rate_label`]).
+    /// The primary metric's unit as the records name it (`req/s` for
+    /// requests, `tps` for transactions: [`tare_record::Unit::rate_label`];
+    /// a tool's `IOPS`, `GB/s`, `µs`).
     pub unit: String,
+    /// The primary metric's name: `throughput` for the load engines, the
+    /// record's `primary` for the tool engine (`read_iops`, `hpl_gflops`).
+    /// Every `throughput` field below holds this metric's values.
+    #[serde(default = "throughput_name")]
+    pub metric: String,
+    /// Which way the primary metric improves: reports read ratios and
+    /// steps with it (a latency that falls is a gain).
+    #[serde(default)]
+    pub better: Better,
+    /// The other metrics the records carry, each median over successful
+    /// trials with its interval (the tool engine's STREAM and RandomAccess
+    /// beside HPL).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricCell>,
+    /// The tool engine's account of the cell's first successful trial:
+    /// the program, its version, the filesystem its data lived on, direct
+    /// or buffered I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolDetails>,
     /// Trials recorded, failed ones included.
     pub trials: usize,
     /// Failed trials' error messages, in trial order.
@@ -70,6 +90,20 @@ pub struct CellStats {
     pub round_trip_connections: Option<u64>,
 }
 
+/// One secondary metric of a cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricCell {
+    pub name: String,
+    pub unit: String,
+    pub better: Better,
+    /// Median over the trials that report it, with its interval.
+    pub value: MedianCi,
+}
+
+fn throughput_name() -> String {
+    "throughput".into()
+}
+
 impl CellStats {
     /// `None` when no trial of the cell succeeded (the report lists it as
     /// failed, with its errors).
@@ -84,7 +118,29 @@ impl CellStats {
                     .unwrap_or_else(|| "no result recorded".into())
             })
             .collect();
-        let throughput_samples: Vec<f64> = ok.iter().map(|r| r.throughput()).collect();
+        let primary = ok.first().map(|r| r.primary());
+        let throughput_samples: Vec<f64> = ok.iter().map(|r| r.primary().value).collect();
+        let mut metrics: Vec<MetricCell> = Vec::new();
+        if let Some(first) = ok.first() {
+            for m in first
+                .metrics
+                .iter()
+                .filter(|m| primary.as_ref().is_none_or(|p| p.name != m.name))
+            {
+                let values: Vec<f64> = ok
+                    .iter()
+                    .filter_map(|r| r.metric(&m.name).map(|x| x.value))
+                    .collect();
+                if let Some(value) = median_ci(&values, CONFIDENCE) {
+                    metrics.push(MetricCell {
+                        name: m.name.clone(),
+                        unit: m.unit.clone(),
+                        better: m.better,
+                        value,
+                    });
+                }
+            }
+        }
         let p50_samples_us: Vec<f64> = ok.iter().map(|r| r.latency_us.p50).collect();
         let p99_samples_us: Vec<f64> = ok.iter().map(|r| r.latency_us.p99).collect();
         let mut errors = Errors::default();
@@ -92,11 +148,22 @@ impl CellStats {
         let requests: u64 = ok.iter().map(|r| r.requests).sum();
         let attempts: u64 = ok.iter().map(|r| r.attempts()).sum();
         let cpu_s: f64 = ok.iter().map(|r| r.generator_cpu_s).sum();
-        let unit = ok.first().map_or(Unit::Requests, |r| r.unit()).rate_label();
+        let unit = primary
+            .as_ref()
+            .map_or(Unit::Requests.rate_label().to_string(), |p| p.unit.clone());
         Some(CellStats {
             cell: cell.to_string(),
             factors: trials.first()?.factors.clone(),
-            unit: unit.to_string(),
+            unit,
+            metric: primary
+                .as_ref()
+                .map_or_else(throughput_name, |p| p.name.clone()),
+            better: primary.as_ref().map_or(Better::Higher, |p| p.better),
+            metrics,
+            tool: ok.first().and_then(|r| r.tool.clone()).map(|mut t| {
+                t.command.clear();
+                t
+            }),
             trials: trials.len(),
             failures,
             throughput: median_ci(&throughput_samples, CONFIDENCE)?,
@@ -142,6 +209,12 @@ impl CellStats {
             hi: per(tp.lo),
             ..tp
         })
+    }
+
+    /// `metric (unit)`: what this cell's primary numbers are, to tell
+    /// cells apart that cannot be compared (IOPS beside GFLOP/s).
+    pub fn measure(&self) -> (&str, &str) {
+        (&self.metric, &self.unit)
     }
 
     /// Successful trials.
@@ -241,6 +314,41 @@ mod tests {
             );
             assert_eq!(s.unit, "tps");
         }
+    }
+
+    /// A lower-is-better primary metric (a tool's latency) takes its name,
+    /// unit and direction from the records, and its secondary metrics
+    /// come with intervals.
+    #[test]
+    fn a_tool_cell_reads_its_primary_metric_and_direction() {
+        use tare_record::{Better, Metric};
+        let trials: Vec<TrialRecord> = [100.0, 120.0, 110.0]
+            .into_iter()
+            .map(|v| TrialRecord {
+                cell: "c".into(),
+                result: Some(LoadResult {
+                    engine: "tool".into(),
+                    unit: Some(Unit::Runs),
+                    requests: 1,
+                    primary: Some("p99_us".into()),
+                    metrics: vec![
+                        Metric::new("p99_us", v, "µs", Better::Lower),
+                        Metric::new("iops", 1e6 / v, "IOPS", Better::Higher),
+                    ],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let refs: Vec<&TrialRecord> = trials.iter().collect();
+        let s = CellStats::from_trials("c", &refs).unwrap();
+        assert_eq!(
+            (s.metric.as_str(), s.unit.as_str(), s.better),
+            ("p99_us", "µs", Better::Lower)
+        );
+        assert_eq!(s.throughput.median, 110.0);
+        assert_eq!(s.metrics.len(), 1);
+        assert_eq!(s.metrics[0].name, "iops");
     }
 
     /// Round trips (tare net) are also a time: 1e6 x connections / rate,

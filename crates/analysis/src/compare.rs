@@ -36,7 +36,8 @@ pub struct Comparison {
     pub only_new: Vec<String>,
     /// Geometric means over `rows` of each cell's printed throughput (its
     /// level, else its median; benchstat's `geomean` line): one number for
-    /// "did the whole run move".
+    /// "did the whole run move"; `None` when the rows' primary metrics
+    /// differ (IOPS beside GFLOP/s).
     pub throughput_geomean: Option<(f64, f64)>,
     pub p99_geomean: Option<(f64, f64)>,
 }
@@ -77,10 +78,19 @@ pub fn compare(old: &Run, new: &Run) -> Comparison {
             geomean(rows.iter().map(|r| f(&r.new)))?,
         ))
     };
+    // A geomean over IOPS and GFLOP/s (or over a rate and a latency,
+    // which move in opposite directions) says nothing: one metric only.
+    let one_metric = rows.iter().all(|r| {
+        r.old.measure() == rows[0].old.measure() && r.new.measure() == rows[0].old.measure()
+    });
     Comparison {
         old_run: old.run_id.clone(),
         new_run: new.run_id.clone(),
-        throughput_geomean: geomean_of(|c| c.throughput_shown().median),
+        throughput_geomean: if one_metric {
+            geomean_of(|c| c.throughput_shown().median)
+        } else {
+            None
+        },
         p99_geomean: geomean_of(|c| c.p99_shown().median),
         rows,
         only_old,

@@ -48,4 +48,13 @@ pub enum AttributionError {
         to: String,
         changed: Vec<String>,
     },
+    #[error(
+        "attribution cells measure different things: `{first}` in {first_metric}, `{other}` in {other_metric}; a gap is split only within one metric"
+    )]
+    MixedMetrics {
+        first: String,
+        first_metric: String,
+        other: String,
+        other_metric: String,
+    },
 }

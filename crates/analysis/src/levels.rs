@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cell::CellStats;
-use crate::stats::TwoWay;
+use tare_record::Better;
+
+use crate::stats::{Level, TwoWay};
 
 /// How fast each round ran relative to the run's average (from the
 /// throughput model's round effects).
@@ -25,13 +27,26 @@ pub struct Drift {
 /// Fills each cell's `level` and `p99_level` when the cells ran in rounds
 /// and the model has residual degrees of freedom; leaves them `None`
 /// otherwise.
+///
+/// The primary metric is fitted as a speed: a lower-is-better metric (a
+/// latency, a time) enters as its reciprocal, so a slow round lowers every
+/// cell and the round effects mean one thing in a run that mixes IOPS and
+/// latency cells; its level is turned back into the metric's own units.
 pub(crate) fn fill(cells: &mut [CellStats]) {
-    let Some(tp) = fit(cells, |(_, t, _)| t) else {
+    let Some(tp) = fit_primary(cells) else {
         return;
     };
-    let p99 = fit(cells, |(_, _, p)| p);
+    let p99 = fit(cells, |_, (_, _, p)| p);
     for (i, c) in cells.iter_mut().enumerate() {
-        c.level = tp.levels[i];
+        c.level = tp.levels[i].map(|l| match c.better {
+            Better::Higher => l,
+            Better::Lower => Level {
+                estimate: 1.0 / l.estimate,
+                lo: 1.0 / l.hi,
+                hi: 1.0 / l.lo,
+                ..l
+            },
+        });
         c.p99_level = p99.as_ref().and_then(|m| m.levels[i]);
     }
 }
@@ -39,7 +54,7 @@ pub(crate) fn fill(cells: &mut [CellStats]) {
 /// The round-to-round drift of a run's cells (as [`crate::Run::cells`]
 /// returns them), when it can be modelled.
 pub fn drift(cells: &[CellStats]) -> Option<Drift> {
-    let m = fit(cells, |(_, t, _)| t)?;
+    let m = fit_primary(cells)?;
     let speeds = m.rounds.iter().map(|r| r.1);
     Some(Drift {
         min: speeds.clone().fold(f64::INFINITY, f64::min) - 1.0,
@@ -49,11 +64,16 @@ pub fn drift(cells: &[CellStats]) -> Option<Drift> {
     })
 }
 
-fn fit(cells: &[CellStats], value: fn((u32, f64, f64)) -> f64) -> Option<TwoWay> {
+/// The primary metric on the speed scale (`Better::as_speed`).
+fn fit_primary(cells: &[CellStats]) -> Option<TwoWay> {
+    fit(cells, |c, (_, t, _)| c.better.as_speed(t))
+}
+
+fn fit(cells: &[CellStats], value: fn(&CellStats, (u32, f64, f64)) -> f64) -> Option<TwoWay> {
     let mut obs = Vec::new();
     for (i, c) in cells.iter().enumerate() {
         for x in c.by_round()? {
-            obs.push((i, x.0, value(x)));
+            obs.push((i, x.0, value(c, x)));
         }
     }
     TwoWay::fit(cells.len(), &obs)

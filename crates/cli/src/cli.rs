@@ -27,6 +27,8 @@ pub(crate) enum Command {
     Serve(cmd::serve::ServeArgs),
     /// Network round trips (rr, crr, udp-rr) and bulk streams, netperf's and nuttcp's tests; `tare net serve` is their responder.
     Net(cmd::net::NetArgs),
+    /// The field's own benchmark programs (fio, hpcc, sysbench) as jobs read into named metrics; `tare tool serve` is the agent a deployment runs them with.
+    Tool(cmd::tool::ToolArgs),
     /// Run an experiment (none given: the built-in quick one): interleaved trials, recorded as they finish, then the report.
     Run(cmd::run::RunArgs),
     /// Re-analyse a recorded run: per-cell medians with intervals, the attribution waterfall, fairness findings.

@@ -128,38 +128,7 @@ pub(crate) fn limits(pid: libc::pid_t) -> Limits {
 /// mount or a volume, the host's filesystem.
 pub(crate) fn fs_type(pid: libc::pid_t, path: &Path) -> Option<String> {
     let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
-    let mut best: Option<(usize, String)> = None;
-    for line in info.lines() {
-        let (pre, post) = line.split_once(" - ")?;
-        let mount_point = unescape(pre.split_whitespace().nth(4)?);
-        let fstype = post.split_whitespace().next()?.to_string();
-        let mp = Path::new(&mount_point);
-        if path.starts_with(mp) {
-            let len = mount_point.len();
-            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
-                best = Some((len, fstype));
-            }
-        }
-    }
-    best.map(|(_, t)| t)
-}
-
-/// mountinfo escapes space, tab, newline and backslash as octal `\NNN`.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    tare_tool::exec::fs_type_in(&info, path)
 }
 
 #[cfg(test)]
@@ -180,6 +149,8 @@ mod tests {
 
     #[test]
     fn unescapes_mountinfo() {
-        assert_eq!(unescape("/a\\040b"), "/a b");
+        let info = "40 22 0:5 / /a\\040b rw - tmpfs tmpfs rw\n";
+        let fs = tare_tool::exec::fs_type_in(info, Path::new("/a b/c"));
+        assert_eq!(fs.as_deref(), Some("tmpfs"));
     }
 }

@@ -147,6 +147,10 @@ pub enum Storage {
     Volume,
     /// The deployment's host directory, bind-mounted (identical to native).
     HostPath,
+    /// The files copied in as for `Image`, and a tmpfs (memory) mounted
+    /// over the server's content directory: for a target that makes its
+    /// content once running (the tool agent's test files).
+    Tmpfs,
 }
 
 /// A name that did not parse; the message lists the accepted names.
@@ -199,6 +203,7 @@ kebab_names!(Storage, "storage", [
     Storage::Image => "image",
     Storage::Volume => "volume",
     Storage::HostPath => "host-path",
+    Storage::Tmpfs => "tmpfs",
 ]);
 
 #[cfg(test)]
@@ -228,7 +233,12 @@ mod tests {
 
     #[test]
     fn other_names_round_trip() {
-        for s in [Storage::Image, Storage::Volume, Storage::HostPath] {
+        for s in [
+            Storage::Image,
+            Storage::Volume,
+            Storage::HostPath,
+            Storage::Tmpfs,
+        ] {
             assert_eq!(s.to_string().parse::<Storage>().unwrap(), s);
         }
         assert_eq!("unix".parse::<Transport>().unwrap(), Transport::Unix);

@@ -251,6 +251,9 @@ fn result_of(
         pg: None,
         redis: None,
         net: None,
+        metrics: Vec::new(),
+        primary: None,
+        tool: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -278,6 +278,9 @@ mod tests {
             requests: 200100,
             tps: Some(100165.089688),
             duration_s: 2.0,
+            metrics: Vec::new(),
+            primary: None,
+            tool: None,
             tare_version: "0.1.0".into(),
             pg: Some(PgDetails {
                 query_mode: "prepared".into(),

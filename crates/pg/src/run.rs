@@ -561,6 +561,9 @@ fn assemble(
         }),
         redis: None,
         net: None,
+        metrics: Vec::new(),
+        primary: None,
+        tool: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

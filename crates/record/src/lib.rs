@@ -7,6 +7,9 @@
 //! - `result`: [`LoadResult`], one load run, the JSON contract (`docs/json-schema.json`, README.md).
 //! - `latency`: the HDR histogram (nanoseconds) every engine records into,
 //!   its base64 codec and the [`LatencySummary`] derived from it.
+//! - `metrics`: [`Metric`]s beyond requests per second (IOPS, GB/s,
+//!   GFLOP/s, latency) with their [`Better`] direction, and the tool
+//!   engine's [`ToolDetails`].
 //! - `schedule`: [`ScheduleReport`], an open loop's pacing and a ramp.
 //! - `connect`: [`ConnectReport`], the connect phase and every connection's
 //!   state at the deadline.
@@ -19,6 +22,7 @@
 
 mod connect;
 mod latency;
+mod metrics;
 mod result;
 mod schedule;
 pub mod splitmix;
@@ -27,8 +31,9 @@ mod wakeups;
 
 pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
+pub use metrics::{Better, Metric, ToolDetails};
 pub use result::{
-    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, RateSummary, RedisDetails,
+    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary, RedisDetails,
     StatementLatency, Unit,
 };
 pub use schedule::ScheduleReport;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::latency::LatencySummary;
+use crate::metrics::{Better, Metric, ToolDetails};
 
 /// Errors by kind, counted as wrk counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +59,10 @@ pub enum Unit {
     /// throughput is Mbit/s.
     #[serde(rename = "megabits")]
     Megabits,
+    /// Runs of a benchmark program (the tool engine): one run, one
+    /// completion; its numbers are its metrics (`LoadResult::metrics`).
+    #[serde(rename = "runs")]
+    Runs,
 }
 
 impl Unit {
@@ -69,6 +74,7 @@ impl Unit {
             Unit::Commands => "command",
             Unit::RoundTrips => "round trip",
             Unit::Megabits => "megabit",
+            Unit::Runs => "run",
         }
     }
 
@@ -80,6 +86,7 @@ impl Unit {
             Unit::Commands => "cmd/s",
             Unit::RoundTrips => "rt/s",
             Unit::Megabits => "Mbit/s",
+            Unit::Runs => "runs/s",
         }
     }
 }
@@ -173,14 +180,64 @@ pub struct LoadResult {
     /// datagrams, stream throughput per direction and CPU per gigabyte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<NetDetails>,
+    /// Named measurements beyond the common fields (the tool engine's
+    /// IOPS, GB/s, GFLOP/s, latencies), each with its unit and direction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<Metric>,
+    /// The name of the metric in `metrics` that cells, attribution and
+    /// comparison use; absent: throughput (`rps` or `tps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
+    /// Tool engine details: the program, its command, where its data lived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolDetails>,
     /// tare's version.
     pub tare_version: String,
+}
+
+/// A record's primary metric: its value, name, unit and direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Primary {
+    /// `throughput` for a record without metrics.
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub better: Better,
 }
 
 impl LoadResult {
     /// Requests (or transactions) per second, whichever this engine reports.
     pub fn throughput(&self) -> f64 {
         self.rps.or(self.tps).unwrap_or(0.0)
+    }
+
+    /// The primary metric: the one `primary` names in `metrics`, else the
+    /// throughput in its unit's rate (`req/s`, `tps`), higher is better.
+    /// A named primary missing from `metrics` reads as throughput too.
+    pub fn primary(&self) -> Primary {
+        if let Some(m) = self
+            .primary
+            .as_ref()
+            .and_then(|p| self.metrics.iter().find(|m| &m.name == p))
+        {
+            return Primary {
+                name: m.name.clone(),
+                value: m.value,
+                unit: m.unit.clone(),
+                better: m.better,
+            };
+        }
+        Primary {
+            name: "throughput".into(),
+            value: self.throughput(),
+            unit: self.unit().rate_label().into(),
+            better: Better::Higher,
+        }
+    }
+
+    /// The metric called `name`, if recorded.
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
     }
 
     /// What `requests` counts: the recorded unit, or for a record written
@@ -427,6 +484,33 @@ mod tests {
         assert_eq!(json["unit"], "round trips");
         assert_eq!(json["attempts"], 2000);
         assert_eq!(serde_json::from_value::<LoadResult>(json).unwrap(), r);
+    }
+
+    /// The primary metric is the named one of `metrics`; without one (or
+    /// naming one that is absent) it is the throughput, higher is better.
+    #[test]
+    fn primary_is_the_named_metric_else_throughput() {
+        let mut r = LoadResult {
+            rps: Some(5.0),
+            metrics: vec![crate::Metric::new("p99_us", 7.0, "µs", Better::Lower)],
+            ..Default::default()
+        };
+        assert_eq!(
+            (r.primary().name.as_str(), r.primary().value),
+            ("throughput", 5.0)
+        );
+        assert_eq!(r.primary().unit, "req/s");
+        r.primary = Some("p99_us".into());
+        let p = r.primary();
+        assert_eq!(
+            (p.value, p.unit.as_str(), p.better),
+            (7.0, "µs", Better::Lower)
+        );
+        r.primary = Some("gone".into());
+        assert_eq!(r.primary().name, "throughput");
+        let json = serde_json::to_value(LoadResult::default()).unwrap();
+        assert!(json.get("metrics").is_none() && json.get("primary").is_none());
+        assert_eq!(Better::Lower.as_speed(4.0), 0.25);
     }
 
     #[test]

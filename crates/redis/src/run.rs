@@ -395,6 +395,9 @@ fn assemble(
             server_version,
         }),
         net: None,
+        metrics: Vec::new(),
+        primary: None,
+        tool: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -52,8 +52,15 @@ pub struct VsReference {
     pub cell: String,
     /// `(cell, its throughput against the reference's)`, in cell order,
     /// paired on the round when possible (`tare_analysis::cell_contrast`);
-    /// the reference itself is left out.
+    /// the reference itself is left out. A cell whose primary metric is
+    /// not the reference's is compared with its own metric's reference
+    /// (`references`).
     pub contrasts: Vec<(String, Contrast)>,
+    /// `(cell, metric)`: the reference of each other primary metric in the
+    /// run (a run of fio and hpcc jobs has one for IOPS, one for GFLOP/s);
+    /// those cells print `1`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<(String, String)>,
 }
 
 /// What became of the attribution chain.
@@ -100,6 +107,8 @@ pub struct SplitOutcome {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
+// Built once per split step: the size of the computed variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum PartsOutcome {
     Computed { attribution: Attribution },
     Refused { reason: String },
@@ -242,14 +251,60 @@ fn vs_reference(cells: &[CellStats], reference: Option<String>) -> Option<VsRefe
         .iter()
         .filter(|c| c.cell != reference.cell)
         .filter_map(|c| {
-            let k = cell_contrast(reference, c, Metric::Throughput)?;
+            let r = reference_for(cells, reference, c);
+            if r.cell == c.cell {
+                return None;
+            }
+            let k = cell_contrast(r, c, Metric::Throughput)?;
             Some((c.cell.clone(), k))
         })
         .collect();
+    let references = cells
+        .iter()
+        .filter(|c| c.measure() != reference.measure())
+        .map(|c| reference_for(cells, reference, c))
+        .filter(|r| r.cell != reference.cell)
+        .fold(Vec::new(), |mut v: Vec<(String, String)>, r| {
+            let m = (r.cell.clone(), r.metric.clone());
+            if !v.contains(&m) {
+                v.push(m);
+            }
+            v
+        });
     Some(VsReference {
         cell: reference.cell.clone(),
         contrasts,
+        references,
     })
+}
+
+/// The cell `c` is compared with: among the cells that measure what it
+/// measures (one metric, one unit: IOPS are never divided by GFLOP/s), the
+/// one sharing the most factor levels with the reference (the same job on
+/// the reference's placement), the earliest on a tie.
+fn reference_for<'a>(
+    cells: &'a [CellStats],
+    reference: &'a CellStats,
+    c: &'a CellStats,
+) -> &'a CellStats {
+    if c.measure() == reference.measure() {
+        return reference;
+    }
+    let shared = |x: &CellStats| {
+        reference
+            .factors
+            .iter()
+            .filter(|(k, v)| x.factors.get(*k) == Some(*v))
+            .count()
+    };
+    cells
+        .iter()
+        .filter(|x| x.measure() == c.measure())
+        .fold(None::<&CellStats>, |best, x| match best {
+            Some(b) if shared(b) >= shared(x) => Some(b),
+            _ => Some(x),
+        })
+        .unwrap_or(c)
 }
 
 /// Factor names in the experiment's order, read from the cell ids

@@ -133,6 +133,7 @@ fn facts(spec: &DeploySpec) -> Facts {
     let fs = match storage {
         Storage::Image => "overlay",
         Storage::Volume | Storage::HostPath => "ext4",
+        Storage::Tmpfs => "tmpfs",
     };
     let seccomp = if container && !spec.container.seccomp_unconfined {
         "filter"
@@ -204,6 +205,9 @@ pub(crate) fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
         latency_us: lat.summary(),
         hdr: lat.encode().unwrap_or_default(),
         timeline: vec![requests / secs.max(1.0) as u64; secs.ceil() as usize],
+        metrics: Vec::new(),
+        primary: None,
+        tool: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
         ..LoadResult::default()
     }

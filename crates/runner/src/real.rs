@@ -53,9 +53,9 @@ impl RealExecutor {
         target.binary = t.binary.clone();
         target.backend_binary = t.backend_binary.clone();
         if let Some(config) = cell.level(FactorKind::Config) {
-            target.variant = if BUILTIN_CONFIGS.contains(&config)
-                && !t.configs.iter().any(|c| c.name == config)
-            {
+            let builtin =
+                BUILTIN_CONFIGS.contains(&config) || t.kind.builtin_variants().contains(&config);
+            target.variant = if builtin && !t.configs.iter().any(|c| c.name == config) {
                 config.to_string()
             } else {
                 self.configs_dir.join(config).display().to_string()
@@ -94,6 +94,7 @@ impl RealExecutor {
                 storage: match cell.level(FactorKind::Storage) {
                     Some("volume") => Storage::Volume,
                     Some("host-path") => Storage::HostPath,
+                    Some("tmpfs") => Storage::Tmpfs,
                     _ => Storage::Image,
                 },
                 seccomp_unconfined: cell.level(FactorKind::Seccomp) == Some("unconfined"),

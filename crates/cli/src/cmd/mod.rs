@@ -14,6 +14,7 @@ pub(crate) mod redis;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod tool;
 pub(crate) mod tune;
 
 use std::process::ExitCode;
@@ -28,6 +29,7 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Redis(args) => redis::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Net(args) => net::run(args),
+        Command::Tool(args) => tool::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),

@@ -99,6 +99,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             binds.push(format!("{vol}:{dir}"));
         }
         Storage::Image => {}
+        Storage::Tmpfs => tmpfs_over_content(req.server)?,
     }
     if req.share_socket_dir && storage != Storage::HostPath {
         binds.push(format!("{dir}/sock:{dir}/sock"));
@@ -147,6 +148,12 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         network_mode: Some(network_mode),
         port_bindings,
         binds: (!binds.is_empty()).then_some(binds),
+        tmpfs: (storage == Storage::Tmpfs).then(|| {
+            HashMap::from([(
+                req.server.content_path.display().to_string(),
+                "rw,exec".to_string(),
+            )])
+        }),
         security_opt: req
             .options
             .seccomp_unconfined
@@ -228,6 +235,19 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
                 .and_then(|g| g.data.get("MergedDir").cloned()),
         })
     })
+}
+
+/// `storage = tmpfs` mounts a tmpfs over the server's content directory
+/// when the container starts, hiding whatever was copied there before: only
+/// a target that makes its content itself (the tool agent) can have it.
+pub(crate) fn tmpfs_over_content(server: &Server) -> Result<(), DeployError> {
+    if server.kind.get().fills_own_content() {
+        return Ok(());
+    }
+    Err(DeployError::Invalid(format!(
+        "storage = tmpfs: {} serves files copied in before it starts, which a tmpfs mounted at start would hide; use image, volume or host-path",
+        server.kind
+    )))
 }
 
 /// The deployment directory as a tar with absolute paths (minus the leading

@@ -47,7 +47,14 @@ pub struct ImageInfo {
 /// not share an image whose binary sits at the other one's path.
 pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
     let bin_hash = targets::file_sha256(binary)?;
-    let h = sha256_hex(format!("{RECIPE}\n{bin_hash}\n{}", binary.display()).as_bytes());
+    // A target with more to its image than tare's binary (the tool
+    // target's programs) adds its key; the others' tags stay as they were.
+    let mut recipe = format!("{RECIPE}\n{bin_hash}\n{}", binary.display());
+    let key = kind.get().image_key();
+    if !key.is_empty() {
+        recipe.push_str(&format!("\n{key}"));
+    }
+    let h = sha256_hex(recipe.as_bytes());
     Ok((
         format!("tare/{}:{}", kind.get().image_name(), &h[..16]),
         bin_hash,

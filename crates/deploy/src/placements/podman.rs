@@ -462,6 +462,13 @@ impl Site for PodmanSite {
                 push(&["--volume", &format!("{name}:{dir}")]);
             }
             Storage::Image => {}
+            Storage::Tmpfs => {
+                crate::docker::container::tmpfs_over_content(server)?;
+                push(&[
+                    "--tmpfs",
+                    &format!("{}:rw,exec", server.content_path.display()),
+                ]);
+            }
         }
         if role == Role::Server && spec.transport == Transport::Unix && storage != Storage::HostPath
         {

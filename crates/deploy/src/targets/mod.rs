@@ -13,6 +13,7 @@ pub(crate) mod nginx_proxy;
 mod postgres;
 mod redis;
 mod tare_serve;
+mod tool;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ pub(crate) static TARGETS: &[&dyn Target] = &[
     &postgres::Postgres,
     &redis::Redis,
     &net::Net,
+    &tool::Tool,
 ];
 
 /// A server tare can deploy in any placement.
@@ -72,6 +74,26 @@ pub(crate) trait Target: Sync {
     /// system files every image gets (`docker::image`).
     fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         Ok(Vec::new())
+    }
+
+    /// What else decides its image besides tare's binary (the tool
+    /// target's program versions): part of the image's tag.
+    fn image_key(&self) -> String {
+        String::new()
+    }
+
+    /// Whether it makes its content itself once running (the tool agent's
+    /// test files), so a `tmpfs` mounted over its content directory hides
+    /// nothing; a target whose content is copied in before it starts
+    /// (nginx's files) cannot have its content on tmpfs.
+    fn fills_own_content(&self) -> bool {
+        false
+    }
+
+    /// Config variants it knows by name beyond `default` and `tuned`
+    /// (the tool target's built-in jobs).
+    fn builtin_variants(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Whether it also answers UDP on its port (the `net` responder): a
@@ -136,6 +158,11 @@ impl TargetKind {
     /// Whether it answers UDP on its port as well as TCP.
     pub fn uses_udp(self) -> bool {
         self.0.uses_udp()
+    }
+
+    /// Config variants it knows by name beyond `default` and `tuned`.
+    pub fn builtin_variants(self) -> &'static [&'static str] {
+        self.0.builtin_variants()
     }
 
     /// Whether the `access_log` setting applies to it.

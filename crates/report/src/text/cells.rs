@@ -21,6 +21,11 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     }
     let order = factor_order(&r.cells);
     let unit = r.cells.first().map_or("req/s", |c| c.unit.as_str());
+    // A run of several jobs (fio IOPS, hpcc GFLOP/s) has one primary
+    // metric per job: each value then carries its unit.
+    let mixed = r.cells.iter().any(|c| c.measure() != r.cells[0].measure());
+    let unit = if mixed { "primary metric" } else { unit };
+    metric_notes(&r.cells, notes);
     let tp_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::throughput_shown).collect();
     let p99_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::p99_shown).collect();
     let tp: Vec<&MedianCi> = tp_shown.iter().collect();
@@ -105,7 +110,11 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
             } else {
                 format!("{}/{}", c.ok(), c.trials)
             },
-            with_interval(&shown, units::si),
+            if mixed {
+                format!("{} {}", with_interval(&shown, units::si), c.unit)
+            } else {
+                with_interval(&shown, units::si)
+            },
         ]);
         if per_rt {
             row.push(
@@ -116,8 +125,8 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
         }
         row.extend([
             vs_reference(r, c, notes),
-            with_interval(&c.p50_us, units::latency_us),
-            with_interval(&c.p99_shown(), units::latency_us),
+            no_latency_dash(c, with_interval(&c.p50_us, units::latency_us)),
+            no_latency_dash(c, with_interval(&c.p99_shown(), units::latency_us)),
             errors(c),
             c.generator_cpu_us_per_request
                 .map_or("-".into(), units::latency_us),
@@ -172,6 +181,12 @@ fn vs_reference(r: &Report, c: &CellStats, notes: &mut Notes) -> String {
     let Some(vs) = &r.vs_reference else {
         return String::new();
     };
+    if vs.references.iter().any(|(id, _)| *id == c.cell) {
+        notes.add(
+            "vs ref with several primary metrics: a cell is compared with the reference of its own metric (the cell measuring the same thing that shares most levels with the reference), which prints 1",
+        );
+        return "1".into();
+    }
     if vs.cell == c.cell {
         let name = r
             .cells
@@ -199,6 +214,97 @@ fn vs_reference(r: &Report, c: &CellStats, notes: &mut Notes) -> String {
         s.push_str(" ~");
     }
     s
+}
+
+/// The other metrics of the cells whose records carry them (the tool
+/// engine's: STREAM and RandomAccess beside HPL, bandwidth and latency
+/// percentiles beside IOPS), each the median over trials with its interval.
+pub(super) fn metrics(r: &Report) -> Option<String> {
+    let with: Vec<&CellStats> = r.cells.iter().filter(|c| !c.metrics.is_empty()).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let mut out =
+        String::from("other metrics (medians over trials [interval]; `_us`: lower is better)\n");
+    for c in with {
+        out.push_str(&format!("  {}\n", c.cell));
+        let parts: Vec<String> = c
+            .metrics
+            .iter()
+            .map(|m| format!("{} {} {}", m.name, with_interval(&m.value, small), m.unit))
+            .collect();
+        for chunk in parts.chunks(3) {
+            out.push_str(&format!("    {}\n", chunk.join("; ")));
+        }
+    }
+    Some(out)
+}
+
+/// SI prefixes from 1 up; below 1 three significant digits (GUP/s are
+/// hundredths).
+fn small(v: f64) -> String {
+    if v.abs() >= 1.0 || v == 0.0 || !v.is_finite() {
+        units::si(v)
+    } else {
+        let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+/// `-` for a cell whose records carry no per-operation latency (hpcc).
+fn no_latency_dash(c: &CellStats, s: String) -> String {
+    if c.p99_us.median == 0.0 && c.p50_us.median == 0.0 {
+        "-".into()
+    } else {
+        s
+    }
+}
+
+/// What each cell's primary metric is when it is not throughput, which way
+/// it improves, and for the tool engine where its data lived.
+fn metric_notes(cells: &[CellStats], notes: &mut Notes) {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for c in cells.iter().filter(|c| c.metric != "throughput") {
+        if seen.contains(&c.measure()) {
+            continue;
+        }
+        seen.push(c.measure());
+        let how = match c.better {
+            tare_record::Better::Higher => "higher is better; a ratio below 1 is a loss",
+            tare_record::Better::Lower => {
+                "lower is better: a ratio below 1 is a gain, above 1 a loss"
+            }
+        };
+        notes.add(format!(
+            "{} ({}): the primary metric of its cells, {how}; p50/p99 are the tool's own per-operation latency where it reports one",
+            c.metric, c.unit
+        ));
+    }
+    for c in cells {
+        let Some(t) = &c.tool else { continue };
+        let mut s = format!(
+            "{}: {} ({}) ran on {}",
+            c.cell,
+            t.job,
+            if t.version.is_empty() {
+                &t.tool
+            } else {
+                &t.version
+            },
+            t.data_fs.as_deref().unwrap_or("an unknown filesystem")
+        );
+        if let Some(d) = t.direct {
+            s.push_str(if d {
+                ", direct I/O"
+            } else {
+                ", buffered I/O (the page cache takes part)"
+            });
+        }
+        for n in &t.notes {
+            s.push_str(&format!("; {n}"));
+        }
+        notes.add(s);
+    }
 }
 
 /// A ratio with three significant digits: `0.253`, `1.04`.

@@ -28,6 +28,10 @@ pub(crate) fn report(r: &Report) -> String {
     out.push('\n');
     out.push_str(&cells::section(r, &mut notes));
     out.push('\n');
+    if let Some(m) = cells::metrics(r) {
+        out.push_str(&m);
+        out.push('\n');
+    }
     out.push_str(&waterfall::section(r, &mut notes));
     out.push('\n');
     if let Some(res) = &r.resources {

@@ -78,9 +78,20 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     let first = &a.steps[0];
     let last = &a.steps[a.steps.len() - 1];
 
+    let what = if a.metric == "throughput" {
+        a.unit.clone()
+    } else {
+        format!("{} ({}, {})", a.metric, a.unit, a.better.words())
+    };
+    if a.better == tare_record::Better::Lower {
+        notes.add(format!(
+            "{} is lower-is-better: a step with a positive change makes it worse, and a step's share is of the gap as measured (last - first), whichever way it runs",
+            a.metric
+        ));
+    }
     let mut out = format!(
         "attribution of the {} gap: {} → {} = {}",
-        a.unit,
+        what,
         units::si(first.throughput_shown().median),
         units::si(last.throughput_shown().median),
         units::si_signed(a.gap)

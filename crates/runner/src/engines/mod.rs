@@ -14,6 +14,7 @@ mod http;
 mod net;
 mod pg;
 mod redis;
+mod tool;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -39,6 +40,7 @@ pub(crate) static REGISTRY: &[&dyn Engine] = &[
     &pg::PgEngine,
     &redis::RedisEngine,
     &net::NetEngine,
+    &tool::ToolEngine,
 ];
 
 /// The registered engine called `name`.

@@ -29,7 +29,8 @@ pub enum FactorKind {
     Connections,
     /// `tcp` / `unix`.
     Transport,
-    /// Containers: where content and logs live (`image` overlayfs, `volume`, `host` bind mount).
+    /// Containers: where content and logs live (`image` overlayfs, `volume`,
+    /// `host` bind mount, `tmpfs` over the content directory).
     Storage,
     /// Containers: `default` or `unconfined` seccomp profile.
     Seccomp,
@@ -153,7 +154,7 @@ impl FactorKind {
             FactorKind::Transport => one_of(&["tcp", "unix"]),
             // `host` is the name for a bind-mounted host path.
             FactorKind::Storage if level == "host" => Ok("host-path".into()),
-            FactorKind::Storage => one_of(&["image", "volume", "host-path"]),
+            FactorKind::Storage => one_of(&["image", "volume", "host-path", "tmpfs"]),
             FactorKind::Seccomp => one_of(&["default", "unconfined"]),
             FactorKind::Cpus => {
                 if level == "none" {

@@ -25,7 +25,14 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     let raw: RawExperiment = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
 
     let target = target(&loc, &raw, configs)?;
-    let config_names: Vec<String> = target.configs.iter().map(|c| c.name.clone()).collect();
+    // Declared variants, and the target's own named ones beyond default
+    // and tuned (the tool target's built-in jobs).
+    let config_names: Vec<String> = target
+        .configs
+        .iter()
+        .map(|c| c.name.clone())
+        .chain(target.kind.builtin_variants().iter().map(|v| v.to_string()))
+        .collect();
     let (factors, cells) = cells(&loc, &raw, &config_names)?;
     check_cells_apply(&loc, &raw, &cells)?;
     let load = load(&loc, &raw.load, target.kind.engine(), target.kind.name())?;

@@ -1,0 +1,25 @@
+//! Entry points of the cargo-fuzz targets (crates/tool/fuzz): thin
+//! wrappers taking bytes, so the parsers are fuzzed as the engine calls them.
+
+use std::path::Path;
+
+/// A tool's output, read by each parser: never a panic, and every metric a
+/// parser accepts is a finite number with a name and a unit.
+pub fn outputs(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for tool in crate::ToolKind::ALL {
+        if let Ok(p) = tool.parse(&text) {
+            for m in &p.metrics {
+                assert!(m.value.is_finite(), "{tool:?} {}: {}", m.name, m.value);
+                assert!(!m.name.is_empty() && !m.unit.is_empty());
+            }
+        }
+    }
+}
+
+/// What crosses the agent's socket, and a mountinfo text: never a panic.
+pub fn wire(data: &[u8]) {
+    let _ = crate::wire::Request::decode(data);
+    let _ = crate::wire::Reply::decode(data);
+    let _ = crate::exec::fs_type_in(&String::from_utf8_lossy(data), Path::new("/a/b"));
+}

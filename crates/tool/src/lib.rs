@@ -1,0 +1,33 @@
+//! The tool engine: the field's own benchmark programs run inside a
+//! placement, their output read into records with named metrics, units and
+//! directions (docs/tools.md). Nobody should reimplement fio or HPL; what
+//! tare adds is running them fairly everywhere and putting their numbers
+//! into its statistics.
+//!
+//! - [`job`]: which program runs and what work it does ([`Job`], the
+//!   built-ins), how big and how long ([`Sizes`]), the command line.
+//! - [`exec`]: runs one job in a directory: exit, output, CPU time, the
+//!   filesystem under it, whether O_DIRECT works there.
+//! - [`fio`], [`hpcc`], [`sysbench`]: one parser per tool, each read from
+//!   the program's machine-readable (or, for sysbench, only) output.
+//! - [`wire`]: the agent's request and reply, one JSON line each.
+//! - [`agent`]: `tare tool serve`, the agent a deployment starts inside
+//!   its placement.
+//! - [`run`]: [`Tool`], the engine: a run through the agent or right here,
+//!   made into a `LoadResult` whose primary metric is the job's.
+
+pub mod agent;
+pub mod exec;
+pub mod fio;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod hpcc;
+pub mod job;
+mod parsed;
+pub mod run;
+pub mod sysbench;
+pub mod wire;
+
+pub use job::{builtin, Direct, Job, Sizes, ToolKind, BUILTIN};
+pub use parsed::{ParseError, Parsed};
+pub use run::{Place, Tool, ToolConfig, ToolError};

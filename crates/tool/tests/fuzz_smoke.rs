@@ -1,0 +1,12 @@
+//! Runs the tool parsers' fuzz targets (crates/tool/fuzz) for a bounded
+//! time, so every test run also fuzzes (docs/fuzzing.md).
+
+#[test]
+fn tool_output_parsers_survive_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "outputs", "seeds/outputs", 5);
+}
+
+#[test]
+fn agent_wire_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "wire", "seeds/wire", 5);
+}
