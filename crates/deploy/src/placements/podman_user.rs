@@ -302,7 +302,7 @@ fn create_default() -> Result<(), String> {
             "/usr/sbin/nologin",
             "--add-subids-for-system",
             "--comment",
-            "tare: rootless Podman",
+            "tare rootless Podman",
             DEFAULT_USER,
         ])
         .output()
@@ -310,7 +310,7 @@ fn create_default() -> Result<(), String> {
     // 9: the name is taken (another tare created it a moment ago).
     if !out.status.success() && out.status.code() != Some(9) {
         return Err(format!(
-            "creating the rootless user {DEFAULT_USER}: useradd: {}",
+            "creating the rootless user {DEFAULT_USER}: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
