@@ -3,6 +3,11 @@
 //! request count, and a whole `tare run` across native, podman-host,
 //! podman-bridge and podman-publish; nothing of Podman's left afterwards.
 //! The deploy crate's tests (crates/deploy/tests/podman.rs) do nginx.
+//! The rootless placements' tests are `podman/rootless.rs`, in this binary
+//! so that the two take turns.
+
+#[path = "podman/rootless.rs"]
+mod rootless;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
