@@ -23,6 +23,8 @@ pub mod docker;
 pub mod doctor;
 mod error;
 pub mod facts;
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
 pub mod lab;
 mod placements;

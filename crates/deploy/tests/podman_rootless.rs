@@ -99,7 +99,10 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
     assert_eq!(r.in_flight, 0, "{placement_name}");
     let f = d.facts().clone();
     assert_eq!(f.placement, placement_name);
-    assert!(f.image.as_deref().unwrap_or("").starts_with("tare/nginx:"), "{f:?}");
+    assert!(
+        f.image.as_deref().unwrap_or("").starts_with("tare/nginx:"),
+        "{f:?}"
+    );
     let host =
         tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap())).unwrap();
     assert_eq!(f.process.binary_path, host.display().to_string());
@@ -113,7 +116,10 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
         &["ps", "--filter", &format!("label=tare.run={run}"), "-q"],
     )
     .unwrap_or_default();
-    assert!(!labelled.trim().is_empty(), "no labelled container of {run}");
+    assert!(
+        !labelled.trim().is_empty(),
+        "no labelled container of {run}"
+    );
     d.stop().unwrap();
     assert_eq!(
         support::left_behind(&before, &support::machine_state(), &run),

@@ -17,7 +17,8 @@ pub fn user(name: &str) -> Option<(u32, u32, String)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|l| {
         let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 6 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, f[5].to_string())))?
+        (f.len() >= 6 && f[0] == name)
+            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, f[5].to_string())))?
     })
 }
 
@@ -67,7 +68,13 @@ pub fn things(name: &str) -> Vec<String> {
 }
 
 /// The forwarders' program names, as /proc/PID/exe gives them.
-pub const FORWARDERS: [&str; 5] = ["slirp4netns", "rootlessport", "pasta", "passt", "passt.avx2"];
+pub const FORWARDERS: [&str; 5] = [
+    "slirp4netns",
+    "rootlessport",
+    "pasta",
+    "passt",
+    "passt.avx2",
+];
 
 /// (pid, program name) of every process of `uid`.
 pub fn processes(uid: u32) -> Vec<(i32, String)> {
@@ -156,7 +163,10 @@ impl Drop for TestUser {
                 let _ = std::fs::remove_file(RECORD);
                 let _ = std::fs::remove_dir("/var/lib/tare");
             } else {
-                let _ = std::fs::write(RECORD, kept.iter().map(|l| format!("{l}\n")).collect::<String>());
+                let _ = std::fs::write(
+                    RECORD,
+                    kept.iter().map(|l| format!("{l}\n")).collect::<String>(),
+                );
             }
         }
     }

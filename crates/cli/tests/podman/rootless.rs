@@ -23,7 +23,10 @@ const ROOTLESS: [(&str, &str); 3] = [
 ];
 
 fn rootless_ok() -> bool {
-    match PlacementKind::named("podman-rootless-pasta").unwrap().available() {
+    match PlacementKind::named("podman-rootless-pasta")
+        .unwrap()
+        .available()
+    {
         Ok(_) => true,
         Err(reason) => {
             eprintln!("rootless Podman not available here: {reason}");
@@ -110,7 +113,10 @@ fn tare_serve_in_every_rootless_placement_counts_exactly_and_is_monitored() {
             .unwrap_or(0.0);
         assert!(used > 0.0, "{name}: no CPU in {helper}: {}", r["monitor"]);
     }
-    assert!(text.contains("rootlessport") && text.contains("slirp4netns"), "{text}");
+    assert!(
+        text.contains("rootlessport") && text.contains("slirp4netns"),
+        "{text}"
+    );
     // Everything but the image cache is gone from the user's store.
     let left: Vec<String> = rootless::things(&user.name)
         .into_iter()
@@ -203,7 +209,11 @@ fn cleanup_after_sigkill_removes_the_rootless_container_pasta_and_images() {
     let diff: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
     assert_eq!(diff, Vec::<&String>::new(), "left after cleanup: {text}");
     let gone: Vec<&String> = before.iter().filter(|l| !after.contains(l)).collect();
-    assert_eq!(gone, Vec::<&String>::new(), "cleanup removed what tare did not make");
+    assert_eq!(
+        gone,
+        Vec::<&String>::new(),
+        "cleanup removed what tare did not make"
+    );
 }
 
 /// No podman on PATH: the Podman cells are skipped with one line naming
@@ -246,5 +256,8 @@ fn podman_absent_is_one_line_and_native_still_runs() {
         .iter()
         .find(|r| r["factors"]["placement"] == "native")
         .unwrap_or_else(|| panic!("native did not run: {text}"));
-    assert!(native["result"]["requests"].as_u64().unwrap_or(0) > 0, "{native}");
+    assert!(
+        native["result"]["requests"].as_u64().unwrap_or(0) > 0,
+        "{native}"
+    );
 }

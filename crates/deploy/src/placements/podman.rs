@@ -102,7 +102,9 @@ pub(super) fn clean_labelled(cli: &Cli, what: &str, report: &mut CleanupReport) 
         }
         match remove_container(cli, &c.id) {
             Ok(()) => report.removed.push(format!("{what} container {}", c.name)),
-            Err(e) => report.notes.push(format!("{what} container {}: {e}", c.name)),
+            Err(e) => report
+                .notes
+                .push(format!("{what} container {}: {e}", c.name)),
         }
     }
     let volumes = match cli.run(&[
@@ -149,7 +151,11 @@ impl Cli {
     }
 
     /// As `run`, with `input` on stdin.
-    pub(super) fn run_with(&self, args: &[&str], input: Option<&[u8]>) -> Result<String, DeployError> {
+    pub(super) fn run_with(
+        &self,
+        args: &[&str],
+        input: Option<&[u8]>,
+    ) -> Result<String, DeployError> {
         let what = format!("podman {}", args.first().copied().unwrap_or(""));
         let mut cmd = self.command();
         cmd.args(args)
@@ -209,7 +215,7 @@ pub(super) fn info(cli: &Cli) -> Result<Value, DeployError> {
 }
 
 /// `netavark` or `cni`.
-pub(super) fn network_backend(info: &Value) -> String {
+pub(crate) fn network_backend(info: &Value) -> String {
     info.pointer("/host/networkBackend")
         .and_then(Value::as_str)
         .unwrap_or("unknown")
@@ -217,7 +223,7 @@ pub(super) fn network_backend(info: &Value) -> String {
 }
 
 /// `overlay`, `vfs`... (with `fuse-overlayfs` when overlay runs through it).
-pub(super) fn storage_driver(info: &Value) -> String {
+pub(crate) fn storage_driver(info: &Value) -> String {
     let driver = info
         .pointer("/store/graphDriverName")
         .and_then(Value::as_str)
@@ -234,7 +240,7 @@ pub(super) fn storage_driver(info: &Value) -> String {
 }
 
 /// A tare container or volume in Podman's store.
-struct Labelled {
+pub(crate) struct Labelled {
     id: String,
     name: String,
     owner: Option<String>,
@@ -242,7 +248,7 @@ struct Labelled {
 
 /// Entries of a `podman ps/volume ls --format json` listing; `name_key` is
 /// `Names` (a list) for containers, `Name` for volumes.
-fn labelled(json: &str, name_key: &str) -> Vec<Labelled> {
+pub(crate) fn labelled(json: &str, name_key: &str) -> Vec<Labelled> {
     let Ok(Value::Array(items)) = serde_json::from_str::<Value>(json) else {
         return Vec::new();
     };
@@ -264,7 +270,8 @@ fn labelled(json: &str, name_key: &str) -> Vec<Labelled> {
 }
 
 pub(super) fn remove_container(cli: &Cli, id: &str) -> Result<(), DeployError> {
-    cli.run(&["rm", "--force", "--volumes", "--ignore", "--time", "2", id]).map(drop)
+    cli.run(&["rm", "--force", "--volumes", "--ignore", "--time", "2", id])
+        .map(drop)
 }
 
 pub(super) fn remove_volume(cli: &Cli, name: &str) -> Result<(), DeployError> {

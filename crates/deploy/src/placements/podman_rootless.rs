@@ -29,7 +29,13 @@ pub(crate) static PODMAN_ROOTLESS: PodmanRootless = PodmanRootless;
 /// The programs that forward a rootless container's port, as
 /// `/proc/PID/exe` names them (pasta runs as `passt.avx2` where the CPU has
 /// AVX2; rootlessport's child re-executes itself and shows as `exe`).
-const HELPERS: [&str; 5] = ["slirp4netns", "rootlessport", "pasta", "passt", "passt.avx2"];
+const HELPERS: [&str; 5] = [
+    "slirp4netns",
+    "rootlessport",
+    "pasta",
+    "passt",
+    "passt.avx2",
+];
 
 /// Where Debian and Fedora put Podman's rootlessport.
 const ROOTLESSPORT: [&str; 2] = [
@@ -96,7 +102,9 @@ pub(super) fn requires(f: Forwarder) -> Result<(), String> {
         format!("{tool} is not installed (Debian: apt-get install {package}; or scripts/setup.sh)")
     };
     match f {
-        Forwarder::Pasta => which("pasta").map(drop).ok_or_else(|| missing("pasta", "passt")),
+        Forwarder::Pasta => which("pasta")
+            .map(drop)
+            .ok_or_else(|| missing("pasta", "passt")),
         Forwarder::Slirp4netns => which("slirp4netns")
             .map(drop)
             .ok_or_else(|| missing("slirp4netns", "slirp4netns")),
@@ -104,7 +112,9 @@ pub(super) fn requires(f: Forwarder) -> Result<(), String> {
             which("slirp4netns").ok_or_else(|| missing("slirp4netns", "slirp4netns"))?;
             match ROOTLESSPORT.iter().any(|p| Path::new(p).is_file()) {
                 true => Ok(()),
-                false => Err(format!("Podman's rootlessport is not installed ({INSTALL})")),
+                false => Err(format!(
+                    "Podman's rootlessport is not installed ({INSTALL})"
+                )),
             }
         }
     }
@@ -293,7 +303,7 @@ fn helpers_of(uid: u32) -> Vec<(String, String, Vec<String>)> {
 }
 
 /// The tare deployment directory a pasta's `--pid` file is in, if any.
-fn pasta_deployment(args: &[String]) -> Option<PathBuf> {
+pub(crate) fn pasta_deployment(args: &[String]) -> Option<PathBuf> {
     let file = args
         .iter()
         .position(|a| a == "--pid" || a == "-P")
@@ -336,7 +346,7 @@ fn clean_images(cli: &Cli, who: &str, report: &mut CleanupReport) {
 }
 
 /// (id, first name) of each image in a `podman images --format json`.
-fn images(json: &str) -> Vec<(String, String)> {
+pub(crate) fn images(json: &str) -> Vec<(String, String)> {
     let Ok(Value::Array(items)) = serde_json::from_str::<Value>(json) else {
         return Vec::new();
     };

@@ -194,9 +194,7 @@ impl Site for PodmanSite {
                     }
                     // Its own empty network namespace; pasta joins it below.
                     (PodNet::Rootless(Forwarder::Pasta), _) => push(&["--network", "none"]),
-                    (PodNet::Rootless(_), Listen::Unix(_)) => {
-                        push(&["--network", "slirp4netns"])
-                    }
+                    (PodNet::Rootless(_), Listen::Unix(_)) => push(&["--network", "slirp4netns"]),
                     // The port handler named, not left to the version's default.
                     (PodNet::Rootless(f), Listen::Tcp(a)) => {
                         let handler = match f {
@@ -253,9 +251,10 @@ impl Site for PodmanSite {
                 push(&["--cpuset-cpus", cpus]);
                 None
             }
-            (Some(cpus), Some(_)) => Some(cpus.parse().map_err(|e| {
-                DeployError::Invalid(format!("server CPUs {cpus}: {e}"))
-            })?),
+            (Some(cpus), Some(_)) => Some(
+                cpus.parse()
+                    .map_err(|e| DeployError::Invalid(format!("server CPUs {cpus}: {e}")))?,
+            ),
             (None, _) => None,
         };
         let (soft, hard) = super::container::own_nofile();
@@ -515,7 +514,10 @@ impl Running for PodmanRun {
     }
 
     fn log_tail(&self, lines: usize) -> String {
-        match self.cli.output(&["logs", "--tail", &lines.to_string(), &self.id]) {
+        match self
+            .cli
+            .output(&["logs", "--tail", &lines.to_string(), &self.id])
+        {
             Ok(o) => format!(
                 "{}{}",
                 String::from_utf8_lossy(&o.stdout),

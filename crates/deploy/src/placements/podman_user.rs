@@ -130,8 +130,9 @@ impl RootlessUser {
         let name = match (name, root) {
             (Some(n), _) => n.to_string(),
             (None, true) => DEFAULT_USER.to_string(),
-            (None, false) => user_name(euid())
-                .ok_or_else(|| format!("uid {} has no passwd entry", euid()))?,
+            (None, false) => {
+                user_name(euid()).ok_or_else(|| format!("uid {} has no passwd entry", euid()))?
+            }
         };
         if !root && user_name(euid()).as_deref() != Some(name.as_str()) {
             return Err(format!(
@@ -223,7 +224,8 @@ impl RootlessUser {
         if self.is_self {
             return c;
         }
-        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+        let path =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
         c.uid(self.uid)
             .gid(self.gid)
             .env_clear()
@@ -259,8 +261,7 @@ impl RootlessUser {
 /// Whether this machine can run rootless Podman as the default user: who
 /// that is, or one line naming what is missing.
 pub(crate) fn availability() -> Result<String, String> {
-    if std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
-        .is_ok_and(|s| s.trim() == "0")
+    if std::fs::read_to_string("/proc/sys/user/max_user_namespaces").is_ok_and(|s| s.trim() == "0")
     {
         return Err("user namespaces are disabled (sysctl user.max_user_namespaces=0)".into());
     }
@@ -270,7 +271,9 @@ pub(crate) fn availability() -> Result<String, String> {
                 return Err(format!("{tool} is not installed ({INSTALL})"));
             }
         }
-        return Ok(format!("as {DEFAULT_USER}, which tare creates on first use"));
+        return Ok(format!(
+            "as {DEFAULT_USER}, which tare creates on first use"
+        ));
     }
     RootlessUser::resolve(None, false).map(|u| format!("as {}", u.describe()))
 }

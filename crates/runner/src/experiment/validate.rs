@@ -142,7 +142,9 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
             return Err(loc.error(
                 u.span(),
                 "target.rootless_user",
-                format!("{name:?} is not a user name (1-32 of [A-Za-z0-9_.-], not starting with -)"),
+                format!(
+                    "{name:?} is not a user name (1-32 of [A-Za-z0-9_.-], not starting with -)"
+                ),
             ));
         }
     }
