@@ -241,9 +241,9 @@ pub(crate) fn storage_driver(info: &Value) -> String {
 
 /// A tare container or volume in Podman's store.
 pub(crate) struct Labelled {
-    id: String,
-    name: String,
-    owner: Option<String>,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) owner: Option<String>,
 }
 
 /// Entries of a `podman ps/volume ls --format json` listing; `name_key` is
