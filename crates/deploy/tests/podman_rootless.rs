@@ -12,7 +12,6 @@ mod support;
 
 use tare_deploy::{deploy, DeploySpec, PlacementKind, Storage, TargetKind, TargetSpec, Transport};
 use tare_engine::Endpoint;
-use tare_http::{HttpConfig, Target};
 use tare_testbed::rootless::{self, TestUser, DEFAULT_USER};
 
 fn placement(name: &str) -> PlacementKind {
@@ -35,20 +34,6 @@ fn skip_without_rootless() -> bool {
     assert!(!e.contains('\n'), "{e}");
     eprintln!("rootless Podman not available here ({reason}): checked the error only");
     true
-}
-
-/// Loads `d` with tare's HTTP engine for exactly `n` requests.
-fn load_exactly(d: &tare_deploy::Deployment, n: u64) -> tare_record::LoadResult {
-    let unix = match d.endpoint() {
-        Endpoint::Unix(p) => Some(p.clone()),
-        Endpoint::Tcp(_) => None,
-    };
-    let mut c = HttpConfig::new(Target::new(&d.url(), unix, false).unwrap());
-    c.load.threads = 2;
-    c.load.connections = 4;
-    c.load.duration = None;
-    c.requests = Some(n);
-    tare_http::run(&c).unwrap()
 }
 
 /// The forwarder a placement's TCP path goes through.
@@ -93,7 +78,7 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
             );
         }
     }
-    let r = load_exactly(&d, 1500);
+    let r = support::load_exactly(&d, 1500);
     assert_eq!(r.errors.total(), 0, "{placement_name}: {:?}", r.errors);
     assert_eq!(r.requests, 1500, "{placement_name}");
     assert_eq!(r.in_flight, 0, "{placement_name}");

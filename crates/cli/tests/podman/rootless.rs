@@ -6,15 +6,14 @@
 //! native still runs. In podman.rs's binary, so they take turns with the
 //! rootful tests on `tare cleanup` (one_at_a_time).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
-use tare_http::{HttpConfig, Target};
 use tare_testbed::rootless::{self, TestUser};
 
-use super::{one_at_a_time, trials, Killer, ScratchDir, TARE};
+use super::{counts_exactly, one_at_a_time, trials, Killer, ScratchDir, TARE};
 
 const ROOTLESS: [(&str, &str); 3] = [
     ("podman-rootless-publish", "rootlessport"),
@@ -45,6 +44,24 @@ fn experiment(name: &str, exp: &str) -> (ScratchDir, PathBuf) {
     (ScratchDir(dir), file)
 }
 
+/// `tare run FILE --out DIR` (with `PATH` set to `path`, when given), which
+/// must succeed: its stdout and stderr.
+fn tare_run(file: &Path, out_dir: &Path, path: Option<&Path>) -> String {
+    let mut cmd = Command::new(TARE);
+    cmd.arg("run").arg(file).arg("--out").arg(out_dir);
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    text
+}
+
 #[test]
 fn tare_serve_in_every_rootless_placement_counts_exactly_and_is_monitored() {
     if !rootless_ok() {
@@ -59,15 +76,7 @@ fn tare_serve_in_every_rootless_placement_counts_exactly_and_is_monitored() {
         let mut spec = DeploySpec::new(&run, target, PlacementKind::named(name).unwrap());
         spec.rootless_user = Some(user.name.clone());
         let d = deploy(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut c = HttpConfig::new(Target::new(&d.url(), None, false).unwrap());
-        c.load.threads = 2;
-        c.load.connections = 8;
-        c.load.duration = None;
-        c.requests = Some(2000);
-        let r = tare_http::run(&c).unwrap();
-        assert_eq!(r.requests, 2000, "{name}");
-        assert_eq!(r.in_flight, 0, "{name}");
-        assert_eq!(r.errors.total(), 0, "{name}: {:?}", r.errors);
+        counts_exactly(&d, name);
         assert_eq!(d.facts().process.binary_path, TARE, "the host's own binary");
         d.stop().unwrap();
     }
@@ -85,19 +94,7 @@ fn tare_serve_in_every_rootless_placement_counts_exactly_and_is_monitored() {
         ),
     );
     let out_dir = file.with_extension("out");
-    let out = Command::new(TARE)
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
+    let text = tare_run(&file, &out_dir, None);
     let records = trials(&out_dir);
     for (name, helper) in ROOTLESS {
         let r = records
@@ -230,20 +227,7 @@ fn podman_absent_is_one_line_and_native_still_runs() {
     let empty = file.with_extension("bin");
     std::fs::create_dir_all(&empty).unwrap();
     let out_dir = file.with_extension("out");
-    let out = Command::new(TARE)
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out_dir)
-        .env("PATH", &empty)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
+    let text = tare_run(&file, &out_dir, Some(&empty));
     for p in ["podman-publish", "podman-rootless-pasta"] {
         let line = text
             .lines()

@@ -180,15 +180,7 @@ impl Cli {
             .wait_with_output()
             .map_err(|e| DeployError::io(format!("running {what}"), e))?;
         if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let last = err
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty() && !l.contains("level=warning"))
-                .unwrap_or("")
-                .trim()
-                .trim_start_matches("Error: ")
-                .to_string();
+            let last = last_error(&out.stderr, "level=warning");
             return Err(DeployError::Podman(format!("{what}: {last}")));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -198,6 +190,19 @@ impl Cli {
     pub(super) fn output(&self, args: &[&str]) -> std::io::Result<std::process::Output> {
         self.command().args(args).stdin(Stdio::null()).output()
     }
+}
+
+/// The last line of a tool's stderr that says something: not blank, not
+/// containing `noise` (Podman's warnings, pasta's syslog complaints).
+pub(super) fn last_error(stderr: &[u8], noise: &str) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty() && !l.contains(noise))
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches("Error: ")
+        .to_string()
 }
 
 /// Podman's version, or the one line naming what to install.

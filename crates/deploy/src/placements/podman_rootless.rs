@@ -180,13 +180,7 @@ pub(super) fn attach_pasta(
         .output()
         .map_err(|e| DeployError::io("running pasta", e))?;
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty() && !l.contains("syslog"))
-            .unwrap_or("")
-            .trim();
+        let last = podman::last_error(&out.stderr, "syslog");
         return Err(DeployError::Podman(format!("pasta: {last}")));
     }
     // pasta forks into the background; its pid file names the daemon.
