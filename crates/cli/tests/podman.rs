@@ -3,6 +3,11 @@
 //! request count, and a whole `tare run` across native, podman-host,
 //! podman-bridge and podman-publish; nothing of Podman's left afterwards.
 //! The deploy crate's tests (crates/deploy/tests/podman.rs) do nginx.
+//! The rootless placements' tests are `podman/rootless.rs`, in this binary
+//! so that the two take turns.
+
+#[path = "podman/rootless.rs"]
+mod rootless;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,15 +69,7 @@ fn tare_serve_in_every_podman_placement_counts_exactly() {
         if let Endpoint::Tcp(a) = d.endpoint() {
             assert_eq!(a.ip().is_loopback(), name != "podman-bridge", "{name}: {a}");
         }
-        let mut c = HttpConfig::new(Target::new(&d.url(), None, true).unwrap());
-        c.load.threads = 2;
-        c.load.connections = 8;
-        c.load.duration = None;
-        c.requests = Some(2000);
-        let r = tare_http::run(&c).unwrap();
-        assert_eq!(r.requests, 2000, "{name}");
-        assert_eq!(r.in_flight, 0, "{name}");
-        assert_eq!(r.errors.total(), 0, "{name}: {:?}", r.errors);
+        counts_exactly(&d, name);
         let f = d.facts();
         assert!(
             f.image
@@ -89,6 +86,20 @@ fn tare_serve_in_every_podman_placement_counts_exactly() {
             .collect();
         assert_eq!(left, Vec::<String>::new(), "{name}");
     }
+}
+
+/// Loads `d` for exactly 2000 requests and checks every one completed.
+fn counts_exactly(d: &tare_deploy::Deployment, name: &str) {
+    // A bridge address is a container tare started: allowed.
+    let mut c = HttpConfig::new(Target::new(&d.url(), None, true).unwrap());
+    c.load.threads = 2;
+    c.load.connections = 8;
+    c.load.duration = None;
+    c.requests = Some(2000);
+    let r = tare_http::run(&c).unwrap();
+    assert_eq!(r.requests, 2000, "{name}");
+    assert_eq!(r.in_flight, 0, "{name}");
+    assert_eq!(r.errors.total(), 0, "{name}: {:?}", r.errors);
 }
 
 /// Every trial record under `dir`.

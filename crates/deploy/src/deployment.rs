@@ -182,6 +182,13 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             crate::PlacementKind::accepting(SpecOption::Vm)
         )));
     }
+    if spec.rootless_user.is_some() && !placement.accepts(SpecOption::Rootless) {
+        return Err(DeployError::Invalid(format!(
+            "{} applies to {} only, not {placement}",
+            SpecOption::Rootless.describe(),
+            crate::PlacementKind::accepting(SpecOption::Rootless)
+        )));
+    }
     if spec.vm.cpus == Some(0) || spec.vm.memory_mib.is_some_and(|m| m < 64) {
         return Err(DeployError::Invalid(
             "vm_cpus must be at least 1 and vm_memory at least 64 MiB".into(),
@@ -319,6 +326,10 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         });
     }
 
+    running.settle();
+    if let Some(c) = &companion {
+        c.running.settle();
+    }
     let url = target.url(&server, &endpoint);
     let mut facts = crate::facts::measure(spec, &server, &endpoint, running.as_ref());
     // Once the server answers, its helpers all exist (a published port's

@@ -41,7 +41,10 @@ pub fn doctor() -> DoctorReport {
     let placements = PlacementKind::all()
         .map(|p| {
             let (available, detail) = match availability.iter().find(|(m, _)| *m == p.mechanism()) {
-                Some((_, Ok(detail))) => (true, detail.clone()),
+                Some((_, Ok(detail))) => match p.requires() {
+                    Ok(()) => (true, detail.clone()),
+                    Err(why) => (false, why),
+                },
                 Some((_, Err(why))) => (false, why.clone()),
                 None => (false, "no mechanism".into()),
             };
@@ -184,7 +187,7 @@ impl fmt::Display for DoctorReport {
         writeln!(f, "placements:")?;
         for p in &self.placements {
             let mark = if p.available { "yes" } else { "no " };
-            writeln!(f, "  {mark} {:<15} {}", p.placement, p.detail)?;
+            writeln!(f, "  {mark} {:<23} {}", p.placement, p.detail)?;
         }
         writeln!(f, "machine:")?;
         for (k, v) in &self.facts {

@@ -23,6 +23,8 @@ pub mod docker;
 pub mod doctor;
 mod error;
 pub mod facts;
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
 mod helpers;
 pub mod lab;

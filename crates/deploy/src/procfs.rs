@@ -59,6 +59,28 @@ pub(crate) fn pids() -> Vec<libc::pid_t> {
         .unwrap_or_default()
 }
 
+/// `pid` and every process below it (a scan of ppids).
+pub(crate) fn tree(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let parents: Vec<(libc::pid_t, libc::pid_t)> = pids()
+        .into_iter()
+        .filter_map(|p| Some((p, stat(p)?.ppid)))
+        .collect();
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(
+            parents
+                .iter()
+                .filter(|&&(p, pp)| pp == parent && !out.contains(&p))
+                .map(|&(p, _)| p)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    out
+}
+
 /// The lowest-numbered child of `pid`, if any (an nginx worker of its master).
 pub(crate) fn first_child(pid: libc::pid_t) -> Option<libc::pid_t> {
     pids()

@@ -40,6 +40,10 @@ pub struct DeploySpec {
     /// A guest's size (vm placements only).
     #[serde(default)]
     pub vm: VmOptions,
+    /// The user rootless Podman runs as (podman-rootless-* only); `None`:
+    /// tare's own `tare-rootless`, created on first use.
+    #[serde(default)]
+    pub rootless_user: Option<String>,
 }
 
 impl DeploySpec {
@@ -56,6 +60,7 @@ impl DeploySpec {
             server_cpus: None,
             helper_cpus: None,
             vm: VmOptions::default(),
+            rootless_user: None,
         }
     }
 }

@@ -12,7 +12,6 @@ use std::process::Command;
 
 use tare_deploy::{deploy, DeploySpec, PlacementKind, Storage, TargetKind, TargetSpec, Transport};
 use tare_engine::Endpoint;
-use tare_http::{HttpConfig, Target};
 
 const PLACEMENTS: [&str; 3] = ["podman-host", "podman-bridge", "podman-publish"];
 
@@ -38,21 +37,6 @@ fn skip_without_podman() -> bool {
     true
 }
 
-/// Loads `d` with tare's HTTP engine for exactly `n` requests.
-fn load_exactly(d: &tare_deploy::Deployment, n: u64) -> tare_record::LoadResult {
-    let unix = match d.endpoint() {
-        Endpoint::Unix(p) => Some(p.clone()),
-        Endpoint::Tcp(_) => None,
-    };
-    // A bridge address is a container tare started: allowed.
-    let mut c = HttpConfig::new(Target::new(&d.url(), unix, true).unwrap());
-    c.load.threads = 2;
-    c.load.connections = 4;
-    c.load.duration = None;
-    c.requests = Some(n);
-    tare_http::run(&c).unwrap()
-}
-
 fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, storage: Storage) {
     // Unique per call (tests run in parallel and compare by run id).
     let short = placement_name.trim_start_matches("podman-");
@@ -75,7 +59,7 @@ fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, st
         ("podman-bridge", Endpoint::Tcp(a)) => assert!(!a.ip().is_loopback(), "{a}"),
         (_, Endpoint::Tcp(a)) => assert!(a.ip().is_loopback(), "{a}"),
     }
-    let r = load_exactly(&d, 1500);
+    let r = support::load_exactly(&d, 1500);
     assert_eq!(r.errors.total(), 0, "{placement_name}: {:?}", r.errors);
     assert_eq!(r.requests, 1500, "{placement_name}");
     assert_eq!(r.in_flight, 0, "{placement_name}");
@@ -223,7 +207,7 @@ fn cleanup_removes_a_dead_runs_container_and_keeps_a_live_one() {
         .unwrap();
     assert!(!exists.success(), "{dead} survived cleanup");
     // The live run still serves.
-    assert_eq!(load_exactly(&d, 200).requests, 200);
+    assert_eq!(support::load_exactly(&d, 200).requests, 200);
     d.stop().unwrap();
 }
 

@@ -114,8 +114,19 @@ pub struct MonitorSpec {
 /// container": docs/studies.md, seed 000, "The post's attribution"); the
 /// container runtime's shim and the softirq threads, tare's own choice (no
 /// seed names them), as the other places a container's or the network's CPU
-/// can go; conmon is Podman's containerd-shim (the podman-* placements).
-pub const DEFAULT_WATCH: [&str; 4] = ["docker-proxy", "containerd-shim*", "conmon", "ksoftirqd/*"];
+/// can go; conmon is Podman's containerd-shim (the podman-* placements);
+/// slirp4netns, rootlessport and pasta carry a rootless Podman container's
+/// published port (podman-rootless-*), each in user space, as docker-proxy
+/// does Docker's.
+pub const DEFAULT_WATCH: [&str; 7] = [
+    "docker-proxy",
+    "containerd-shim*",
+    "conmon",
+    "slirp4netns",
+    "rootlessport",
+    "pasta",
+    "ksoftirqd/*",
+];
 
 impl MonitorSpec {
     /// 100 ms sampling, [`DEFAULT_WATCH`] processes.

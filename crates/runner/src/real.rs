@@ -88,6 +88,9 @@ impl RealExecutor {
                     .map(|b| (b >> 20) as u32),
             };
         }
+        if placement.accepts(SpecOption::Rootless) {
+            spec.rootless_user = t.rootless_user.clone();
+        }
         if placement.accepts(SpecOption::Container) {
             spec.image = t.image.clone();
             spec.container = ContainerOptions {

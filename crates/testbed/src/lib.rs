@@ -6,6 +6,7 @@
 //! - [`RedisServer`]: a throw-away native redis-server, persistence off.
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
+//! - [`rootless`]: users for rootless Podman, and what they leave.
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
 //! - [`fuzz::run`]: a crate's cargo-fuzz target, run briefly by its tests.
 
@@ -13,6 +14,7 @@ pub mod fuzz;
 pub mod machine;
 mod nginx;
 mod redis;
+pub mod rootless;
 
 pub use nginx::{Nginx, NginxOptions};
 pub use redis::RedisServer;

@@ -1,7 +1,7 @@
 //! Placements: where the server runs and how load reaches it. One file per
 //! placement behind [`Placement`], each named once in [`PLACEMENTS`]; the
 //! mechanisms they are built on (plain processes, tare's namespace lab,
-//! Docker, Podman) are [`Mechanism`]s, which say whether this machine has them and
+//! Docker, rootful and rootless Podman, QEMU) are [`Mechanism`]s, which say whether this machine has them and
 //! what `tare cleanup` looks for (ARCHITECTURE.md, "Adding a placement").
 //!
 //! A deployment asks its placement for a [`Site`] (a network namespace, a
@@ -21,10 +21,16 @@ mod lab_client;
 mod lab_nat;
 mod lab_veth;
 mod native;
-mod podman;
+pub(crate) mod podman;
 mod podman_bridge;
 mod podman_host;
 mod podman_publish;
+pub(crate) mod podman_rootless;
+mod podman_rootless_pasta;
+mod podman_rootless_publish;
+mod podman_rootless_slirp;
+mod podman_site;
+pub(crate) mod podman_user;
 pub(crate) mod process;
 mod vm;
 mod vm_bridge;
@@ -54,6 +60,9 @@ pub(crate) static PLACEMENTS: &[&dyn Placement] = &[
     &podman_host::PodmanHost,
     &podman_bridge::PodmanBridge,
     &podman_publish::PodmanPublish,
+    &podman_rootless_publish::PodmanRootlessPublish,
+    &podman_rootless_slirp::PodmanRootlessSlirp,
+    &podman_rootless_pasta::PodmanRootlessPasta,
     &lab_veth::LabVeth,
     &lab_bridge::LabBridge,
     &lab_nat::LabNat,
@@ -73,6 +82,11 @@ pub(crate) trait Placement: Sync {
 
     /// What it is built on: availability and cleanup are the mechanism's.
     fn mechanism(&self) -> &'static dyn Mechanism;
+
+    /// What it needs beyond its mechanism (a helper program), or why not.
+    fn requires(&self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Whether it honours a deployment option (container options, netem).
     fn accepts(&self, _option: SpecOption) -> bool {
@@ -117,6 +131,8 @@ pub enum SpecOption {
     Netem,
     /// A guest's vCPUs and memory.
     Vm,
+    /// The user rootless Podman runs as.
+    Rootless,
 }
 
 impl SpecOption {
@@ -126,6 +142,7 @@ impl SpecOption {
             SpecOption::Container => "image, storage, seccomp and container limits",
             SpecOption::Netem => "netem delay",
             SpecOption::Vm => "vm_cpus and vm_memory",
+            SpecOption::Rootless => "rootless_user",
         }
     }
 }
@@ -200,6 +217,10 @@ pub(crate) trait Running: Send + Sync {
     /// Ok while it runs; else why not.
     fn alive(&self) -> Result<(), String>;
 
+    /// A last step once it answers, before its facts are measured (a
+    /// rootless container pins what it forked while starting).
+    fn settle(&self) {}
+
     /// Its last output lines, for an error message.
     fn log_tail(&self, lines: usize) -> String;
 
@@ -271,9 +292,15 @@ impl PlacementKind {
         self.0.mechanism().name()
     }
 
+    /// What it needs beyond its mechanism, or why not (doctor).
+    pub(crate) fn requires(self) -> Result<(), String> {
+        self.0.requires()
+    }
+
     /// Whether this machine can run it: what it relies on, or why not.
     pub fn available(self) -> Result<String, String> {
-        self.0.mechanism().available()
+        let detail = self.0.mechanism().available()?;
+        self.0.requires().map(|()| detail)
     }
 }
 
@@ -324,7 +351,12 @@ mod tests {
 
     #[test]
     fn options_are_honoured_by_some_placement_each() {
-        for o in [SpecOption::Container, SpecOption::Netem, SpecOption::Vm] {
+        for o in [
+            SpecOption::Container,
+            SpecOption::Netem,
+            SpecOption::Vm,
+            SpecOption::Rootless,
+        ] {
             assert!(!PlacementKind::accepting(o).is_empty(), "{o:?}");
             assert!(!PlacementKind::reference().accepts(o), "{o:?}");
         }

@@ -119,6 +119,22 @@ pub(crate) fn left_behind(before: &[String], after: &[String], run: &str) -> Vec
         .collect()
 }
 
+/// Loads `d` with tare's HTTP engine (2 threads, 4 connections) for
+/// exactly `n` requests, over its Unix socket when it has one.
+pub(crate) fn load_exactly(d: &Deployment, n: u64) -> tare_record::LoadResult {
+    let unix = match d.endpoint() {
+        Endpoint::Unix(p) => Some(p.clone()),
+        Endpoint::Tcp(_) => None,
+    };
+    // A bridge address is a container tare started: allowed.
+    let mut c = tare_http::HttpConfig::new(tare_http::Target::new(&d.url(), unix, true).unwrap());
+    c.load.threads = 2;
+    c.load.connections = 4;
+    c.load.duration = None;
+    c.requests = Some(n);
+    tare_http::run(&c).unwrap()
+}
+
 pub(crate) fn docker_available() -> bool {
     tare_deploy::docker::engine_version().is_ok()
 }

@@ -3,10 +3,20 @@
 
 use super::stat::parse_stat;
 
+/// Programs that run under another name: pasta re-executes itself as its
+/// AVX2 build, whose command name is `passt.avx2` (or `pasta.avx2`).
+const ALIASES: [(&str, &[&str]); 1] = [("pasta", &["pasta.avx2", "passt.avx2"])];
+
 /// Whether a command name matches a watch pattern: exact, or a prefix when
 /// the pattern ends in `*` (`containerd-shim*`, `ksoftirqd/*`). Names are
 /// compared as the kernel keeps them, truncated to 15 bytes.
 pub fn name_matches(pattern: &str, comm: &str) -> bool {
+    if ALIASES
+        .iter()
+        .any(|(p, names)| *p == pattern && names.contains(&comm))
+    {
+        return true;
+    }
     match pattern.strip_suffix('*') {
         Some(prefix) => comm.starts_with(prefix) || prefix.starts_with(comm) && comm.len() == 15,
         None => comm == pattern || (comm.len() == 15 && pattern.starts_with(comm)),
@@ -127,5 +137,7 @@ mod tests {
         assert!(!name_matches("ksoftirqd/*", "kworker/1"));
         // comm keeps 15 bytes: "containerd-shim-runc-v2" is "containerd-shim".
         assert!(name_matches("containerd-shim-runc-v2", "containerd-shim"));
+        assert!(name_matches("pasta", "passt.avx2"));
+        assert!(!name_matches("slirp4netns", "passt.avx2"));
     }
 }

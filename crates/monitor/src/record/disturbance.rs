@@ -46,7 +46,7 @@ pub(crate) const FREQUENCY_NOT_EXPOSED: &str =
 /// threads (named `family/*` by the census: softirq, writeback of the access
 /// log, the journal), which carry the work of whoever runs. A trailing `*`
 /// is a prefix.
-const HELPERS: [&str; 11] = [
+const HELPERS: [&str; 13] = [
     "dockerd",
     "containerd",
     "containerd-shim*",
@@ -55,7 +55,9 @@ const HELPERS: [&str; 11] = [
     "fuse-overlayfs",
     "slirp4netns",
     "rootlesskit",
+    "rootlessport",
     "pasta",
+    "passt*",
     "conmon",
     "podman",
 ];

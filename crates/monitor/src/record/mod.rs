@@ -28,9 +28,16 @@ pub(crate) use summary::summarize;
 pub(crate) const SCHEMA: u32 = 1;
 
 /// Names treated as the network path's user-space proxies (docker-proxy is
-/// the loopback path of `docker run -p`; slirp4netns/rootlesskit/pasta are
-/// rootless Docker/Podman's).
-const PROXIES: [&str; 4] = ["docker-proxy", "slirp4netns", "rootlesskit", "pasta"];
+/// the loopback path of `docker run -p`; slirp4netns, rootlesskit,
+/// rootlessport and pasta are rootless Docker's and Podman's).
+const PROXIES: [&str; 6] = [
+    "docker-proxy",
+    "slirp4netns",
+    "rootlesskit",
+    "rootlessport",
+    "pasta",
+    "passt",
+];
 
 /// Whether a watched name is a user-space network proxy.
 pub(crate) fn is_proxy(name: &str) -> bool {

@@ -112,6 +112,9 @@ pub struct Target {
     /// `None`: the running `tare`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_binary: Option<PathBuf>,
+    /// The user rootless Podman runs as; `None`: tare's own `tare-rootless`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootless_user: Option<String>,
     /// Config variants, in file order; empty: the target's defaults.
     pub configs: Vec<ConfigVariant>,
 }

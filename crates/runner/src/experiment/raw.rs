@@ -49,6 +49,8 @@ pub(super) struct RawTarget {
     pub binary: Option<String>,
     /// Docker image for container placements.
     pub image: Option<String>,
+    /// The user rootless Podman runs as (podman-rootless-* placements).
+    pub rootless_user: Option<Spanned<String>>,
     /// nginx-proxy: the `tare` binary whose `serve` is the backend; default:
     /// the running `tare`.
     pub backend_binary: Option<Spanned<String>>,

@@ -96,6 +96,7 @@ fn mistakes_are_named_with_file_line_and_key() {
         ("engine for another target", "[target]\nkind = \"postgres\"\n[load]\nengine = \"http\"\n".into()),
         ("too many cells", format!("{HEAD}[factors]\nconnections = [1,2,3,4,5,6,7,8,9]\ncpus = [1,2,3,4,5,6,7,8]\nplacement = [\"docker-host\", \"docker-bridge\", \"docker-publish\"]\nmemory = [\"1g\", \"2g\", \"3g\"]\n")),
         ("missing config file", "[target]\nkind = \"nginx\"\n[target.configs.mine]\nfile = \"no/such.conf\"\n[load]\n".into()),
+        ("bad rootless user", "[target]\nkind = \"nginx\"\nrootless_user = \"-rf /\"\n[load]\n".into()),
     ];
     let out: Vec<String> = cases
         .iter()

@@ -136,11 +136,31 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
             ));
         }
     }
+    if let Some(u) = &t.rootless_user {
+        let name = u.get_ref();
+        // A login name (useradd's rule), so it can be passed on as is.
+        let ok = !name.is_empty()
+            && name.len() <= 32
+            && !name.starts_with('-')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !ok {
+            return Err(loc.error(
+                u.span(),
+                "target.rootless_user",
+                format!(
+                    "{name:?} is not a user name (1-32 of [A-Za-z0-9_.-], not starting with -)"
+                ),
+            ));
+        }
+    }
     Ok(Target {
         kind,
         binary: t.binary.as_ref().map(Into::into),
         image: t.image.clone(),
         backend_binary: t.backend_binary.as_ref().map(|b| b.get_ref().into()),
+        rootless_user: t.rootless_user.as_ref().map(|u| u.get_ref().clone()),
         configs,
     })
 }

@@ -1,0 +1,33 @@
+//! Thin wrappers over the parsers of what tools print, for the cargo-fuzz
+//! target `podman_output` (crates/deploy/fuzz, docs/fuzzing.md); hidden, so
+//! the parsers stay private.
+
+use crate::placements::{podman, podman_rootless, podman_user};
+
+/// Reads `data` as every Podman-related output tare parses: `podman ps`,
+/// `volume ls`, `images` and `info` JSON, `/etc/subuid` text (and the ids
+/// mapped through its ranges), a pasta command line.
+pub fn podman_output(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for key in ["Names", "Name"] {
+        for l in podman::labelled(&text, key) {
+            let _ = (l.id.len(), l.name.len(), l.owner);
+        }
+    }
+    let _ = podman_rootless::images(&text);
+    if let Ok(info) = serde_json::from_str::<serde_json::Value>(&text) {
+        let _ = (
+            podman::storage_driver(&info),
+            podman::network_backend(&info),
+        );
+    }
+    let ranges = podman_user::ranges(&text, "tare-rootless", 1000);
+    for id in [0, 1, 65535, 65536, u32::MAX] {
+        let _ = podman_user::host_id(1000, &ranges, id);
+    }
+    let args: Vec<String> = data
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let _ = podman_rootless::pasta_deployment(&args);
+}
