@@ -306,3 +306,58 @@ fn ramp_and_warmup_precede_the_measured_period() {
     assert_eq!(s.ramp_s, 0.5);
     assert!(s.ramp_timeline.iter().sum::<u64>() > 0, "{s:?}");
 }
+
+/// `stat` of `INFO stats` (`keyspace_hits`, `keyspace_misses`).
+fn stat(ep: &Endpoint, name: &str) -> u64 {
+    let mut s = Session::connect(ep, Duration::from_secs(5), None, None, 0).unwrap();
+    let info = s.info("stats").unwrap();
+    info.iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap()
+}
+
+/// Between trials (seed 002's FLUSHALL between runs): the server is
+/// emptied, and for GET every key of the keyspace is stored with a value
+/// of the data size, so every GET of the next run is a hit.
+#[test]
+fn preparation_flushes_and_stores_every_key_get_reads() {
+    let server = RedisServer::start(None);
+    let ep = Endpoint::Tcp(server.addr());
+    let mut s = Session::connect(&ep, Duration::from_secs(5), None, None, 0).unwrap();
+    s.command(&["LPUSH", "mylist", "a"]).unwrap();
+    s.command(&["SET", "stale", "b"]).unwrap();
+    let dbsize = |s: &mut Session| match s.command(&["DBSIZE"]).unwrap() {
+        tare_redis::resp::Value::Int(n) => n,
+        other => panic!("{other:?}"),
+    };
+    let set = [Workload::Test(Test::Set)];
+    let p = tare_redis::Preparation {
+        workloads: &set,
+        data_size: 50,
+        keyspace: Some(2_500),
+    };
+    assert_eq!(p.apply(&ep, Duration::from_secs(5)).unwrap(), "FLUSHALL");
+    assert_eq!(dbsize(&mut s), 0);
+    let get = [Workload::Test(Test::Get)];
+    let p = tare_redis::Preparation {
+        workloads: &get,
+        ..p
+    };
+    assert_eq!(
+        p.apply(&ep, Duration::from_secs(5)).unwrap(),
+        "FLUSHALL; MSET 2500 keys of 50 bytes for get"
+    );
+    assert_eq!(dbsize(&mut s), 2_500);
+    match s.command(&["GET", "key:000000002499"]).unwrap() {
+        tare_redis::resp::Value::Bulk(Some(v)) => assert_eq!(v, vec![b'x'; 50]),
+        other => panic!("{other:?}"),
+    }
+    let (hits, misses) = (stat(&ep, "keyspace_hits"), stat(&ep, "keyspace_misses"));
+    let mut cfg = config(ep.clone(), Workload::Test(Test::Get));
+    cfg.keyspace = Some(2_500);
+    let r = tare_redis::run(&cfg).unwrap();
+    assert_eq!(r.requests, 2_000);
+    assert_eq!(stat(&ep, "keyspace_hits") - hits, 2_000, "every GET hit");
+    assert_eq!(stat(&ep, "keyspace_misses"), misses);
+}
