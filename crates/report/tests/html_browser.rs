@@ -253,6 +253,28 @@ fn seed001_report_draws_concurrency_curves() {
 }
 
 #[test]
+fn seed002_net_report_draws_the_round_trip_waterfall() {
+    let work = tempfile::tempdir().unwrap();
+    let run = work.path().join("run");
+    html_fixture::seed002_net(&run);
+    let report = run.join("report.html");
+    tare_report::html::write(&run, &report).unwrap();
+    let p = probe(work.path(), &std::fs::read_to_string(&report).unwrap());
+    assert_clean(&p);
+    assert_drawn(
+        &p,
+        &[
+            "waterfall",
+            "round-trips",
+            "throughput",
+            "p99",
+            "percentiles",
+        ],
+    );
+    screenshot(work.path(), &report, "seed002-net.png");
+}
+
+#[test]
 fn hostile_strings_never_run_in_the_browser() {
     let work = tempfile::tempdir().unwrap();
     let run = work.path().join("run");
