@@ -9,6 +9,7 @@
 //! data_size = 3           # -d: bytes of each value
 //! keyspace = 100000       # -r: keys drawn from this many (absent: one key)
 //! pipeline = 1            # -P: commands sent at once per connection
+//! coalesce = "off"        # off, auto or a pause: batched wake-ups (closed loop, TCP)
 //! ```
 //!
 //! `[load] timeout` bounds connecting and each command's reply. Before each
@@ -20,7 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tare_engine::load::Load;
+use tare_engine::load::{Load, LoadKey};
 use tare_record::LoadResult;
 use tare_redis::config::{MAX_DATA_SIZE, MAX_PIPELINE};
 use tare_redis::{Preparation, Redis, RedisConfig, Test, Workload};
@@ -41,6 +42,7 @@ struct RawRedis {
     data_size: Option<Spanned<i64>>,
     keyspace: Option<Spanned<i64>>,
     pipeline: Option<Spanned<i64>>,
+    coalesce: Option<Spanned<String>>,
 }
 
 /// `[load.redis]`, checked.
@@ -71,10 +73,17 @@ impl Engine for RedisEngine {
     fn table(
         &self,
         loc: &Locator<'_>,
-        _load: &mut Load,
-        _spans: &mut Spans,
+        load: &mut Load,
+        spans: &mut Spans,
     ) -> Result<Arc<dyn Table>, ExperimentError> {
         let raw: RawRedis = table_of(loc, self.name())?.unwrap_or_default();
+        if let Some(c) = &raw.coalesce {
+            load.coalesce = c
+                .get_ref()
+                .parse()
+                .map_err(|e| loc.error(c.span(), "load.redis.coalesce", e))?;
+            spans.set(LoadKey::Coalesce, c.span(), "load.redis.coalesce");
+        }
         let workloads = match (&raw.tests, &raw.command) {
             (Some(t), Some(_)) => {
                 return Err(loc.error(
@@ -217,7 +226,11 @@ mod tests {
         assert_eq!(snap["engine"], "redis");
         assert_eq!(snap["redis"]["tests"][0], "get");
         assert_eq!(snap["redis"]["pipeline"], 1);
-        let e = parse("tests = [\"get\", \"set\"]\nkeyspace = 100000\ndata_size = 50\n").unwrap();
+        let e = parse(
+            "tests = [\"get\", \"set\"]\nkeyspace = 100000\ndata_size = 50\ncoalesce = \"auto\"\n",
+        )
+        .unwrap();
+        assert_eq!(e.load.shared.coalesce, tare_engine::Coalesce::Auto);
         let snap = e.load.snapshot();
         assert_eq!(snap["redis"]["tests"][1], "set");
         assert_eq!(snap["redis"]["keyspace"], 100000);
@@ -284,6 +297,7 @@ mod tests {
             ("pipeline = 0\n", "load.redis.pipeline"),
             ("keyspace = 0\n", "load.redis.keyspace"),
             ("command = []\n", "load.redis.command"),
+            ("coalesce = \"soon\"\n", "load.redis.coalesce"),
             (
                 "tests = [\"get\"]\ncommand = [\"PING\"]\n",
                 "load.redis.tests",
