@@ -324,11 +324,8 @@ impl Ring {
             .setup_coop_taskrun()
             .setup_cqsize(cq)
             .build(entries)?;
-        let count = (connections * 2)
-            .clamp(64, 32768)
-            .next_power_of_two()
-            .min(32768);
-        let buf_size = buf_size.min(((32 << 20) / count).max(1024));
+        let count = Self::buffer_count(connections);
+        let buf_size = Self::buffer_size(connections, buf_size);
         let bufs = Buffers::new(count as u16, buf_size)?;
         // SAFETY: the ring mapping and the pool live in `bufs`, which is
         // dropped after `ring` (field order), so as long as the kernel may
@@ -349,6 +346,20 @@ impl Ring {
             timer: Box::new(Timespec::new()),
             timer_at: None,
         })
+    }
+
+    /// The size of each receive buffer [`Ring::new`] gives `connections`
+    /// connections when asked for `buf_size`: a datagram larger than it
+    /// would be cut short.
+    pub fn buffer_size(connections: usize, buf_size: usize) -> usize {
+        buf_size.min(((32 << 20) / Self::buffer_count(connections)).max(1024))
+    }
+
+    fn buffer_count(connections: usize) -> usize {
+        (connections * 2)
+            .clamp(64, 32768)
+            .next_power_of_two()
+            .min(32768)
     }
 
     /// Whether this kernel and its policy allow the ring (probed once).

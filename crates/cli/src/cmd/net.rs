@@ -74,9 +74,14 @@ pub(crate) struct NetTestArgs {
     /// Test length (netperf -l; a bare number is seconds). Default 10s.
     #[arg(short = 'l', long = "duration", value_name = "SECONDS", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Connections, each with one transaction in flight (and a thread).
+    /// Connections, each with one transaction in flight.
     #[arg(short = 'c', long, default_value_t = 1)]
     pub connections: usize,
+    /// rr, crr, udp-rr: worker threads sharing the connections, each one
+    /// event loop (default: one per connection, up to the CPUs). A stream
+    /// has a thread per connection.
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
     /// Stream: send (client to responder), receive, or both at once.
     #[arg(long, default_value = "send", value_name = "send|receive|both")]
     pub direction: Direction,
@@ -136,7 +141,17 @@ pub(crate) fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
     }
     config.direction = a.direction;
     config.load.connections = a.connections;
-    config.load.threads = 1;
+    config.load.threads = match (test, a.threads) {
+        (Test::Stream, Some(_)) => {
+            anyhow::bail!("-t is for rr, crr and udp-rr: a stream has one thread per connection (-c)")
+        }
+        (Test::Stream, None) => 1,
+        (_, Some(t)) => t,
+        (_, None) => {
+            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+            a.connections.clamp(1, cpus)
+        }
+    };
     if let Some(d) = a.duration {
         config.load.duration = Some(d);
     }
