@@ -292,8 +292,7 @@ impl<'p> Transactions<'p> {
             tare_engine::schedule::tighten_timer_slack();
         }
         let timeout_ns = plan.timeout.as_nanos() as u64;
-        let scan = SCAN_NS.min(timeout_ns / 4).max(100_000);
-        let mut next_scan = clock.now_ns() + scan;
+        let mut next_scan = clock.now_ns();
         let mut drain_until = u64::MAX;
         loop {
             let now = clock.now_ns();
@@ -315,8 +314,8 @@ impl<'p> Transactions<'p> {
                 break;
             }
             if now >= next_scan {
-                self.expire(now);
-                next_scan = now + scan;
+                // Every transaction from now on times out after `timeout`.
+                next_scan = self.expire(now).min(now + timeout_ns);
             }
             if !self.draining {
                 self.start_due(now);
@@ -437,6 +436,10 @@ impl<'p> Transactions<'p> {
                 let fd = sock.fd();
                 s.sock = Some(Sock::Stream(sock));
                 s.phase = Phase::Connecting;
+                // A connect that hangs (a handshake dropped) times out too.
+                if self.test == Test::Rr {
+                    s.deadline = plan.clock.now_ns() + plan.timeout.as_nanos() as u64;
+                }
                 s.polling = true;
                 match &mut self.io {
                     Io::Epoll(p) => {
@@ -620,12 +623,9 @@ impl<'p> Transactions<'p> {
                     u64::MAX
                 };
             }
-            // Bytes nobody asked for (rr idle; crr after its response).
-            (_, Phase::Idle | Phase::Closing) => {
-                if self.test == Test::Rr {
-                    self.failed(i, Failure::Read);
-                }
-            }
+            // Bytes nobody asked for on a kept connection: out of step.
+            // (crr's after its response are ignored: it closes anyway.)
+            (Test::Rr, Phase::Idle) => self.failed(i, Failure::Read),
             _ => {}
         }
     }
@@ -644,10 +644,18 @@ impl<'p> Transactions<'p> {
     }
 
     /// Transactions past their deadline: counted as timeouts (udp-rr: lost).
-    fn expire(&mut self, now: u64) {
+    /// Returns the earliest deadline left: no transaction started later
+    /// can time out before it (each is given the same timeout from a later
+    /// start), so the next scan is due then, not on a fixed period (a
+    /// thread per connection woken every 10 ms cost CPU for nothing).
+    fn expire(&mut self, now: u64) -> u64 {
+        let mut next = u64::MAX;
         for i in 0..self.slots.len() {
             let s = &self.slots[i];
             if now < s.deadline {
+                if matches!(s.phase, Phase::Closing) || in_flight(s.phase) {
+                    next = next.min(s.deadline);
+                }
                 continue;
             }
             match s.phase {
@@ -662,6 +670,7 @@ impl<'p> Transactions<'p> {
                 _ => {}
             }
         }
+        next
     }
 
     /// Slot `i`'s transaction failed: counted by kind, and the connection
