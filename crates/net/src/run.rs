@@ -15,8 +15,8 @@ use tare_engine::{workers, Clock, Endpoint, Engine, Recorder};
 use tare_record::{LoadResult, NetDetails, Unit};
 
 use crate::client::{self, Outcome, Plan, StreamTally};
-use crate::transactions::Transactions;
 use crate::config::{Direction, NetConfig, Test};
+use crate::transactions::Transactions;
 use crate::NetError;
 
 /// `tare net` to the code written once for every engine.
@@ -307,10 +307,15 @@ fn transactions(
     );
     let Some((origin, unix_s)) = started else {
         let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let died = outcomes.into_iter().find_map(Result::err).map(|e| e.to_string());
-        return Err(NetError::Worker(stored.or(died).unwrap_or_else(|| {
-            "a worker thread failed to start".into()
-        })));
+        let died = outcomes
+            .into_iter()
+            .find_map(Result::err)
+            .map(|e| e.to_string());
+        return Err(NetError::Worker(
+            stored
+                .or(died)
+                .unwrap_or_else(|| "a worker thread failed to start".into()),
+        ));
     };
     let outcomes = outcomes
         .into_iter()

@@ -161,12 +161,16 @@ impl<'p> Transactions<'p> {
         // A datagram must fit one provided buffer whole; where the ring's
         // buffers would be smaller than the response, epoll reads it.
         let mode = match plan.io {
-            IoMode::Auto if udp && uring::Ring::buffer_size(slots, plan.response) < plan.response => {
+            IoMode::Auto
+                if udp && uring::Ring::buffer_size(slots, plan.response) < plan.response =>
+            {
                 IoMode::Epoll
             }
             m => m,
         };
-        if mode == IoMode::Uring && udp && uring::Ring::buffer_size(slots, plan.response) < plan.response
+        if mode == IoMode::Uring
+            && udp
+            && uring::Ring::buffer_size(slots, plan.response) < plan.response
         {
             return Err(io::Error::other(format!(
                 "--io io_uring: {}-byte datagrams do not fit the ring's buffers for {slots} connections; use --io epoll",
@@ -361,7 +365,9 @@ impl<'p> Transactions<'p> {
             // Only those queued now: one that fails at once and frees
             // itself again waits for the next turn.
             for _ in 0..self.idle.len() {
-                let Some(i) = self.idle.pop_front() else { break };
+                let Some(i) = self.idle.pop_front() else {
+                    break;
+                };
                 if self.free(i) {
                     self.begin(i, now, now);
                 }
@@ -372,7 +378,9 @@ impl<'p> Transactions<'p> {
             if due > now {
                 break;
             }
-            let Some(i) = self.idle.pop_front() else { break };
+            let Some(i) = self.idle.pop_front() else {
+                break;
+            };
             if !self.free(i) {
                 continue;
             }
@@ -564,9 +572,7 @@ impl<'p> Transactions<'p> {
                     };
                     let _ = p.modify(fd, i as u64, interest);
                 }
-                Io::Uring { ring, .. } if !done => {
-                    ring.poll_writable(fd, uring::token(i, s.epoch))
-                }
+                Io::Uring { ring, .. } if !done => ring.poll_writable(fd, uring::token(i, s.epoch)),
                 Io::Uring { .. } => {}
             }
         }
@@ -586,7 +592,13 @@ impl<'p> Transactions<'p> {
                     self.idle.push_back(i);
                     s.deadline = u64::MAX;
                     self.out.rec.bytes_read += n as u64;
-                    record((self.origin_ns, self.start_ns), &mut self.out, s.intended, s.sent, now);
+                    record(
+                        (self.origin_ns, self.start_ns),
+                        &mut self.out,
+                        s.intended,
+                        s.sent,
+                        now,
+                    );
                 }
                 // Else a late answer to a request already counted lost.
             }
@@ -610,7 +622,13 @@ impl<'p> Transactions<'p> {
                     }
                 }
                 let (intended, sent) = (s.intended, s.sent);
-                record((self.origin_ns, self.start_ns), &mut self.out, intended, sent, now);
+                record(
+                    (self.origin_ns, self.start_ns),
+                    &mut self.out,
+                    intended,
+                    sent,
+                    now,
+                );
                 let s = &mut self.slots[i];
                 s.deadline = if self.test == Test::Crr {
                     // The responder closes; its end of file is awaited
@@ -787,7 +805,9 @@ impl<'p> Transactions<'p> {
     /// epoll: reads what slot `i` has.
     fn read(&mut self, i: usize) {
         loop {
-            let Some(sock) = self.slots[i].sock.as_ref() else { return };
+            let Some(sock) = self.slots[i].sock.as_ref() else {
+                return;
+            };
             let r = sock.read(&mut self.buf);
             let now = self.plan.clock.now_ns();
             match r {
@@ -800,7 +820,9 @@ impl<'p> Transactions<'p> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if self.test == Test::UdpRr && e.kind() == io::ErrorKind::ConnectionRefused => {
+                Err(e)
+                    if self.test == Test::UdpRr && e.kind() == io::ErrorKind::ConnectionRefused =>
+                {
                     if in_flight(self.slots[i].phase) {
                         self.refused(i);
                     }
@@ -822,7 +844,9 @@ impl<'p> Transactions<'p> {
             .get(i)
             .is_some_and(|s| s.sock.is_some() && s.epoch & 0x7fff_ffff == epoch);
         let now = self.plan.clock.now_ns();
-        let Io::Uring { ring, .. } = &mut self.io else { return };
+        let Io::Uring { ring, .. } = &mut self.io else {
+            return;
+        };
         if !live {
             if let Event::Data { buf, .. } = ev {
                 ring.release(buf);
@@ -830,7 +854,9 @@ impl<'p> Transactions<'p> {
             return;
         }
         match ev {
-            Event::Ready { writable, hangup, .. } => {
+            Event::Ready {
+                writable, hangup, ..
+            } => {
                 self.slots[i].polling = false;
                 match self.slots[i].phase {
                     Phase::Connecting if writable || hangup => self.connected(i, now),
@@ -838,7 +864,9 @@ impl<'p> Transactions<'p> {
                     _ => {}
                 }
             }
-            Event::Data { buf, len, armed, .. } => {
+            Event::Data {
+                buf, len, armed, ..
+            } => {
                 self.slots[i].receiving = armed;
                 let data = ring.data(buf, len);
                 let n = data.len();

@@ -280,13 +280,20 @@ fn many_connections_share_few_threads_and_count_exactly() {
             let before = r.served();
             let res = tare_net::run(&c).unwrap_or_else(|e| panic!("{test} {io}: {e}"));
             let s = settled(&r);
-            let served = (s.transactions - before.transactions)
-                + (s.udp_answered - before.udp_answered);
+            let served =
+                (s.transactions - before.transactions) + (s.udp_answered - before.udp_answered);
             assert_eq!(res.errors.total(), 0, "{test} {io}: {:?}", res.errors);
-            assert!(res.requests >= conns as u64, "{test} {io}: {}", res.requests);
+            assert!(
+                res.requests >= conns as u64,
+                "{test} {io}: {}",
+                res.requests
+            );
             assert_eq!(served, res.requests, "{test} {io}");
             assert_eq!((res.connections, res.threads), (conns as u64, 2), "{test}");
-            assert_eq!(res.in_flight, 0, "{test} {io}: in flight at the end are finished");
+            assert_eq!(
+                res.in_flight, 0,
+                "{test} {io}: in flight at the end are finished"
+            );
             if test == Test::Crr {
                 assert_eq!(s.connections - before.connections, res.requests, "{io}");
             }

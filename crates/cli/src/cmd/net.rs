@@ -147,7 +147,9 @@ pub(crate) fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
     config.load.connections = a.connections;
     config.load.threads = match (test, a.threads) {
         (Test::Stream, Some(_)) => {
-            anyhow::bail!("-t is for rr, crr and udp-rr: a stream has one thread per connection (-c)")
+            anyhow::bail!(
+                "-t is for rr, crr and udp-rr: a stream has one thread per connection (-c)"
+            )
         }
         (Test::Stream, None) => 1,
         (_, Some(t)) => t,
