@@ -138,6 +138,41 @@ impl Io {
         }
     }
 
+    /// The ring and the slot an io_uring completion is for, when it is
+    /// for the socket slot `i` holds now (`generation(i)`: the slot's
+    /// socket count, `None` without a socket); a completion for an old
+    /// socket is dropped, its buffer given back. `None` with epoll.
+    pub fn completion_for(
+        &mut self,
+        ev: &Event,
+        generation: impl Fn(usize) -> Option<u64>,
+    ) -> Option<(&mut Ring, usize)> {
+        let Io::Uring { ring, .. } = self else {
+            return None;
+        };
+        let (slot, g) = untoken(ev.token());
+        if generation(slot).is_some_and(|now| now & 0x7fff_ffff == g) {
+            return Some((ring, slot));
+        }
+        if let Event::Data { buf, .. } = *ev {
+            ring.release(buf);
+        }
+        None
+    }
+
+    /// Stops waiting on `fd` before it is closed: epoll forgets it; with
+    /// io_uring a pending receive or poll (`pending`) of slot `slot`'s
+    /// socket `generation` is cancelled, since it holds the socket open.
+    pub fn forget(&mut self, fd: RawFd, slot: usize, generation: u64, pending: bool) {
+        match self {
+            Io::Epoll(p) => {
+                let _ = p.delete(fd);
+            }
+            Io::Uring { ring, .. } if pending => ring.cancel(token(slot, generation)),
+            Io::Uring { .. } => {}
+        }
+    }
+
     /// `epoll` or `io_uring`, as reported in `wakeups.io`.
     pub fn name(&self) -> &'static str {
         match self {

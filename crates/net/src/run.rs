@@ -282,11 +282,7 @@ fn transactions(
                     Some(t.run(origin, rate, 0x6e65_7400 + i as u64, &board.threads[i]))
                 }
                 Err(e) => {
-                    failure
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                    ticket.fail();
+                    ticket.fail_because(&failure, e);
                     None
                 }
             }

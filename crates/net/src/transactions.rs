@@ -755,15 +755,8 @@ impl<'p> Transactions<'p> {
     fn close(&mut self, i: usize) {
         let s = &mut self.slots[i];
         if let Some(sock) = s.sock.take() {
-            match &mut self.io {
-                Io::Epoll(p) => {
-                    let _ = p.delete(sock.fd());
-                }
-                Io::Uring { ring, .. } if s.receiving || s.polling => {
-                    ring.cancel(uring::token(i, s.epoch))
-                }
-                Io::Uring { .. } => {}
-            }
+            self.io
+                .forget(sock.fd(), i, s.epoch, s.receiving || s.polling);
         }
         s.receiving = false;
         s.polling = false;
@@ -838,21 +831,13 @@ impl<'p> Transactions<'p> {
 
     /// io_uring: one completion.
     fn on_completion(&mut self, ev: Event) {
-        let (i, epoch) = uring::untoken(ev.token());
-        let live = self
-            .slots
-            .get(i)
-            .is_some_and(|s| s.sock.is_some() && s.epoch & 0x7fff_ffff == epoch);
         let now = self.plan.clock.now_ns();
-        let Io::Uring { ring, .. } = &mut self.io else {
+        let slots = &self.slots;
+        let Some((ring, i)) = self.io.completion_for(&ev, |i| {
+            slots.get(i).filter(|s| s.sock.is_some()).map(|s| s.epoch)
+        }) else {
             return;
         };
-        if !live {
-            if let Event::Data { buf, .. } = ev {
-                ring.release(buf);
-            }
-            return;
-        }
         match ev {
             Event::Ready {
                 writable, hangup, ..

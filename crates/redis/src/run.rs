@@ -239,11 +239,7 @@ pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
                     Some(w.run(start, threads, &board.threads[i]))
                 }
                 Err(e) => {
-                    failure
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                    ticket.fail();
+                    ticket.fail_because(&failure, e);
                     None
                 }
             }

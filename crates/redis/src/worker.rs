@@ -559,17 +559,8 @@ impl<'a> Worker<'a> {
     fn close(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
         if let Some(s) = c.sock.take() {
-            match &mut self.io {
-                Io::Epoll(p) => {
-                    let _ = p.delete(s.fd());
-                }
-                // A pending receive or poll holds the socket open: both
-                // are cancelled before it is closed.
-                Io::Uring { ring, .. } if c.receiving || c.armed_write => {
-                    ring.cancel(uring::token(i, c.epoch))
-                }
-                Io::Uring { .. } => {}
-            }
+            self.io
+                .forget(s.fd(), i, c.epoch, c.receiving || c.armed_write);
         }
         c.receiving = false;
         c.rx_ns = None;
@@ -680,20 +671,12 @@ impl<'a> Worker<'a> {
 
     /// Handles one io_uring completion.
     fn completion(&mut self, ev: Event, now: u64) {
-        let (i, epoch) = uring::untoken(ev.token());
-        let live = self
-            .conns
-            .get(i)
-            .is_some_and(|c| c.sock.is_some() && c.epoch & 0x7fff_ffff == epoch);
-        let Io::Uring { ring, .. } = &mut self.io else {
+        let conns = &self.conns;
+        let Some((ring, i)) = self.io.completion_for(&ev, |i| {
+            conns.get(i).filter(|c| c.sock.is_some()).map(|c| c.epoch)
+        }) else {
             return;
         };
-        if !live {
-            if let Event::Data { buf, .. } = ev {
-                ring.release(buf);
-            }
-            return;
-        }
         match ev {
             Event::Ready {
                 writable, hangup, ..

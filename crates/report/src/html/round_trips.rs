@@ -19,10 +19,7 @@ use serde::Serialize;
 use tare_analysis::stats::Significance;
 use tare_analysis::{Attribution, CellStats};
 
-use super::axis::{px, ticks, Linear};
-use super::escape::html;
-use super::svg::{self, Frame};
-use super::waterfall::clip;
+use super::waterfall::{float_bars, FloatRow};
 use super::Interval;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -120,88 +117,40 @@ impl RoundTrips {
     }
 
     pub fn svg(&self) -> String {
-        const ROW: f64 = 38.0;
-        const WIDTH: f64 = 860.0;
-        let f = Frame {
-            left: 230.0,
-            top: 12.0,
-            right: WIDTH - 250.0,
-            bottom: 12.0 + ROW * self.rows.len() as f64,
-        };
-        let max = self
+        let rows: Vec<FloatRow> = self
             .rows
             .iter()
-            .map(|r| r.round_trip_us.hi.max(r.round_trip_us.median))
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        let t = ticks(0.0, max, 5);
-        let x = Linear::new((0.0, *t.last().unwrap_or(&1.0)), (f.left, f.right));
-        let mut out = svg::open(
+            .enumerate()
+            .map(|(i, r)| FloatRow {
+                label: &r.label,
+                from: r.from_us,
+                to: r.round_trip_us.median,
+                lo: r.round_trip_us.lo,
+                hi: r.round_trip_us.hi,
+                // Longer round trips are the cost: a step that adds time
+                // is drawn as a throughput loss is in the other waterfall.
+                class: match (i, r.delta_us <= 0.0) {
+                    (0, _) => "bar base",
+                    (_, true) => "bar up",
+                    (_, false) => "bar down",
+                },
+                tooltip: format!(
+                    "{}: {} µs per round trip [{}, {}]",
+                    r.cell,
+                    us(r.round_trip_us.median),
+                    us(r.round_trip_us.lo),
+                    us(r.round_trip_us.hi)
+                ),
+                annotation: Self::annotation(r, i == 0),
+            })
+            .collect();
+        float_bars(
             "round-trips",
-            WIDTH,
-            f.bottom + 44.0,
             "Attribution waterfall, µs per round trip",
-        );
-        svg::x_grid(&mut out, &f, &x, &t, |v| format!("{v:.0}"));
-        svg::axis_title(&mut out, &f, "µs per round trip (median)", true);
-        for (i, r) in self.rows.iter().enumerate() {
-            let y = f.top + ROW * i as f64 + 7.0;
-            let to = r.round_trip_us.median;
-            let (a, b) = (x.map(r.from_us.min(to)), x.map(r.from_us.max(to)));
-            // Longer round trips are the cost: a step that adds time is
-            // drawn as a throughput loss is in the other waterfall.
-            let class = match (i, r.delta_us <= 0.0) {
-                (0, _) => "bar base",
-                (_, true) => "bar up",
-                (_, false) => "bar down",
-            };
-            out.push_str(&format!(
-                "<g class=\"step\"><title>{}: {} µs per round trip [{}, {}]</title>",
-                html(&r.cell),
-                us(to),
-                us(r.round_trip_us.lo),
-                us(r.round_trip_us.hi)
-            ));
-            out.push_str(&format!(
-                "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
-                px(a),
-                px(y),
-                px((b - a).max(1.0)),
-                px(ROW - 14.0)
-            ));
-            if i > 0 {
-                out.push_str(&format!(
-                    "<line class=\"connector\" x1=\"{xx}\" x2=\"{xx}\" y1=\"{}\" y2=\"{}\"/>",
-                    px(y - 14.0),
-                    px(y),
-                    xx = px(x.map(r.from_us))
-                ));
-            }
-            out.push_str("</g>\n");
-            let iv = r.round_trip_us;
-            if iv.hi > iv.lo && iv.hi.is_finite() {
-                svg::h_whisker(
-                    &mut out,
-                    x.map(iv.lo),
-                    x.map(iv.hi),
-                    y + (ROW - 14.0) / 2.0,
-                    5.0,
-                );
-            }
-            let mid = px(y + (ROW - 14.0) / 2.0);
-            out.push_str(&format!(
-                "<text class=\"label\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\" text-anchor=\"end\">{}</text>\n",
-                px(f.left - 8.0),
-                html(&clip(&r.label, 31))
-            ));
-            out.push_str(&format!(
-                "<text class=\"value\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\">{}</text>\n",
-                px(f.right + 8.0),
-                html(&Self::annotation(r, i == 0))
-            ));
-        }
-        out.push_str(svg::close());
-        out
+            "µs per round trip (median)",
+            &rows,
+            |v| format!("{v:.0}"),
+        )
     }
 }
 
