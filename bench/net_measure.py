@@ -4,7 +4,8 @@ and the CPU the kernel charged it (rusage, the same for every tool, so no
 tool's own claim about its CPU is trusted).
 
 Usage: net_measure.py KIND -- COMMAND...
-KIND: tare-rr, sockperf, qperf (round trips) or tare-stream, iperf3, nuttcp.
+KIND: tare-rr (or tare-rr-LABEL, another tare run), sockperf, qperf (round
+trips) or tare-stream, iperf3, nuttcp.
 Round trips print `rtt_us=<mean round trip> tx=<transactions> cpu_us_per_tx=<>`;
 streams print `gbit=<Gbit/s> cpu_s_per_gb=<client CPU per GB moved>`.
 sockperf and qperf report half a round trip (one-way latency); it is doubled
@@ -27,8 +28,8 @@ def main():
     if p.returncode != 0:
         sys.exit(f"{kind}: exit {p.returncode}: {out[-500:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if kind in ("tare-rr", "sockperf", "qperf"):
-        if kind == "tare-rr":
+    if kind.startswith("tare-rr") or kind in ("sockperf", "qperf"):
+        if kind.startswith("tare-rr"):
             r = json.loads(p.stdout)
             rtt, tx = r["net"]["round_trip_us"], r["requests"]
         elif kind == "sockperf":

@@ -13,7 +13,13 @@
 # (ratio 0.97..1.03 or lower), CPU per transaction no higher (ratio <= 1),
 # stream at least 0.97x.
 #
-# Usage: [TARE=path] bench/vs-net.sh [ROUNDS] [DURATION]  (needs sockperf, qperf, iperf3, nuttcp)
+# Round trips are measured twice by tare: with its default wait (io_uring
+# where the kernel allows it) and with --io epoll (tare-rr-epoll).
+# TARE_BEFORE=path adds another tare build's rr (tare-rr-before) to every
+# round, e.g. the one-blocking-thread-per-connection client this event loop
+# replaced, so a change is measured interleaved.
+#
+# Usage: [TARE=path] [TARE_BEFORE=path] bench/vs-net.sh [ROUNDS] [DURATION]  (needs sockperf, qperf, iperf3, nuttcp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -48,9 +54,13 @@ sleep 1
 out=$(mktemp /tmp/tare-vs-net-XXXXXX)
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r" >&2
-  for tool in sockperf tare-rr qperf tare-stream nuttcp iperf3; do
+  tools="sockperf tare-rr qperf tare-rr-epoll"
+  [ -n "${TARE_BEFORE:-}" ] && tools+=" tare-rr-before"
+  for tool in $tools tare-stream nuttcp iperf3; do
     case $tool in
       tare-rr) line=$($M tare-rr -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --json -) ;;
+      tare-rr-epoll) line=$($M tare-rr-epoll -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --io epoll --json -) ;;
+      tare-rr-before) line=$($M tare-rr-before -- $C0 "$TARE_BEFORE" net rr -p $PORT -r 100,100 -l "$DUR" --json -) ;;
       sockperf) line=$($M sockperf -- $C0 sockperf ping-pong --tcp -i 127.0.0.1 -p $((PORT + 1)) -m 100 -t "$DUR") ;;
       qperf) line=$($M qperf -- $C0 qperf 127.0.0.1 --listen_port $((PORT + 2)) -m 100 -t "$DUR" -vv tcp_lat) ;;
       tare-stream) line=$($M tare-stream -- $C0 "$TARE" net stream -p $PORT -l "$DUR" --json -) ;;
@@ -69,9 +79,10 @@ for line in open(sys.argv[1]):
     runs.setdefault(tool, []).append({k: float(v) for k, v in (x.split("=") for x in kv)})
 med = lambda tool, key: statistics.median(r[key] for r in runs[tool])
 print(f"{'tool':<12} {'round trip us':>14} {'CPU us/tx':>10}")
-for t in ("tare-rr", "sockperf", "qperf"):
-    print(f"{t:<12} {med(t, 'rtt_us'):>14.2f} {med(t, 'cpu_us_per_tx'):>10.3f}")
-for ref in ("sockperf", "qperf"):
+rr = [t for t in ("tare-rr", "tare-rr-epoll", "tare-rr-before", "sockperf", "qperf") if t in runs]
+for t in rr:
+    print(f"{t:<14} {med(t, 'rtt_us'):>14.2f} {med(t, 'cpu_us_per_tx'):>10.3f}")
+for ref in [t for t in rr if t != "tare-rr"]:
     print(f"tare/{ref}: round trip {med('tare-rr', 'rtt_us') / med(ref, 'rtt_us'):.3f}x, "
           f"CPU per transaction {med('tare-rr', 'cpu_us_per_tx') / med(ref, 'cpu_us_per_tx'):.3f}x")
 print(f"{'tool':<12} {'Gbit/s':>8} {'CPU s/GB':>9}")

@@ -13,7 +13,12 @@
 # requests/s ratio tare/redis-benchmark >= 1.0 and CPU per request ratio
 # <= 0.5; with -P 16 requests/s >= 1.0.
 #
-# Usage: [TARE=path] bench/vs-redis-benchmark.sh [ROUNDS] [REQUESTS]      (as root)
+# VARIANTS="--io=epoll;--coalesce=100us" measures tare once more per
+# variant in every round (its flags, `;` between variants, `=` joining a
+# flag and its value), interleaved with the rest: the waits (io_uring,
+# epoll, batched wake-ups) compared on the same server at the same time.
+#
+# Usage: [TARE=path] [VARIANTS=...] bench/vs-redis-benchmark.sh [ROUNDS] [REQUESTS]      (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -60,29 +65,45 @@ print(f"rps={rps:.1f} cpu_s={cpu:.4f} n={n}")
 PY
 }
 
-declare -A rps cpu
+IFS=';' read -r -a variants <<< "${VARIANTS:-}"
+out=$(mktemp /tmp/tare-redis-bench-runs-XXXXXX)
 for i in $(seq "$ROUNDS"); do
   for p in 1 16; do
     n=$((REQUESTS * (p == 1 ? 1 : 16)))
     common=(-p "$PORT" -c 50 -n "$n" -d 50 -r 100000 -P "$p" -t get)
     b=$(measure redis-benchmark "$n" $gen_cpu redis-benchmark --csv "${common[@]}")
-    t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - "${common[@]}")
-    echo "round $i -P $p: redis-benchmark $b | tare $t"
-    for who in rb tare; do
-      line=$b; [ $who = tare ] && line=$t
-      eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/local_/')"
-      rps[$who-$p]+="$local_rps "
-      cpu[$who-$p]+="$(python3 -c "print($local_cpu_s / $local_n * 1e6)") "
+    echo "redis-benchmark $p $b" >> "$out"
+    line="round $i -P $p: redis-benchmark $b"
+    for v in "" "${variants[@]}"; do
+      t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - "${common[@]}" ${v//=/ })
+      label=tare; [ -n "$v" ] && label="tare[$v]"
+      echo "$label $p $t" >> "$out"
+      line+=" | $label $t"
     done
+    echo "$line"
   done
 done
 
-python3 - "${rps[rb-1]}" "${rps[tare-1]}" "${cpu[rb-1]}" "${cpu[tare-1]}" \
-          "${rps[rb-16]}" "${rps[tare-16]}" "${cpu[rb-16]}" "${cpu[tare-16]}" <<'PY'
+python3 - "$out" <<'PY'
 import statistics, sys
-a = [[float(x) for x in s.split()] for s in sys.argv[1:9]]
+runs = {}
+for line in open(sys.argv[1]):
+    words = line.split()
+    # "redis-benchmark P k=v...", "tare P k=v..." or "tare[VARIANT] P k=v..."
+    who, p = words[0], words[1]
+    kv = dict(x.split("=", 1) for x in words[2:])
+    r = runs.setdefault((who, p), {"rps": [], "cpu": []})
+    r["rps"].append(float(kv["rps"]))
+    r["cpu"].append(float(kv["cpu_s"]) / float(kv["n"]) * 1e6)
 m = statistics.median
-for name, (br, tr, bc, tc) in (("-P 1 ", a[0:4]), ("-P 16", a[4:8])):
-    print(f"{name}: median req/s      redis-benchmark {m(br):9.0f}  tare {m(tr):9.0f}  ratio tare/redis-benchmark {m(tr)/m(br):.3f} (goal >= 1.0)")
-    print(f"{name}: median CPU us/req redis-benchmark {m(bc):7.3f}  tare {m(tc):7.3f}  ratio tare/redis-benchmark {m(tc)/m(bc):.3f} (goal <= 0.5 at -P 1)")
+for p in ("1", "16"):
+    base = runs[("redis-benchmark", p)]
+    print(f"-P {p:<2}: redis-benchmark median {m(base['rps']):9.0f} req/s, {m(base['cpu']):7.3f} us CPU/req")
+    for (who, q), r in sorted(runs.items()):
+        if q != p or who == "redis-benchmark":
+            continue
+        print(f"-P {p:<2}: {who:<24} median {m(r['rps']):9.0f} req/s, {m(r['cpu']):7.3f} us CPU/req; "
+              f"ratio to redis-benchmark: req/s {m(r['rps'])/m(base['rps']):.3f} (goal >= 1.0), "
+              f"CPU/req {m(r['cpu'])/m(base['cpu']):.3f} (goal <= 0.5 at -P 1)")
 PY
+rm -f "$out"

@@ -241,3 +241,58 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// Removes a scratch directory, failed test or not.
+struct Scratch(std::path::PathBuf);
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Seed 002's Redis experiment in small: GET and SET as levels of the
+/// `workload` factor, one kept deployment per cell, and before every
+/// trial FLUSHALL (then, for GET, the keys it reads) as the study did
+/// between runs, recorded in each trial.
+#[test]
+fn tare_run_varies_the_workload_and_prepares_every_trial() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir =
+        Scratch(std::env::temp_dir().join(format!("tare-test-redis-run-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let exp = "name = \"redis-workload\"\n[target]\nkind = \"redis\"\n[factors]\n\
+               workload = [\"get\", \"set\"]\n\
+               [load]\nthreads = 1\nconnections = 2\nduration = \"300ms\"\nwarmup = \"100ms\"\n\
+               [load.redis]\ndata_size = 8\nkeyspace = 200\n\
+               [trials]\ncount = 2\ncooldown = \"0s\"\ndeployment = \"kept\"\n";
+    std::fs::write(dir.0.join("exp.toml"), exp).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tare"))
+        .arg("run")
+        .arg(dir.0.join("exp.toml"))
+        .arg("--out")
+        .arg(dir.0.join("out"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = std::fs::read_to_string(dir.0.join("out/trials.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 4, "{lines}");
+    for r in &records {
+        assert!(r["error"].is_null(), "{r}");
+        assert!(r["result"]["requests"].as_u64().unwrap() > 0, "{r}");
+        let expect = match r["factors"]["workload"].as_str().unwrap() {
+            "get" => "FLUSHALL; MSET 200 keys of 8 bytes for get",
+            _ => "FLUSHALL",
+        };
+        assert_eq!(r["prepared"], expect, "{r}");
+        assert_eq!(
+            r["result"]["redis"]["tests"].as_array().unwrap().len(),
+            1,
+            "{r}"
+        );
+    }
+}

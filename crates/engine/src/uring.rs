@@ -138,6 +138,41 @@ impl Io {
         }
     }
 
+    /// The ring and the slot an io_uring completion is for, when it is
+    /// for the socket slot `i` holds now (`generation(i)`: the slot's
+    /// socket count, `None` without a socket); a completion for an old
+    /// socket is dropped, its buffer given back. `None` with epoll.
+    pub fn completion_for(
+        &mut self,
+        ev: &Event,
+        generation: impl Fn(usize) -> Option<u64>,
+    ) -> Option<(&mut Ring, usize)> {
+        let Io::Uring { ring, .. } = self else {
+            return None;
+        };
+        let (slot, g) = untoken(ev.token());
+        if generation(slot).is_some_and(|now| now & 0x7fff_ffff == g) {
+            return Some((ring, slot));
+        }
+        if let Event::Data { buf, .. } = *ev {
+            ring.release(buf);
+        }
+        None
+    }
+
+    /// Stops waiting on `fd` before it is closed: epoll forgets it; with
+    /// io_uring a pending receive or poll (`pending`) of slot `slot`'s
+    /// socket `generation` is cancelled, since it holds the socket open.
+    pub fn forget(&mut self, fd: RawFd, slot: usize, generation: u64, pending: bool) {
+        match self {
+            Io::Epoll(p) => {
+                let _ = p.delete(fd);
+            }
+            Io::Uring { ring, .. } if pending => ring.cancel(token(slot, generation)),
+            Io::Uring { .. } => {}
+        }
+    }
+
     /// `epoll` or `io_uring`, as reported in `wakeups.io`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -324,11 +359,8 @@ impl Ring {
             .setup_coop_taskrun()
             .setup_cqsize(cq)
             .build(entries)?;
-        let count = (connections * 2)
-            .clamp(64, 32768)
-            .next_power_of_two()
-            .min(32768);
-        let buf_size = buf_size.min(((32 << 20) / count).max(1024));
+        let count = Self::buffer_count(connections);
+        let buf_size = Self::buffer_size(connections, buf_size);
         let bufs = Buffers::new(count as u16, buf_size)?;
         // SAFETY: the ring mapping and the pool live in `bufs`, which is
         // dropped after `ring` (field order), so as long as the kernel may
@@ -349,6 +381,20 @@ impl Ring {
             timer: Box::new(Timespec::new()),
             timer_at: None,
         })
+    }
+
+    /// The size of each receive buffer [`Ring::new`] gives `connections`
+    /// connections when asked for `buf_size`: a datagram larger than it
+    /// would be cut short.
+    pub fn buffer_size(connections: usize, buf_size: usize) -> usize {
+        buf_size.min(((32 << 20) / Self::buffer_count(connections)).max(1024))
+    }
+
+    fn buffer_count(connections: usize) -> usize {
+        (connections * 2)
+            .clamp(64, 32768)
+            .next_power_of_two()
+            .min(32768)
     }
 
     /// Whether this kernel and its policy allow the ring (probed once).

@@ -247,6 +247,16 @@ impl Ticket<'_> {
         self.used = true;
         self.gate.arrive(false);
     }
+
+    /// As [`Ticket::fail`], keeping `why` in `first` unless an earlier
+    /// failure is there: the run's error is the first worker's words.
+    pub fn fail_because(self, first: &std::sync::Mutex<Option<String>>, why: String) {
+        first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(why);
+        self.fail();
+    }
 }
 
 impl Drop for Ticket<'_> {

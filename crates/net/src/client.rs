@@ -1,12 +1,11 @@
-//! One worker per connection, each a blocking loop (netperf's shape: one
-//! transaction in flight, a blocked read the shortest way to its answer):
-//! [`rr`] (kept connection), [`crr`] (a connection per transaction),
-//! [`udp_rr`] (connected UDP socket, losses counted after the timeout) and
-//! [`stream`] (bulk, either way). Each records into its own
-//! [`Recorder`] and measures its own CPU.
+//! What every worker of a run shares ([`Plan`]) and hands back
+//! ([`Outcome`]), and the stream workers: one blocking thread per stream
+//! connection ([`stream`], bulk either way, as nuttcp and iperf3 run a
+//! stream), recording into its own [`Recorder`] and measuring its own CPU.
+//! rr, crr and udp-rr run on the shared event loop (`crate::transactions`).
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, UdpSocket};
+use std::net::Shutdown;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,14 +13,15 @@ use std::time::Duration;
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::progress::Counters;
-use tare_engine::schedule::{Arrivals, Schedule};
+use tare_engine::schedule::Arrivals;
 use tare_engine::{Clock, Endpoint, Recorder};
 use tare_record::Latency;
 
 use crate::stream::Conn;
-use crate::wire::{Datagram, Header, Mode, Trailer, HEADER_LEN};
+use crate::wire::{Header, Mode, Trailer, HEADER_LEN};
 
 /// What every worker of one run shares.
+#[derive(Clone)]
 pub(crate) struct Plan {
     pub endpoint: Endpoint,
     pub request: usize,
@@ -35,6 +35,8 @@ pub(crate) struct Plan {
     pub rate: Option<f64>,
     pub arrivals: Arrivals,
     pub netns: Option<PathBuf>,
+    /// How the event loop waits (`--io`).
+    pub io: tare_engine::IoMode,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -72,7 +74,7 @@ pub(crate) struct StreamTally {
 }
 
 impl Outcome {
-    fn new(plan: &Plan, connect_timing: bool) -> Outcome {
+    pub(crate) fn new(plan: &Plan, connect_timing: bool) -> Outcome {
         let mut rec = Recorder::new(plan.start_ns, plan.end_ns - plan.start_ns, connect_timing);
         if plan.rate.is_some() {
             rec.uncorrected = Some(Latency::new());
@@ -112,69 +114,6 @@ pub(crate) fn worker(
     out
 }
 
-/// The open loop's pacing of one connection, or none (closed loop).
-struct Pacer {
-    schedule: Option<Schedule>,
-}
-
-impl Pacer {
-    fn new(plan: &Plan, seed: u64) -> Pacer {
-        Pacer {
-            schedule: plan
-                .rate
-                .map(|r| Schedule::new(r, plan.arrivals, 0, 0, seed)),
-        }
-    }
-
-    /// Waits for the next transaction's intended start; `None` once the
-    /// run is over. Closed loop: the start is now.
-    fn next(&mut self, plan: &Plan) -> Option<u64> {
-        let now = plan.clock.now_ns();
-        let Some(s) = self.schedule.as_mut() else {
-            return (!plan.over(now)).then_some(now);
-        };
-        let t = s.peek();
-        if t >= plan.end_ns || plan.stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        s.take();
-        // Sleep in slices, so a stop is seen within 50 ms.
-        loop {
-            let now = plan.clock.now_ns();
-            if now >= t {
-                return Some(t);
-            }
-            if plan.stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            std::thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));
-        }
-    }
-
-    fn unsent(&mut self, plan: &Plan) -> u64 {
-        self.schedule
-            .as_mut()
-            .map_or(0, |s| s.drain_before(plan.end_ns, None))
-    }
-}
-
-/// Records one transaction intended at `intended`, sent at `sent`, done at `done`.
-fn record(plan: &Plan, out: &mut Outcome, intended: u64, sent: u64, done: u64, stats: &Counters) {
-    if intended < plan.start_ns {
-        out.rec.complete_early(done);
-        return;
-    }
-    if plan.rate.is_some() {
-        out.rec.lag(intended, sent);
-        if let Some(u) = out.rec.uncorrected.as_mut() {
-            u.record_ns(done - sent);
-        }
-    }
-    out.rec.complete(done, done - intended);
-    out.finished_ns = out.finished_ns.max(done);
-    stats.publish(out.rec.requests, out.rec.errors.total());
-}
-
 fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -188,207 +127,6 @@ fn open(plan: &Plan, header: &Header) -> io::Result<Conn> {
     c.set_write_timeout(Some(plan.timeout))?;
     c.write_all(&header.encode())?;
     Ok(c)
-}
-
-/// TCP_RR: one connection, transactions back to back (or on the open
-/// loop's schedule). A failed transaction is counted by kind and the
-/// connection opened again; a responder that refuses the new connection
-/// ends this worker with what it measured.
-pub(crate) fn rr(plan: &Plan, out: &mut Outcome, seed: u64, stats: &Counters) {
-    let header = Header {
-        mode: Mode::Rr,
-        request: plan.request as u32,
-        response: plan.response as u32,
-    };
-    let req = vec![0u8; plan.request];
-    let mut resp = vec![0u8; plan.response];
-    let mut conn = match open(plan, &header) {
-        Ok(c) => c,
-        Err(_) => {
-            out.rec.errors.connect += 1;
-            return;
-        }
-    };
-    let mut pacer = Pacer::new(plan, seed);
-    while let Some(intended) = pacer.next(plan) {
-        let sent = plan.clock.now_ns();
-        let failed = if let Err(_e) = conn.write_all(&req) {
-            out.rec.errors.write += 1;
-            true
-        } else if let Err(e) = conn.read_exact(&mut resp) {
-            if is_timeout(&e) {
-                out.rec.errors.timeout += 1;
-            } else {
-                out.rec.errors.read += 1;
-            }
-            true
-        } else {
-            let done = plan.clock.now_ns();
-            out.rec.bytes_read += plan.response as u64;
-            record(plan, out, intended, sent, done, stats);
-            false
-        };
-        if failed {
-            // The connection is out of step (or gone): a new one.
-            conn = match open(plan, &header) {
-                Ok(c) => c,
-                Err(_) => {
-                    out.rec.errors.connect += 1;
-                    break;
-                }
-            };
-        }
-    }
-    out.unsent = pacer.unsent(plan);
-}
-
-/// TCP_CRR: connect, one transaction, and the responder closes; the
-/// latency runs from the connect to the whole response, the connect time
-/// is recorded apart. A refused connection ends this worker.
-pub(crate) fn crr(plan: &Plan, out: &mut Outcome, seed: u64, stats: &Counters) {
-    let header = Header {
-        mode: Mode::Crr,
-        request: plan.request as u32,
-        response: plan.response as u32,
-    };
-    // Header and request in one write: one segment, as netperf's CRR sends
-    // its request with the connection's first data.
-    let mut first = header.encode().to_vec();
-    first.resize(HEADER_LEN + plan.request, 0);
-    let mut resp = vec![0u8; plan.response];
-    let mut pacer = Pacer::new(plan, seed);
-    while let Some(intended) = pacer.next(plan) {
-        let sent = plan.clock.now_ns();
-        let mut conn = match Conn::connect(&plan.endpoint, plan.timeout) {
-            Ok(c) => c,
-            Err(_) => {
-                out.rec.errors.connect += 1;
-                break;
-            }
-        };
-        let connected = plan.clock.now_ns();
-        let _ = conn.set_read_timeout(Some(plan.timeout));
-        let _ = conn.set_write_timeout(Some(plan.timeout));
-        if conn.write_all(&first).is_err() {
-            out.rec.errors.write += 1;
-            continue;
-        }
-        if let Err(e) = conn.read_exact(&mut resp) {
-            if is_timeout(&e) {
-                out.rec.errors.timeout += 1;
-            } else {
-                out.rec.errors.read += 1;
-            }
-            continue;
-        }
-        let done = plan.clock.now_ns();
-        out.rec.bytes_read += plan.response as u64;
-        if intended >= plan.start_ns {
-            if let Some(c) = out.rec.connect.as_mut() {
-                c.record_ns(connected - sent);
-            }
-            if let Some(f) = out.rec.first_byte.as_mut() {
-                f.record_ns(done - connected);
-            }
-        }
-        record(plan, out, intended, sent, done, stats);
-        // The responder closes first; its end of file is waited for
-        // (outside the latency) so this side closes without a reset.
-        let mut b = [0u8; 1];
-        let _ = conn.read(&mut b);
-    }
-    out.unsent = pacer.unsent(plan);
-}
-
-/// After this many refused sends in a row (the responder's port is
-/// closed: ICMP port unreachable), a UDP worker stops.
-const REFUSED_IN_A_ROW: u32 = 3;
-
-/// UDP_RR: a connected UDP socket, a sequence number in every request. A
-/// request whose answer has not come within the timeout is lost: counted
-/// (`errors.timeout`, `lost`) and the next one sent, never a stall; an
-/// answer that comes later is recognised by its number and ignored.
-pub(crate) fn udp_rr(plan: &Plan, out: &mut Outcome, seed: u64, stats: &Counters) {
-    let Endpoint::Tcp(addr) = plan.endpoint else {
-        out.rec.errors.connect += 1;
-        return;
-    };
-    let bind: SocketAddr = if addr.is_ipv4() {
-        "0.0.0.0:0".parse().expect("address")
-    } else {
-        "[::]:0".parse().expect("address")
-    };
-    let sock = match UdpSocket::bind(bind).and_then(|s| s.connect(addr).map(|()| s)) {
-        Ok(s) => s,
-        Err(_) => {
-            out.rec.errors.connect += 1;
-            return;
-        }
-    };
-    let mut req = vec![0u8; plan.request];
-    let mut resp = vec![0u8; plan.response.max(HEADER_LEN) + 1];
-    let mut pacer = Pacer::new(plan, seed);
-    let mut seq = 0u64;
-    let mut refused = 0;
-    while let Some(intended) = pacer.next(plan) {
-        seq += 1;
-        Datagram {
-            response: plan.response as u32,
-            seq,
-        }
-        .write(&mut req);
-        let sent = plan.clock.now_ns();
-        if let Err(e) = sock.send(&req) {
-            if e.kind() == io::ErrorKind::ConnectionRefused {
-                refused += 1;
-                out.rec.errors.connect += 1;
-                if refused >= REFUSED_IN_A_ROW {
-                    break;
-                }
-            } else {
-                out.rec.errors.write += 1;
-            }
-            continue;
-        }
-        let deadline = sent + plan.timeout.as_nanos() as u64;
-        loop {
-            let now = plan.clock.now_ns();
-            if now >= deadline {
-                out.lost += 1;
-                out.rec.errors.timeout += 1;
-                break;
-            }
-            let wait = Duration::from_nanos(deadline - now).max(Duration::from_micros(1));
-            let _ = sock.set_read_timeout(Some(wait));
-            match sock.recv(&mut resp) {
-                Ok(n) => match Datagram::parse(&resp[..n]) {
-                    Ok(d) if d.seq == seq && n == plan.response => {
-                        refused = 0;
-                        let done = plan.clock.now_ns();
-                        out.rec.bytes_read += n as u64;
-                        record(plan, out, intended, sent, done, stats);
-                        break;
-                    }
-                    // A late answer to a request already counted lost.
-                    _ => continue,
-                },
-                Err(e) if is_timeout(&e) => continue,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    refused += 1;
-                    out.rec.errors.connect += 1;
-                    break;
-                }
-                Err(_) => {
-                    out.rec.errors.read += 1;
-                    break;
-                }
-            }
-        }
-        if refused >= REFUSED_IN_A_ROW {
-            break;
-        }
-    }
-    out.unsent = pacer.unsent(plan);
 }
 
 /// One stream connection: sends (`send`) or receives until the end of the

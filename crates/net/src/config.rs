@@ -105,16 +105,17 @@ pub const DEFAULT_SIZES: (usize, usize) = (100, 200);
 /// Bytes per write (and read) of a stream by default: iperf3's and
 /// nuttcp's 128 KiB.
 pub const DEFAULT_STREAM_SIZE: usize = 128 * 1024;
-/// Most connections (each is a thread of its own, as each netperf test is
-/// a process).
-pub const MAX_CONNECTIONS: usize = 512;
+/// Most stream connections (each is a thread of its own, as each nuttcp
+/// or iperf3 stream is; rr, crr and udp-rr share `-t` threads and take as
+/// many as the open-files limit allows).
+pub const MAX_STREAM_CONNECTIONS: usize = 512;
 
 /// One `tare net` run.
 #[derive(Clone, Debug)]
 pub struct NetConfig {
-    /// Threads, connections (`-c`), duration (`-l`), warm-up, timeout,
-    /// rate; `threads` is set to the number of connections (one thread
-    /// each).
+    /// Threads (`-t`: rr, crr and udp-rr share them; a stream has one per
+    /// connection), connections (`-c`), duration (`-l`), warm-up, timeout,
+    /// rate, `--io`.
     pub load: Load,
     pub test: Test,
     /// The responder: TCP (and UDP on the same port) or a Unix socket.
@@ -152,25 +153,33 @@ impl NetConfig {
         }
     }
 
-    /// Worker threads: one per connection; a stream both ways has its
-    /// connections in each direction.
+    /// Worker threads: `-t` for rr, crr and udp-rr (their connections
+    /// shared among them); a stream has one per connection, and both ways
+    /// its connections in each direction.
     pub fn workers(&self) -> usize {
-        if self.test == Test::Stream && self.direction == Direction::Both {
-            self.load.connections * 2
-        } else {
-            self.load.connections
+        match (self.test, self.direction) {
+            (Test::Stream, Direction::Both) => self.load.connections * 2,
+            (Test::Stream, _) => self.load.connections,
+            _ => self.load.threads.clamp(1, self.load.connections.max(1)),
         }
     }
 
     pub fn validate(&self) -> Result<(), NetError> {
         let mut load = self.load.clone();
-        load.threads = 1;
+        if self.test == Test::Stream {
+            load.threads = 1;
+        }
         load.check(Some(matches!(self.endpoint, Endpoint::Tcp(_))))
             .map_err(|e| NetError::Config(e.to_string()))?;
-        if self.load.connections > MAX_CONNECTIONS {
+        if self.test == Test::Stream && self.load.connections > MAX_STREAM_CONNECTIONS {
             return Err(NetError::Config(format!(
-                "connections (-c) must be at most {MAX_CONNECTIONS} (one thread each)"
+                "a stream's connections (-c) must be at most {MAX_STREAM_CONNECTIONS} (one thread each)"
             )));
+        }
+        if self.load.coalesce != tare_engine::Coalesce::Off {
+            return Err(NetError::Config(
+                "--coalesce is not supported by tare net: one transaction in flight per connection, timed by its wake-up".into(),
+            ));
         }
         if self.load.duration.is_none() {
             return Err(NetError::Config("a duration (-l) is needed".into()));

@@ -8,7 +8,10 @@
 //! - `stream`: a blocking TCP or Unix connection.
 //! - [`responder`]: `tare net serve`, counting what it served.
 //! - [`config`]: [`NetConfig`], one run's settings, and their checks.
-//! - `client`: one blocking worker per connection, per test.
+//! - `client`: what the workers share and hand back; one blocking
+//!   worker per stream connection.
+//! - `transactions`: rr, crr and udp-rr on the shared event loop
+//!   (io_uring or epoll), `-t` threads over `-c` connections.
 //! - [`run()`]: workers to one [`tare_record::LoadResult`]; [`Net`], the
 //!   engine as the code shared by every engine sees it.
 //! - [`text`]: the result as people read it.
@@ -22,6 +25,7 @@ pub mod responder;
 mod run;
 mod stream;
 pub mod text;
+mod transactions;
 pub mod wire;
 
 pub use config::{Direction, NetConfig, Test};

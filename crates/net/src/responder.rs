@@ -196,6 +196,13 @@ impl Responder {
                 (Listener::Tcp(l), Some(addr), Some(u))
             }
         };
+        // std listens with a backlog of 128: a client opening a thousand
+        // connections at once overflowed it, the kernel dropped the
+        // handshakes' last ACKs, and hundreds of connections the client
+        // thought open were reset mid-transaction. Listening again only
+        // raises the backlog, to the kernel's `net.core.somaxconn`.
+        // SAFETY: plain syscall on the listener's own descriptor.
+        unsafe { libc::listen(listener.fd(), libc::c_int::MAX) };
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             counters: Counters::default(),

@@ -1,4 +1,6 @@
-//! A whole run: one worker thread per connection, their records merged
+//! A whole run: rr, crr and udp-rr on `-t` event-loop threads sharing the
+//! connections (`crate::transactions`, connected before a start gate), a
+//! stream on one blocking thread per connection; their records merged
 //! into one [`LoadResult`]; and [`Net`], the engine as the shared code
 //! (find-max, the command line's shared flags, the runner) sees it.
 
@@ -12,8 +14,9 @@ use tare_engine::progress::{Board, Line};
 use tare_engine::{workers, Clock, Endpoint, Engine, Recorder};
 use tare_record::{LoadResult, NetDetails, Unit};
 
-use crate::client::{self, Plan, StreamTally};
+use crate::client::{self, Outcome, Plan, StreamTally};
 use crate::config::{Direction, NetConfig, Test};
+use crate::transactions::Transactions;
 use crate::NetError;
 
 /// `tare net` to the code written once for every engine.
@@ -60,53 +63,63 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
     let workers_n = config.workers();
     let duration = load.duration.expect("validated");
     let origin = Instant::now();
-    let start_ns = load.warmup.as_nanos() as u64;
-    let end_ns = start_ns + duration.as_nanos() as u64;
+    let test = config.test;
+    let direction = config.direction;
+    let stream = test == Test::Stream;
     let plan = Plan {
         endpoint: config.endpoint.clone(),
         request: config.request,
         response: config.response,
         clock: Clock::new(origin),
-        start_ns,
-        end_ns,
+        // Streams measure from the clock's origin; the event loop from
+        // its start gate (`Transactions::run` adds it).
+        start_ns: load.warmup.as_nanos() as u64,
+        end_ns: (load.warmup + duration).as_nanos() as u64,
         timeout: load.timeout,
-        rate: load.rate.map(|r| r / load.connections as f64),
+        rate: load.rate,
         arrivals: load.arrivals,
         netns: load.netns.clone(),
+        io: load.io,
         stop,
     };
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-        + load.warmup.as_secs_f64();
+    if !stream {
+        // One socket per connection; streams stay within their 512.
+        let dest = match &config.endpoint {
+            Endpoint::Tcp(a) => Some(*a),
+            Endpoint::Unix(_) => None,
+        };
+        tare_engine::limits::Limits::for_connections(load.connections as u64)
+            .check(load.connections as u64, dest, false)
+            .map_err(|e| NetError::Config(e.to_string()))?;
+    }
     let board = Board::new(workers_n);
-    let unit_word = if config.test == Test::Stream {
-        "Mbit"
-    } else {
-        "rt"
-    };
+    let unit_word = if stream { "Mbit" } else { "rt" };
     let line = config
         .progress
         .then(|| Line::start(board.clone(), unit_word, Some(duration + load.warmup)));
-    let test = config.test;
-    let direction = config.direction;
-    let outcomes = workers::run(Net::NAME, workers_n, load.cpus.as_ref(), |i| {
-        let stats = &board.threads[i];
-        let seed = 0x6e65_7400 + i as u64;
-        match test {
-            Test::Rr => client::worker(&plan, false, |p, o| client::rr(p, o, seed, stats)),
-            Test::Crr => client::worker(&plan, true, |p, o| client::crr(p, o, seed, stats)),
-            Test::UdpRr => client::worker(&plan, false, |p, o| client::udp_rr(p, o, seed, stats)),
-            Test::Stream => {
-                let send = match direction {
-                    Direction::Send => true,
-                    Direction::Receive => false,
-                    Direction::Both => i < load.connections,
-                };
-                client::worker(&plan, false, |p, o| client::stream(p, o, send, stats))
-            }
-        }
-    });
+    let (outcomes, start_ns, started_unix_s) = if stream {
+        let started_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+            + load.warmup.as_secs_f64();
+        let outcomes = workers::run(Net::NAME, workers_n, load.cpus.as_ref(), |i| {
+            let send = match direction {
+                Direction::Send => true,
+                Direction::Receive => false,
+                Direction::Both => i < load.connections,
+            };
+            client::worker(&plan, false, |p, o| {
+                client::stream(p, o, send, &board.threads[i])
+            })
+        });
+        let outcomes = outcomes
+            .into_iter()
+            .map(|o| o.map_err(|e| NetError::Worker(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        (outcomes, plan.start_ns, started_unix_s)
+    } else {
+        transactions(config, &plan, &board)?
+    };
     if let Some(l) = line {
         l.finish();
     }
@@ -121,7 +134,6 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
     let mut server_bytes = 0u64;
     let mut all_reported = true;
     for o in outcomes {
-        let o = o.map_err(|e| NetError::Worker(e.to_string()))?;
         cpu.add(&o.cpu);
         finished_ns = finished_ns.max(o.finished_ns);
         unsent += o.unsent;
@@ -142,7 +154,6 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
     // measured; otherwise the planned period.
     let duration_ns = finished_ns.saturating_sub(start_ns).max(1);
     let secs = duration_ns as f64 / 1e9;
-    let stream = test == Test::Stream;
     let unit = if stream { Unit::Megabits } else { Net::UNIT };
     let throughput = rec.requests as f64 / secs;
     let gbit = |bytes: u64| bytes as f64 * 8.0 / secs / 1e9;
@@ -191,7 +202,12 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         transport: transport.into(),
         started_unix_s,
         duration_s: secs,
-        connections: workers_n as u64,
+        // A stream both ways has its connections in each direction.
+        connections: if stream {
+            workers_n as u64
+        } else {
+            load.connections as u64
+        },
         threads: workers_n as u64,
         keepalive: test != Test::Crr,
         requests: rec.requests,
@@ -230,4 +246,82 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         unsent,
     );
     Ok(result)
+}
+
+/// rr, crr and udp-rr: `config.workers()` event-loop threads, each with
+/// its share of the connections, opened before a common start. Returns
+/// the outcomes, the measured period's start on the run's clock, and that
+/// start in Unix seconds.
+fn transactions(
+    config: &NetConfig,
+    plan: &Plan,
+    board: &Board,
+) -> Result<(Vec<Outcome>, u64, f64), NetError> {
+    let load = &config.load;
+    let threads = config.workers();
+    let conns = load.connections;
+    let share = |i: usize| conns / threads + usize::from(i < conns % threads);
+    let failure = std::sync::Mutex::new(None::<String>);
+    let (started, outcomes) = workers::run_gated(
+        Net::NAME,
+        threads,
+        load.cpus.as_ref(),
+        |i, ticket| -> Option<Outcome> {
+            let setup = (|| -> Result<Transactions<'_>, String> {
+                if let Some(ns) = &plan.netns {
+                    tare_engine::netns::enter(ns).map_err(|e| e.to_string())?;
+                }
+                let mut t = Transactions::new(plan, config.test, share(i)).map_err(|e| {
+                    format!("setting up the worker's wait (epoll or io_uring): {e}")
+                })?;
+                t.connect_all();
+                Ok(t)
+            })();
+            match setup {
+                Ok(t) => {
+                    let origin = ticket.ready()?;
+                    // This thread's connections' share of the rate.
+                    let rate = load.rate.map(|r| r * share(i) as f64 / conns as f64);
+                    Some(t.run(origin, rate, 0x6e65_7400 + i as u64, &board.threads[i]))
+                }
+                Err(e) => {
+                    ticket.fail_because(&failure, e);
+                    None
+                }
+            }
+        },
+        |gate| {
+            if !gate.all_ready() {
+                gate.open(None);
+                return None;
+            }
+            let unix_s = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+                + load.warmup.as_secs_f64();
+            let origin = plan.clock.now_ns();
+            gate.open(Some(origin));
+            Some((origin, unix_s))
+        },
+    );
+    let Some((origin, unix_s)) = started else {
+        let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let died = outcomes
+            .into_iter()
+            .find_map(Result::err)
+            .map(|e| e.to_string());
+        return Err(NetError::Worker(
+            stored
+                .or(died)
+                .unwrap_or_else(|| "a worker thread failed to start".into()),
+        ));
+    };
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| {
+            o.map_err(|e| NetError::Worker(e.to_string()))?
+                .ok_or_else(|| NetError::Worker("a worker thread did not start".into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((outcomes, origin + plan.start_ns, unix_s))
 }

@@ -49,9 +49,15 @@ pub fn text(r: &LoadResult) -> String {
             "crr" => "TCP_CRR",
             _ => "UDP_RR",
         };
+        // Connections sharing threads are said to (a thread each is the default).
+        let threads = if r.threads < r.connections {
+            format!(" on {} thread{}", r.threads, plural(r.threads))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "tare net {} ({netperf}) to {}: {} connection{}, request {} B, response {} B, {:.2} s",
+            "tare net {} ({netperf}) to {}: {} connection{}{threads}, request {} B, response {} B, {:.2} s",
             net.test,
             r.target,
             r.connections,

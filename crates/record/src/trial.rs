@@ -38,6 +38,11 @@ pub struct TrialRecord {
     /// trial is kept: analysis drops it only when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbed: Option<Vec<String>>,
+    /// What the engine did to the server before this trial's warm-up, as
+    /// the study it reproduces did between runs (redis: `FLUSHALL`, then
+    /// the keys GET reads stored); absent when nothing was done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<String>,
 }
 
 #[cfg(test)]
@@ -73,6 +78,7 @@ mod tests {
         let clean = serde_json::to_value(&rec).unwrap();
         assert!(clean.get("disturbed").is_none(), "absent when clean");
         rec.disturbed = Some(vec!["steal 6.1% of CPU".into()]);
+        rec.prepared = Some("FLUSHALL".into());
         let flagged = serde_json::to_value(&rec).unwrap();
         for v in [&clean, &flagged] {
             let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
@@ -81,8 +87,11 @@ mod tests {
         let mut bad = flagged.clone();
         bad["disturbed"] = serde_json::json!("steal");
         assert!(!validator.is_valid(&bad), "a list of reasons, not a string");
+        let mut bad = flagged.clone();
+        bad["prepared"] = serde_json::json!(true);
+        assert!(!validator.is_valid(&bad), "a sentence, not a flag");
         let old: TrialRecord = serde_json::from_value(clean).unwrap();
-        assert_eq!(old.disturbed, None);
+        assert_eq!((old.disturbed, old.prepared), (None, None));
         let back: TrialRecord = serde_json::from_value(flagged).unwrap();
         assert_eq!(back, rec);
     }

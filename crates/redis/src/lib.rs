@@ -10,6 +10,8 @@
 //!   incrementally ([`resp::Parser`], the hot path) or read whole
 //!   ([`resp::parse_value`], tare's own commands).
 //! - [`session`]: a small blocking client (the pre-run check, `INFO`).
+//! - [`prepare`]: `FLUSHALL` and the keys GET reads, before each trial
+//!   of an experiment.
 //! - `worker`: one epoll loop per thread, connections as state machines,
 //!   closed loop with `-P` pipelining or open loop on a schedule.
 //! - [`run()`]: one run from config to [`tare_record::LoadResult`];
@@ -21,6 +23,7 @@
 pub mod command;
 pub mod config;
 mod error;
+pub mod prepare;
 pub mod report;
 pub mod resp;
 mod run;
@@ -30,4 +33,5 @@ mod worker;
 pub use command::{Test, Workload};
 pub use config::RedisConfig;
 pub use error::RedisError;
+pub use prepare::Preparation;
 pub use run::{run, run_with_stop, Redis};

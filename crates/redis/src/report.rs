@@ -98,6 +98,9 @@ pub fn text(r: &LoadResult, title: &str) -> String {
         ms(s.max)
     );
     out.push_str(&errors_text(r));
+    if let Some(w) = r.wakeups.as_ref().and_then(|w| w.summary()) {
+        let _ = writeln!(out, "  wake-ups: {w}");
+    }
     let _ = writeln!(
         out,
         "  generator CPU: {:.2}s ({:.2} us per command)",

@@ -12,7 +12,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Coalesce, Engine, IoMode};
+use tare_engine::{workers, Clock, Engine};
 use tare_record::{LoadResult, RedisDetails, Unit};
 
 use crate::command::{Template, Workload};
@@ -96,14 +96,6 @@ fn validate(cfg: &RedisConfig) -> Result<(), RedisError> {
             Some(_) => e.with_subject(subject(e.key)),
         })
     })?;
-    if load.coalesce != Coalesce::Off {
-        return bad(
-            "--coalesce is not supported by tare redis (pipelining, -P, batches instead)".into(),
-        );
-    }
-    if load.io == IoMode::Uring {
-        return bad("tare redis waits with epoll: --io io_uring is not supported".into());
-    }
     if load.duration.is_none() && cfg.requests == 0 {
         return bad("the number of requests (-n) must be at least 1".into());
     }
@@ -234,8 +226,10 @@ pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
                     tare_engine::netns::enter(ns)
                         .map_err(|e| format!("entering the network namespace: {e}"))?;
                 }
-                let mut w = Worker::new(&plan, first(i)..first(i) + share(i), quota(i))
-                    .map_err(|e| format!("setting up the worker's epoll: {e}"))?;
+                let mut w =
+                    Worker::new(&plan, first(i)..first(i) + share(i), quota(i)).map_err(|e| {
+                        format!("setting up the worker's wait (epoll or io_uring): {e}")
+                    })?;
                 w.connect_all()?;
                 Ok(w)
             })();
@@ -245,11 +239,7 @@ pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
                     Some(w.run(start, threads, &board.threads[i]))
                 }
                 Err(e) => {
-                    failure
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                    ticket.fail();
+                    ticket.fail_because(&failure, e);
                     None
                 }
             }
@@ -323,7 +313,9 @@ fn assemble(
     let mut end_ns = first.end_ns;
     let mut unsent = first.unsent;
     let mut cpu = first.cpu;
+    let mut wakeups = first.wakeups;
     for o in it {
+        wakeups.add(&o.wakeups);
         rec.merge(&o.rec);
         for (k, n) in o.kinds {
             match kinds.iter_mut().find(|(x, _)| *x == k) {
@@ -378,7 +370,7 @@ fn assemble(
             duration_ns,
             unsent,
         ),
-        wakeups: None,
+        wakeups: Some(wakeups),
         connect_phase: None,
         pg: None,
         redis: Some(RedisDetails {

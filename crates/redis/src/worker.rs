@@ -1,6 +1,15 @@
-//! One worker thread: its share of the connections on one level-triggered
-//! epoll set, each connection a small state machine.
+//! One worker thread: its share of the connections on one wait (io_uring
+//! where the kernel allows it, else a level-triggered epoll set: `--io`),
+//! each connection a small state machine.
 //!
+//! - With io_uring a multishot receive per connection has read the replies
+//!   before the worker wakes: a `-P 1` command costs one `send` and a share
+//!   of one `io_uring_enter`; with epoll, one `recv` and a share of one
+//!   `epoll_wait` besides (docs/redis.md, "How a worker waits").
+//! - `--coalesce` (closed loop over TCP) pauses an idle worker briefly
+//!   before it waits, so one wake-up serves several replies; replies are
+//!   then timed by the kernel's receive timestamps (epoll and `recvmsg`),
+//!   so the pause never shows as latency (`tare_engine::coalesce`).
 //! - Closed loop: a connection sends `-P` commands in one write and sends
 //!   the next batch when the last reply of this one arrives; latency is
 //!   from the batch's write to each reply, as redis-benchmark measures it.
@@ -21,11 +30,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::endpoint::Socket;
-use tare_engine::poller::{Interest, Poller};
+use tare_engine::poller::{Interest, Ready};
 use tare_engine::progress::Counters;
 use tare_engine::schedule::Schedule;
 use tare_engine::splitmix::SplitMix64;
-use tare_engine::{Clock, Recorder};
+use tare_engine::uring::{self, Event, Io};
+use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use crate::command::Template;
 use crate::config::RedisConfig;
@@ -37,6 +47,9 @@ const RETRY_NS: u64 = 100_000_000;
 const TIMEOUT_CHECK_NS: u64 = 10_000_000;
 /// One read takes at most this much (replies are scanned, not kept).
 const READ_BUF: usize = 64 * 1024;
+/// io_uring receive buffers: replies are small, and a large one fills
+/// several.
+const RING_BUF: usize = 16 * 1024;
 
 /// What every worker reads.
 pub(crate) struct Plan<'a> {
@@ -59,6 +72,7 @@ pub(crate) struct WorkerOutput {
     pub end_ns: u64,
     pub unsent: u64,
     pub cpu: CpuTime,
+    pub wakeups: tare_record::WakeupReport,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +95,17 @@ struct Conn {
     parser: Parser,
     wbuf: Vec<u8>,
     woff: usize,
-    /// Whether `EPOLLOUT` is armed (a connect or a short write pending).
+    /// Whether `EPOLLOUT` (or, with io_uring, a one-shot poll) is armed:
+    /// a connect or a short write pending.
     armed_write: bool,
+    /// io_uring: a multishot receive is pending on this socket.
+    receiving: bool,
+    /// Sockets this slot has had: a completion for an old one never
+    /// matches the current one (`uring::token`).
+    epoch: u64,
+    /// `--coalesce`: the kernel's receive time of the last read, on the
+    /// run's clock.
+    rx_ns: Option<u64>,
     /// In-flight commands: intended and actual send times.
     flight: VecDeque<(u64, u64)>,
     skip: u32,
@@ -92,7 +115,11 @@ struct Conn {
 
 pub(crate) struct Worker<'a> {
     plan: &'a Plan<'a>,
-    poller: Poller,
+    io: Io,
+    coalescer: Coalescer,
+    /// Replies are timed by the kernel's receive timestamps (coalescing).
+    rx_stamps: bool,
+    rx_map: RealtimeMap,
     conns: Vec<Conn>,
     rec: Recorder,
     kinds: Vec<(ErrorKind, u64)>,
@@ -107,7 +134,8 @@ pub(crate) struct Worker<'a> {
     /// Setting up: a failure is the run's error, not a count.
     setting_up: Option<String>,
     replies: Vec<Reply>,
-    events: Vec<tare_engine::poller::Ready>,
+    ready: Vec<Ready>,
+    events: Vec<Event>,
     buf: Vec<u8>,
 }
 
@@ -128,6 +156,9 @@ impl<'a> Worker<'a> {
                 wbuf: Vec::with_capacity(4096),
                 woff: 0,
                 armed_write: false,
+                receiving: false,
+                epoch: 0,
+                rx_ns: None,
                 flight: VecDeque::with_capacity(plan.cfg.pipeline),
                 skip: 0,
                 rng: SplitMix64::new(
@@ -136,9 +167,21 @@ impl<'a> Worker<'a> {
                 next_workload: index % plan.templates.len().max(1),
             })
             .collect::<Vec<_>>();
+        let load = &plan.cfg.load;
+        let coalescer =
+            Coalescer::for_worker(load.coalesce, &plan.cfg.endpoint, load.rate.is_some());
         Ok(Worker {
             plan,
-            poller: Poller::new(conns.len().max(1))?,
+            io: Io::new(
+                load.io,
+                conns.len(),
+                RING_BUF,
+                coalescer.enabled(),
+                &plan.clock,
+            )?,
+            rx_stamps: coalescer.enabled(),
+            rx_map: RealtimeMap::new(&plan.clock),
+            coalescer,
             conns,
             rec: Recorder::new(0, 0, false),
             kinds: Vec::new(),
@@ -150,6 +193,7 @@ impl<'a> Worker<'a> {
             cursor: 0,
             setting_up: None,
             replies: Vec::with_capacity(64),
+            ready: Vec::with_capacity(64),
             events: Vec::with_capacity(64),
             buf: vec![0; READ_BUF],
         })
@@ -213,9 +257,13 @@ impl<'a> Worker<'a> {
                 start,
                 seed,
             ));
+        }
+        if load.rate.is_some() || self.coalescer.enabled() {
+            // Timed sends and pauses should end on time, not 50 µs late.
             tare_engine::schedule::tighten_timer_slack();
         }
         let mut next_check = start + TIMEOUT_CHECK_NS;
+        let mut last_batch = 0;
         let mut now;
         loop {
             now = clock.now_ns();
@@ -227,6 +275,9 @@ impl<'a> Worker<'a> {
             }
             if now >= next_check {
                 self.check_timeouts(now);
+                if self.rx_stamps {
+                    self.rx_map.refresh(&clock);
+                }
                 next_check = now + TIMEOUT_CHECK_NS;
             }
             self.retry_due(now);
@@ -244,10 +295,18 @@ impl<'a> Worker<'a> {
             if let Some(t) = self.next_timer(now) {
                 until = until.min(t);
             }
-            if let Err(e) = self.wait(now, until) {
+            let in_flight = self.conns.iter().filter(|c| !c.flight.is_empty()).count();
+            let paused = self.coalescer.before_wait(
+                last_batch,
+                in_flight,
+                until.saturating_sub(now),
+                self.measuring(now),
+            );
+            let now = if paused { clock.now_ns() } else { now };
+            match self.wait(now, until) {
+                Ok(n) => last_batch = n,
                 // A wait that fails cannot go on: what was measured is kept.
-                let _ = e;
-                break;
+                Err(_) => break,
             }
             counters.publish(self.rec.requests, self.rec.errors.total());
         }
@@ -265,6 +324,10 @@ impl<'a> Worker<'a> {
             end_ns,
             unsent,
             cpu: CpuTime::thread().since(&cpu0),
+            wakeups: tare_record::WakeupReport {
+                io: self.io.name().into(),
+                ..self.coalescer.report(self.rx_stamps)
+            },
         }
     }
 
@@ -386,14 +449,23 @@ impl<'a> Worker<'a> {
         }
         let want = c.woff < c.wbuf.len();
         if want != c.armed_write {
-            c.armed_write = want;
-            if let Some(sock) = &c.sock {
-                let interest = if want {
-                    Interest::ReadWrite
-                } else {
-                    Interest::Read
-                };
-                let _ = self.poller.modify(sock.fd(), i as u64, interest);
+            match (&mut self.io, &c.sock) {
+                (Io::Epoll(p), Some(sock)) => {
+                    let interest = if want {
+                        Interest::ReadWrite
+                    } else {
+                        Interest::Read
+                    };
+                    let _ = p.modify(sock.fd(), i as u64, interest);
+                    c.armed_write = want;
+                }
+                // A one-shot poll: armed for a short write, and it
+                // disarms itself when it fires.
+                (Io::Uring { ring, .. }, Some(sock)) if want => {
+                    ring.poll_writable(sock.fd(), uring::token(i, c.epoch));
+                    c.armed_write = true;
+                }
+                _ => {}
             }
         }
     }
@@ -405,17 +477,28 @@ impl<'a> Worker<'a> {
         c.wbuf.clear();
         c.woff = 0;
         c.flight.clear();
+        c.epoch += 1;
+        let token = uring::token(i, c.epoch);
         match plan.cfg.endpoint.connect() {
             Ok(sock) => {
-                let interest = if sock.connecting {
-                    Interest::Write
-                } else {
-                    Interest::ReadWrite
-                };
-                if let Err(e) = self.poller.add(sock.fd(), i as u64, interest) {
-                    drop(sock);
-                    self.connect_failed(i, now, &e.to_string());
-                    return;
+                match &mut self.io {
+                    Io::Epoll(p) => {
+                        let interest = if sock.connecting {
+                            Interest::Write
+                        } else {
+                            Interest::ReadWrite
+                        };
+                        if let Err(e) = p.add(sock.fd(), i as u64, interest) {
+                            drop(sock);
+                            self.connect_failed(i, now, &e.to_string());
+                            return;
+                        }
+                    }
+                    Io::Uring { ring, .. } => ring.poll_writable(sock.fd(), token),
+                }
+                if self.rx_stamps {
+                    // Best effort: without stamps a reply is timed when read.
+                    let _ = sock.enable_rx_timestamps();
                 }
                 let c = &mut self.conns[i];
                 c.armed_write = true;
@@ -442,8 +525,15 @@ impl<'a> Worker<'a> {
         c.state = State::Open;
         c.skip = plan.setup_replies;
         c.wbuf.extend_from_slice(&plan.setup);
-        if let Some(s) = &c.sock {
-            let _ = self.poller.modify(s.fd(), i as u64, Interest::Read);
+        match (&mut self.io, &c.sock) {
+            (Io::Epoll(p), Some(s)) => {
+                let _ = p.modify(s.fd(), i as u64, Interest::Read);
+            }
+            (Io::Uring { ring, .. }, Some(s)) => {
+                ring.recv(s.fd(), uring::token(i, c.epoch));
+                c.receiving = true;
+            }
+            _ => {}
         }
         c.armed_write = false;
         self.flush(i, now);
@@ -469,8 +559,11 @@ impl<'a> Worker<'a> {
     fn close(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
         if let Some(s) = c.sock.take() {
-            let _ = self.poller.delete(s.fd());
+            self.io
+                .forget(s.fd(), i, c.epoch, c.receiving || c.armed_write);
         }
+        c.receiving = false;
+        c.rx_ns = None;
         c.flight.clear();
         c.wbuf.clear();
         c.woff = 0;
@@ -543,11 +636,12 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Waits for readiness until `until` (a clock reading) and handles it.
-    fn wait(&mut self, now: u64, until: u64) -> io::Result<()> {
-        let timeout = std::time::Duration::from_nanos(until.saturating_sub(now));
-        let mut ready = std::mem::take(&mut self.events);
-        self.poller.wait(Some(timeout), |r| ready.push(r))?;
+    /// Waits until `until` (a clock reading; `now` read just before) at the
+    /// latest and handles what happened; returns how many events.
+    fn wait(&mut self, now: u64, until: u64) -> io::Result<usize> {
+        let mut ready = std::mem::take(&mut self.ready);
+        let mut events = std::mem::take(&mut self.events);
+        let waited = self.io.wait(now, until, &mut ready, &mut events);
         let now = self.plan.clock.now_ns();
         for r in ready.drain(..) {
             let i = r.token as usize;
@@ -567,17 +661,87 @@ impl<'a> Worker<'a> {
                 _ => {}
             }
         }
-        self.events = ready;
-        Ok(())
+        for ev in events.drain(..) {
+            self.completion(ev, now);
+        }
+        self.ready = ready;
+        self.events = events;
+        waited
     }
 
-    /// Reads what connection `i` has and accounts every reply in it.
+    /// Handles one io_uring completion.
+    fn completion(&mut self, ev: Event, now: u64) {
+        let conns = &self.conns;
+        let Some((ring, i)) = self.io.completion_for(&ev, |i| {
+            conns.get(i).filter(|c| c.sock.is_some()).map(|c| c.epoch)
+        }) else {
+            return;
+        };
+        match ev {
+            Event::Ready {
+                writable, hangup, ..
+            } => {
+                self.conns[i].armed_write = false;
+                match self.conns[i].state {
+                    State::Connecting if writable || hangup => self.connected(i, now),
+                    State::Open => self.flush(i, now),
+                    _ => {}
+                }
+            }
+            Event::Data {
+                buf, len, armed, ..
+            } => {
+                let c = &mut self.conns[i];
+                c.receiving = armed;
+                let replies = &mut self.replies;
+                replies.clear();
+                let parsed = c.parser.feed(ring.data(buf, len), |r| replies.push(r));
+                ring.release(buf);
+                self.received(i, len, parsed.is_ok());
+                let c = &mut self.conns[i];
+                if c.state == State::Open && !c.receiving {
+                    if let (Io::Uring { ring, .. }, Some(s)) = (&mut self.io, &c.sock) {
+                        ring.recv(s.fd(), uring::token(i, c.epoch));
+                        c.receiving = true;
+                    }
+                }
+            }
+            Event::Eof { .. } => {
+                self.conns[i].receiving = false;
+                self.fail(i, now, Failure::Dropped);
+            }
+            Event::Failed { errno, .. } => {
+                let c = &mut self.conns[i];
+                c.receiving = false;
+                if errno == libc::ENOBUFS {
+                    // Every buffer was in use: receive again.
+                    if let Some(s) = &c.sock {
+                        ring.recv(s.fd(), uring::token(i, c.epoch));
+                        c.receiving = true;
+                    }
+                } else {
+                    self.fail(i, now, Failure::Dropped);
+                }
+            }
+        }
+    }
+
+    /// epoll: reads what connection `i` has and accounts every reply in it.
     fn read(&mut self, i: usize) {
         for _ in 0..4 {
-            let Some(sock) = &self.conns[i].sock else {
+            let c = &mut self.conns[i];
+            let Some(sock) = &c.sock else {
                 return;
             };
-            let n = match sock.read(&mut self.buf) {
+            let read = if self.rx_stamps {
+                sock.read_stamped(&mut self.buf).map(|(n, stamp)| {
+                    c.rx_ns = stamp.map(|t| self.rx_map.to_clock_ns(t));
+                    n
+                })
+            } else {
+                sock.read(&mut self.buf)
+            };
+            let n = match read {
                 Ok(0) => {
                     let now = self.plan.clock.now_ns();
                     self.fail(i, now, Failure::Dropped);
@@ -592,33 +756,43 @@ impl<'a> Worker<'a> {
                     return;
                 }
             };
-            let now = self.plan.clock.now_ns();
-            self.rec.bytes_read += n as u64;
             let replies = &mut self.replies;
             replies.clear();
-            if self.conns[i]
-                .parser
-                .feed(&self.buf[..n], |r| replies.push(r))
-                .is_err()
-            {
-                self.fail(i, now, Failure::Protocol);
+            let parsed = c.parser.feed(&self.buf[..n], |r| replies.push(r));
+            self.received(i, n, parsed.is_ok());
+            if self.conns[i].state != State::Open || n < self.buf.len() {
                 return;
             }
-            for k in 0..self.replies.len() {
-                let r = self.replies[k];
-                self.reply(i, r, now);
-                if self.conns[i].state != State::Open {
-                    return;
-                }
-            }
-            // Setting up, replies answer AUTH and SELECT: the load waits
-            // for the start gate.
-            if self.schedule.is_none() && self.setting_up.is_none() {
-                self.send_batch(i, now);
-            }
-            if n < self.buf.len() {
+        }
+    }
+
+    /// `n` bytes arrived on connection `i` and their replies are in
+    /// `self.replies` (`parsed`: they were RESP): each is accounted, then
+    /// the connection's next batch goes out.
+    fn received(&mut self, i: usize, n: usize, parsed: bool) {
+        let read_at = self.plan.clock.now_ns();
+        // With receive stamps, a reply is done when its bytes arrived,
+        // whenever the worker woke to read them.
+        let now = match self.conns[i].rx_ns.take().filter(|_| self.rx_stamps) {
+            Some(t) => t.min(read_at),
+            None => read_at,
+        };
+        self.rec.bytes_read += n as u64;
+        if !parsed {
+            self.fail(i, read_at, Failure::Protocol);
+            return;
+        }
+        for k in 0..self.replies.len() {
+            let r = self.replies[k];
+            self.reply(i, r, now);
+            if self.conns[i].state != State::Open {
                 return;
             }
+        }
+        // Setting up, replies answer AUTH and SELECT: the load waits
+        // for the start gate.
+        if self.schedule.is_none() && self.setting_up.is_none() {
+            self.send_batch(i, read_at);
         }
     }
 
@@ -649,9 +823,13 @@ impl<'a> Worker<'a> {
             self.rec.complete_early(now.saturating_sub(self.origin));
             return;
         }
+        // A stamp is never before the command went out.
+        let now = now.max(sent);
         match r {
             Reply::Ok => {
-                self.rec.complete(now, now.saturating_sub(intended));
+                let latency = now.saturating_sub(intended);
+                self.rec.complete(now, latency);
+                self.coalescer.observe(latency);
                 if let Some(u) = self.rec.uncorrected.as_mut() {
                     u.record_ns(now.saturating_sub(sent));
                 }

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tare_engine::Endpoint;
+use tare_engine::uring::Ring;
+use tare_engine::{Coalesce, Endpoint, IoMode};
 use tare_redis::session::{CommandCalls, Session};
 use tare_redis::{RedisConfig, Test, Workload};
 use tare_testbed::RedisServer;
@@ -86,6 +87,11 @@ fn commands_completed_equal_commandstats() {
         }
         if timed {
             cfg.load.duration = Some(Duration::from_millis(300));
+        }
+        // Both waits: io_uring (the default where the kernel allows it)
+        // and epoll.
+        if i % 4 >= 2 {
+            cfg.load.io = IoMode::Epoll;
         }
         let before = calls(&tcp, None);
         let r = tare_redis::run(&cfg).unwrap_or_else(|e| panic!("{test}: {e}"));
@@ -192,18 +198,39 @@ fn error_replies_are_counted_by_kind() {
 /// connect errors.
 #[test]
 fn a_server_killed_mid_run_keeps_results_and_counts_failures() {
-    let mut server = RedisServer::start(None);
-    let ep = Endpoint::Tcp(server.addr());
-    let mut cfg = config(ep, Workload::Test(Test::Set));
-    cfg.load.duration = Some(Duration::from_millis(1500));
-    cfg.pipeline = 4;
-    let run = std::thread::spawn(move || tare_redis::run(&cfg));
+    // Each wait at once, against a server of its own.
+    let modes = [IoMode::Epoll, IoMode::Uring];
+    let runs: Vec<_> = modes
+        .into_iter()
+        .filter(|m| *m == IoMode::Epoll || uring_here())
+        .map(|io| {
+            let server = RedisServer::start(None);
+            let ep = Endpoint::Tcp(server.addr());
+            let mut cfg = config(ep, Workload::Test(Test::Set));
+            cfg.load.duration = Some(Duration::from_millis(1500));
+            cfg.load.io = io;
+            cfg.pipeline = 4;
+            (server, std::thread::spawn(move || tare_redis::run(&cfg)))
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
-    server.kill();
-    let r = run
-        .join()
-        .unwrap()
-        .expect("a dead server ends the run, not fails it");
+    let mut servers = Vec::new();
+    let mut joins = Vec::new();
+    for (mut server, run) in runs {
+        server.kill();
+        servers.push(server);
+        joins.push(run);
+    }
+    for run in joins {
+        let r = run
+            .join()
+            .unwrap()
+            .expect("a dead server ends the run, not fails it");
+        killed_run_kept(&r);
+    }
+}
+
+fn killed_run_kept(r: &tare_record::LoadResult) {
     assert!(r.requests > 0, "results before the kill are kept");
     assert!(r.errors.read > 0, "lost commands: {:?}", r.errors);
     assert!(r.errors.connect > 0, "reconnects refused: {:?}", r.errors);
@@ -214,6 +241,57 @@ fn a_server_killed_mid_run_keeps_results_and_counts_failures() {
         "{}",
         r.duration_s
     );
+}
+
+/// io_uring here, or a failure when the test script says it must be
+/// (`TARE_REQUIRE_URING=1`), as tare-engine's own tests decide.
+fn uring_here() -> bool {
+    let ok = Ring::available();
+    assert!(
+        ok || std::env::var_os("TARE_REQUIRE_URING").is_none_or(|v| v != "1"),
+        "TARE_REQUIRE_URING=1 but this kernel refuses io_uring"
+    );
+    ok
+}
+
+/// The waits `--io` and `--coalesce` choose: io_uring when asked, epoll
+/// with receive timestamps when coalescing (a pause before the wait, the
+/// reply timed when it arrived); counts stay exact either way.
+#[test]
+fn io_uring_and_coalesced_waits_count_exactly() {
+    let server = RedisServer::start(None);
+    let ep = Endpoint::Tcp(server.addr());
+    let mut runs = vec![(IoMode::Epoll, Coalesce::Fixed(Duration::from_micros(100)))];
+    if uring_here() {
+        runs.push((IoMode::Uring, Coalesce::Off));
+    }
+    for (io, coalesce) in runs {
+        let mut cfg = config(ep.clone(), Workload::Test(Test::Incr));
+        cfg.load.connections = 16;
+        cfg.load.threads = 1;
+        cfg.load.duration = Some(Duration::from_millis(500));
+        cfg.load.io = io;
+        cfg.load.coalesce = coalesce;
+        let before = calls(&ep, None);
+        let r = tare_redis::run(&cfg).unwrap();
+        let after = settled(&ep, &before, "incr", r.requests + r.in_flight);
+        let d = delta(&before, &after, "incr");
+        assert_eq!(r.errors.total(), 0, "{io}: {:?}", r.errors);
+        assert_eq!(r.requests + r.in_flight, d.calls, "{io} {coalesce}");
+        let w = r.wakeups.as_ref().unwrap();
+        assert_eq!(w.io, io.to_string(), "{w:?}");
+        assert_eq!(w.coalesce, coalesce.to_string());
+        if coalesce != Coalesce::Off {
+            assert!(w.rx_timestamps && w.pauses > 0, "{w:?}");
+            assert!(w.summary().is_some());
+        }
+    }
+    // A ring cannot give receive timestamps: the two are refused together.
+    let mut cfg = config(ep, Workload::Test(Test::Get));
+    cfg.load.io = IoMode::Uring;
+    cfg.load.coalesce = Coalesce::Auto;
+    let e = tare_redis::run(&cfg).unwrap_err().to_string();
+    assert!(e.contains("--coalesce"), "{e}");
 }
 
 /// A wrong password, a refused connection and a bad setting: one clear
@@ -305,4 +383,59 @@ fn ramp_and_warmup_precede_the_measured_period() {
     let s = r.schedule.as_ref().unwrap();
     assert_eq!(s.ramp_s, 0.5);
     assert!(s.ramp_timeline.iter().sum::<u64>() > 0, "{s:?}");
+}
+
+/// `stat` of `INFO stats` (`keyspace_hits`, `keyspace_misses`).
+fn stat(ep: &Endpoint, name: &str) -> u64 {
+    let mut s = Session::connect(ep, Duration::from_secs(5), None, None, 0).unwrap();
+    let info = s.info("stats").unwrap();
+    info.iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap()
+}
+
+/// Between trials (seed 002's FLUSHALL between runs): the server is
+/// emptied, and for GET every key of the keyspace is stored with a value
+/// of the data size, so every GET of the next run is a hit.
+#[test]
+fn preparation_flushes_and_stores_every_key_get_reads() {
+    let server = RedisServer::start(None);
+    let ep = Endpoint::Tcp(server.addr());
+    let mut s = Session::connect(&ep, Duration::from_secs(5), None, None, 0).unwrap();
+    s.command(&["LPUSH", "mylist", "a"]).unwrap();
+    s.command(&["SET", "stale", "b"]).unwrap();
+    let dbsize = |s: &mut Session| match s.command(&["DBSIZE"]).unwrap() {
+        tare_redis::resp::Value::Int(n) => n,
+        other => panic!("{other:?}"),
+    };
+    let set = [Workload::Test(Test::Set)];
+    let p = tare_redis::Preparation {
+        workloads: &set,
+        data_size: 50,
+        keyspace: Some(2_500),
+    };
+    assert_eq!(p.apply(&ep, Duration::from_secs(5)).unwrap(), "FLUSHALL");
+    assert_eq!(dbsize(&mut s), 0);
+    let get = [Workload::Test(Test::Get)];
+    let p = tare_redis::Preparation {
+        workloads: &get,
+        ..p
+    };
+    assert_eq!(
+        p.apply(&ep, Duration::from_secs(5)).unwrap(),
+        "FLUSHALL; MSET 2500 keys of 50 bytes for get"
+    );
+    assert_eq!(dbsize(&mut s), 2_500);
+    match s.command(&["GET", "key:000000002499"]).unwrap() {
+        tare_redis::resp::Value::Bulk(Some(v)) => assert_eq!(v, vec![b'x'; 50]),
+        other => panic!("{other:?}"),
+    }
+    let (hits, misses) = (stat(&ep, "keyspace_hits"), stat(&ep, "keyspace_misses"));
+    let mut cfg = config(ep.clone(), Workload::Test(Test::Get));
+    cfg.keyspace = Some(2_500);
+    let r = tare_redis::run(&cfg).unwrap();
+    assert_eq!(r.requests, 2_000);
+    assert_eq!(stat(&ep, "keyspace_hits") - hits, 2_000, "every GET hit");
+    assert_eq!(stat(&ep, "keyspace_misses"), misses);
 }

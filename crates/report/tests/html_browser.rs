@@ -230,15 +230,22 @@ fn seed000_report_loads_offline_with_every_chart() {
     eprintln!("screenshot: {}", png.display());
 }
 
-#[test]
-fn seed001_report_draws_concurrency_curves() {
+/// The report `tare run` writes for the run `fixture` makes, loaded by
+/// the probe: the work directory, the page, and what the probe saw.
+fn written(fixture: fn(&Path)) -> (tempfile::TempDir, PathBuf, Probe) {
     let work = tempfile::tempdir().unwrap();
     let run = work.path().join("run");
-    html_fixture::seed001(&run);
+    fixture(&run);
     let report = run.join("report.html");
     tare_report::html::write(&run, &report).unwrap();
     let p = probe(work.path(), &std::fs::read_to_string(&report).unwrap());
     assert_clean(&p);
+    (work, report, p)
+}
+
+#[test]
+fn seed001_report_draws_concurrency_curves() {
+    let (work, report, p) = written(html_fixture::seed001);
     assert_drawn(
         &p,
         &[
@@ -250,6 +257,22 @@ fn seed001_report_draws_concurrency_curves() {
         ],
     );
     screenshot(work.path(), &report, "seed001.png");
+}
+
+#[test]
+fn seed002_net_report_draws_the_round_trip_waterfall() {
+    let (work, report, p) = written(html_fixture::seed002_net);
+    assert_drawn(
+        &p,
+        &[
+            "waterfall",
+            "round-trips",
+            "throughput",
+            "p99",
+            "percentiles",
+        ],
+    );
+    screenshot(work.path(), &report, "seed002-net.png");
 }
 
 #[test]

@@ -97,6 +97,55 @@ fn seed001_client_sweep_draws_concurrency_curves() {
     );
 }
 
+/// Round trips (`tare net rr`): the attribution is drawn again in µs per
+/// round trip, each step's added time with its interval (seed 002: NAT
+/// roughly doubles a round trip).
+#[test]
+fn seed002_net_chain_draws_the_latency_waterfall() {
+    let tmp = tempfile::tempdir().unwrap();
+    html_fixture::seed002_net(tmp.path());
+    let (charts, page) = charts_of(tmp.path());
+    let rt = charts
+        .round_trips
+        .as_ref()
+        .expect("round trips: a µs waterfall");
+    let medians: Vec<f64> = rt.rows.iter().map(|r| r.round_trip_us.median).collect();
+    for (got, want) in medians.iter().zip([37.6, 38.5, 45.0, 75.2]) {
+        assert!((got / want - 1.0).abs() < 0.03, "{medians:?}");
+    }
+    for (i, r) in rt.rows.iter().enumerate() {
+        let iv = r.round_trip_us;
+        assert!(iv.lo <= iv.median && iv.median <= iv.hi, "{r:?}");
+        if i == 0 {
+            assert_eq!((r.from_us, r.delta_us, r.delta_ci_us), (0.0, 0.0, None));
+            continue;
+        }
+        assert_eq!(r.from_us, medians[i - 1]);
+        assert!((r.delta_us - (medians[i] - medians[i - 1])).abs() < 1e-9);
+        let (lo, hi) = r.delta_ci_us.expect("paired rounds give an interval");
+        assert!(lo < hi, "{r:?}");
+    }
+    // The published port's step: ~30 µs added, and its interval excludes 0.
+    let nat = &rt.rows[3];
+    assert!(nat
+        .label
+        .starts_with("placement: docker-bridge → docker-publish"));
+    assert!(nat.delta_ci_us.unwrap().0 > 20.0, "{nat:?}");
+    assert!((rt.gap_us - (medians[3] - medians[0])).abs() < 1e-9);
+    assert!(page.contains("data-chart=\"round-trips\""));
+    assert!(page.contains("µs per round trip [CI]"));
+    // Throughput units draw no such chart.
+    let http = tempfile::tempdir().unwrap();
+    html_fixture::seed000(http.path());
+    let (charts, page) = charts_of(http.path());
+    assert!(charts.round_trips.is_none());
+    assert!(!page.contains("data-chart=\"round-trips\""));
+    insta::assert_snapshot!(
+        "html_seed002_net_round_trips",
+        serde_json::to_string_pretty(&rt).unwrap()
+    );
+}
+
 #[test]
 fn hostile_recorded_strings_are_text() {
     let tmp = tempfile::tempdir().unwrap();

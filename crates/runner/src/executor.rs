@@ -41,6 +41,13 @@ pub trait RunningCell {
     /// as JSON, for the fairness check.
     fn facts(&self) -> serde_json::Value;
 
+    /// Readies the server for one trial before its warm-up, as the study
+    /// an engine reproduces did between runs (redis: `FLUSHALL`, then the
+    /// keys GET reads): what was done, for `TrialRecord::prepared`.
+    fn prepare(&mut self, _settings: &LoadSettings) -> Result<Option<String>, ExecError> {
+        Ok(None)
+    }
+
     /// Applies load with `settings`. `measure = false` is a warm-up: the
     /// result is thrown away, so an executor may skip building it.
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError>;

@@ -14,7 +14,8 @@ use crate::debug::result;
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::{Cell, LoadSettings};
 
-/// What happened, in order: `deploy CELL`, `warmup CELL`, `measure CELL`, `stop CELL`.
+/// What happened, in order: `deploy CELL`, `prepare CELL`, `warmup CELL`,
+/// `measure CELL`, `stop CELL`.
 pub(crate) type Log = Arc<Mutex<Vec<String>>>;
 
 #[derive(Default)]
@@ -36,6 +37,9 @@ pub(crate) struct MockExecutor {
     pub monitor: BTreeMap<String, Vec<serde_json::Value>>,
     /// Cells whose deployment fails.
     pub failing_deploy: Vec<String>,
+    /// What every trial's preparation says it did (`None`: nothing, and
+    /// no `prepare` event is logged).
+    pub prepared: Option<String>,
     /// Set this flag after the given number of measured loads (an interrupt).
     pub interrupt_after: Option<(usize, Arc<AtomicBool>)>,
     pub log: Log,
@@ -78,6 +82,7 @@ impl Executor for MockExecutor {
             drift: self.drift.clone(),
             monitors: self.monitor.get(&cell.id).cloned().unwrap_or_default(),
             monitor: None,
+            prepared: self.prepared.clone(),
             log: self.log.clone(),
             measured: self.measured.clone(),
             total: self.total_measured.clone(),
@@ -111,6 +116,7 @@ struct MockCell {
     monitors: Vec<serde_json::Value>,
     /// The last measured load's record, until the runner takes it.
     monitor: Option<serde_json::Value>,
+    prepared: Option<String>,
     log: Log,
     measured: Arc<Mutex<BTreeMap<String, usize>>>,
     total: Arc<Mutex<usize>>,
@@ -120,6 +126,16 @@ struct MockCell {
 impl RunningCell for MockCell {
     fn facts(&self) -> serde_json::Value {
         serde_json::json!({ "cell": self.cell.id, "binary": self.binary })
+    }
+
+    fn prepare(&mut self, _settings: &LoadSettings) -> Result<Option<String>, ExecError> {
+        if self.prepared.is_some() {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("prepare {}", self.cell.id));
+        }
+        Ok(self.prepared.clone())
     }
 
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {

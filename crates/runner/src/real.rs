@@ -194,6 +194,15 @@ impl RunningCell for RealCell {
         serde_json::to_value(self.deployment.facts()).unwrap_or_default()
     }
 
+    fn prepare(&mut self, settings: &LoadSettings) -> Result<Option<String>, ExecError> {
+        let offer = Offer {
+            endpoint: self.deployment.endpoint(),
+            url: self.deployment.url(),
+            netns: self.deployment.client_netns(),
+        };
+        engines::prepare(settings, &offer)
+    }
+
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
         // Every measured load is monitored (CPU by component, disk, sockets,
         // the verdict); a monitor that cannot start costs the trial nothing.

@@ -355,8 +355,15 @@ impl Schedule<'_> {
             }
         };
         let settings = cell.load_settings(&self.exp.load);
-        let mut outcome = Ok(None);
-        if !settings.shared.warmup.is_zero() && !self.interrupt.load(Ordering::SeqCst) {
+        let mut outcome = running
+            .prepare(&settings)
+            .map(|done| rec.prepared = done)
+            .map(|()| None)
+            .map_err(|e| format!("prepare: {e}"));
+        if outcome.is_ok()
+            && !settings.shared.warmup.is_zero()
+            && !self.interrupt.load(Ordering::SeqCst)
+        {
             self.observer.phase(&cell.id, trial, Phase::Warmup);
             let mut warm = settings.clone();
             warm.shared.duration = Some(settings.shared.warmup);

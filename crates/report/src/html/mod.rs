@@ -7,8 +7,8 @@
 //! histograms and per-second counts from [`Run`] directly.
 //!
 //! - [`Charts`]: every chart's data, computed once; snapshot-tested.
-//! - [`waterfall`], [`bars`], [`percentiles`], [`concurrency`],
-//!   [`timeline`]: one chart each, data then SVG.
+//! - [`waterfall`], [`round_trips`], [`bars`], [`percentiles`],
+//!   [`concurrency`], [`timeline`]: one chart each, data then SVG.
 //! - [`page`]: the document: sections, tables, notes, provenance.
 //! - [`escape`]: every recorded string passes through it.
 //! - [`axis`], [`svg`]: scales, ticks and shared SVG pieces.
@@ -19,6 +19,7 @@ pub mod concurrency;
 pub mod escape;
 pub mod page;
 pub mod percentiles;
+pub mod round_trips;
 mod sections;
 pub mod svg;
 pub mod timeline;
@@ -37,6 +38,7 @@ use crate::ReportError;
 use bars::{Bars, Metric};
 use concurrency::Concurrency;
 use percentiles::Percentiles;
+use round_trips::RoundTrips;
 use timeline::Timelines;
 use waterfall::Waterfall;
 
@@ -115,6 +117,10 @@ impl From<&MedianCi> for Interval {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Charts {
     pub waterfall: Option<Waterfall>,
+    /// The same chain in µs per round trip, when its unit is round trips
+    /// (`tare net`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trips: Option<RoundTrips>,
     pub throughput: Bars,
     pub p99: Bars,
     pub percentiles: Percentiles,
@@ -138,6 +144,12 @@ impl Charts {
             waterfall: match &report.attribution {
                 AttributionOutcome::Computed { attribution, .. } => {
                     Some(Waterfall::new(attribution))
+                }
+                _ => None,
+            },
+            round_trips: match &report.attribution {
+                AttributionOutcome::Computed { attribution, .. } => {
+                    RoundTrips::new(attribution, &report.cells)
                 }
                 _ => None,
             },

@@ -7,7 +7,7 @@ use tare_analysis::stats::{MedianCi, CONFIDENCE};
 use tare_analysis::{Run, NOISY_SPREAD};
 
 use super::escape::{html, slug};
-use super::Charts;
+use super::{round_trips, Charts};
 use crate::report::{AttributionOutcome, PartsOutcome, Report, SplitOutcome};
 use crate::units;
 
@@ -82,8 +82,21 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 units::confidence(CONFIDENCE)
             ));
             out.push_str(&format!("<figure>{}<figcaption>Bars run from the previous cell's median to this cell's; whiskers are each cell's throughput interval. <code>~</code>: the step is not significant.</figcaption></figure>\n", w.svg()));
-            out.push_str("<table><tr><th>step</th><th>cell</th><th>throughput [CI]</th><th>change</th><th>detectable</th><th>share of gap [CI]</th><th>p99 [CI]</th></tr>\n");
-            for s in &a.steps {
+            if let Some(rt) = &charts.round_trips {
+                out.push_str(&format!(
+                    "<p>Per round trip, the gap is <strong>{:+.1} µs</strong> ({} → {} µs).</p>\n<figure>{}<figcaption>The same chain in µs per round trip (one transaction in flight per connection: µs = 10⁶ × connections ÷ transactions/s). Bars run from the previous cell's time to this cell's; whiskers are each cell's interval; the bracket after each step's change is its interval, the paired throughput ratio's interval applied to the previous cell's time. <code>~</code>: the step is not significant.</figcaption></figure>\n",
+                    rt.gap_us,
+                    round_trips::us(rt.rows[0].round_trip_us.median),
+                    round_trips::us(rt.rows[rt.rows.len() - 1].round_trip_us.median),
+                    rt.svg()
+                ));
+            }
+            let rt_rows = charts.round_trips.as_ref().map(|rt| &rt.rows);
+            out.push_str(&format!(
+                "<table><tr><th>step</th><th>cell</th><th>throughput [CI]</th>{}<th>change</th><th>detectable</th><th>share of gap [CI]</th><th>p99 [CI]</th></tr>\n",
+                if rt_rows.is_some() { "<th>µs per round trip [CI]</th><th>µs added [CI]</th>" } else { "" }
+            ));
+            for (i, s) in a.steps.iter().enumerate() {
                 let change = s
                     .change
                     .as_ref()
@@ -105,8 +118,22 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                     format!("{}{iv}", units::percent(sh))
                     })
                 };
+                let per_rt = rt_rows.and_then(|rows| rows.get(i)).map_or(String::new(), |r| {
+                    let iv = r.round_trip_us;
+                    let added = match (i, r.delta_ci_us) {
+                        (0, _) => String::new(),
+                        (_, Some((lo, hi))) => format!("{:+.1} <span class=\"muted\">[{lo:+.1}, {hi:+.1}]</span>", r.delta_us),
+                        (_, None) => format!("{:+.1}", r.delta_us),
+                    };
+                    format!(
+                        "<td class=\"num\">{} <span class=\"muted\">[{}, {}]</span></td><td class=\"num\">{added}</td>",
+                        round_trips::us(iv.median),
+                        round_trips::us(iv.lo),
+                        round_trips::us(iv.hi)
+                    )
+                });
                 out.push_str(&format!(
-                    "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{delta}</td><td class=\"num\">{detectable}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
+                    "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td>{per_rt}<td class=\"num\">{delta}</td><td class=\"num\">{detectable}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
                     html(&s.cell),
                     ci(&s.throughput_shown(), units::si),
                     ci(&s.p99_shown(), units::latency_us)

@@ -105,93 +105,132 @@ impl Waterfall {
     }
 
     pub fn svg(&self) -> String {
-        const ROW: f64 = 38.0;
-        const WIDTH: f64 = 860.0;
-        let f = Frame {
-            left: 230.0,
-            top: 12.0,
-            right: WIDTH - 250.0,
-            bottom: 12.0 + ROW * self.rows.len() as f64,
-        };
-        let max = self
+        let rows: Vec<FloatRow> = self
             .rows
             .iter()
-            .map(|r| r.throughput.hi.max(r.to))
-            .fold(0.0, f64::max);
-        let t = ticks(0.0, max, 5);
-        let x = Linear::new((0.0, *t.last().unwrap_or(&1.0)), (f.left, f.right));
-        let height = f.bottom + 44.0;
-        let mut out = svg::open(
+            .enumerate()
+            .map(|(i, r)| FloatRow {
+                label: &r.label,
+                from: r.from,
+                to: r.to,
+                lo: r.throughput.lo,
+                hi: r.throughput.hi,
+                class: match (i, r.delta >= 0.0) {
+                    (0, _) => "bar base",
+                    (_, true) => "bar up",
+                    (_, false) => "bar down",
+                },
+                tooltip: format!(
+                    "{}: {} {} [{}, {}]",
+                    r.cell,
+                    units::si(r.to),
+                    self.unit,
+                    units::si(r.throughput.lo),
+                    units::si(r.throughput.hi)
+                ),
+                annotation: Self::annotation(r),
+            })
+            .collect();
+        float_bars(
             "waterfall",
-            WIDTH,
-            height,
             &format!("Attribution waterfall, {}", self.unit),
-        );
-        svg::x_grid(&mut out, &f, &x, &t, units::si);
-        svg::axis_title(
-            &mut out,
-            &f,
             &format!("throughput ({}, median)", self.unit),
-            true,
-        );
-        for (i, r) in self.rows.iter().enumerate() {
-            let y = f.top + ROW * i as f64 + 7.0;
-            let (a, b) = (x.map(r.from.min(r.to)), x.map(r.from.max(r.to)));
-            let class = match (i, r.delta >= 0.0) {
-                (0, _) => "bar base",
-                (_, true) => "bar up",
-                (_, false) => "bar down",
-            };
+            &rows,
+            units::si,
+        )
+    }
+}
+
+/// One row of a floating-bar chart (a waterfall): a bar from `from` to
+/// `to`, a whisker over `lo..hi`, a label on the left and an annotation
+/// on the right.
+pub(super) struct FloatRow<'a> {
+    pub label: &'a str,
+    pub from: f64,
+    pub to: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// `bar base`, `bar up` or `bar down`.
+    pub class: &'static str,
+    pub tooltip: String,
+    pub annotation: String,
+}
+
+/// A waterfall's SVG: one row per step, top to bottom, each bar floating
+/// from the previous row's end with a connector from it, so the chain
+/// reads as one path. `kind` names the chart (`data-chart`).
+pub(super) fn float_bars(
+    kind: &str,
+    title: &str,
+    axis: &str,
+    rows: &[FloatRow<'_>],
+    tick: impl Fn(f64) -> String,
+) -> String {
+    const ROW: f64 = 38.0;
+    const WIDTH: f64 = 860.0;
+    let f = Frame {
+        left: 230.0,
+        top: 12.0,
+        right: WIDTH - 250.0,
+        bottom: 12.0 + ROW * rows.len() as f64,
+    };
+    let max = rows
+        .iter()
+        .map(|r| r.hi.max(r.to))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let t = ticks(0.0, max, 5);
+    let x = Linear::new((0.0, *t.last().unwrap_or(&1.0)), (f.left, f.right));
+    let mut out = svg::open(kind, WIDTH, f.bottom + 44.0, title);
+    svg::x_grid(&mut out, &f, &x, &t, tick);
+    svg::axis_title(&mut out, &f, axis, true);
+    for (i, r) in rows.iter().enumerate() {
+        let y = f.top + ROW * i as f64 + 7.0;
+        let (a, b) = (x.map(r.from.min(r.to)), x.map(r.from.max(r.to)));
+        out.push_str(&format!(
+            "<g class=\"step\"><title>{}</title>",
+            html(&r.tooltip)
+        ));
+        out.push_str(&format!(
+            "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
+            r.class,
+            px(a),
+            px(y),
+            px((b - a).max(1.0)),
+            px(ROW - 14.0)
+        ));
+        if i > 0 {
             out.push_str(&format!(
-                "<g class=\"step\"><title>{}: {} {} [{}, {}]</title>",
-                html(&r.cell),
-                units::si(r.to),
-                html(&self.unit),
-                units::si(r.throughput.lo),
-                units::si(r.throughput.hi)
-            ));
-            out.push_str(&format!(
-                "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
-                px(a),
+                "<line class=\"connector\" x1=\"{xx}\" x2=\"{xx}\" y1=\"{}\" y2=\"{}\"/>",
+                px(y - 14.0),
                 px(y),
-                px((b - a).max(1.0)),
-                px(ROW - 14.0)
-            ));
-            if i > 0 {
-                // The connector from the previous bar's end makes the chain
-                // readable as one path.
-                out.push_str(&format!(
-                    "<line class=\"connector\" x1=\"{xx}\" x2=\"{xx}\" y1=\"{}\" y2=\"{}\"/>",
-                    px(y - 14.0),
-                    px(y),
-                    xx = px(x.map(r.from))
-                ));
-            }
-            out.push_str("</g>\n");
-            if r.throughput.hi > r.throughput.lo {
-                svg::h_whisker(
-                    &mut out,
-                    x.map(r.throughput.lo),
-                    x.map(r.throughput.hi),
-                    y + (ROW - 14.0) / 2.0,
-                    5.0,
-                );
-            }
-            let mid = px(y + (ROW - 14.0) / 2.0);
-            out.push_str(&format!(
-                "<text class=\"label\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\" text-anchor=\"end\">{}</text>\n",
-                px(f.left - 8.0),
-                html(&clip(&r.label, 31))
-            ));
-            out.push_str(&format!(
-                "<text class=\"value\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\">{}</text>\n",
-                px(f.right + 8.0),
-                html(&Self::annotation(r))
+                xx = px(x.map(r.from))
             ));
         }
-        out.push_str(svg::close());
-        out
+        out.push_str("</g>\n");
+        if r.hi > r.lo && r.hi.is_finite() {
+            svg::h_whisker(
+                &mut out,
+                x.map(r.lo),
+                x.map(r.hi),
+                y + (ROW - 14.0) / 2.0,
+                5.0,
+            );
+        }
+        let mid = px(y + (ROW - 14.0) / 2.0);
+        out.push_str(&format!(
+            "<text class=\"label\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\" text-anchor=\"end\">{}</text>\n",
+            px(f.left - 8.0),
+            html(&clip(r.label, 31))
+        ));
+        out.push_str(&format!(
+            "<text class=\"value\" x=\"{}\" y=\"{mid}\" dy=\"0.32em\">{}</text>\n",
+            px(f.right + 8.0),
+            html(&r.annotation)
+        ));
     }
+    out.push_str(svg::close());
+    out
 }
 
 /// `s` cut to `n` characters with an ellipsis; the full text is in the

@@ -72,6 +72,63 @@ pub(crate) fn seed001(dir: &Path) {
     write_json(dir, "findings.json", &json!([]));
 }
 
+/// Seed 002's TCP_RR chain (docs/studies.md, seed 002: netperf `-r 100,200`,
+/// native 37.6 µs per round trip, "NAT doubles latency"), as `tare net rr`
+/// records it: one connection, transactions per second, µs per round trip
+/// = 10⁶ / tps. native 37.6 µs → docker-host 38.5 → docker-bridge 45.0 →
+/// docker-publish 75.2, five trials each.
+pub(crate) fn seed002_net(dir: &Path) {
+    let chain = [
+        ("native", 37.6),
+        ("docker-host", 38.5),
+        ("docker-bridge", 45.0),
+        ("docker-publish", 75.2),
+    ];
+    let cells: Vec<SynthCell> = chain
+        .iter()
+        .map(|(p, us)| SynthCell::new(&[("placement", p)], 1e6 / us, 0.02))
+        .collect();
+    let mut trials = synthetic::trials("seed002-net", &cells, 5, 5);
+    let mut rng = SplitMix64::new(2);
+    for t in &mut trials {
+        as_net_rr(t, &mut rng);
+    }
+    let ids: Vec<String> = cells.iter().map(SynthCell::id).collect();
+    let plan = synthetic::plan("seed002-net", &cells, &ids);
+    synthetic::write_run_dir(dir, &trials, Some(&plan)).unwrap();
+    write_json(dir, "provenance.json", &provenance("seed002-net"));
+    write_json(dir, "findings.json", &json!([]));
+}
+
+/// Turns a synthetic HTTP trial into a `tare net rr` one: one connection,
+/// its latency around 1/tps.
+fn as_net_rr(t: &mut TrialRecord, rng: &mut SplitMix64) {
+    let r = t.result.as_mut().unwrap();
+    let tps = r.rps.take().unwrap();
+    r.engine = "net".into();
+    r.unit = Some(tare_record::Unit::RoundTrips);
+    r.target = "127.0.0.1:12865".into();
+    r.connections = 1;
+    r.threads = 1;
+    r.in_flight = 1;
+    r.status_codes.clear();
+    r.tps = Some(tps);
+    let median_ns = 1e9 / tps;
+    let mut h = Latency::new();
+    for _ in 0..4_000 {
+        h.record_ns((median_ns * (0.1 * normal(rng)).exp()) as u64);
+    }
+    r.latency_us = h.summary();
+    r.hdr = h.encode().unwrap();
+    r.net = Some(tare_record::NetDetails {
+        test: "rr".into(),
+        request_bytes: 100,
+        response_bytes: 200,
+        round_trip_us: Some(1e6 / tps),
+        ..Default::default()
+    });
+}
+
 /// Turns a synthetic HTTP trial into a pgbench-style one with as many
 /// clients as its `clients` factor says, re-drawing the latency histogram
 /// so Little's law holds (mean latency = clients / tps).

@@ -102,6 +102,21 @@ pub trait Table: fmt::Debug + Send + Sync {
         offer: &Offer<'_>,
         stop: &Arc<AtomicBool>,
     ) -> Result<LoadResult, ExecError>;
+
+    /// This table with the `workload` factor's `level` (canonical: lower
+    /// case, tests joined by `+`) in place of what it sends; an engine
+    /// without the notion refuses every level.
+    fn with_workload(&self, level: &str) -> Result<Arc<dyn Table>, String> {
+        let _ = level;
+        Err("this engine has no workload factor".into())
+    }
+
+    /// Readies the server before a trial's warm-up (the runner's thread is
+    /// already in the client's namespace): what was done, or `None`.
+    fn prepare(&self, load: &Load, offer: &Offer<'_>) -> Result<Option<String>, ExecError> {
+        let _ = (load, offer);
+        Ok(None)
+    }
 }
 
 /// What a deployment offers an engine.
@@ -175,6 +190,26 @@ pub(crate) fn run(
         load.slo = None;
     }
     settings.table.run(&load, offer, stop)
+}
+
+/// Readies a deployed cell for a trial ([`Table::prepare`]), from the
+/// client's network namespace when the placement puts the client on
+/// another "machine" (a thread of its own enters it).
+pub(crate) fn prepare(
+    settings: &LoadSettings,
+    offer: &Offer<'_>,
+) -> Result<Option<String>, ExecError> {
+    let Some(ns) = offer.netns else {
+        return settings.table.prepare(&settings.shared, offer);
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tare_engine::netns::enter(ns).map_err(ExecError::new)?;
+            settings.table.prepare(&settings.shared, offer)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(ExecError::new("preparing the server panicked")))
+    })
 }
 
 /// Open-loop probes a `load.slo` trial may run (beside the capacity probe

@@ -45,6 +45,9 @@ pub enum FactorKind {
     VmCpus,
     /// VM placements: the guest's memory (e.g. `512m`, `2g`).
     VmMemory,
+    /// What the engine sends, in its own words (redis: a test name such
+    /// as `get`, or tests joined by `+`): overrides `[load.<engine>]`.
+    Workload,
 }
 
 impl FactorKind {
@@ -61,6 +64,7 @@ impl FactorKind {
         FactorKind::Delay,
         FactorKind::VmCpus,
         FactorKind::VmMemory,
+        FactorKind::Workload,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +81,7 @@ impl FactorKind {
             FactorKind::Delay => "delay",
             FactorKind::VmCpus => "vm_cpus",
             FactorKind::VmMemory => "vm_memory",
+            FactorKind::Workload => "workload",
         }
     }
 
@@ -185,6 +190,23 @@ impl FactorKind {
                 Ok(n) if (1..=256).contains(&n) => Ok(n.to_string()),
                 _ => Err(format!("`{level}` is not a vCPU count (1 to 256, or auto)")),
             },
+            // The engine checks the words (`validate::check_workloads`);
+            // here only the spelling a cell id can carry.
+            FactorKind::Workload => {
+                let l = level.trim().to_ascii_lowercase();
+                let word = |w: &str| {
+                    !w.is_empty()
+                        && w.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                };
+                if l.split('+').all(word) {
+                    Ok(l)
+                } else {
+                    Err(format!(
+                        "`{level}` is not a workload level (a name such as get, or names joined by +)"
+                    ))
+                }
+            }
             FactorKind::VmMemory => match parse_bytes(level) {
                 Some(b) if (64 << 20..=1 << 40).contains(&b) => Ok(level.to_string()),
                 _ => Err(format!(
@@ -196,7 +218,7 @@ impl FactorKind {
 
     /// The level a cell takes when it does not name this factor: what the
     /// placement does with no option given. `None` (access_log,
-    /// connections): the config or `[load]` decides, so a cell list that
+    /// connections, workload): the config or `[load]` decides, so a cell list that
     /// varies it must name it in every cell.
     pub fn default_level(self) -> Option<&'static str> {
         match self {
@@ -209,7 +231,7 @@ impl FactorKind {
             FactorKind::Delay => Some("0ms"),
             FactorKind::VmCpus => Some("auto"),
             FactorKind::VmMemory => Some("512m"),
-            FactorKind::AccessLog | FactorKind::Connections => None,
+            FactorKind::AccessLog | FactorKind::Connections | FactorKind::Workload => None,
         }
     }
 }
@@ -255,6 +277,10 @@ mod tests {
         assert!(FactorKind::Connections.canonical("0", &[]).is_err());
         assert!(FactorKind::Placement.canonical("docker", &[]).is_err());
         assert!(FactorKind::Memory.canonical("12x", &[]).is_err());
+        let w = FactorKind::Workload;
+        assert_eq!(w.canonical(" SET+Get ", &[]).unwrap(), "set+get");
+        assert!(w.canonical("get,set", &[]).is_err());
+        assert!(w.canonical("get+", &[]).is_err());
         assert_eq!(parse_bytes("512m"), Some(512 << 20));
     }
 

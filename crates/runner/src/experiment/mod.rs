@@ -245,7 +245,9 @@ impl Cell {
             .unwrap_or_else(PlacementKind::reference)
     }
 
-    /// The load settings for this cell: the `connections` factor wins.
+    /// The load settings for this cell: the `connections` and `workload`
+    /// factors win (a workload level was checked with the engine when the
+    /// file was read).
     pub fn load_settings(&self, load: &LoadSettings) -> LoadSettings {
         let mut out = load.clone();
         if let Some(c) = self
@@ -253,6 +255,12 @@ impl Cell {
             .and_then(|c| c.parse().ok())
         {
             out.shared.connections = c;
+        }
+        if let Some(t) = self
+            .level(FactorKind::Workload)
+            .and_then(|w| load.table.with_workload(w).ok())
+        {
+            out.table = t;
         }
         out
     }

@@ -36,6 +36,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     let (factors, cells) = cells(&loc, &raw, &config_names)?;
     check_cells_apply(&loc, &raw, &cells)?;
     let load = load(&loc, &raw.load, target.kind.engine(), target.kind.name())?;
+    check_workloads(&loc, &raw, &factors, &load)?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
     let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;
@@ -436,6 +437,41 @@ fn check_cells_apply(loc: &Locator, raw: &RawExperiment, cells: &[Cell]) -> Resu
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Every `workload` level is something the experiment's engine can send
+/// (`Table::with_workload`), so a typo fails when the file is read.
+fn check_workloads(
+    loc: &Locator,
+    raw: &RawExperiment,
+    factors: &Factors,
+    load: &super::LoadSettings,
+) -> Result<()> {
+    let Some((_, levels)) = factors.iter().find(|(k, _)| *k == FactorKind::Workload) else {
+        return Ok(());
+    };
+    for level in levels {
+        if let Err(e) = load.table.with_workload(level) {
+            let name = FactorKind::Workload.name();
+            let (span, key) = match (&raw.factors, &raw.cells) {
+                (Some(f), _) => (
+                    f.get_ref()
+                        .keys()
+                        .find(|k| k.get_ref() == name)
+                        .map_or(f.span(), |k| k.span()),
+                    format!("factors.{name}"),
+                ),
+                (None, Some(c)) => (c.span(), format!("cells[].{name}")),
+                (None, None) => (0..0, name.to_string()),
+            };
+            return Err(loc.error(
+                span,
+                &key,
+                format!("`{level}`: {e} (engine {})", load.engine.name()),
+            ));
         }
     }
     Ok(())

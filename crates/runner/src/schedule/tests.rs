@@ -280,6 +280,36 @@ fn kept_deployments_are_started_once_and_stopped_at_the_end() {
     );
 }
 
+/// A kept deployment is prepared again before every trial's warm-up
+/// (redis: FLUSHALL between runs, as seed 002 did), and each record says so.
+#[test]
+fn every_trial_is_prepared_before_its_warm_up_and_the_record_says_what_was_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = THREE_CELLS
+        .replace(
+            "cooldown = \"0s\"",
+            "cooldown = \"0s\"\ndeployment = \"kept\"",
+        )
+        .replace("warmup = \"0s\"", "warmup = \"1ms\"");
+    let mut exec = MockExecutor::new();
+    exec.prepared = Some("FLUSHALL".into());
+    let s = begin(tmp.path(), experiment(&text), &mut exec);
+    s.run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+        .unwrap();
+    let ev = exec.events();
+    assert_eq!(ev.iter().filter(|e| e.starts_with("prepare ")).count(), 9);
+    for (i, e) in ev.iter().enumerate() {
+        if let Some(cell) = e.strip_prefix("warmup ") {
+            assert_eq!(ev[i - 1], format!("prepare {cell}"), "{ev:?}");
+        }
+    }
+    let records = s.dir.read_trials(false).unwrap();
+    assert_eq!(records.len(), 9);
+    assert!(records
+        .iter()
+        .all(|r| r.prepared.as_deref() == Some("FLUSHALL")));
+}
+
 #[test]
 fn differing_facts_are_findings_written_before_any_load() {
     let tmp = tempfile::tempdir().unwrap();
