@@ -42,7 +42,7 @@ pub use facts::{fairness, BackendFacts, Facts, Finding, GuestFacts, ProcessFacts
 pub use placements::SpecOption;
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,
-    TargetSpec, Transport, VmOptions,
+    TargetSpec, Transport, VmOptions, VmPin,
 };
 pub use teardown::{install_interrupt_handler, teardown_all};
 

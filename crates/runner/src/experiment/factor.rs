@@ -44,6 +44,9 @@ pub enum FactorKind {
     VmCpus,
     /// VM placements: the guest's memory (e.g. `512m`, `2g`).
     VmMemory,
+    /// VM placements: `process` (QEMU on the server's CPUs) or `vcpu`
+    /// (each vCPU thread on one of them).
+    VmPin,
 }
 
 impl FactorKind {
@@ -60,6 +63,7 @@ impl FactorKind {
         FactorKind::Delay,
         FactorKind::VmCpus,
         FactorKind::VmMemory,
+        FactorKind::VmPin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +80,7 @@ impl FactorKind {
             FactorKind::Delay => "delay",
             FactorKind::VmCpus => "vm_cpus",
             FactorKind::VmMemory => "vm_memory",
+            FactorKind::VmPin => "vm_pin",
         }
     }
 
@@ -91,7 +96,7 @@ impl FactorKind {
                 Some(SpecOption::Container)
             }
             FactorKind::Delay => Some(SpecOption::Netem),
-            FactorKind::VmCpus | FactorKind::VmMemory => Some(SpecOption::Vm),
+            FactorKind::VmCpus | FactorKind::VmMemory | FactorKind::VmPin => Some(SpecOption::Vm),
             _ => None,
         }
     }
@@ -190,6 +195,10 @@ impl FactorKind {
                     "`{level}` is not a guest memory size (64m to 1024g, e.g. 512m, 2g)"
                 )),
             },
+            FactorKind::VmPin => match level {
+                "process" | "vcpu" => Ok(level.into()),
+                _ => Err(format!("`{level}` is not a vm_pin level (process or vcpu)")),
+            },
         }
     }
 
@@ -208,6 +217,7 @@ impl FactorKind {
             FactorKind::Delay => Some("0ms"),
             FactorKind::VmCpus => Some("auto"),
             FactorKind::VmMemory => Some("512m"),
+            FactorKind::VmPin => Some("process"),
             FactorKind::AccessLog | FactorKind::Connections => None,
         }
     }
