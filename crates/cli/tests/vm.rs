@@ -8,7 +8,7 @@
 //! (scripts/setup.sh installs both); each says whether it ran under KVM or
 //! TCG. Guests boot one at a time.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,11 @@ fn vm_ready(test: &str) -> bool {
             false
         }
     }
+}
+
+/// This test's turn to boot guests, if guests run here.
+fn guest_turn(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    vm_ready(test).then(|| ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 fn tare(args: &[&str]) -> Output {
@@ -84,10 +89,9 @@ fn new_since(before: &[String], needle: &str) -> Vec<String> {
 
 #[test]
 fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
-    if !vm_ready("tare_serve_in_every_vm_placement") {
+    let Some(_one) = guest_turn("tare_serve_in_every_vm_placement") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     for name in ["vm-bridge", "vm-publish", "vm-user"] {
         let before = guest_things();
         let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
@@ -145,10 +149,9 @@ fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
 
 #[test]
 fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
-    if !vm_ready("postgres_in_vm_bridge") {
+    let Some(_one) = guest_turn("postgres_in_vm_bridge") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let before = guest_things();
     let spec = DeploySpec::new(
         format!("v{}pg", std::process::id() % 10000),
@@ -207,29 +210,15 @@ fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
 /// tap, the bridge and the directory; `tare cleanup` removes them all.
 #[test]
 fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
-    if !vm_ready("a_sigkilled_run_leaves_a_guest") {
+    let Some(_one) = guest_turn("a_sigkilled_run_leaves_a_guest") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("tare-test-vmkill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("kill.toml"),
+    };
+    let before = guest_things();
+    let (dir, mut child) = start_run(
+        "vmkill",
         "name = \"vmkill\"\n[target]\nkind = \"nginx\"\n[factors]\nplacement = [\"vm-publish\"]\n\
          [load]\nthreads = 1\nconnections = 2\nduration = \"60s\"\nwarmup = \"0s\"\n[trials]\ncount = 1\n",
-    )
-    .unwrap();
-    let before = guest_things();
-    let mut child = Command::new(TARE)
-        .arg("run")
-        .arg(dir.join("kill.toml"))
-        .arg("--out")
-        .arg(dir.join("out"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    );
     // Wait until the guest runs and its network exists.
     let me = format!("-{}-", child.id());
     let start = Instant::now();
@@ -280,10 +269,9 @@ fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
 /// and a Unix socket cell refused at once, saying why.
 #[test]
 fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
-    if !vm_ready("nginx_proxy_runs_in_one_guest") {
+    let Some(_one) = guest_turn("nginx_proxy_runs_in_one_guest") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let before = guest_things();
     const BODY: usize = 777;
     let mut target = TargetSpec::new(TargetKind::named("nginx-proxy").unwrap());
@@ -364,32 +352,18 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
 /// kernel's last words, and the native cell beside it keeps its result.
 #[test]
 fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
-    if !vm_ready("a_guest_that_never_gets_ready") {
+    let Some(_one) = guest_turn("a_guest_that_never_gets_ready") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("tare-test-vmbad-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("bad.toml"),
+    };
+    let before = guest_things();
+    let (dir, mut child) = start_run(
+        "vmbad",
         "name = \"vmbad\"\n[target]\nkind = \"tare-serve\"\n\
          [[cells]]\nplacement = \"native\"\n\
          [[cells]]\nplacement = \"vm-bridge\"\nvm_memory = \"96m\"\n\
          [load]\nthreads = 1\nconnections = 2\nduration = \"300ms\"\nwarmup = \"0s\"\n\
          [trials]\ncount = 1\ncooldown = \"0s\"\n",
-    )
-    .unwrap();
-    let before = guest_things();
-    let mut child = Command::new(TARE)
-        .arg("run")
-        .arg(dir.join("bad.toml"))
-        .arg("--out")
-        .arg(dir.join("out"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    );
     let me = format!("-{}-", child.id());
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -400,13 +374,9 @@ fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(dir.join("output.txt")).unwrap_or_default();
+    assert!(status.success(), "{text}");
     let mut records: Vec<serde_json::Value> = Vec::new();
     for e in walk(&dir.join("out")) {
         if e.file_name().is_some_and(|n| n == "trials.jsonl") {
@@ -436,6 +406,26 @@ fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
     let _ = std::fs::remove_dir_all(&dir);
     let left = new_since(&before, &me);
     assert!(left.is_empty(), "left {left:?}");
+}
+
+/// `tare run` of an experiment `text`, from a fresh scratch directory
+/// (`exp.toml`, the run in `out`, its output in `output.txt`).
+fn start_run(tag: &str, text: &str) -> (std::path::PathBuf, std::process::Child) {
+    let dir = std::env::temp_dir().join(format!("tare-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("exp.toml"), text).unwrap();
+    let output = std::fs::File::create(dir.join("output.txt")).unwrap();
+    let child = Command::new(TARE)
+        .arg("run")
+        .arg(dir.join("exp.toml"))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(output.try_clone().unwrap())
+        .stderr(output)
+        .spawn()
+        .unwrap();
+    (dir, child)
 }
 
 /// Every file under `dir`.
