@@ -543,7 +543,7 @@ impl VmRun {
             if let Some(why) = why {
                 return Err(format!(
                     "{why}; last console lines: {}",
-                    console_tail(&text, 8).replace('\n', " | ")
+                    init::console_tail(&text, 8).replace('\n', " | ")
                 ));
             }
             std::thread::sleep(Duration::from_millis(25));
@@ -556,25 +556,6 @@ impl VmRun {
             _ => Err("QEMU exited".into()),
         }
     }
-}
-
-/// The last `n` console lines, after the kernel's panic line when it
-/// panicked earlier (its stack trace would push the reason out of them).
-fn console_tail(text: &str, n: usize) -> String {
-    let tail = last_lines(text, n);
-    match text.lines().find(|l| l.contains("Kernel panic")) {
-        Some(panic) if !tail.contains(panic.trim_end()) => format!("{}\n{tail}", panic.trim_end()),
-        _ => tail,
-    }
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 impl Running for VmRun {
@@ -595,7 +576,7 @@ impl Running for VmRun {
     }
 
     fn log_tail(&self, lines: usize) -> String {
-        console_tail(&self.console_text(), lines)
+        init::console_tail(&self.console_text(), lines)
     }
 
     fn scope(&self) -> crate::Scope {
@@ -658,7 +639,7 @@ impl Running for GuestCompanion {
     fn log_tail(&self, lines: usize) -> String {
         let text =
             String::from_utf8_lossy(&std::fs::read(&self.console).unwrap_or_default()).into_owned();
-        console_tail(&text, lines)
+        init::console_tail(&text, lines)
     }
 
     fn scope(&self) -> crate::Scope {
@@ -667,23 +648,5 @@ impl Running for GuestCompanion {
 
     fn described(&self) -> Described {
         self.described.clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kernel_panic_is_named_before_the_last_lines() {
-        let console =
-            "[ 1.0] Kernel panic - not syncing: Out of memory\n[ 1.1] a\n[ 1.2] b\n[ 1.3] c\n";
-        let t = console_tail(console, 2);
-        assert!(
-            t.starts_with("[ 1.0] Kernel panic - not syncing: Out of memory"),
-            "{t}"
-        );
-        assert!(t.ends_with("[ 1.2] b\n[ 1.3] c"), "{t}");
-        assert_eq!(console_tail("x\ny\n", 1), "y");
     }
 }

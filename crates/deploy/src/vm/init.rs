@@ -215,6 +215,25 @@ pub fn guest_report(console: &str) -> Option<GuestReport> {
     })
 }
 
+/// The last `n` console lines, after the kernel's panic line when it
+/// panicked earlier (its stack trace would push the reason out of them).
+pub fn console_tail(text: &str, n: usize) -> String {
+    let tail = last_lines(text, n);
+    match text.lines().find(|l| l.contains("Kernel panic")) {
+        Some(panic) if !tail.contains(panic.trim_end()) => format!("{}\n{tail}", panic.trim_end()),
+        _ => tail,
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,5 +284,18 @@ mod tests {
         assert_eq!(odd.cpus, None);
         assert_eq!(odd.nofile, None);
         assert_eq!(odd.fs, None);
+    }
+
+    #[test]
+    fn a_kernel_panic_is_named_before_the_last_lines() {
+        let console =
+            "[ 1.0] Kernel panic - not syncing: Out of memory\n[ 1.1] a\n[ 1.2] b\n[ 1.3] c\n";
+        let t = console_tail(console, 2);
+        assert!(
+            t.starts_with("[ 1.0] Kernel panic - not syncing: Out of memory"),
+            "{t}"
+        );
+        assert!(t.ends_with("[ 1.2] b\n[ 1.3] c"), "{t}");
+        assert_eq!(console_tail("x\ny\n", 1), "y");
     }
 }
