@@ -8,7 +8,7 @@
 //! (scripts/setup.sh installs both); each says whether it ran under KVM or
 //! TCG. Guests boot one at a time.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,11 @@ fn vm_ready(test: &str) -> bool {
             false
         }
     }
+}
+
+/// This test's turn to boot guests, if guests run here.
+fn guest_turn(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    vm_ready(test).then(|| ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 fn tare(args: &[&str]) -> Output {
@@ -84,10 +89,9 @@ fn new_since(before: &[String], needle: &str) -> Vec<String> {
 
 #[test]
 fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
-    if !vm_ready("tare_serve_in_every_vm_placement") {
+    let Some(_one) = guest_turn("tare_serve_in_every_vm_placement") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     for name in ["vm-bridge", "vm-publish", "vm-user"] {
         let before = guest_things();
         let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
@@ -145,10 +149,9 @@ fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
 
 #[test]
 fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
-    if !vm_ready("postgres_in_vm_bridge") {
+    let Some(_one) = guest_turn("postgres_in_vm_bridge") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let before = guest_things();
     let spec = DeploySpec::new(
         format!("v{}pg", std::process::id() % 10000),
@@ -207,29 +210,15 @@ fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
 /// tap, the bridge and the directory; `tare cleanup` removes them all.
 #[test]
 fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
-    if !vm_ready("a_sigkilled_run_leaves_a_guest") {
+    let Some(_one) = guest_turn("a_sigkilled_run_leaves_a_guest") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("tare-test-vmkill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("kill.toml"),
+    };
+    let before = guest_things();
+    let (dir, mut child) = start_run(
+        "vmkill",
         "name = \"vmkill\"\n[target]\nkind = \"nginx\"\n[factors]\nplacement = [\"vm-publish\"]\n\
          [load]\nthreads = 1\nconnections = 2\nduration = \"60s\"\nwarmup = \"0s\"\n[trials]\ncount = 1\n",
-    )
-    .unwrap();
-    let before = guest_things();
-    let mut child = Command::new(TARE)
-        .arg("run")
-        .arg(dir.join("kill.toml"))
-        .arg("--out")
-        .arg(dir.join("out"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    );
     // Wait until the guest runs and its network exists.
     let me = format!("-{}-", child.id());
     let start = Instant::now();
@@ -271,4 +260,184 @@ fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(after.is_empty(), "left after cleanup: {after:?}\n({text})");
+}
+
+/// nginx-proxy in vm-bridge: nginx and its `tare serve` backend (this
+/// binary) in one guest, the backend on the guest's loopback, loaded by
+/// `tare http` with an exact count of the backend's bodies; the vCPU
+/// threads pinned one to a CPU (`vm_pin = "vcpu"`), which the facts say;
+/// and a Unix socket cell refused at once, saying why.
+#[test]
+fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
+    let Some(_one) = guest_turn("nginx_proxy_runs_in_one_guest") else {
+        return;
+    };
+    let before = guest_things();
+    const BODY: usize = 777;
+    let mut target = TargetSpec::new(TargetKind::named("nginx-proxy").unwrap());
+    target.body_size = BODY;
+    target.backend_binary = Some(TARE.into());
+    let mut spec = DeploySpec::new(
+        format!("v{}px", std::process::id() % 10000),
+        target.clone(),
+        PlacementKind::named("vm-bridge").unwrap(),
+    );
+    spec.vm.cpus = Some(2);
+    spec.vm.pin = tare_deploy::VmPin::Vcpu;
+    let d = deploy(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let f = d.facts().clone();
+    let g = f.guest.clone().unwrap();
+    eprintln!(
+        "nginx-proxy: {} guest listening {:.2} s after QEMU started, vCPUs on {:?}",
+        g.accel, g.boot_s, g.vcpu_cpus
+    );
+    assert!(g.companion, "{g:?}");
+    assert_eq!(g.pin, "vcpu");
+    let allowed = tare_engine::cpu::CpuList::allowed().unwrap();
+    let want: Vec<String> = (0..2)
+        .map(|i| allowed.cpus()[i % allowed.cpus().len()].to_string())
+        .collect();
+    assert_eq!(g.vcpu_cpus, want);
+    // The backend is described from inside the guest and has no host
+    // process: its CPU is QEMU's, counted as the server's.
+    let b = f.backend.clone().expect("backend facts");
+    assert_eq!(b.pid, None, "{b:?}");
+    assert_eq!(b.process.cpus_visible, Some(2), "{b:?}");
+    assert!(b.endpoint.starts_with("127.0.0.1:"), "{b:?}");
+    if !std::path::Path::new("/dev/vhost-net").exists() {
+        assert!(d.watch().companions.is_empty(), "{:?}", d.watch());
+    }
+    let out = tare(&[
+        "http",
+        "-t1",
+        "-c2",
+        "-n",
+        "200",
+        "--allow-remote",
+        "--json",
+        "-",
+        &d.url(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["requests"], 200, "{r}");
+    assert_eq!(r["status_codes"]["200"], 200, "{r}");
+    assert!(
+        r["bytes_read"].as_u64().unwrap() >= 200 * BODY as u64,
+        "{r}"
+    );
+    d.stop().unwrap();
+    let left = new_since(&before, &spec.run_id);
+    assert!(left.is_empty(), "left {left:?}");
+
+    let mut unix = DeploySpec::new(
+        format!("v{}pu", std::process::id() % 10000),
+        target,
+        PlacementKind::named("vm-bridge").unwrap(),
+    );
+    unix.transport = tare_deploy::Transport::Unix;
+    let e = deploy(&unix).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("cannot cross"), "{e}");
+    let left = new_since(&before, &unix.run_id);
+    assert!(left.is_empty(), "left {left:?}");
+}
+
+/// A guest that never becomes ready inside a `tare run` (512m is the
+/// default; 96m is too little for the kernel to unpack tare serve's
+/// initramfs, so it panics): its trial ends with an error naming the
+/// kernel's last words, and the native cell beside it keeps its result.
+#[test]
+fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
+    let Some(_one) = guest_turn("a_guest_that_never_gets_ready") else {
+        return;
+    };
+    let before = guest_things();
+    let (dir, mut child) = start_run(
+        "vmbad",
+        "name = \"vmbad\"\n[target]\nkind = \"tare-serve\"\n\
+         [[cells]]\nplacement = \"native\"\n\
+         [[cells]]\nplacement = \"vm-bridge\"\nvm_memory = \"96m\"\n\
+         [load]\nthreads = 1\nconnections = 2\nduration = \"300ms\"\nwarmup = \"0s\"\n\
+         [trials]\ncount = 1\ncooldown = \"0s\"\n",
+    );
+    let me = format!("-{}-", child.id());
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tare run did not end within 240 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(dir.join("output.txt")).unwrap_or_default();
+    assert!(status.success(), "{text}");
+    let mut records: Vec<serde_json::Value> = Vec::new();
+    for e in walk(&dir.join("out")) {
+        if e.file_name().is_some_and(|n| n == "trials.jsonl") {
+            for l in std::fs::read_to_string(&e).unwrap().lines() {
+                records.push(serde_json::from_str(l).unwrap());
+            }
+        }
+    }
+    let native = records
+        .iter()
+        .find(|r| r["factors"]["placement"] == "native")
+        .unwrap_or_else(|| panic!("no native trial: {records:?}\n{text}"));
+    assert!(native["error"].is_null(), "{native}");
+    assert!(
+        native["result"]["requests"].as_u64().unwrap_or(0) > 0,
+        "{native}"
+    );
+    let vm = records
+        .iter()
+        .find(|r| r["factors"]["placement"] == "vm-bridge")
+        .unwrap_or_else(|| panic!("no vm trial: {records:?}\n{text}"));
+    let e = vm["error"].as_str().unwrap_or_else(|| panic!("{vm}"));
+    eprintln!("the vm cell's error: {e}");
+    assert!(e.contains("did not start its server"), "{e}");
+    assert!(e.contains("last console lines"), "{e}");
+    assert!(e.contains("Kernel panic"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let left = new_since(&before, &me);
+    assert!(left.is_empty(), "left {left:?}");
+}
+
+/// `tare run` of an experiment `text`, from a fresh scratch directory
+/// (`exp.toml`, the run in `out`, its output in `output.txt`).
+fn start_run(tag: &str, text: &str) -> (std::path::PathBuf, std::process::Child) {
+    let dir = std::env::temp_dir().join(format!("tare-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("exp.toml"), text).unwrap();
+    let output = std::fs::File::create(dir.join("output.txt")).unwrap();
+    let child = Command::new(TARE)
+        .arg("run")
+        .arg(dir.join("exp.toml"))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .stdout(output.try_clone().unwrap())
+        .stderr(output)
+        .spawn()
+        .unwrap();
+    (dir, child)
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -275,22 +275,35 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         &listen,
         companion_addr,
     )?;
-    let running = site.start(&cx, &server, &listen, Role::Server)?;
-    let endpoint = site.endpoint(&listen, running.as_ref())?;
-    let companion = match (companion_spec, companion_addr) {
-        (Some(c), Some(addr)) => {
-            let at = Listen::Tcp(addr);
-            let server = c
-                .kind
+    // The companion's config is written before anything starts: a guest
+    // carries both in the archive it boots from.
+    let companion_server = match (companion_spec, companion_addr) {
+        (Some(c), Some(addr)) => Some((
+            addr,
+            c.kind
                 .get()
-                .prepare(&c, targets::binary(&c)?, &dir, &at, None)?;
-            let running = site.start(&cx, &server, &at, Role::Companion)?;
-            Some(Companion {
-                addr,
-                server,
-                running,
-            })
-        }
+                .prepare(&c, targets::binary(&c)?, &dir, &Listen::Tcp(addr), None)?,
+        )),
+        _ => None,
+    };
+    let companion_listen = companion_server.as_ref().map(|(a, _)| Listen::Tcp(*a));
+    let started = site.start_all(
+        &cx,
+        &server,
+        &listen,
+        companion_server
+            .as_ref()
+            .zip(companion_listen.as_ref())
+            .map(|((_, s), at)| (s, at)),
+    )?;
+    let running = started.running;
+    let endpoint = site.endpoint(&listen, running.as_ref())?;
+    let companion = match (companion_server, started.companion) {
+        (Some((addr, server)), Some(running)) => Some(Companion {
+            addr,
+            server,
+            running,
+        }),
         _ => None,
     };
 
@@ -347,14 +360,18 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         .map(|c| BackendFacts::measure(c.addr, &c.server, c.running.as_ref()));
     let watch = Watch {
         server: running.scope(),
+        // A companion with no host process of its own (in the server's
+        // guest) is counted where its CPU goes: in the server's.
         companions: companion
             .iter()
-            .map(|c| {
-                (
+            .filter_map(|c| match c.running.scope() {
+                Scope::Pids(p) if p.is_empty() => None,
+                _ => Some((
                     Role::Companion.name().to_string(),
                     vec![c.running.pid() as u32],
-                )
+                )),
             })
+            .chain(running.parts())
             .collect(),
     };
     Ok(Parts {

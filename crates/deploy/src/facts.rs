@@ -72,8 +72,21 @@ pub struct GuestFacts {
     /// Whether virtio-net's data path is in the host kernel (vhost-net).
     pub vhost: bool,
     pub initramfs_bytes: u64,
-    /// Seconds from QEMU's start to the server running in the guest.
+    /// Seconds from QEMU's start to the server listening in the guest
+    /// (its port in the guest's /proc/net/tcp; docs/placements.md, "Boot
+    /// time").
     pub boot_s: f64,
+    /// `process` (QEMU on the server's CPUs) or `vcpu` (each vCPU thread
+    /// on one of them): the `vm_pin` factor.
+    #[serde(default)]
+    pub pin: String,
+    /// The host CPUs each vCPU thread may run on, in vCPU order, as the
+    /// kernel reports them after pinning (`Cpus_allowed_list`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vcpu_cpus: Vec<String>,
+    /// A companion runs in the same guest (nginx-proxy's backend).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub companion: bool,
 }
 
 /// What a target's companion is (nginx-proxy's backend), measured from /proc
@@ -150,6 +163,18 @@ impl ProcessFacts {
             cpu_limit: l.cpu_limit,
             memory_limit: l.memory_limit,
             seccomp: l.seccomp,
+        }
+    }
+
+    /// A guest's server is not a host process: what it sees comes from the
+    /// guest's own report (its CPUs and limits), not QEMU's /proc.
+    fn as_seen_in_guest(&mut self, inside: &crate::vm::init::GuestReport) {
+        self.cpus_allowed = None;
+        self.cpus_visible = inside.cpus;
+        self.seccomp = None;
+        if let Some((soft, hard)) = inside.nofile {
+            self.nofile_soft = soft;
+            self.nofile_hard = hard;
         }
     }
 
@@ -401,13 +426,7 @@ pub(crate) fn measure(
     // A guest's server is not a host process: what it sees comes from the
     // guest's own report (its CPUs, limits and filesystem), not QEMU's /proc.
     let guest = described.guest.map(|(facts, inside)| {
-        process.cpus_allowed = None;
-        process.cpus_visible = inside.cpus;
-        process.seccomp = None;
-        if let Some((soft, hard)) = inside.nofile {
-            process.nofile_soft = soft;
-            process.nofile_hard = hard;
-        }
+        process.as_seen_in_guest(&inside);
         log_fs = inside.fs.clone();
         content_fs = inside.fs;
         facts
@@ -439,12 +458,19 @@ impl BackendFacts {
         running: &dyn Running,
     ) -> BackendFacts {
         let pid = running.pid();
+        let described = running.described();
+        let mut process = ProcessFacts::of(pid, server, true);
+        // In the server's guest it has no host process: the guest says
+        // what it sees, as for the server.
+        let in_guest = described
+            .guest
+            .map(|(_, inside)| process.as_seen_in_guest(&inside));
         BackendFacts {
             target: server.kind.to_string(),
             endpoint: addr.to_string(),
-            image: running.described().image,
-            process: ProcessFacts::of(pid, server, true),
-            pid: Some(pid),
+            image: described.image,
+            process,
+            pid: in_guest.is_none().then_some(pid),
         }
     }
 }

@@ -115,7 +115,15 @@ mod tests {
             .arg("30.123456")
             .spawn()
             .unwrap();
-        let found = find("sleep", |a| a.iter().any(|x| x == "30.123456"));
+        // Until the child has exec'd, it still carries this test's name.
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = find("sleep", |a| a.iter().any(|x| x == "30.123456"));
+            if !found.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].pid, child.id());
         let cpu0: CpuList = "0".parse().unwrap();

@@ -46,7 +46,7 @@ pub use helpers::HelperFacts;
 pub use placements::SpecOption;
 pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,
-    TargetSpec, Transport, VmOptions,
+    TargetSpec, Transport, VmOptions, VmPin,
 };
 pub use teardown::{install_interrupt_handler, teardown_all};
 

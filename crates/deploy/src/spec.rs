@@ -138,6 +138,32 @@ pub struct VmOptions {
     pub cpus: Option<u32>,
     /// Memory in MiB; `None`: 512.
     pub memory_mib: Option<u32>,
+    /// How QEMU's threads are pinned to the server's CPUs.
+    #[serde(default)]
+    pub pin: VmPin,
+}
+
+/// How a guest is pinned to the CPUs the server may use (`[cpus] server`,
+/// else the CPUs tare may use).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VmPin {
+    /// The whole QEMU process on those CPUs, as a native server is: the
+    /// host's scheduler moves vCPUs between them.
+    #[default]
+    Process,
+    /// vCPU *i* on the *i*-th of those CPUs (round robin when there are
+    /// fewer), QEMU's other threads on all of them: libvirt's `<vcpupin>`.
+    Vcpu,
+}
+
+impl VmPin {
+    pub fn name(self) -> &'static str {
+        match self {
+            VmPin::Process => "process",
+            VmPin::Vcpu => "vcpu",
+        }
+    }
 }
 
 /// Where a container's content and logs live.

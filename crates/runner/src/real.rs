@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tare_deploy::{
     AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, SpecOption, Storage, TargetSpec,
-    Transport, VmOptions,
+    Transport, VmOptions, VmPin,
 };
 use tare_record::LoadResult;
 
@@ -86,6 +86,10 @@ impl RealExecutor {
                     .level(FactorKind::VmMemory)
                     .and_then(parse_bytes)
                     .map(|b| (b >> 20) as u32),
+                pin: match cell.level(FactorKind::VmPin) {
+                    Some("vcpu") => VmPin::Vcpu,
+                    _ => VmPin::Process,
+                },
             };
         }
         if placement.accepts(SpecOption::Rootless) {

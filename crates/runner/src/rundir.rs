@@ -47,6 +47,7 @@ pub(crate) const TRIALS: &str = "trials.jsonl";
 pub(crate) const PLAN: &str = "plan.json";
 pub(crate) const PROVENANCE: &str = "provenance.json";
 pub(crate) const FINDINGS: &str = "findings.json";
+pub(crate) const FACTS: &str = "facts.json";
 pub(crate) const EXPERIMENT: &str = "experiment.toml";
 
 pub struct RunDir {

@@ -21,7 +21,7 @@ use crate::experiment::{Cell, DeploymentPolicy, Experiment};
 use crate::observer::{Observer, Phase, Start};
 use crate::plan::{round_order, Plan};
 use crate::precision;
-use crate::rundir::{RunDir, RunDirError, FINDINGS};
+use crate::rundir::{RunDir, RunDirError, FACTS, FINDINGS};
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,6 +313,13 @@ impl Schedule<'_> {
         } else {
             Vec::new()
         };
+        // What each cell's deployment is (a guest's boot time among it), for
+        // the record: before findings.json, whose presence ends preflight.
+        let by_cell: serde_json::Map<String, serde_json::Value> = facts
+            .iter()
+            .map(|(cell, f)| (cell.id.clone(), f.clone()))
+            .collect();
+        self.dir.write_json(FACTS, &by_cell)?;
         self.dir.write_json(FINDINGS, &findings)?;
         self.observer.findings(&findings);
         Ok(!self.interrupt.load(Ordering::SeqCst))

@@ -129,7 +129,7 @@ pub enum SpecOption {
     Container,
     /// One-way delay injected on the path (netem or the delay line).
     Netem,
-    /// A guest's vCPUs and memory.
+    /// A guest's vCPUs, memory and pinning.
     Vm,
     /// The user rootless Podman runs as.
     Rootless,
@@ -141,7 +141,7 @@ impl SpecOption {
         match self {
             SpecOption::Container => "image, storage, seccomp and container limits",
             SpecOption::Netem => "netem delay",
-            SpecOption::Vm => "vm_cpus and vm_memory",
+            SpecOption::Vm => "vm_cpus, vm_memory and vm_pin",
             SpecOption::Rootless => "rootless_user",
         }
     }
@@ -195,6 +195,26 @@ pub(crate) trait Site {
         role: Role,
     ) -> Result<Box<dyn Running>, DeployError>;
 
+    /// Starts the server and, when the target has one, its companion
+    /// (`companion`: its server and where it listens), each registered for
+    /// teardown. By default each is started on its own with `start`, the
+    /// server first; a placement that boots one place for both (a guest)
+    /// starts them together.
+    fn start_all(
+        &mut self,
+        cx: &Context<'_>,
+        server: &Server,
+        listen: &Listen,
+        companion: Option<(&Server, &Listen)>,
+    ) -> Result<Started, DeployError> {
+        let running = self.start(cx, server, listen, Role::Server)?;
+        let companion = match companion {
+            Some((c, at)) => Some(self.start(cx, c, at, Role::Companion)?),
+            None => None,
+        };
+        Ok(Started { running, companion })
+    }
+
     /// Where load reaches the server started on `listen`.
     fn endpoint(&self, listen: &Listen, server: &dyn Running) -> Result<Endpoint, DeployError>;
 
@@ -202,6 +222,12 @@ pub(crate) trait Site {
     fn client_netns(&self) -> Option<&Path> {
         None
     }
+}
+
+/// A deployment's started server and companion.
+pub(crate) struct Started {
+    pub running: Box<dyn Running>,
+    pub companion: Option<Box<dyn Running>>,
 }
 
 /// A started server process, however it runs.
@@ -226,6 +252,13 @@ pub(crate) trait Running: Send + Sync {
 
     /// What the resource monitor follows for it.
     fn scope(&self) -> crate::Scope;
+
+    /// Processes of its placement that are neither it nor the generator
+    /// and get their own part in where the CPU goes, by name (a guest's
+    /// vhost-net kernel threads).
+    fn parts(&self) -> Vec<(String, Vec<u32>)> {
+        Vec::new()
+    }
 
     /// What its placement adds to the fairness facts.
     fn described(&self) -> Described;

@@ -12,18 +12,20 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use tare_engine::cpu::CpuList;
 use tare_engine::Endpoint;
 
 use super::process::{free_port, spawn};
-use super::{Context, Described, Mechanism, Role, Running, Site};
+use super::{Context, Described, Mechanism, Role, Running, Site, Started};
 use crate::cleanup::CleanupReport;
 use crate::error::DeployError;
 use crate::facts::GuestFacts;
 use crate::lab::{TapNet, TAP_PREFIX};
 use crate::procfs;
+use crate::spec::VmPin;
 use crate::targets::{Listen, Server};
 use crate::teardown::Resource;
-use crate::vm::{self, init, initramfs, qemu, Accel, TCG_LABEL};
+use crate::vm::{self, init, initramfs, qemu, threads, Accel, TCG_LABEL};
 
 pub(crate) struct Vm;
 
@@ -235,11 +237,9 @@ impl Site for VmSite {
         Ok(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port))
     }
 
-    fn companion(&mut self, _port: u16) -> Result<SocketAddr, DeployError> {
-        Err(DeployError::Invalid(format!(
-            "{}: a target with a companion server (nginx-proxy) cannot run in a guest yet",
-            self.placement
-        )))
+    fn companion(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
+        // In the same guest, on its loopback, as on a native host.
+        Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
     }
 
     fn start(
@@ -249,12 +249,73 @@ impl Site for VmSite {
         listen: &Listen,
         role: Role,
     ) -> Result<Box<dyn Running>, DeployError> {
-        if role != Role::Server {
-            return Err(self.companion(0).unwrap_err());
+        match role {
+            Role::Server => Ok(self.boot(cx, server, listen, None)?.running),
+            Role::Companion => Err(DeployError::Invalid(format!(
+                "{}: a companion starts with its server, in the same guest",
+                self.placement
+            ))),
         }
-        if let Listen::Unix(_) = listen {
+    }
+
+    fn start_all(
+        &mut self,
+        cx: &Context<'_>,
+        server: &Server,
+        listen: &Listen,
+        companion: Option<(&Server, &Listen)>,
+    ) -> Result<Started, DeployError> {
+        self.boot(cx, server, listen, companion)
+    }
+
+    fn endpoint(&self, listen: &Listen, _server: &dyn Running) -> Result<Endpoint, DeployError> {
+        let Listen::Tcp(at) = listen else {
             return Err(DeployError::Invalid(format!(
-                "{}: the server's Unix socket is inside the guest; use transport = tcp",
+                "{}: only TCP reaches a guest",
+                self.placement
+            )));
+        };
+        Ok(Endpoint::Tcp(match &self.wiring {
+            Wiring::Tap { front, .. } => SocketAddr::new(IpAddr::V4(*front), at.port()),
+            Wiring::User { host_port } => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), *host_port),
+        }))
+    }
+}
+
+/// What the guest's init starts for `s` listening on `at`.
+fn program<'a>(s: &'a Server, at: &Listen) -> init::Program<'a> {
+    init::Program {
+        binary: &s.binary,
+        args: &s.args,
+        run_as: s.run_as,
+        port: tcp_port(at),
+    }
+}
+
+/// The TCP port a server listens on, for the guest's init to wait for.
+fn tcp_port(listen: &Listen) -> Option<u16> {
+    match listen {
+        Listen::Tcp(at) => Some(at.port()),
+        Listen::Unix(_) => None,
+    }
+}
+
+impl VmSite {
+    /// Builds the guest's initramfs (the server, its companion if any, the
+    /// deployment directory), boots it and waits until the server listens.
+    fn boot(
+        &mut self,
+        cx: &Context<'_>,
+        server: &Server,
+        listen: &Listen,
+        companion: Option<(&Server, &Listen)>,
+    ) -> Result<Started, DeployError> {
+        if let Listen::Unix(_) = listen {
+            // A Unix socket is a file in one kernel: the guest's socket
+            // cannot be connected to from the host (virtio-vsock is not a
+            // Unix socket either), so there is no honest unix cell here.
+            return Err(DeployError::Invalid(format!(
+                "{}: a Unix socket cannot cross the virtual machine's boundary (the server's socket is in the guest's kernel); use transport = tcp",
                 self.placement
             )));
         }
@@ -262,8 +323,14 @@ impl Site for VmSite {
         let failed = |what: &str, e: String| {
             DeployError::Invalid(format!("{}: {what}: {e}", self.placement))
         };
-        let files = crate::docker::image::closure(server.kind, &server.binary)
+        let mut files = crate::docker::image::closure(server.kind, &server.binary)
             .map_err(|e| failed("the server's files", e))?;
+        if let Some((c, _)) = companion {
+            files.extend(
+                crate::docker::image::closure(c.kind, &c.binary)
+                    .map_err(|e| failed("the companion's files", e))?,
+            );
+        }
         let vm_dir = cx.dir.join("vm");
         for d in [&vm_dir, &cx.dir.join("log")] {
             std::fs::create_dir_all(d)
@@ -271,9 +338,8 @@ impl Site for VmSite {
         }
         let script = init::script(&init::Plan {
             dir: cx.dir,
-            binary: &server.binary,
-            args: &server.args,
-            run_as: server.run_as,
+            server: program(server, listen),
+            companion: companion.map(|(c, at)| program(c, at)),
             nofile: super::container::own_nofile(),
         });
         let initrd = vm_dir.join("initrd.cpio");
@@ -314,6 +380,11 @@ impl Site for VmSite {
         let mut append = format!("tare.ip={ip} tare.gw={gateway}");
         if let (Accel::Tcg, Some(khz)) = (accel, host.tsc_khz) {
             append.push_str(&format!(" tsc_early_khz={khz} tsc=reliable"));
+            // Loops per jiffy from the same rate: each secondary vCPU
+            // otherwise calibrates its delay loop, ~0.15 s each under TCG.
+            if let Some(hz) = host.kernel.hz {
+                append.push_str(&format!(" lpj={}", khz * 1000 / u64::from(hz)));
+            }
         }
         let cpus = cx.spec.vm.cpus.unwrap_or_else(|| default_cpus(cx));
         let memory_mib = cx.spec.vm.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
@@ -343,7 +414,7 @@ impl Site for VmSite {
         let child = spawn(
             &qemu_server,
             cx.dir,
-            role.name(),
+            Role::Server.name(),
             None,
             cx.spec.server_cpus.as_deref(),
         )?;
@@ -351,7 +422,10 @@ impl Site for VmSite {
         cx.teardown.push(Resource::Process(child));
         let mut run = VmRun {
             pid,
-            console: cx.dir.join("log").join(format!("{}.out", role.name())),
+            console: cx
+                .dir
+                .join("log")
+                .join(format!("{}.out", Role::Server.name())),
             guest: GuestFacts {
                 accel: accel.name().into(),
                 accel_reason: host.accel.reason.clone(),
@@ -369,6 +443,9 @@ impl Site for VmSite {
                 vhost: matches!(machine.nic, qemu::Nic::Tap { vhost: true, .. }),
                 initramfs_bytes: built.bytes,
                 boot_s: 0.0,
+                pin: cx.spec.vm.pin.name().into(),
+                vcpu_cpus: Vec::new(),
+                companion: companion.is_some(),
             },
             report: None,
             address: match &self.wiring {
@@ -378,20 +455,33 @@ impl Site for VmSite {
         };
         run.wait_started(started, boot_limit(accel))
             .map_err(|e| failed("the guest did not start its server", e))?;
-        Ok(Box::new(run))
-    }
-
-    fn endpoint(&self, listen: &Listen, _server: &dyn Running) -> Result<Endpoint, DeployError> {
-        let Listen::Tcp(at) = listen else {
-            return Err(DeployError::Invalid(format!(
-                "{}: only TCP reaches a guest",
-                self.placement
-            )));
-        };
-        Ok(Endpoint::Tcp(match &self.wiring {
-            Wiring::Tap { front, .. } => SocketAddr::new(IpAddr::V4(*front), at.port()),
-            Wiring::User { host_port } => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), *host_port),
-        }))
+        if cx.spec.vm.pin == VmPin::Vcpu {
+            let cpus = match cx.spec.server_cpus.as_deref() {
+                Some(list) => list
+                    .parse::<CpuList>()
+                    .map_err(|e| failed("server CPUs", e))?,
+                None => CpuList::allowed()
+                    .map_err(|e| failed("reading the CPUs tare may use", e.to_string()))?,
+            };
+            threads::pin_vcpus(pid, &cpus).map_err(|e| failed("pinning the vCPU threads", e))?;
+        }
+        run.guest.vcpu_cpus = threads::vcpu_threads(pid)
+            .iter()
+            .map(|(_, tid)| {
+                procfs::status_field(*tid, "Cpus_allowed_list").unwrap_or_else(|| "?".into())
+            })
+            .collect();
+        let companion: Option<Box<dyn Running>> = companion.map(|_| {
+            Box::new(GuestCompanion {
+                pid,
+                console: run.console.clone(),
+                described: run.described(),
+            }) as Box<dyn Running>
+        });
+        Ok(Started {
+            running: Box::new(run),
+            companion,
+        })
     }
 }
 
@@ -453,7 +543,7 @@ impl VmRun {
             if let Some(why) = why {
                 return Err(format!(
                     "{why}; last console lines: {}",
-                    last_lines(&text, 8).replace('\n', " | ")
+                    init::console_tail(&text, 8).replace('\n', " | ")
                 ));
             }
             std::thread::sleep(Duration::from_millis(25));
@@ -466,15 +556,6 @@ impl VmRun {
             _ => Err("QEMU exited".into()),
         }
     }
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 impl Running for VmRun {
@@ -495,11 +576,27 @@ impl Running for VmRun {
     }
 
     fn log_tail(&self, lines: usize) -> String {
-        last_lines(&self.console_text(), lines)
+        init::console_tail(&self.console_text(), lines)
     }
 
     fn scope(&self) -> crate::Scope {
         crate::Scope::Pids(vec![self.pid as u32])
+    }
+
+    fn parts(&self) -> Vec<(String, Vec<u32>)> {
+        if !self.guest.vhost {
+            return Vec::new();
+        }
+        let processes = procfs::pids().into_iter().filter_map(|p| {
+            let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).ok()?;
+            Some((p, comm.trim().to_string()))
+        });
+        let workers = threads::vhost_workers(self.pid, processes);
+        if workers.is_empty() {
+            Vec::new()
+        } else {
+            vec![("vhost".to_string(), workers)]
+        }
     }
 
     fn described(&self) -> Described {
@@ -515,5 +612,41 @@ impl Running for VmRun {
             memory_limit: Some(u64::from(self.guest.memory_mib) << 20),
             guest: Some((self.guest.clone(), self.report.clone().unwrap_or_default())),
         }
+    }
+}
+
+/// A companion in the server's guest: no host process of its own (its CPU
+/// is QEMU's, counted as the server's), alive while the guest is.
+struct GuestCompanion {
+    /// QEMU's pid.
+    pid: i32,
+    console: PathBuf,
+    described: Described,
+}
+
+impl Running for GuestCompanion {
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    fn alive(&self) -> Result<(), String> {
+        match procfs::stat(self.pid) {
+            Some(s) if s.state != 'Z' => Ok(()),
+            _ => Err("its guest ended".into()),
+        }
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        let text =
+            String::from_utf8_lossy(&std::fs::read(&self.console).unwrap_or_default()).into_owned();
+        init::console_tail(&text, lines)
+    }
+
+    fn scope(&self) -> crate::Scope {
+        crate::Scope::Pids(Vec::new())
+    }
+
+    fn described(&self) -> Described {
+        self.described.clone()
     }
 }

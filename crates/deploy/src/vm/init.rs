@@ -20,29 +20,32 @@ pub(crate) const STARTED: &str = "tare-vm: server started";
 pub(crate) const EXITED: &str = "tare-vm: server exited";
 const FACTS: &str = "tare-vm: facts ";
 
-/// What the init starts.
-pub(crate) struct Plan<'a> {
-    /// The deployment directory (the server's working directory).
-    pub dir: &'a Path,
+/// A program the init starts: the server, or its companion.
+pub(crate) struct Program<'a> {
     pub binary: &'a Path,
     pub args: &'a [String],
     /// uid:gid to run as (postgres refuses root).
     pub run_as: Option<(u32, u32)>,
+    /// The TCP port it listens on: the init says the server started only
+    /// once every such port listens.
+    pub port: Option<u16>,
+}
+
+/// What the init starts.
+pub(crate) struct Plan<'a> {
+    /// The deployment directory (the server's working directory).
+    pub dir: &'a Path,
+    pub server: Program<'a>,
+    /// A companion in the same guest (nginx-proxy's backend), started first.
+    pub companion: Option<Program<'a>>,
     /// Open-file limit (soft, hard), as a native server inherits it.
     pub nofile: (u64, u64),
 }
 
-/// The `/init` script for `plan`.
-pub(crate) fn script(plan: &Plan<'_>) -> String {
-    let limit = |n: u64| {
-        if n == libc::RLIM_INFINITY {
-            "unlimited".to_string()
-        } else {
-            n.to_string()
-        }
-    };
+/// The shell words that run `p`.
+fn command(p: &Program<'_>) -> String {
     let mut command: Vec<String> = Vec::new();
-    if let Some((uid, gid)) = plan.run_as {
+    if let Some((uid, gid)) = p.run_as {
         // busybox's setpriv cannot change ids; its start-stop-daemon
         // without -b sets them (and the user's groups) and execs.
         command.extend([
@@ -51,14 +54,61 @@ pub(crate) fn script(plan: &Plan<'_>) -> String {
             "-c".into(),
             format!("{uid}:{gid}"),
             "-x".into(),
-            plan.binary.display().to_string(),
+            p.binary.display().to_string(),
             "--".into(),
         ]);
     } else {
-        command.push(plan.binary.display().to_string());
+        command.push(p.binary.display().to_string());
     }
-    command.extend(plan.args.iter().cloned());
-    let command: Vec<String> = command.iter().map(|w| quote(w)).collect();
+    command.extend(p.args.iter().cloned());
+    command
+        .iter()
+        .map(|w| quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `/init` script for `plan`.
+///
+/// The servers start as soon as the filesystems are mounted, before the
+/// NIC's modules load and the address is set: they listen on the wildcard
+/// address, and their own start (under TCG, every first-run instruction
+/// translated) then overlaps the network set-up on the other vCPU instead
+/// of following it (docs/placements.md, "Boot time"). The init reports the
+/// server started once its port listens (read from /proc/net/tcp with
+/// shell built-ins: a fork per poll would take CPU from the server's own
+/// start), so the host's first probe finds it ready.
+pub(crate) fn script(plan: &Plan<'_>) -> String {
+    let limit = |n: u64| {
+        if n == libc::RLIM_INFINITY {
+            "unlimited".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    let mut start = String::new();
+    let ports: Vec<u16> = plan
+        .companion
+        .iter()
+        .chain(std::iter::once(&plan.server))
+        .filter_map(|p| p.port)
+        .collect();
+    if let Some(c) = &plan.companion {
+        start.push_str(&format!("{} >/tmp/tare-companion.log 2>&1 &\n", command(c)));
+    }
+    start.push_str(&format!(
+        "{} >/tmp/tare-server.log 2>&1 &\nPID=$!",
+        command(&plan.server)
+    ));
+    let listening: String = if ports.is_empty() {
+        "true".into()
+    } else {
+        ports
+            .iter()
+            .map(|p| format!("listening {p:04X}"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    };
     format!(
         r#"#!/bin/busybox sh
 # tare's guest init (crates/deploy/src/vm/init.rs)
@@ -72,6 +122,12 @@ mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+hostname tare-guest
+ulimit -Hn {hard}
+ulimit -Sn {soft}
+ip link set lo up
+cd {dir}
+{start}
 for m in /{MODULE_DIR}/*.ko; do insmod "$m" || say "insmod $m failed"; done
 IP=; GW=
 for a in $(cat /proc/cmdline); do
@@ -80,31 +136,36 @@ for a in $(cat /proc/cmdline); do
     tare.gw=*) GW="${{a#tare.gw=}}" ;;
   esac
 done
-ip link set lo up
+mkfifo /tmp/tare-tick
+exec 3<>/tmp/tare-tick
+tick() {{ read -t 0.01 -u 3 _; }}
 n=0
-while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 200 ]; do usleep 10000; n=$((n+1)); done
+while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 200 ]; do tick; n=$((n+1)); done
 ip link set eth0 up || say "no eth0"
 [ -n "$IP" ] && ip addr add "$IP" dev eth0
 [ -n "$GW" ] && ip route add default via "$GW"
-hostname tare-guest
-ulimit -Hn {hard}
-ulimit -Sn {soft}
 say "facts kernel=$(uname -r) cpus=$(nproc) mem_kb=$(awk '/^MemTotal/{{print $2}}' /proc/meminfo) nofile=$(ulimit -Sn):$(ulimit -Hn) fs=$(stat -f -c %T {dir}) addr=$IP"
-cd {dir}
-{command} >/tmp/tare-server.log 2>&1 &
-PID=$!
-say "server started (pid $PID, uptime $(cut -d' ' -f1 /proc/uptime) s)"
+listening() {{ while read -r _ a _ st _; do [ "$st" = 0A ] && [ "${{a#*:}}" = "$1" ] && return 0; done < /proc/net/tcp; return 1; }}
+alive() {{ while read -r k v _; do [ "$k" = State: ] && {{ [ "$v" != Z ]; return; }}; done 2>/dev/null < /proc/$1/status; return 1; }}
+n=0
+while alive $PID && ! {{ {listening}; }} && [ $n -lt 2000 ]; do tick; n=$((n+1)); done
+read up _ < /proc/uptime
+alive $PID && say "server started (pid $PID, uptime $up s)"
 wait $PID
 rc=$?
 tail -n 20 /tmp/tare-server.log
-say "server exited with status $rc"
+{companion_log}say "server exited with status $rc"
 sync
 reboot -f
 "#,
         hard = limit(plan.nofile.1),
         soft = limit(plan.nofile.0),
         dir = quote(&plan.dir.display().to_string()),
-        command = command.join(" "),
+        companion_log = if plan.companion.is_some() {
+            "say \"companion's last output:\"\ntail -n 10 /tmp/tare-companion.log\n"
+        } else {
+            ""
+        },
     )
 }
 
@@ -154,6 +215,25 @@ pub fn guest_report(console: &str) -> Option<GuestReport> {
     })
 }
 
+/// The last `n` console lines, after the kernel's panic line when it
+/// panicked earlier (its stack trace would push the reason out of them).
+pub fn console_tail(text: &str, n: usize) -> String {
+    let tail = last_lines(text, n);
+    match text.lines().find(|l| l.contains("Kernel panic")) {
+        Some(panic) if !tail.contains(panic.trim_end()) => format!("{}\n{tail}", panic.trim_end()),
+        _ => tail,
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,11 +241,21 @@ mod tests {
     #[test]
     fn the_script_runs_the_server_quoted_and_as_its_user() {
         let args = vec!["-c".to_string(), "it's".to_string()];
+        let backend = vec!["serve".to_string()];
         let s = script(&Plan {
             dir: Path::new("/tmp/tare-x"),
-            binary: Path::new("/usr/bin/postgres"),
-            args: &args,
-            run_as: Some((104, 111)),
+            server: Program {
+                binary: Path::new("/usr/bin/postgres"),
+                args: &args,
+                run_as: Some((104, 111)),
+                port: Some(5432),
+            },
+            companion: Some(Program {
+                binary: Path::new("/usr/bin/tare"),
+                args: &backend,
+                run_as: None,
+                port: Some(8080),
+            }),
             nofile: (1024, libc::RLIM_INFINITY),
         });
         assert!(s.starts_with("#!/bin/busybox sh\n"));
@@ -174,6 +264,10 @@ mod tests {
         ), "{s}");
         assert!(s.contains("ulimit -Hn unlimited\nulimit -Sn 1024\n"), "{s}");
         assert!(s.contains("cd '/tmp/tare-x'"), "{s}");
+        // The companion starts before the server; both ports must listen.
+        let companion = s.find("'/usr/bin/tare' 'serve' >").unwrap();
+        assert!(companion < s.find("'start-stop-daemon'").unwrap(), "{s}");
+        assert!(s.contains("listening 1F90 && listening 1538"), "{s}");
     }
 
     #[test]
@@ -190,5 +284,18 @@ mod tests {
         assert_eq!(odd.cpus, None);
         assert_eq!(odd.nofile, None);
         assert_eq!(odd.fs, None);
+    }
+
+    #[test]
+    fn a_kernel_panic_is_named_before_the_last_lines() {
+        let console =
+            "[ 1.0] Kernel panic - not syncing: Out of memory\n[ 1.1] a\n[ 1.2] b\n[ 1.3] c\n";
+        let t = console_tail(console, 2);
+        assert!(
+            t.starts_with("[ 1.0] Kernel panic - not syncing: Out of memory"),
+            "{t}"
+        );
+        assert!(t.ends_with("[ 1.2] b\n[ 1.3] c"), "{t}");
+        assert_eq!(console_tail("x\ny\n", 1), "y");
     }
 }

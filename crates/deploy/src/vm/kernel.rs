@@ -28,6 +28,9 @@ pub(crate) struct Kernel {
     pub boot: PathBuf,
     /// Its modules directory.
     pub modules: PathBuf,
+    /// Its timer frequency (`CONFIG_HZ` in `/boot/config-<version>`), which
+    /// turns the TSC rate into loops per jiffy (`lpj=`) for a TCG guest.
+    pub hz: Option<u32>,
 }
 
 impl Kernel {
@@ -73,16 +76,29 @@ pub(crate) fn find(cache: &Path) -> Result<Kernel, String> {
         ));
     }
     std::fs::File::open(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+    let hz = std::fs::read_to_string(image.with_file_name(format!("config-{version}")))
+        .ok()
+        .and_then(|c| config_hz(&c));
     let mut kernel = Kernel {
         version,
         boot: image.clone(),
         image,
         modules,
+        hz,
     };
     if let Some(vmlinux) = unpack(&kernel, cache) {
         kernel.boot = vmlinux;
     }
     Ok(kernel)
+}
+
+/// `CONFIG_HZ=250` in a kernel's config file.
+fn config_hz(config: &str) -> Option<u32> {
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|hz| (24..=10_000).contains(hz))
 }
 
 fn newest() -> Result<PathBuf, String> {
@@ -310,6 +326,14 @@ kernel/net/core/failover.ko:
                 "virtio_net"
             ]
         );
+    }
+
+    #[test]
+    fn the_timer_frequency_comes_from_the_config() {
+        let config = "# CONFIG_HZ_100 is not set\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n";
+        assert_eq!(config_hz(config), Some(250));
+        assert_eq!(config_hz("CONFIG_HZ_250=y\n"), None);
+        assert_eq!(config_hz("CONFIG_HZ=0\n"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   the deployment directory and the `/init` script (`init`).
 //! - `accel`: KVM if a trial guest boots with it, TCG otherwise.
 //! - `qemu`: the command line (`microvm`, direct kernel boot, virtio-net).
+//! - `threads`: QEMU's vCPU threads (pinned) and vhost-net's workers.
 //!
 //! The placements (`placements::vm`) put these together with a tap network
 //! of the lab (`lab::TapNet`) or QEMU's user-mode network.
@@ -18,6 +19,7 @@ pub mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
 pub(crate) mod qemu;
+pub(crate) mod threads;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

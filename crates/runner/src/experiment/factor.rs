@@ -48,6 +48,9 @@ pub enum FactorKind {
     /// What the engine sends, in its own words (redis: a test name such
     /// as `get`, or tests joined by `+`): overrides `[load.<engine>]`.
     Workload,
+    /// VM placements: `process` (QEMU on the server's CPUs) or `vcpu`
+    /// (each vCPU thread on one of them).
+    VmPin,
 }
 
 impl FactorKind {
@@ -65,6 +68,7 @@ impl FactorKind {
         FactorKind::VmCpus,
         FactorKind::VmMemory,
         FactorKind::Workload,
+        FactorKind::VmPin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -82,6 +86,7 @@ impl FactorKind {
             FactorKind::VmCpus => "vm_cpus",
             FactorKind::VmMemory => "vm_memory",
             FactorKind::Workload => "workload",
+            FactorKind::VmPin => "vm_pin",
         }
     }
 
@@ -97,7 +102,7 @@ impl FactorKind {
                 Some(SpecOption::Container)
             }
             FactorKind::Delay => Some(SpecOption::Netem),
-            FactorKind::VmCpus | FactorKind::VmMemory => Some(SpecOption::Vm),
+            FactorKind::VmCpus | FactorKind::VmMemory | FactorKind::VmPin => Some(SpecOption::Vm),
             _ => None,
         }
     }
@@ -213,6 +218,10 @@ impl FactorKind {
                     "`{level}` is not a guest memory size (64m to 1024g, e.g. 512m, 2g)"
                 )),
             },
+            FactorKind::VmPin => match level {
+                "process" | "vcpu" => Ok(level.into()),
+                _ => Err(format!("`{level}` is not a vm_pin level (process or vcpu)")),
+            },
         }
     }
 
@@ -231,6 +240,7 @@ impl FactorKind {
             FactorKind::Delay => Some("0ms"),
             FactorKind::VmCpus => Some("auto"),
             FactorKind::VmMemory => Some("512m"),
+            FactorKind::VmPin => Some("process"),
             FactorKind::AccessLog | FactorKind::Connections | FactorKind::Workload => None,
         }
     }

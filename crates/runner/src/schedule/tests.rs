@@ -11,7 +11,7 @@ use crate::experiment::{ConfigSource, Experiment};
 use crate::mock::MockExecutor;
 use crate::observer::{Observer, Quiet};
 use crate::provenance::Provenance;
-use crate::rundir::{RunDir, FINDINGS, PLAN};
+use crate::rundir::{RunDir, FACTS, FINDINGS, PLAN};
 use crate::schedule::Outcome;
 use crate::session::{self, Session};
 
@@ -321,6 +321,10 @@ fn differing_facts_are_findings_written_before_any_load() {
         .unwrap();
     let findings: serde_json::Value = s.dir.read_json(FINDINGS).unwrap();
     assert_eq!(findings[0]["fact"], "binary");
+    // Every deployed cell's facts are kept in the record, by cell id.
+    let facts: serde_json::Value = s.dir.read_json(FACTS).unwrap();
+    assert_eq!(facts.as_object().map(|m| m.len()), Some(3), "{facts}");
+    assert!(facts["placement=docker-host"].is_object(), "{facts}");
     let ev = exec.events();
     let first_load = ev.iter().position(|e| e.starts_with("measure")).unwrap();
     assert_eq!(
