@@ -30,6 +30,8 @@ packages=(
   qperf              # bench/vs-net.sh: tcp_lat
   iperf3             # bench/vs-net.sh: stream throughput
   nuttcp             # bench/vs-net.sh: the IBM study's stream tool
+  openssh-client     # remote hosts ([hosts.NAME] ssh): tare drives ssh and scp
+  openssh-server     # remote-host tests: sshd in namespaces stands for other machines
 )
 
 missing=()
@@ -56,6 +58,11 @@ if ((${#missing[@]})); then
         || service "$svc" stop 2>/dev/null || true
     fi
   done
+  # openssh-server's service is `ssh`: tests start their own sshd in namespaces.
+  if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+    (command -v systemctl >/dev/null && systemctl stop ssh) 2>/dev/null \
+      || service ssh stop 2>/dev/null || true
+  fi
 fi
 
 # cargo-fuzz: the test suite runs the response-parser fuzz target briefly.
