@@ -168,6 +168,7 @@ pub fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadR
         generator_cpu_user_s: cpu_s * 0.3,
         generator_cpu_system_s: cpu_s * 0.7,
         status_codes: [("200".to_string(), requests)].into(),
+        generators: Vec::new(),
         tare_version: "0.1.0".into(),
         ..LoadResult::default()
     }

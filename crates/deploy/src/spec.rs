@@ -33,6 +33,12 @@ pub struct DeploySpec {
     /// A guest's size (vm placements only).
     #[serde(default)]
     pub vm: VmOptions,
+    /// The address of this host that load from other hosts reaches the
+    /// server at (`[load] hosts`, `[target] host`); `None`: loopback, the
+    /// default that keeps load on this machine (ARCHITECTURE.md,
+    /// "Principles"). Placements that honour it accept `SpecOption::Reach`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<std::net::IpAddr>,
 }
 
 impl DeploySpec {
@@ -48,6 +54,7 @@ impl DeploySpec {
             container: ContainerOptions::default(),
             server_cpus: None,
             vm: VmOptions::default(),
+            reach: None,
         }
     }
 }

@@ -251,6 +251,7 @@ fn result_of(
         pg: None,
         redis: None,
         net: None,
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

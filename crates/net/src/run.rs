@@ -216,6 +216,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         pg: None,
         redis: None,
         net: Some(details),
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     };
     result.schedule = tare_engine::schedule::report(

@@ -278,6 +278,7 @@ mod tests {
             requests: 200100,
             tps: Some(100165.089688),
             duration_s: 2.0,
+            generators: Vec::new(),
             tare_version: "0.1.0".into(),
             pg: Some(PgDetails {
                 query_mode: "prepared".into(),

@@ -561,6 +561,7 @@ fn assemble(
         }),
         redis: None,
         net: None,
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

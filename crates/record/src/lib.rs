@@ -11,6 +11,8 @@
 //! - `connect`: [`ConnectReport`], the connect phase and every connection's
 //!   state at the deadline.
 //! - `wakeups`: [`WakeupReport`], how the workers slept and woke.
+//! - [`merge`]: several generators' records of one load as one
+//!   (remote hosts): counts and histograms add, timelines on one clock.
 //! - `trial`: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
 //! - [`splitmix`]: the workspace's one small seedable generator: open-loop
@@ -19,6 +21,7 @@
 
 mod connect;
 mod latency;
+pub mod merge;
 mod result;
 mod schedule;
 pub mod splitmix;
@@ -27,6 +30,7 @@ mod wakeups;
 
 pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
+pub use merge::GeneratorPart;
 pub use result::{
     Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, RateSummary, RedisDetails,
     StatementLatency, Unit,

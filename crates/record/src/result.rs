@@ -173,6 +173,11 @@ pub struct LoadResult {
     /// datagrams, stream throughput per direction and CPU per gigabyte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<NetDetails>,
+    /// Load from several generators (`[load] hosts`): each one's share,
+    /// its clock offset and its error if its part is missing; the fields
+    /// above are their merge (`crate::merge`). Empty for a local load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<crate::merge::GeneratorPart>,
     /// tare's version.
     pub tare_version: String,
 }

@@ -203,6 +203,7 @@ pub(crate) fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
         latency_us: lat.summary(),
         hdr: lat.encode().unwrap_or_default(),
         timeline: vec![requests / secs.max(1.0) as u64; secs.ceil() as usize],
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
         ..LoadResult::default()
     }

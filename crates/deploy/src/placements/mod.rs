@@ -117,6 +117,9 @@ pub enum SpecOption {
     Netem,
     /// A guest's vCPUs and memory.
     Vm,
+    /// Reached from other hosts at one of this host's own addresses
+    /// (`DeploySpec::reach`) instead of loopback.
+    Reach,
 }
 
 impl SpecOption {
@@ -126,6 +129,7 @@ impl SpecOption {
             SpecOption::Container => "image, storage, seccomp and container limits",
             SpecOption::Netem => "netem delay",
             SpecOption::Vm => "vm_cpus and vm_memory",
+            SpecOption::Reach => "load from other hosts",
         }
     }
 }
@@ -317,7 +321,12 @@ mod tests {
 
     #[test]
     fn options_are_honoured_by_some_placement_each() {
-        for o in [SpecOption::Container, SpecOption::Netem, SpecOption::Vm] {
+        for o in [
+            SpecOption::Container,
+            SpecOption::Netem,
+            SpecOption::Vm,
+            SpecOption::Reach,
+        ] {
             assert!(!PlacementKind::accepting(o).is_empty(), "{o:?}");
             assert!(!PlacementKind::reference().accepts(o), "{o:?}");
         }
