@@ -102,7 +102,9 @@ impl Host {
     /// returns its stdout; a failure is one line naming the host.
     pub fn run(&self, script: &str, input: &[u8], limit: Duration) -> Result<String, RemoteError> {
         let mut cmd = self.ssh();
-        cmd.arg(sh_quote(script))
+        // The login shell parses the line: `/bin/sh -c` and one quoted word
+        // (a bare `sh` would need a PATH).
+        cmd.arg(format!("/bin/sh -c {}", sh_quote(script)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -33,11 +33,29 @@ pub struct Installed {
     pub uname: String,
 }
 
-/// This binary's SHA-256 (hex), computed once.
+/// The binary copied to hosts, when not the running one.
+static BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Copies `path` to hosts instead of the running executable: for a
+/// program that uses this library but is not `tare` itself (a test).
+/// Only the first call counts.
+pub fn use_binary(path: impl Into<PathBuf>) {
+    let _ = BINARY.set(path.into());
+}
+
+/// The binary copied to hosts: `use_binary`'s, else this one.
+fn own_binary() -> Result<PathBuf, RemoteError> {
+    match BINARY.get() {
+        Some(p) => Ok(p.clone()),
+        None => std::env::current_exe().map_err(|e| RemoteError::Local(format!("own binary: {e}"))),
+    }
+}
+
+/// The copied binary's SHA-256 (hex), computed once.
 pub fn own_sha256() -> Result<&'static str, RemoteError> {
     static HASH: OnceLock<Result<String, String>> = OnceLock::new();
     HASH.get_or_init(|| {
-        let exe = std::env::current_exe().map_err(|e| format!("own binary: {e}"))?;
+        let exe = own_binary().map_err(|e| e.to_string())?;
         let bytes = std::fs::read(&exe).map_err(|e| format!("{}: {e}", exe.display()))?;
         Ok(hex(&Sha256::digest(&bytes)))
     })
@@ -84,7 +102,7 @@ pub fn install(host: &Host, run_id: &str) -> Result<Installed, RemoteError> {
         )));
     }
     let want = own_sha256()?;
-    let exe = std::env::current_exe().map_err(|e| RemoteError::Local(e.to_string()))?;
+    let exe = own_binary()?;
     let bytes = std::fs::read(&exe).map_err(|e| RemoteError::Local(e.to_string()))?;
     let run_dir = host.run_dir(run_id);
     let d = sh_path(&run_dir);

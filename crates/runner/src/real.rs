@@ -115,13 +115,6 @@ impl RealExecutor {
     /// Whether this machine can run `spec`, asked once per mechanism and
     /// option: placements on one mechanism share the answer.
     fn deployable(&mut self, spec: &DeploySpec) -> Result<(), String> {
-        if spec.reach.is_some() && !spec.placement.accepts(SpecOption::Reach) {
-            return Err(format!(
-                "{} is not reachable from another host (placements that are: {})",
-                spec.placement,
-                tare_deploy::PlacementKind::accepting(SpecOption::Reach)
-            ));
-        }
         let key = format!(
             "{}/{}/{}",
             spec.placement.mechanism(),
@@ -185,6 +178,13 @@ impl Executor for RealExecutor {
 
     fn can_run(&mut self, cell: &Cell) -> Result<(), String> {
         let spec = self.spec(cell).map_err(|e| e.to_string())?;
+        if spec.reach.is_some() && !spec.placement.accepts(SpecOption::Reach) {
+            return Err(format!(
+                "{} is not reachable from another host (placements that are: {})",
+                spec.placement,
+                tare_deploy::PlacementKind::accepting(SpecOption::Reach)
+            ));
+        }
         if let Some(host) = &self.exp.hosts.target {
             // The target host answered for every cell's spec in `prepare`.
             let i = self.exp.cells.iter().position(|c| c.id == cell.id);

@@ -6,6 +6,8 @@
 //! - [`RedisServer`]: a throw-away native redis-server, persistence off.
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
+//! - [`ssh_hosts::SshHosts`]: namespaces standing for other machines, each
+//!   running sshd (remote-host tests).
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
 //! - [`fuzz::run`]: a crate's cargo-fuzz target, run briefly by its tests.
 
@@ -13,6 +15,7 @@ pub mod fuzz;
 pub mod machine;
 mod nginx;
 mod redis;
+pub mod ssh_hosts;
 
 pub use nginx::{Nginx, NginxOptions};
 pub use redis::RedisServer;
