@@ -13,6 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::latency::{CodecError, Latency};
 use crate::result::{Errors, LoadResult, RateSummary};
 
+/// The most two generators' starts may be apart: they are told to start
+/// together, so a larger gap is a wrong clock or a wrong record, and
+/// aligning on it would only grow the timeline.
+const MAX_START_GAP_S: f64 = 60.0;
+
 /// One generator's share of a merged load, as `LoadResult::generators`
 /// records it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -55,6 +60,10 @@ pub enum MergeError {
     Engines(String, String),
     #[error("generator on {host}: {cause}")]
     Histogram { host: String, cause: CodecError },
+    #[error(
+        "generator on {host} started {gap_s:.0} s after another: its clock or its record is wrong"
+    )]
+    Clock { host: String, gap_s: f64 },
 }
 
 /// Merges the parts: see the module's documentation. Fails only when no
@@ -100,20 +109,30 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
     let mut rate = 0.0;
     let mut thread_rates = Vec::new();
     for (p, r) in &ok {
+        // Saturating: a record from another host is input, not a promise.
         out.duration_s = out.duration_s.max(r.duration_s);
-        out.connections += r.connections;
-        out.threads += r.threads;
-        out.requests += r.requests;
-        out.in_flight += r.in_flight;
-        out.errors.add(&r.errors);
-        out.bytes_read += r.bytes_read;
-        attempts += r.attempts();
+        add(&mut out.connections, r.connections);
+        add(&mut out.threads, r.threads);
+        add(&mut out.requests, r.requests);
+        add(&mut out.in_flight, r.in_flight);
+        let e = &r.errors;
+        for (sum, n) in [
+            (&mut out.errors.connect, e.connect),
+            (&mut out.errors.read, e.read),
+            (&mut out.errors.write, e.write),
+            (&mut out.errors.timeout, e.timeout),
+            (&mut out.errors.status, e.status),
+        ] {
+            add(sum, n);
+        }
+        add(&mut out.bytes_read, r.bytes_read);
+        add(&mut attempts, attempts_of(r));
         rate += r.throughput();
         out.generator_cpu_s += r.generator_cpu_s;
         out.generator_cpu_user_s += r.generator_cpu_user_s;
         out.generator_cpu_system_s += r.generator_cpu_system_s;
         for (code, n) in &r.status_codes {
-            *out.status_codes.entry(code.clone()).or_default() += n;
+            add(out.status_codes.entry(code.clone()).or_default(), *n);
         }
         let h = Latency::decode(&r.hdr).map_err(|cause| MergeError::Histogram {
             host: p.host.clone(),
@@ -122,12 +141,19 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
         latency.merge(&h);
         // Whole seconds after the earliest start: the timelines' bins are
         // seconds, so a start within half a second of another shares its bins.
-        let shift = (local_start(p, r) - start).round().max(0.0) as usize;
+        let gap = local_start(p, r) - start;
+        if !(0.0..=MAX_START_GAP_S).contains(&gap) {
+            return Err(MergeError::Clock {
+                host: p.host.clone(),
+                gap_s: gap,
+            });
+        }
+        let shift = gap.round() as usize;
         if out.timeline.len() < shift + r.timeline.len() {
             out.timeline.resize(shift + r.timeline.len(), 0);
         }
         for (i, n) in r.timeline.iter().enumerate() {
-            out.timeline[shift + i] += n;
+            add(&mut out.timeline[shift + i], *n);
         }
         thread_rates.push((r.threads, r.thread_rate));
     }
@@ -184,6 +210,25 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
         })
         .collect();
     Ok(out)
+}
+
+/// `LoadResult::attempts`, saturating.
+fn attempts_of(r: &LoadResult) -> u64 {
+    r.attempts.unwrap_or_else(|| {
+        let e = &r.errors;
+        let errors = [e.connect, e.read, e.write, e.timeout, e.status]
+            .into_iter()
+            .fold(0u64, u64::saturating_add);
+        let all = r.requests.saturating_add(errors);
+        match r.unit() {
+            crate::result::Unit::Requests => all.saturating_sub(e.status),
+            _ => all,
+        }
+    })
+}
+
+fn add(sum: &mut u64, n: u64) {
+    *sum = sum.saturating_add(n);
 }
 
 /// Per-thread rate samples of several generators as one set: means weighted

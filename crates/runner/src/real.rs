@@ -202,10 +202,14 @@ impl Executor for RealExecutor {
         let deployment = match (&target_host, &self.fleet) {
             (Some(name), Some(fleet)) => {
                 let inst = fleet.installed(name)?;
-                Placed::Remote(RemoteTarget::deploy(inst, &spec).map_err(ExecError::new)?)
+                Placed::Remote(Box::new(
+                    RemoteTarget::deploy(inst, &spec).map_err(ExecError::new)?,
+                ))
             }
             (Some(_), None) => return Err(ExecError::new("the target host was not prepared")),
-            (None, _) => Placed::Local(tare_deploy::deploy(&spec).map_err(ExecError::new)?),
+            (None, _) => Placed::Local(Box::new(
+                tare_deploy::deploy(&spec).map_err(ExecError::new)?,
+            )),
         };
         let remote = self.fleet.clone();
         if let Some(f) = &remote {
@@ -242,8 +246,8 @@ impl Executor for RealExecutor {
 
 /// A deployed target: here, or on a remote host.
 enum Placed {
-    Local(Deployment),
-    Remote(RemoteTarget),
+    Local(Box<Deployment>),
+    Remote(Box<RemoteTarget>),
 }
 
 impl Placed {
@@ -322,8 +326,8 @@ impl RunningCell for RealCell {
 
     fn stop(self: Box<Self>) -> Result<(), ExecError> {
         match self.deployment {
-            Placed::Local(d) => d.stop().map_err(ExecError::new),
-            Placed::Remote(r) => r.stop().map_err(ExecError::new),
+            Placed::Local(d) => (*d).stop().map_err(ExecError::new),
+            Placed::Remote(r) => (*r).stop().map_err(ExecError::new),
         }
     }
 }
