@@ -299,6 +299,19 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         // The same machine's clock: the offset is within the round trip.
         assert!(g.clock_offset_s.abs() < 0.05 + g.clock_rtt_s, "{g:?}");
     }
+    // The merged record keeps tare's JSON contract, `generators` included.
+    let schema: serde_json::Value = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/json-schema.json"
+    )))
+    .unwrap();
+    let value = serde_json::to_value(&r).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     target.stop().unwrap();
     assert!(fleet.close().is_empty());
     drop(fleet);
