@@ -324,20 +324,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     let started = Instant::now();
     let exp = s.write("drop.toml", &["gen1", "gen2", "srv"], "", BODY);
     let out_dir = s.work.join("drop-run");
-    let mut child = Command::new(TARE)
-        .args([
-            "run",
-            exp.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-            "-q",
-        ])
-        .current_dir(&s.work)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&exp, &out_dir, &s.work);
     assert!(wait_until(Duration::from_secs(60), || !trials(&out_dir).is_empty()));
     s.hosts.drop_host("gen2");
     let err = child_output(&mut child, Duration::from_secs(90));
@@ -394,20 +381,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     let body = BODY.replace("duration = \"1s\"", "duration = \"3s\"");
     let exp = s.write("kill.toml", &["gen1", "gen2", "srv"], "", &body);
     let out_dir = s.work.join("kill-run");
-    let mut child = Command::new(TARE)
-        .args([
-            "run",
-            exp.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-            "-q",
-        ])
-        .current_dir(&s.work)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&exp, &out_dir, &s.work);
     // Mid-trial: past the first deployment on srv, into the 3 s load.
     let srv = s.host_dir("srv");
     let deployed = || {
@@ -451,6 +425,24 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         "SIGKILL and cleanup: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `tare run EXP --out OUT -q` in the background, its stderr piped.
+fn spawn_run(exp: &Path, out: &Path, cwd: &Path) -> std::process::Child {
+    Command::new(TARE)
+        .args([
+            "run",
+            exp.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Waits for `child` at most `limit` and returns its stderr.

@@ -72,5 +72,10 @@ pub fn serve_cleanup(dir: &Path) -> Result<(), String> {
     }
     std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     println!("removed {}", dir.display());
+    // The hosts' `dir` itself, made by the first run, once no run is in it
+    // (remove_dir fails on a directory that is not empty).
+    if let Some(parent) = dir.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
     Ok(())
 }
