@@ -66,9 +66,13 @@ impl Host {
         self.dir.join(format!("tare-{run_id}"))
     }
 
-    /// `ssh` with tare's options, ready for a remote command.
+    /// `ssh` with tare's options, ready for a remote command. It runs in a
+    /// process group of its own: a Ctrl-C at the terminal is tare's to
+    /// handle (it stops the agents through their lifelines), not ssh's.
     pub fn ssh(&self) -> Command {
+        use std::os::unix::process::CommandExt;
         let mut c = Command::new("ssh");
+        c.process_group(0);
         c.arg("-T")
             .args(["-o", "BatchMode=yes"])
             .args(["-o", &format!("ConnectTimeout={CONNECT_TIMEOUT_S}")])
