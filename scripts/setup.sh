@@ -33,6 +33,8 @@ packages=(
   fio                # the tool engine: block I/O (the IBM study's disk rows)
   hpcc               # the tool engine: HPL, STREAM and RandomAccess (the IBM study's CPU and memory rows)
   sysbench           # the tool engine: sysbench cpu and memory
+  openssh-client     # remote hosts ([hosts.NAME] ssh): tare drives ssh and scp
+  openssh-server     # remote-host tests: sshd in namespaces stands for other machines
 )
 
 missing=()
@@ -59,6 +61,11 @@ if ((${#missing[@]})); then
         || service "$svc" stop 2>/dev/null || true
     fi
   done
+  # openssh-server's service is `ssh`: tests start their own sshd in namespaces.
+  if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+    (command -v systemctl >/dev/null && systemctl stop ssh) 2>/dev/null \
+      || service ssh stop 2>/dev/null || true
+  fi
 fi
 
 # cargo-fuzz: the test suite runs the response-parser fuzz target briefly.

@@ -171,6 +171,7 @@ pub fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadR
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        generators: Vec::new(),
         tare_version: "0.1.0".into(),
         ..LoadResult::default()
     }

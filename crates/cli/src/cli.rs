@@ -45,6 +45,9 @@ pub(crate) enum Command {
     Doctor(cmd::doctor::DoctorArgs),
     /// Remove everything killed tare runs left behind (and nothing else).
     Cleanup(cmd::cleanup::CleanupArgs),
+    /// What a tare copied to a remote host runs there (started over ssh by tare itself).
+    #[command(hide = true)]
+    Agent(cmd::agent::AgentArgs),
 }
 
 #[cfg(test)]

@@ -189,6 +189,12 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             crate::PlacementKind::accepting(SpecOption::Rootless)
         )));
     }
+    if spec.reach.is_some() && !placement.accepts(SpecOption::Reach) {
+        return Err(DeployError::Invalid(format!(
+            "{placement} cannot be reached from another host (placements that can: {})",
+            crate::PlacementKind::accepting(SpecOption::Reach)
+        )));
+    }
     if spec.vm.cpus == Some(0) || spec.vm.memory_mib.is_some_and(|m| m < 64) {
         return Err(DeployError::Invalid(
             "vm_cpus must be at least 1 and vm_memory at least 64 MiB".into(),

@@ -44,6 +44,12 @@ pub struct DeploySpec {
     /// tare's own `tare-rootless`, created on first use.
     #[serde(default)]
     pub rootless_user: Option<String>,
+    /// The address of this host that load from other hosts reaches the
+    /// server at (`[load] hosts`, `[target] host`); `None`: loopback, the
+    /// default that keeps load on this machine (ARCHITECTURE.md,
+    /// "Principles"). Placements that honour it accept `SpecOption::Reach`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<std::net::IpAddr>,
 }
 
 impl DeploySpec {
@@ -61,6 +67,7 @@ impl DeploySpec {
             helper_cpus: None,
             vm: VmOptions::default(),
             rootless_user: None,
+            reach: None,
         }
     }
 }

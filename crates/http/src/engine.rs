@@ -254,6 +254,7 @@ fn result_of(
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

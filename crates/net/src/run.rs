@@ -235,6 +235,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     };
     result.schedule = tare_engine::schedule::report(

@@ -281,6 +281,7 @@ mod tests {
             metrics: Vec::new(),
             primary: None,
             tool: None,
+            generators: Vec::new(),
             tare_version: "0.1.0".into(),
             pg: Some(PgDetails {
                 query_mode: "prepared".into(),

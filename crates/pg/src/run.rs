@@ -564,6 +564,7 @@ fn assemble(
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

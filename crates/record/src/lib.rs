@@ -14,6 +14,8 @@
 //! - `connect`: [`ConnectReport`], the connect phase and every connection's
 //!   state at the deadline.
 //! - `wakeups`: [`WakeupReport`], how the workers slept and woke.
+//! - [`merge`]: several generators' records of one load as one
+//!   (remote hosts): counts and histograms add, timelines on one clock.
 //! - `trial`: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
 //! - [`splitmix`]: the workspace's one small seedable generator: open-loop
@@ -22,6 +24,7 @@
 
 mod connect;
 mod latency;
+pub mod merge;
 mod metrics;
 mod result;
 mod schedule;
@@ -31,6 +34,7 @@ mod wakeups;
 
 pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
+pub use merge::GeneratorPart;
 pub use metrics::{Better, Metric, ToolDetails};
 pub use result::{
     Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary, RedisDetails,

@@ -191,6 +191,11 @@ pub struct LoadResult {
     /// Tool engine details: the program, its command, where its data lived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<ToolDetails>,
+    /// Load from several generators (`[load] hosts`): each one's share,
+    /// its clock offset and its error if its part is missing; the fields
+    /// above are their merge (`crate::merge`). Empty for a local load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<crate::merge::GeneratorPart>,
     /// tare's version.
     pub tare_version: String,
 }

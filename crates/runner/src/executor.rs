@@ -22,6 +22,14 @@ impl ExecError {
 
 /// Deploys cells.
 pub trait Executor {
+    /// Readies what the run needs beyond this machine (remote hosts: tare
+    /// installed and checked, clocks measured), before any load; its
+    /// facts go into the provenance. A failure is one line and ends the
+    /// run before it starts.
+    fn prepare(&mut self) -> Result<serde_json::Value, ExecError> {
+        Ok(serde_json::Value::Null)
+    }
+
     /// Whether this machine can run `cell` at all (Docker reachable, nginx
     /// installed, ...). `Err(reason)` skips the cell with a one-line note:
     /// a missing placement is not a failed trial.

@@ -14,6 +14,8 @@
 //!   stops cleanly on an interrupt.
 //! - `rundir`: the run directory and its files; [`provenance`]: what
 //!   produced the run; [`observer`]: progress for people.
+//! - [`remote`]: remote hosts in a run: generators and targets over SSH,
+//!   their records merged (`tare-remote` holds the SSH side).
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
 
 mod adaptive;
@@ -29,6 +31,7 @@ pub mod plan;
 mod precision;
 pub mod provenance;
 pub mod real;
+pub mod remote;
 mod rundir;
 mod schedule;
 pub mod session;
@@ -36,7 +39,7 @@ pub mod session;
 pub use executor::{ExecError, Executor, Finding, RunningCell};
 pub use experiment::{
     Cell, ConfigSource, CpuChoice, CpuPlan, CpuPolicy, Experiment, ExperimentError, HelperChoice,
-    LoadSettings,
+    Hosts, LoadSettings,
 };
 pub use plan::Plan;
 pub use rundir::RunDir;

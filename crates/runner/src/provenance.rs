@@ -30,6 +30,10 @@ pub struct Provenance {
     /// installed); the servers a run could deploy.
     #[serde(default)]
     pub server_versions: std::collections::BTreeMap<String, Option<String>>,
+    /// Remote hosts (`[hosts.NAME]`): each one's system, the tare copied
+    /// there and its clock offset (`crate::remote::HostFacts`).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub hosts: serde_json::Value,
     /// Times this run was resumed, with when and by which command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resume>,
@@ -62,6 +66,7 @@ impl Provenance {
             server_versions: tare_deploy::TargetKind::all()
                 .map(|t| (t.name().to_string(), t.host_version()))
                 .collect(),
+            hosts: serde_json::Value::Null,
             resumed: Vec::new(),
         }
     }

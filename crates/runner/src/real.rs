@@ -17,7 +17,9 @@ use crate::engines::{self, Engine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
 use crate::experiment::{Cell, CpuPlan, Experiment, FactorKind, LoadSettings};
+use crate::remote::Fleet;
 use tare_engine::cpu::CpuList;
+use tare_remote::RemoteTarget;
 
 pub struct RealExecutor {
     /// Names every resource of this run (1-32 of `[A-Za-z0-9_-]`, tare-deploy's rule).
@@ -32,6 +34,10 @@ pub struct RealExecutor {
     available: HashMap<String, Result<(), String>>,
     /// Which CPUs the server and the generator get (`[cpus]`, resolved here).
     cpus: CpuPlan,
+    /// The run directory (`hosts.json` is written there).
+    run_dir: PathBuf,
+    /// The remote hosts, once `prepare` installed tare on them.
+    fleet: Option<Arc<Fleet>>,
 }
 
 impl RealExecutor {
@@ -43,6 +49,8 @@ impl RealExecutor {
             interrupt,
             available: HashMap::new(),
             cpus: exp.cpus.here(),
+            run_dir: run_dir.to_path_buf(),
+            fleet: None,
         }
     }
 
@@ -75,6 +83,7 @@ impl RealExecutor {
             Some("unix") => Transport::Unix,
             _ => Transport::Tcp,
         };
+        spec.reach = self.fleet.as_ref().and_then(|f| f.reach);
         spec.netem = cell
             .level(FactorKind::Delay)
             .and_then(|d| humantime::parse_duration(d).ok())
@@ -148,21 +157,82 @@ fn deploy_id(run_dir: &std::path::Path) -> String {
     }
 }
 
+impl Drop for RealExecutor {
+    /// Nothing of this run stays on its hosts.
+    fn drop(&mut self) {
+        if let Some(f) = self.fleet.take() {
+            for e in f.close() {
+                eprintln!("tare: cleaning up: {e}");
+            }
+        }
+    }
+}
+
 impl Executor for RealExecutor {
+    fn prepare(&mut self) -> Result<serde_json::Value, ExecError> {
+        if !self.exp.hosts.any() {
+            return Ok(serde_json::Value::Null);
+        }
+        let specs: Vec<DeploySpec> = self
+            .exp
+            .cells
+            .iter()
+            .map(|c| self.spec(c))
+            .collect::<Result<_, _>>()?;
+        let fleet = Fleet::connect(&self.exp.hosts, &self.run_id, &self.run_dir, &specs)?;
+        let facts = serde_json::to_value(fleet.facts()).map_err(ExecError::new)?;
+        self.fleet = Some(Arc::new(fleet));
+        Ok(facts)
+    }
+
     fn can_run(&mut self, cell: &Cell) -> Result<(), String> {
         let spec = self.spec(cell).map_err(|e| e.to_string())?;
+        if spec.reach.is_some() && !spec.placement.accepts(SpecOption::Reach) {
+            return Err(format!(
+                "{} is not reachable from another host (placements that are: {})",
+                spec.placement,
+                tare_deploy::PlacementKind::accepting(SpecOption::Reach)
+            ));
+        }
+        if let Some(host) = &self.exp.hosts.target {
+            // The target host answered for every cell's spec in `prepare`.
+            let i = self.exp.cells.iter().position(|c| c.id == cell.id);
+            let answer = i.and_then(|i| self.fleet.as_ref()?.target_check(i));
+            return answer
+                .unwrap_or_else(|| Err(format!("host {host} was not prepared")))
+                .map_err(|e| format!("on host {host}: {e}"));
+        }
         self.deployable(&spec)
     }
 
     fn deploy(&mut self, cell: &Cell) -> Result<Box<dyn RunningCell>, ExecError> {
         let spec = self.spec(cell)?;
-        let deployment = tare_deploy::deploy(&spec).map_err(ExecError::new)?;
+        let target_host = self.exp.hosts.target.clone();
+        let deployment = match (&target_host, &self.fleet) {
+            (Some(name), Some(fleet)) => {
+                let inst = fleet.installed(name)?;
+                Placed::Remote(Box::new(
+                    RemoteTarget::deploy(inst, &spec).map_err(ExecError::new)?,
+                ))
+            }
+            (Some(_), None) => return Err(ExecError::new("the target host was not prepared")),
+            (None, _) => Placed::Local(Box::new(
+                tare_deploy::deploy(&spec).map_err(ExecError::new)?,
+            )),
+        };
+        let remote = self.fleet.clone();
+        if let Some(f) = &remote {
+            f.check_endpoint(target_host.as_deref(), deployment.endpoint())?;
+        }
         Ok(Box::new(RealCell {
             deployment,
             engine: self.exp.load.engine,
             generator_cpus: self.cpus.generator.clone(),
             interrupt: self.interrupt.clone(),
             monitor: None,
+            remote: remote
+                .filter(|f| f.remote_generators())
+                .map(|f| (f, self.exp.clone())),
         }))
     }
 
@@ -183,8 +253,41 @@ impl Executor for RealExecutor {
     }
 }
 
+/// A deployed target: here, or on a remote host.
+enum Placed {
+    Local(Box<Deployment>),
+    Remote(Box<RemoteTarget>),
+}
+
+impl Placed {
+    fn endpoint(&self) -> &tare_engine::Endpoint {
+        match self {
+            Placed::Local(d) => d.endpoint(),
+            Placed::Remote(r) => &r.endpoint,
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Placed::Local(d) => d.url(),
+            Placed::Remote(r) => r.deployed.url.clone(),
+        }
+    }
+
+    /// The namespace a client here must enter to reach it: a remote
+    /// target is reached at its host's own address, from here.
+    fn client_netns(&self) -> Option<&std::path::Path> {
+        match self {
+            Placed::Local(d) => d.client_netns(),
+            Placed::Remote(_) => None,
+        }
+    }
+}
+
 struct RealCell {
-    deployment: Deployment,
+    deployment: Placed,
+    /// Remote generators (`[load] hosts`) and the experiment they read.
+    remote: Option<(Arc<Fleet>, Experiment)>,
     engine: &'static dyn Engine,
     /// Where the generator's threads run (`[cpus] generator`).
     generator_cpus: Option<CpuList>,
@@ -195,7 +298,10 @@ struct RealCell {
 
 impl RunningCell for RealCell {
     fn facts(&self) -> serde_json::Value {
-        serde_json::to_value(self.deployment.facts()).unwrap_or_default()
+        match &self.deployment {
+            Placed::Local(d) => serde_json::to_value(d.facts()).unwrap_or_default(),
+            Placed::Remote(r) => r.deployed.facts.clone(),
+        }
     }
 
     fn prepare(&mut self, settings: &LoadSettings) -> Result<Option<String>, ExecError> {
@@ -211,14 +317,30 @@ impl RunningCell for RealCell {
         // Every measured load is monitored (CPU by component, disk, sockets,
         // the verdict); a monitor that cannot start costs the trial nothing.
         let monitor = measure.then(|| self.start_monitor()).flatten();
-        let offer = Offer {
-            endpoint: self.deployment.endpoint(),
-            url: self.deployment.url(),
-            netns: self.deployment.client_netns(),
-        };
         let mut settings = settings.clone();
         settings.shared.cpus = self.generator_cpus.clone();
-        let result = engines::run(&settings, measure, &offer, &self.interrupt);
+        let endpoint = self.deployment.endpoint();
+        let result = match (&self.remote, &self.deployment) {
+            (Some((fleet, exp)), _) => fleet.load(
+                exp,
+                &settings,
+                measure,
+                endpoint,
+                &self.deployment.url(),
+                &self.interrupt,
+            ),
+            (None, placed) => {
+                let offer = Offer {
+                    endpoint,
+                    url: placed.url(),
+                    netns: match placed {
+                        Placed::Local(d) => d.client_netns(),
+                        Placed::Remote(_) => None,
+                    },
+                };
+                engines::run(&settings, measure, &offer, &self.interrupt)
+            }
+        };
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
             self.monitor = Some(m.stop().finish(r).to_json());
         }
@@ -230,14 +352,22 @@ impl RunningCell for RealCell {
     }
 
     fn stop(self: Box<Self>) -> Result<(), ExecError> {
-        self.deployment.stop().map_err(ExecError::new)
+        match self.deployment {
+            Placed::Local(d) => (*d).stop().map_err(ExecError::new),
+            Placed::Remote(r) => (*r).stop().map_err(ExecError::new),
+        }
     }
 }
 
 impl RealCell {
     fn start_monitor(&self) -> Option<tare_monitor::Monitor> {
         use tare_monitor::{GeneratorRef, MonitorSpec, ServerRef};
-        let watch = self.deployment.watch();
+        // The monitor watches this machine: a remote target's processes
+        // are not here to watch.
+        let Placed::Local(deployment) = &self.deployment else {
+            return None;
+        };
+        let watch = deployment.watch();
         let server = match &watch.server {
             tare_deploy::Scope::CgroupOf(pid) => ServerRef::CgroupOf(*pid),
             tare_deploy::Scope::Pids(pids) => ServerRef::Pids(pids.clone()),

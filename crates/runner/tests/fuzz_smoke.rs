@@ -8,6 +8,13 @@ fn experiment_parser_survives_bounded_fuzzing() {
     fuzz("experiment", "seeds", 10);
 }
 
+/// `tare_record::merge` of records as remote generators send them: fuzzed
+/// here, where the fuzz build already has tare-record (docs/remote.md).
+#[test]
+fn merging_remote_records_survives_bounded_fuzzing() {
+    fuzz("merge", "merge-seeds", 5);
+}
+
 /// This crate's fuzz target `target` for `seconds` (`tare_testbed::fuzz::run`).
 fn fuzz(target: &str, seeds: &str, seconds: u32) {
     tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), target, seeds, seconds);

@@ -7,6 +7,8 @@
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
 //! - [`rootless`]: users for rootless Podman, and what they leave.
+//! - [`ssh_hosts::SshHosts`]: namespaces standing for other machines, each
+//!   running sshd (remote-host tests).
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
 //! - [`fuzz::run`]: a crate's cargo-fuzz target, run briefly by its tests.
 
@@ -15,6 +17,7 @@ pub mod machine;
 mod nginx;
 mod redis;
 pub mod rootless;
+pub mod ssh_hosts;
 
 pub use nginx::{Nginx, NginxOptions};
 pub use redis::RedisServer;

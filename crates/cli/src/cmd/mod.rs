@@ -1,5 +1,6 @@
 //! One module per subcommand: its flags (clap `Args`) and its `run`.
 
+pub(crate) mod agent;
 pub(crate) mod cleanup;
 pub(crate) mod compare;
 pub(crate) mod doctor;
@@ -24,6 +25,7 @@ use crate::cli::Command;
 pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Http(args) => http::run(args),
+        Command::Agent(args) => agent::run(args),
         Command::Nginx(args) => nginx::run(args),
         Command::Pg(args) => pg::run(args),
         Command::Redis(args) => redis::run(args),

@@ -65,7 +65,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             if args.debug_mode {
                 s.exp.trials.cooldown = std::time::Duration::ZERO;
             }
-            let exec = executor(&s.exp, &s.dir.path);
+            let mut exec = executor(&s.exp, &s.dir.path);
+            exec.prepare()?;
             eprintln!(
                 "tare run: resuming {} in {}",
                 s.exp.name,
@@ -82,6 +83,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             let cwd = std::env::current_dir().context("no current directory")?;
             let dir = RunDir::create(args.out.as_deref(), &cwd)?;
             let mut exec = executor(&exp, &dir.path);
+            let mut provenance = Provenance::collect();
+            provenance.hosts = exec.prepare()?;
             eprintln!(
                 "tare run: {}: {} cells x {} trials ({} load each, {} warm-up) into {}",
                 exp.name,
@@ -91,7 +94,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 humantime::format_duration(exp.load.shared.warmup),
                 dir.path.display()
             );
-            let s = session::begin(exp, dir, exec.as_mut(), &mut notes, &Provenance::collect())?;
+            let s = session::begin(exp, dir, exec.as_mut(), &mut notes, &provenance)?;
             (s, exec)
         }
     };

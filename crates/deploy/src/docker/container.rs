@@ -25,8 +25,13 @@ pub(crate) enum Network {
     Host,
     /// The default bridge, reached at the container's IP.
     Bridge,
-    /// The default bridge with `-p 127.0.0.1:host_port:container_port`.
-    Publish { host_port: u16, container_port: u16 },
+    /// The default bridge with `-p host_ip:host_port:container_port`
+    /// (127.0.0.1 unless load comes from other hosts).
+    Publish {
+        host_ip: IpAddr,
+        host_port: u16,
+        container_port: u16,
+    },
     /// `--network container:ID`: another container's network namespace (a
     /// sidecar: nginx-proxy's backend on nginx's own loopback).
     Join(String),
@@ -109,6 +114,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         Network::Bridge => ("bridge".to_string(), None, None),
         Network::Join(id) => (format!("container:{id}"), None, None),
         Network::Publish {
+            host_ip,
             host_port,
             container_port,
         } => {
@@ -126,8 +132,9 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
                 .collect();
             let binding = PortBinding {
                 // Loopback only by default (ARCHITECTURE.md, "Principles"):
-                // on 127.0.0.1 this is docker-proxy.
-                host_ip: Some("127.0.0.1".into()),
+                // on 127.0.0.1 this is docker-proxy; on an address other
+                // hosts reach (`DeploySpec::reach`), iptables DNAT.
+                host_ip: Some(host_ip.to_string()),
                 host_port: Some(host_port.to_string()),
             };
             (

@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use tare_engine::Endpoint;
 
-use super::process::free_port;
+use super::process::{free_port, free_port_on};
 use super::{Context, Described, Mechanism, Role, Running, Site};
 use crate::cleanup::CleanupReport;
 use crate::docker::container::{self, Network, Started};
@@ -134,6 +134,9 @@ pub(super) struct ContainerSite {
     image: String,
     /// With `Net::Publish`: the host port.
     host_port: Option<u16>,
+    /// The host address other hosts load it at (`DeploySpec::reach`);
+    /// `None`: loopback.
+    reach: Option<IpAddr>,
     /// The server's container, which a companion joins.
     server: Option<String>,
 }
@@ -148,11 +151,16 @@ impl ContainerSite {
                 image::build(spec.target.kind, &binary, false)?.tag
             }
         };
-        let host_port = net.host_port()?;
+        let reach = spec.reach;
+        let host_port = match (reach, net.host_port()?) {
+            (Some(ip), Some(_)) => Some(free_port_on(ip)?),
+            (_, port) => port,
+        };
         Ok(Box::new(ContainerSite {
             net,
             image,
             host_port,
+            reach,
             server: None,
         }))
     }
@@ -160,7 +168,11 @@ impl ContainerSite {
 
 impl Site for ContainerSite {
     fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
-        self.net.listen(port)
+        match (self.net, self.reach) {
+            // The host's network, at the address other hosts reach.
+            (Net::Host, Some(ip)) => Ok(SocketAddr::new(ip, free_port_on(ip)?)),
+            _ => self.net.listen(port),
+        }
     }
 
     fn companion(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
@@ -187,6 +199,7 @@ impl Site for ContainerSite {
                     (Net::Host, _) => Network::Host,
                     (Net::Bridge, _) | (Net::Publish, Listen::Unix(_)) => Network::Bridge,
                     (Net::Publish, Listen::Tcp(a)) => Network::Publish {
+                        host_ip: self.reach.unwrap_or(Ipv4Addr::LOCALHOST.into()),
                         host_port: self.host_port.unwrap_or_default(),
                         container_port: a.port(),
                     },
@@ -259,7 +272,7 @@ impl Site for ContainerSite {
                 Endpoint::Tcp(SocketAddr::new(ip, a.port()))
             }
             (Listen::Tcp(_), Net::Publish) => Endpoint::Tcp(SocketAddr::new(
-                Ipv4Addr::LOCALHOST.into(),
+                self.reach.unwrap_or(Ipv4Addr::LOCALHOST.into()),
                 self.host_port.unwrap_or_default(),
             )),
         })

@@ -22,7 +22,9 @@ impl Placement for DockerHost {
     }
 
     fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Container
+        // Reach: the host's network or a published port answer on the
+        // host's own addresses; a bridge IP is this host's alone.
+        matches!(option, SpecOption::Container | SpecOption::Reach)
     }
 
     fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {

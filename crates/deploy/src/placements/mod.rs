@@ -133,6 +133,9 @@ pub enum SpecOption {
     Vm,
     /// The user rootless Podman runs as.
     Rootless,
+    /// Reached from other hosts at one of this host's own addresses
+    /// (`DeploySpec::reach`) instead of loopback.
+    Reach,
 }
 
 impl SpecOption {
@@ -143,6 +146,7 @@ impl SpecOption {
             SpecOption::Netem => "netem delay",
             SpecOption::Vm => "vm_cpus, vm_memory and vm_pin",
             SpecOption::Rootless => "rootless_user",
+            SpecOption::Reach => "load from other hosts",
         }
     }
 }
@@ -389,9 +393,13 @@ mod tests {
             SpecOption::Netem,
             SpecOption::Vm,
             SpecOption::Rootless,
+            SpecOption::Reach,
         ] {
             assert!(!PlacementKind::accepting(o).is_empty(), "{o:?}");
-            assert!(!PlacementKind::reference().accepts(o), "{o:?}");
+            // The reference is reachable from other hosts (the server
+            // bound to a host address): the one option it has.
+            let reference = PlacementKind::reference().accepts(o);
+            assert_eq!(reference, o == SpecOption::Reach, "{o:?}");
         }
     }
 }

@@ -2,7 +2,7 @@
 //! reference every other placement is compared with.
 
 use super::process::{HostSite, PROCESSES};
-use super::{Context, Mechanism, Placement, Site};
+use super::{Context, Mechanism, Placement, Site, SpecOption};
 use crate::error::DeployError;
 
 pub(crate) struct Native;
@@ -20,7 +20,14 @@ impl Placement for Native {
         &PROCESSES
     }
 
-    fn site(&self, _cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        Ok(Box::new(HostSite::host()))
+    fn accepts(&self, option: SpecOption) -> bool {
+        option == SpecOption::Reach
+    }
+
+    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
+        let mut site = HostSite::host();
+        // Load from other hosts: the host's own address, a free port on it.
+        site.bind = cx.spec.reach;
+        Ok(Box::new(site))
     }
 }

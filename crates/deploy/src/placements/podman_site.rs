@@ -556,5 +556,4 @@ impl Running for PodmanRun {
     fn helpers(&self) -> Vec<crate::helpers::Helper> {
         crate::helpers::find("conmon", |a| crate::helpers::flag_is(a, "-c", &self.id))
     }
-
 }

@@ -67,9 +67,12 @@ impl HostSite {
 
 impl Site for HostSite {
     fn listen(&mut self, port: u16) -> Result<SocketAddr, DeployError> {
-        match self.bind {
-            Some(ip) => Ok(SocketAddr::new(ip, port)),
-            None => Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
+        match (self.bind, &self.netns) {
+            // A namespace of its own: the conventional port.
+            (Some(ip), Some(_)) => Ok(SocketAddr::new(ip, port)),
+            // The host's address, shared with everything else: a free port.
+            (Some(ip), None) => Ok(SocketAddr::new(ip, free_port_on(ip)?)),
+            (None, _) => Ok(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), free_port()?)),
         }
     }
 
@@ -157,10 +160,15 @@ impl Running for ProcessRun {
 
 /// A free TCP port on loopback (bound, read, released).
 pub(crate) fn free_port() -> Result<u16, DeployError> {
-    std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+    free_port_on(Ipv4Addr::LOCALHOST.into())
+}
+
+/// A free TCP port on `ip`, one of this host's addresses.
+pub(crate) fn free_port_on(ip: IpAddr) -> Result<u16, DeployError> {
+    std::net::TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| DeployError::io("finding a free loopback port", e))
+        .map_err(|e| DeployError::io(format!("finding a free port on {ip}"), e))
 }
 
 /// Name of the file in a deployment directory listing its processes

@@ -6,6 +6,7 @@
 mod cpus;
 pub(crate) mod error;
 pub(crate) mod factor;
+mod hosts;
 mod raw;
 mod settings;
 mod split;
@@ -23,6 +24,7 @@ use crate::engines::{Engine, Table};
 pub use cpus::{CpuChoice, CpuPlan, CpuPolicy, HelperChoice};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
+pub use hosts::Hosts;
 pub(crate) use split::StepSplit;
 pub(crate) use tare_deploy::{PlacementKind, TargetKind};
 
@@ -53,6 +55,8 @@ pub struct Experiment {
     pub splits: Vec<Vec<StepSplit>>,
     /// Which CPUs the server and the generator run on (`[cpus]`).
     pub cpus: CpuPolicy,
+    /// Remote hosts, and which of them run the generators and the target.
+    pub hosts: Hosts,
 }
 
 /// Where a config variant's `file = ...` is looked for.

@@ -29,6 +29,24 @@ pub(super) struct RawExperiment {
     pub attribution: Option<RawAttribution>,
     #[serde(default)]
     pub cpus: Option<Spanned<RawCpus>>,
+    /// `[hosts.NAME]`: remote hosts over SSH (`super::hosts`).
+    #[serde(default)]
+    pub hosts: IndexMap<Spanned<String>, Spanned<RawHost>>,
+}
+
+/// `[hosts.NAME]`: a remote host.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHost {
+    /// `user@address` (or `address`).
+    pub ssh: Spanned<String>,
+    pub port: Option<Spanned<i64>>,
+    pub identity: Option<Spanned<String>>,
+    pub known_hosts: Option<Spanned<String>>,
+    pub check_host_key: Option<Spanned<bool>>,
+    pub dir: Option<Spanned<String>>,
+    /// The address load reaches it at, when not the ssh address.
+    pub address: Option<Spanned<String>>,
 }
 
 /// `[cpus]`: `auto`, `none` or a CPU list for each side; `server`, `none`
@@ -54,6 +72,8 @@ pub(super) struct RawTarget {
     /// nginx-proxy: the `tare` binary whose `serve` is the backend; default:
     /// the running `tare`.
     pub backend_binary: Option<Spanned<String>>,
+    /// The `[hosts.NAME]` the target runs on; default: this machine.
+    pub host: Option<Spanned<String>>,
     #[serde(default)]
     pub configs: IndexMap<Spanned<String>, Spanned<RawConfig>>,
 }
@@ -84,6 +104,8 @@ pub(super) struct RawLoad {
     pub ramp: Option<Spanned<String>>,
     pub slo: Option<Spanned<String>>,
     pub io: Option<Spanned<String>>,
+    /// The `[hosts.NAME]` the generators run on, one generator each.
+    pub hosts: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// The keys of [`RawLoad`], in its order, for the unknown-key error.
@@ -99,6 +121,7 @@ pub(super) const LOAD_KEYS: &[&str] = &[
     "ramp",
     "slo",
     "io",
+    "hosts",
 ];
 
 #[derive(Debug, Default, Deserialize)]

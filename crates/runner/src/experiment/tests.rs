@@ -441,3 +441,72 @@ fn a_split_adds_the_intermediate_cells_of_a_container_step() {
         "{err}"
     );
 }
+
+#[test]
+fn hosts_are_read_with_their_defaults_and_named_where_used() {
+    let e = parse(&format!(
+        "[hosts.gen]\nssh = \"bench@192.0.2.10\"\nport = 2222\n[hosts.srv]\nssh = \"192.0.2.11\"\ncheck_host_key = false\n{}",
+        HEAD.replace("[load]\n", "[load]\nhosts = [\"gen\"]\n")
+            .replace("[target]\n", "[target]\nhost = \"srv\"\n")
+    ))
+    .unwrap();
+    let gen = e.hosts.get("gen").unwrap();
+    assert_eq!(
+        (gen.user.as_str(), gen.address.as_str(), gen.port),
+        ("bench", "192.0.2.10", 2222)
+    );
+    assert!(gen.check_host_key, "known-hosts checking is on by default");
+    assert_eq!(gen.dir, std::path::PathBuf::from("/tmp/tare-remote"));
+    let srv = e.hosts.get("srv").unwrap();
+    assert_eq!(
+        (srv.user.as_str(), srv.port, srv.check_host_key),
+        ("", 22, false)
+    );
+    assert_eq!(e.hosts.generators, ["gen"]);
+    assert_eq!(e.hosts.target.as_deref(), Some("srv"));
+    assert_eq!(e.hosts.used().len(), 2);
+}
+
+#[test]
+fn host_mistakes_are_named_at_their_line() {
+    let with = |hosts: &str, load: &str| {
+        parse(&format!(
+            "{hosts}{}",
+            HEAD.replace("[load]\n", &format!("[load]\n{load}"))
+        ))
+        .unwrap_err()
+        .to_string()
+    };
+    let e = with("", "hosts = [\"gen\"]\n");
+    assert!(
+        e.contains("`load.hosts`") && e.contains("no [hosts.gen]"),
+        "{e}"
+    );
+    let e = with("[hosts.gen]\nssh = \"a b@c\"\n", "");
+    assert!(
+        e.contains("hosts.gen.ssh") && e.contains("user@address"),
+        "{e}"
+    );
+    let e = with("[hosts.gen]\nssh = \"r@c\"\nport = 0\n", "");
+    assert!(e.contains("hosts.gen.port"), "{e}");
+    let e = with(
+        "[hosts.gen]\nssh = \"r@c\"\nidentity = \"/nonexistent/id\"\n",
+        "",
+    );
+    assert!(
+        e.contains("hosts.gen.identity") && e.contains("not a file"),
+        "{e}"
+    );
+    let e = with(
+        "[hosts.gen]\nssh = \"r@c\"\n",
+        "hosts = [\"gen\", \"gen\"]\n",
+    );
+    assert!(e.contains("named twice"), "{e}");
+    let e = with(
+        "[hosts.gen]\nssh = \"r@c\"\n",
+        "hosts = [\"gen\"]\nslo = \"p99<10ms\"\n",
+    );
+    assert!(e.contains("load.slo"), "{e}");
+    let e = with("[hosts.gen]\nssh = \"r@c\"\naddress = \"nope\"\n", "");
+    assert!(e.contains("hosts.gen.address"), "{e}");
+}

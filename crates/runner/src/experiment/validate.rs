@@ -40,6 +40,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
     let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;
+    let hosts = super::hosts::hosts(&loc, &raw, configs)?;
 
     let mut exp = Experiment {
         name: raw.name.clone().unwrap_or_else(|| {
@@ -58,6 +59,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
         attribution,
         splits: Vec::new(),
         cpus,
+        hosts,
     };
     if let Some(split) = raw.attribution.as_ref().and_then(|a| a.split.as_ref()) {
         if *split.get_ref() {

@@ -1,0 +1,249 @@
+//! Network namespaces standing for other machines, each running Debian's
+//! OpenSSH server on its own address (remote-host tests; never a real
+//! remote address). One "LAN" namespace holds a bridge; each host
+//! namespace and this machine have a veth on it, in a /24 of 10.250.0.0/16
+//! no interface here uses. Keys and known_hosts are generated in a temp
+//! dir. Dropping it stops every sshd and removes the namespaces (and with
+//! them every veth), even when the test failed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A host to start: its name, and whether its sessions get a PATH with
+/// no tools in it (a host "without the needed tools").
+pub struct HostSpec {
+    pub name: &'static str,
+    pub bare_path: bool,
+}
+
+/// The hosts, their keys and their sshd processes.
+pub struct SshHosts {
+    pub dir: PathBuf,
+    /// This machine's address on the LAN.
+    pub local: String,
+    /// The subnet prefix (`10.250.N`).
+    pub prefix: String,
+    /// Each host's name, namespace and address.
+    pub hosts: Vec<(String, String, String)>,
+    /// The client key the hosts accept, and the known_hosts file naming them.
+    pub identity: PathBuf,
+    pub known_hosts: PathBuf,
+    lan: String,
+    sshd: Vec<Child>,
+}
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl SshHosts {
+    /// Starts the hosts, each sshd answering before it returns.
+    pub fn start(specs: &[HostSpec]) -> SshHosts {
+        let id = format!("{:05}", std::process::id() % 100_000);
+        let used = String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["-4", "-o", "addr"])
+                .output()
+                .expect("ip")
+                .stdout,
+        )
+        .into_owned();
+        let n = (0..250)
+            .map(|i| (std::process::id() as usize + i) % 250 + 1)
+            .find(|n| !used.contains(&format!("10.250.{n}.")))
+            .expect("a free /24 of 10.250.0.0/16");
+        let prefix = format!("10.250.{n}");
+        let dir = std::env::temp_dir().join(format!("sshhosts-{id}-{n}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lan = format!("sshlan{id}");
+        let mut me = SshHosts {
+            dir: dir.clone(),
+            local: format!("{prefix}.1"),
+            prefix: prefix.clone(),
+            hosts: Vec::new(),
+            identity: dir.join("id"),
+            known_hosts: dir.join("known_hosts"),
+            lan: lan.clone(),
+            sshd: Vec::new(),
+        };
+        keygen(&me.identity);
+        keygen(&dir.join("hostkey"));
+        let host_pub = std::fs::read_to_string(dir.join("hostkey.pub")).unwrap();
+        std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
+        std::fs::create_dir_all("/run/sshd").unwrap();
+
+        sh(&["ip", "netns", "add", &lan]);
+        sh(&["ip", "-n", &lan, "link", "add", "br0", "type", "bridge"]);
+        sh(&["ip", "-n", &lan, "link", "set", "br0", "up"]);
+        let root_if = format!("sshr{id}");
+        sh(&[
+            "ip", "link", "add", &root_if, "type", "veth", "peer", "name", "up0", "netns", &lan,
+        ]);
+        sh(&[
+            "ip", "-n", &lan, "link", "set", "up0", "master", "br0", "up",
+        ]);
+        sh(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/24", me.local),
+            "dev",
+            &root_if,
+        ]);
+        sh(&["ip", "link", "set", &root_if, "up"]);
+        let mut known = String::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let ns = format!("sshh{id}-{i}");
+            let addr = format!("{prefix}.{}", 10 + i);
+            sh(&["ip", "netns", "add", &ns]);
+            let port = format!("p{i}");
+            sh(&[
+                "ip", "-n", &lan, "link", "add", &port, "type", "veth", "peer", "name", "eth0",
+                "netns", &ns,
+            ]);
+            sh(&[
+                "ip", "-n", &lan, "link", "set", &port, "master", "br0", "up",
+            ]);
+            sh(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                "eth0",
+            ]);
+            sh(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+            sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            let cfg = dir.join(format!("sshd-{i}.conf"));
+            let mut text = format!(
+                "ListenAddress {addr}\nPort 22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\n\
+                 StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nUsePAM no\nClientAliveInterval 1\nClientAliveCountMax 3\n",
+                dir.join("hostkey").display(),
+                dir.join("authorized_keys").display(),
+            );
+            if spec.bare_path {
+                text.push_str("SetEnv PATH=/var/empty\n");
+            }
+            std::fs::write(&cfg, text).unwrap();
+            let child = Command::new("ip")
+                .args(["netns", "exec", &ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+                .arg(&cfg)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(
+                    std::fs::File::create(dir.join(format!("sshd-{i}.log")))
+                        .map(Stdio::from)
+                        .unwrap_or(Stdio::null()),
+                )
+                .spawn()
+                .expect("sshd");
+            me.sshd.push(child);
+            known.push_str(&format!("{addr} {host_pub}"));
+            me.hosts.push((spec.name.to_string(), ns, addr));
+        }
+        std::fs::write(&me.known_hosts, known).unwrap();
+        for (_, _, addr) in &me.hosts {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while std::net::TcpStream::connect_timeout(
+                &format!("{addr}:22").parse().unwrap(),
+                Duration::from_millis(200),
+            )
+            .is_err()
+            {
+                assert!(Instant::now() < deadline, "sshd on {addr} did not start");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        me
+    }
+
+    /// The namespace and address of host `name`.
+    pub fn host(&self, name: &str) -> (&str, &str) {
+        let (_, ns, addr) = self
+            .hosts
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .unwrap_or_else(|| panic!("no host {name}"));
+        (ns, addr)
+    }
+
+    /// `[hosts.NAME]` for an experiment file, with this testbed's keys;
+    /// `dir` is the host's own directory (hosts share this filesystem).
+    pub fn toml(&self, name: &str, dir: &Path) -> String {
+        let (_, addr) = self.host(name);
+        format!(
+            "[hosts.{name}]\nssh = \"root@{addr}\"\nidentity = \"{}\"\nknown_hosts = \"{}\"\ndir = \"{}\"\n",
+            self.identity.display(),
+            self.known_hosts.display(),
+            dir.display()
+        )
+    }
+
+    /// Cuts host `name` off the LAN (a machine that drops).
+    pub fn drop_host(&self, name: &str) {
+        let (ns, _) = self.host(name);
+        sh(&["ip", "-n", ns, "link", "set", "eth0", "down"]);
+    }
+
+    /// Puts host `name` back on the LAN.
+    pub fn raise_host(&self, name: &str) {
+        let (ns, _) = self.host(name);
+        sh(&["ip", "-n", ns, "link", "set", "eth0", "up"]);
+    }
+}
+
+fn keygen(path: &Path) {
+    sh(&[
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        "tare-test",
+        "-f",
+        path.to_str().unwrap(),
+    ]);
+}
+
+impl Drop for SshHosts {
+    fn drop(&mut self) {
+        for c in &mut self.sshd {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for (_, ns, _) in &self.hosts {
+            // sshd's session processes live in the namespace too.
+            let _ = Command::new("ip")
+                .args(["netns", "pids", ns])
+                .output()
+                .map(|o| {
+                    for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                        if let Ok(p) = pid.parse::<i32>() {
+                            // SAFETY: kill(2) of a process in our own test namespace.
+                            unsafe { libc::kill(p, libc::SIGKILL) };
+                        }
+                    }
+                });
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.lan])
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
