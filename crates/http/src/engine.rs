@@ -250,6 +250,7 @@ fn result_of(
         connect_phase: None,
         pg: None,
         redis: None,
+        mysql: None,
         net: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

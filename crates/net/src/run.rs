@@ -215,6 +215,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         connect_phase: None,
         pg: None,
         redis: None,
+        mysql: None,
         net: Some(details),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     };

@@ -560,6 +560,7 @@ fn assemble(
             script_results,
         }),
         redis: None,
+        mysql: None,
         net: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }

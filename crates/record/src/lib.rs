@@ -28,8 +28,8 @@ mod wakeups;
 pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use result::{
-    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, RateSummary, RedisDetails,
-    StatementLatency, Unit,
+    Errors, LoadResult, MysqlDetails, NetDetails, PgDetails, PgScriptResult, RateSummary,
+    RedisDetails, StatementLatency, Unit,
 };
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;

@@ -395,6 +395,7 @@ fn assemble(
             server_version,
         }),
         net: None,
+        mysql: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! - [`Nginx`]: a throw-away native nginx on a free loopback port.
 //! - [`RedisServer`]: a throw-away native redis-server, persistence off.
+//! - [`MariaDb`]: a throw-away native MariaDB with sysbench's database and user.
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
@@ -11,9 +12,11 @@
 
 pub mod fuzz;
 pub mod machine;
+mod mariadb;
 mod nginx;
 mod redis;
 
+pub use mariadb::MariaDb;
 pub use nginx::{Nginx, NginxOptions};
 pub use redis::RedisServer;
 
