@@ -205,6 +205,7 @@ fn prepare_run_and_cleanup_match_the_server() {
     // and counted; the server still agrees.
     w.s.query("SET GLOBAL innodb_lock_wait_timeout = 1")
         .unwrap();
+    let before = w.settled();
     w.s.query("BEGIN").unwrap();
     w.s.query("SELECT id FROM sbtest.sbtest1 FOR UPDATE")
         .unwrap();
@@ -236,7 +237,6 @@ fn prepare_run_and_cleanup_match_the_server() {
     wo.load.connections = 2;
     wo.load.threads = 1;
     wo.events = Some(4);
-    let before = w.settled();
     let handle = std::thread::spawn(move || tare_mysql::run(&wo));
     release.join().unwrap();
     w.s.query("ROLLBACK").unwrap();
