@@ -154,6 +154,34 @@ impl Admin {
         Ok(())
     }
 
+    /// Makes the tables unless all of `sbtest1..N` are there (then says
+    /// `false`): an experiment's first load of a fresh deployment. Tables
+    /// left half-made are dropped first.
+    pub fn prepare_if_missing(&self, out: &mut (dyn Write + Send)) -> Result<bool, MysqlError> {
+        self.check()?;
+        let have = in_netns(self.netns.as_deref(), || {
+            let mut s = self.session()?;
+            let n = s
+                .value(&format!(
+                    "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ({})",
+                    (1..=self.tables)
+                        .map(|t| format!("'sbtest{t}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))?
+                .and_then(|v| v.parse::<u32>().ok())
+                .unwrap_or(0);
+            s.quit();
+            Ok(n)
+        })?;
+        if have == self.tables {
+            return Ok(false);
+        }
+        self.cleanup(&mut std::io::sink())?;
+        self.prepare(out)?;
+        Ok(true)
+    }
+
     /// Drops `sbtest1..N` (those that exist).
     pub fn cleanup(&self, out: &mut (dyn Write + Send)) -> Result<(), MysqlError> {
         self.check()?;

@@ -1,0 +1,300 @@
+//! MariaDB (`mysql` is accepted for it): Debian's mariadbd with a
+//! throw-away data directory that `mariadb-install-db` makes in the
+//! deployment directory, so the `storage` factor (image layer, volume,
+//! host path) applies to the data as the IBM study's AUFS cell did
+//! (docs/studies.md, seed 002). Database `sbtest` and sysbench's user
+//! `sbtest` (no password, from any host) are made at start by an init file.
+//!
+//! The behaviour lives in `my.cnf` in the deployment directory (its hash
+//! is the config hash, the same in every placement); where it listens and
+//! keeps its files are arguments. Variants: `default` (MariaDB's defaults
+//! for a small server) and `ibm`, the study's: a buffer pool sized to the
+//! machine (3 GB there, at most an eighth of this machine's memory here),
+//! O_DIRECT and no query cache.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use tare_engine::Endpoint;
+
+use super::{sha256_hex, Listen, Server, Target};
+use crate::error::DeployError;
+use crate::health;
+use crate::spec::TargetSpec;
+
+pub(crate) struct MariaDb;
+
+/// Settings of every variant: enough connections for the study's 290
+/// threads, no DNS (the client may be a container's bridge address), a
+/// redo log small enough to copy into an image layer quickly.
+const COMMON: &str = "\
+[mysqld]
+max_connections = 600
+skip_name_resolve
+innodb_log_file_size = 48M
+";
+
+/// The users and database every deployment has (run at each start).
+const INIT: &str = "\
+CREATE DATABASE IF NOT EXISTS sbtest;
+CREATE USER IF NOT EXISTS 'sbtest'@'%';
+CREATE USER IF NOT EXISTS 'sbtest'@'localhost';
+GRANT ALL ON sbtest.* TO 'sbtest'@'%';
+GRANT ALL ON sbtest.* TO 'sbtest'@'localhost';
+";
+
+/// The `ibm` variant: seed 002's InnoDB settings.
+fn ibm() -> String {
+    let gib = 1u64 << 30;
+    let pool = (3 * gib).min(total_memory() / 8).max(128 << 20);
+    format!(
+        "innodb_buffer_pool_size = {}M\ninnodb_flush_method = O_DIRECT\nquery_cache_type = 0\nquery_cache_size = 0\n",
+        pool >> 20
+    )
+}
+
+fn total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(8 << 30, |kb| kb * 1024)
+}
+
+impl Target for MariaDb {
+    fn name(&self) -> &'static str {
+        "mariadb"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["mysql"]
+    }
+
+    fn about(&self) -> &'static str {
+        "MariaDB, a throw-away data directory; variants default and ibm (docs/studies.md, seed 002)"
+    }
+
+    fn engine(&self) -> &'static str {
+        "mysql"
+    }
+
+    fn standard_port(&self) -> u16 {
+        3306
+    }
+
+    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
+        dir.join("sock").join("mysqld.sock")
+    }
+
+    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+        super::which("mariadbd").ok_or_else(|| DeployError::MissingBinary {
+            binary: "mariadbd".into(),
+            hint: "install mariadb-server (scripts/setup.sh)".into(),
+        })
+    }
+
+    /// `mariadbd --version`: `mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 for ...`.
+    fn version(&self, binary: &Path) -> Option<String> {
+        super::version_line(binary, "--version")
+    }
+
+    /// Its error messages and character sets (mariadbd will not start
+    /// without `english/errmsg.sys`).
+    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+        let mut files = std::collections::BTreeSet::new();
+        for d in ["/usr/share/mysql/english", "/usr/share/mysql/charsets"] {
+            crate::docker::image::walk(Path::new(d), &mut files);
+        }
+        if files.is_empty() {
+            return Err("no /usr/share/mysql (install mariadb-server)".into());
+        }
+        Ok(files.into_iter().collect())
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        binary: PathBuf,
+        dir: &Path,
+        listen: &Listen,
+        _companion: Option<SocketAddr>,
+    ) -> Result<Server, DeployError> {
+        let extra = match spec.variant.as_str() {
+            "default" => String::new(),
+            "ibm" => ibm(),
+            path => std::fs::read_to_string(path).map_err(|e| {
+                DeployError::io(
+                    format!("mariadb config {path:?} (variants: default, ibm, or a file)"),
+                    e,
+                )
+            })?,
+        };
+        let text = format!("{COMMON}# tare variant {}\n{extra}", spec.variant);
+        let conf = dir.join("my.cnf");
+        std::fs::write(&conf, &text).map_err(|e| DeployError::io("writing my.cnf", e))?;
+        std::fs::write(dir.join("init.sql"), INIT)
+            .map_err(|e| DeployError::io("writing init.sql", e))?;
+        std::fs::create_dir_all(dir.join("sock"))
+            .map_err(|e| DeployError::io("creating the socket directory", e))?;
+        install_db(&binary, &conf, &dir.join("data"))?;
+        let mut args = vec![
+            format!("--defaults-file={}", conf.display()),
+            format!("--datadir={}", dir.join("data").display()),
+            format!("--init-file={}", dir.join("init.sql").display()),
+            format!("--log-error={}", dir.join("mariadb.log").display()),
+            format!("--pid-file={}", dir.join("mariadb.pid").display()),
+            "--user=root".into(),
+        ];
+        match listen {
+            Listen::Tcp(a) => args.extend([
+                format!("--bind-address={}", a.ip()),
+                format!("--port={}", a.port()),
+                format!("--socket={}", self.unix_socket(dir, a.port()).display()),
+            ]),
+            Listen::Unix(p) => args.extend([
+                "--skip-networking".into(),
+                format!("--socket={}", p.display()),
+            ]),
+        }
+        Ok(Server {
+            args,
+            kind: spec.kind,
+            binary,
+            run_as: None,
+            resource: String::new(),
+            config_sha256: sha256_hex(text.as_bytes()),
+            access_log: "n/a".into(),
+            log_path: dir.join("mariadb.log"),
+            content_path: dir.join("data"),
+        })
+    }
+
+    /// A login as `sbtest` to database `sbtest` and `SELECT 1` answered
+    /// with a result set: the server is up, its init file has run.
+    fn probe(&self, _server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+        let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
+        let hello = read_packet(&mut s)?;
+        if hello.first() == Some(&0xFF) {
+            return Err(format!("refused: {}", err_text(&hello)));
+        }
+        if hello.first() != Some(&10) {
+            return Err("not a MySQL protocol 10 handshake".into());
+        }
+        // HandshakeResponse41: PROTOCOL_41 | SECURE_CONNECTION |
+        // CONNECT_WITH_DB | PLUGIN_AUTH, user sbtest, no password.
+        let caps: u32 = 0x200 | 0x8000 | 0x8 | 0x8_0000;
+        let mut p = Vec::new();
+        p.extend_from_slice(&caps.to_le_bytes());
+        p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"sbtest\0\0sbtest\0mysql_native_password\0");
+        write_packet(&mut s, 1, &p)?;
+        let ok = read_packet(&mut s)?;
+        match ok.first() {
+            Some(0x00) => {}
+            Some(0xFF) => return Err(format!("login refused: {}", err_text(&ok))),
+            _ => return Err("an unexpected reply to the login".into()),
+        }
+        write_packet(&mut s, 0, b"\x03SELECT 1")?;
+        let first = read_packet(&mut s)?;
+        if first.first() == Some(&0xFF) {
+            return Err(format!("SELECT 1 failed: {}", err_text(&first)));
+        }
+        if first != [1] {
+            return Err("SELECT 1 did not answer one column".into());
+        }
+        let _ = write_packet(&mut s, 0, &[0x01]); // COM_QUIT
+        Ok(())
+    }
+
+    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
+        match endpoint {
+            Endpoint::Tcp(a) => format!("mysql://sbtest@{a}/sbtest"),
+            Endpoint::Unix(p) => format!("unix:{}?user=sbtest&db=sbtest", p.display()),
+        }
+    }
+}
+
+/// `mariadb-install-db` (beside the binary, or on PATH) into `data`, with
+/// the deployment's my.cnf so its redo log matches what the server reads.
+fn install_db(binary: &Path, conf: &Path, data: &Path) -> Result<(), DeployError> {
+    let tool = binary
+        .parent()
+        .and_then(Path::parent)
+        .map(|usr| usr.join("bin").join("mariadb-install-db"))
+        .filter(|p| p.exists())
+        .or_else(|| super::which("mariadb-install-db"))
+        .ok_or_else(|| DeployError::MissingBinary {
+            binary: "mariadb-install-db".into(),
+            hint: "install mariadb-server (scripts/setup.sh)".into(),
+        })?;
+    let out = Command::new(&tool)
+        .arg(format!("--defaults-file={}", conf.display()))
+        .arg(format!("--datadir={}", data.display()))
+        .args([
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            "--skip-name-resolve",
+            "--user=root",
+        ])
+        .output()
+        .map_err(|e| DeployError::io(format!("running {}", tool.display()), e))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(DeployError::Invalid(format!(
+            "mariadb-install-db failed: {last}"
+        )));
+    }
+    Ok(())
+}
+
+fn write_packet(s: &mut dyn health::Stream, seq: u8, p: &[u8]) -> Result<(), String> {
+    let mut b = (p.len() as u32).to_le_bytes();
+    b[3] = seq;
+    s.write_all(&b)
+        .and_then(|()| s.write_all(p))
+        .map_err(|e| e.to_string())
+}
+
+fn read_packet(s: &mut dyn health::Stream) -> Result<Vec<u8>, String> {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).map_err(|e| e.to_string())?;
+    let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+    let mut p = vec![0u8; len.min(1 << 20)];
+    s.read_exact(&mut p).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+/// An ERR packet's message.
+fn err_text(p: &[u8]) -> String {
+    let rest = p.get(3..).unwrap_or(&[]);
+    let msg = if rest.first() == Some(&b'#') {
+        rest.get(6..).unwrap_or(&[])
+    } else {
+        rest
+    };
+    String::from_utf8_lossy(msg).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_ibm_variant_sizes_the_pool_to_the_machine() {
+        let v = super::ibm();
+        assert!(v.contains("innodb_flush_method = O_DIRECT"));
+        assert!(v.contains("query_cache_type = 0"));
+        let mb: u64 = v
+            .lines()
+            .find_map(|l| l.strip_prefix("innodb_buffer_pool_size = "))
+            .and_then(|m| m.trim_end_matches('M').parse().ok())
+            .unwrap();
+        assert!((128..=3072).contains(&mb), "{mb}");
+    }
+}
