@@ -68,10 +68,19 @@ pub(crate) struct MysqlArgs {
     pub events: u64,
     /// Periodically report intermediate statistics with a specified
     /// interval in seconds (0: off).
-    #[arg(long = "report-interval", alias = "report_interval", default_value_t = 0)]
+    #[arg(
+        long = "report-interval",
+        alias = "report_interval",
+        default_value_t = 0
+    )]
     pub report_interval: u64,
     /// MySQL server host.
-    #[arg(short = 'h', long = "mysql-host", alias = "mysql_host", default_value = "127.0.0.1")]
+    #[arg(
+        short = 'h',
+        long = "mysql-host",
+        alias = "mysql_host",
+        default_value = "127.0.0.1"
+    )]
     pub host: String,
     /// MySQL server port.
     #[arg(long = "mysql-port", alias = "mysql_port", default_value_t = 3306)]
@@ -89,7 +98,11 @@ pub(crate) struct MysqlArgs {
     #[arg(long = "mysql-db", alias = "mysql_db", default_value = DEFAULT_DB)]
     pub db: String,
     /// Storage engine of the tables `prepare` makes.
-    #[arg(long = "mysql-storage-engine", alias = "mysql_storage_engine", default_value = "innodb")]
+    #[arg(
+        long = "mysql-storage-engine",
+        alias = "mysql_storage_engine",
+        default_value = "innodb"
+    )]
     pub storage_engine: String,
     /// Prepared statements (auto: the binary protocol) or disable (COM_QUERY text).
     #[arg(long = "db-ps-mode", alias = "db_ps_mode", default_value = "auto", value_parser = ["auto", "disable"])]
@@ -113,13 +126,21 @@ pub(crate) struct MysqlArgs {
     #[arg(long = "order-ranges", alias = "order_ranges", default_value_t = 1)]
     pub order_ranges: u32,
     /// Number of SELECT DISTINCT queries per transaction.
-    #[arg(long = "distinct-ranges", alias = "distinct_ranges", default_value_t = 1)]
+    #[arg(
+        long = "distinct-ranges",
+        alias = "distinct_ranges",
+        default_value_t = 1
+    )]
     pub distinct_ranges: u32,
     /// Number of UPDATE index queries per transaction.
     #[arg(long = "index-updates", alias = "index_updates", default_value_t = 1)]
     pub index_updates: u32,
     /// Number of UPDATE non-index queries per transaction.
-    #[arg(long = "non-index-updates", alias = "non_index_updates", default_value_t = 1)]
+    #[arg(
+        long = "non-index-updates",
+        alias = "non_index_updates",
+        default_value_t = 1
+    )]
     pub non_index_updates: u32,
     /// Number of DELETE/INSERT combinations per transaction.
     #[arg(long = "delete-inserts", alias = "delete_inserts", default_value_t = 1)]
@@ -194,7 +215,11 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
             netns: super::emit::netns_path(args.load.netns.as_deref()),
             allow_remote: args.load.allow_remote,
         };
-        println!("tare mysql {} ({})\n", env!("CARGO_PKG_VERSION"), workload.name());
+        println!(
+            "tare mysql {} ({})\n",
+            env!("CARGO_PKG_VERSION"),
+            workload.name()
+        );
         let mut out = std::io::stdout();
         match args.step {
             Step::Prepare => admin.prepare(&mut out)?,
@@ -236,8 +261,8 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
     if cfg.load.rate == Some(0.0) {
         cfg.load.rate = None;
     }
-    cfg.report_interval = (args.report_interval > 0)
-        .then(|| std::time::Duration::from_secs(args.report_interval));
+    cfg.report_interval =
+        (args.report_interval > 0).then(|| std::time::Duration::from_secs(args.report_interval));
     cfg.allow_remote = args.load.allow_remote;
     cfg.live = text_out && cfg.report_interval.is_none();
     if args.load.find_max {

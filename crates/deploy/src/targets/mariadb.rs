@@ -176,7 +176,12 @@ impl Target for MariaDb {
 
     /// A login as `sbtest` to database `sbtest` and `SELECT 1` answered
     /// with a result set: the server is up, its init file has run.
-    fn probe(&self, _server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    fn probe(
+        &self,
+        _server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), String> {
         let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
         let hello = read_packet(&mut s)?;
         if hello.first() == Some(&0xFF) {
@@ -247,7 +252,11 @@ fn install_db(binary: &Path, conf: &Path, data: &Path) -> Result<(), DeployError
         .map_err(|e| DeployError::io(format!("running {}", tool.display()), e))?;
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr);
-        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         return Err(DeployError::Invalid(format!(
             "mariadb-install-db failed: {last}"
         )));

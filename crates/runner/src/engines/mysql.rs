@@ -93,9 +93,8 @@ impl Engine for MysqlEngine {
     ) -> Result<Arc<dyn Table>, ExperimentError> {
         let raw: RawMysql = table_of(loc, self.name())?.unwrap_or_default();
         let workload = match &raw.test {
-            Some(t) => {
-                Workload::parse(t.get_ref()).map_err(|e| loc.error(t.span(), "load.mysql.test", e))?
-            }
+            Some(t) => Workload::parse(t.get_ref())
+                .map_err(|e| loc.error(t.span(), "load.mysql.test", e))?,
             None => Workload::ReadOnly,
         };
         let rand = match &raw.rand_type {
@@ -120,10 +119,9 @@ impl Engine for MysqlEngine {
         let int = |v: &Option<Spanned<i64>>, key: &str, default: u32| {
             v.as_ref().map_or(Ok(default), |v| {
                 let n = *v.get_ref();
-                u32::try_from(n)
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| loc.error(v.span(), key, format!("must be between 1 and {}", u32::MAX)))
+                u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    loc.error(v.span(), key, format!("must be between 1 and {}", u32::MAX))
+                })
             })
         };
         let text = |v: &Option<Spanned<String>>, key: &str, default: &str| match v {
@@ -140,9 +138,17 @@ impl Engine for MysqlEngine {
             )?,
             protocol: if prepared { "prepared" } else { "text" }.into(),
             rand_type: rand.name().into(),
-            user: text(&raw.user, "load.mysql.user", tare_mysql::config::DEFAULT_USER)?,
+            user: text(
+                &raw.user,
+                "load.mysql.user",
+                tare_mysql::config::DEFAULT_USER,
+            )?,
             password: text(&raw.password, "load.mysql.password", "")?,
-            database: text(&raw.database, "load.mysql.database", tare_mysql::config::DEFAULT_DB)?,
+            database: text(
+                &raw.database,
+                "load.mysql.database",
+                tare_mysql::config::DEFAULT_DB,
+            )?,
             workload,
             rand,
         }))
@@ -216,8 +222,10 @@ mod tests {
         assert_eq!(snap["mysql"]["test"], "oltp_read_only");
         assert_eq!(snap["mysql"]["table_size"], 10000);
         assert_eq!(snap["mysql"]["protocol"], "prepared");
-        let e = parse("test = \"oltp_write_only\"\ntables = 4\nprotocol = \"text\"\npassword = \"x\"\n")
-            .unwrap();
+        let e = parse(
+            "test = \"oltp_write_only\"\ntables = 4\nprotocol = \"text\"\npassword = \"x\"\n",
+        )
+        .unwrap();
         let snap = e.load.snapshot();
         assert_eq!(snap["mysql"]["test"], "oltp_write_only");
         assert_eq!(snap["mysql"]["tables"], 4);
