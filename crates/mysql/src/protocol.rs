@@ -437,7 +437,7 @@ pub fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     out.push(0); // CURSOR_TYPE_NO_CURSOR
     out.extend_from_slice(&1u32.to_le_bytes()); // iteration count
     if !params.is_empty() {
-        out.extend(std::iter::repeat(0u8).take(params.len().div_ceil(8)));
+        out.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
         out.push(1);
         for p in params {
             let t = match p {
