@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Coalesce, Engine, IoMode};
+use tare_engine::{workers, Clock, Coalesce, Engine};
 use tare_record::{Latency, LoadResult, MysqlDetails, Unit};
 
 use crate::config::MysqlConfig;
@@ -96,9 +96,6 @@ pub(crate) fn validate(cfg: &MysqlConfig) -> Result<(), MysqlError> {
     })?;
     if load.coalesce != Coalesce::Off {
         return bad("--coalesce is not supported by tare mysql".into());
-    }
-    if load.io == IoMode::Uring {
-        return bad("tare mysql waits with epoll: --io io_uring is not supported".into());
     }
     if load.duration.is_none() && cfg.events.is_none() {
         return bad("give --time or --events: a run without either never ends".into());
@@ -216,7 +213,12 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
                     }
                     let mut w =
                         Worker::new(&shared, first(i)..first(i) + share(i), quota(i), live_i)
-                            .map_err(|e| MysqlError::io("setting up the worker's epoll", e))?;
+                            .map_err(|e| {
+                                MysqlError::io(
+                                    "setting up the worker's wait (epoll or io_uring)",
+                                    e,
+                                )
+                            })?;
                     w.connect_all()?;
                     Ok(w)
                 })();
@@ -371,6 +373,7 @@ fn assemble(
     let mut end_ns = first.end_ns;
     let mut unsent = first.unsent;
     let mut cpu = first.cpu;
+    let mut wakeups = first.wakeups;
     // The pre-run check's SELECT VERSION() and COM_QUIT.
     let mut untimed = 2 + first.quits;
     for o in it {
@@ -390,6 +393,7 @@ fn assemble(
         end_ns = end_ns.max(o.end_ns);
         unsent += o.unsent;
         cpu.add(&o.cpu);
+        wakeups.waits += o.wakeups.waits;
     }
     let duration_ns = end_ns.saturating_sub(start_ns).max(1);
     let duration_s = duration_ns as f64 / 1e9;
@@ -436,7 +440,7 @@ fn assemble(
             duration_ns,
             unsent,
         ),
-        wakeups: None,
+        wakeups: Some(wakeups),
         connect_phase: None,
         pg: None,
         redis: None,

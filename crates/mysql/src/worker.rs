@@ -28,20 +28,24 @@ use std::sync::Mutex;
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::endpoint::Socket;
-use tare_engine::poller::{Interest, Poller};
+use tare_engine::poller::Ready;
 use tare_engine::progress::Counters;
 use tare_engine::schedule::Schedule;
+use tare_engine::uring::{Event, Io};
 use tare_engine::{Clock, Recorder};
-use tare_record::Latency;
+use tare_record::{Latency, WakeupReport};
 
 use crate::config::MysqlConfig;
 use crate::oltp::{Class, Kind, Plan, Planned, Rand};
 use crate::protocol::{self, Reply, Scanner};
 use crate::wire::Wire;
 
+mod net;
+
 /// How often busy connections are checked against `--timeout`.
 const TIMEOUT_CHECK_NS: u64 = 10_000_000;
-/// A connection's first read buffer (a range of 100 rows is ~14 KB).
+/// A connection's first read buffer, and the size of the io_uring
+/// receive buffers (a range of 100 rows is ~14 KB).
 const READ_BUF: usize = 32 * 1024;
 
 /// The error codes sysbench ignores by default (`--mysql-ignore-errors=
@@ -92,6 +96,7 @@ pub(crate) struct WorkerOutput {
     /// Connections that said COM_QUIT at the end.
     pub quits: u64,
     pub cpu: CpuTime,
+    pub wakeups: WakeupReport,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +127,11 @@ struct Conn {
     rend: usize,
     wbuf: Vec<u8>,
     woff: usize,
+    /// epoll: `EPOLLOUT` is armed (a short write pending).
     armed_write: bool,
+    /// io_uring: a multishot receive / a writability poll is pending.
+    armed: bool,
+    polling: bool,
     rand: Rand,
     /// Prepared statement ids by [`Plan::slot`] (empty: text protocol).
     ids: Vec<u32>,
@@ -141,7 +150,7 @@ struct Conn {
 
 pub(crate) struct Worker<'a> {
     sh: &'a Shared<'a>,
-    poller: Poller,
+    io: Io,
     conns: Vec<Conn>,
     rec: Recorder,
     queries: Queries,
@@ -155,7 +164,10 @@ pub(crate) struct Worker<'a> {
     measure_from: u64,
     schedule: Option<Schedule>,
     cursor: usize,
-    events: Vec<tare_engine::poller::Ready>,
+    ready: Vec<Ready>,
+    completions: Vec<Event>,
+    /// Waits for the network while measuring.
+    waits: u64,
     live: Option<&'a Live>,
 }
 
@@ -180,6 +192,8 @@ impl<'a> Worker<'a> {
                 wbuf: Vec::with_capacity(1024),
                 woff: 0,
                 armed_write: false,
+                armed: false,
+                polling: false,
                 rand: Rand::new(
                     sh.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                     sh.plan.rand,
@@ -195,9 +209,16 @@ impl<'a> Worker<'a> {
                 scratch: Vec::with_capacity(192),
             })
             .collect::<Vec<_>>();
+        let io = Io::new(
+            sh.cfg.load.io,
+            conns.len().max(1),
+            READ_BUF,
+            false,
+            &sh.clock,
+        )?;
         Ok(Worker {
             sh,
-            poller: Poller::new(conns.len().max(1))?,
+            io,
             conns,
             rec: Recorder::new(0, 0, false),
             queries: Queries::default(),
@@ -210,7 +231,9 @@ impl<'a> Worker<'a> {
             measure_from: 0,
             schedule: None,
             cursor: 0,
-            events: Vec::with_capacity(64),
+            ready: Vec::with_capacity(64),
+            completions: Vec::with_capacity(64),
+            waits: 0,
             live,
         })
     }
@@ -255,14 +278,12 @@ impl<'a> Worker<'a> {
                     "the server sent more than the replies asked for".into(),
                 ));
             }
-            let sock = wire.sock;
-            self.poller
-                .add(sock.fd(), i as u64, Interest::Read)
-                .map_err(|e| crate::MysqlError::io("epoll", e))?;
             let c = &mut self.conns[i];
             c.ids = ids;
-            c.sock = Some(sock);
+            c.sock = Some(wire.sock);
             c.state = State::Idle;
+            self.register(i)
+                .map_err(|e| crate::MysqlError::io(self.io.name(), e))?;
         }
         Ok(())
     }
@@ -361,6 +382,12 @@ impl<'a> Worker<'a> {
             unsent,
             quits,
             cpu: CpuTime::thread().since(&cpu0),
+            wakeups: WakeupReport {
+                coalesce: "off".into(),
+                io: self.io.name().into(),
+                waits: self.waits,
+                ..WakeupReport::default()
+            },
         }
     }
 
@@ -385,7 +412,7 @@ impl<'a> Worker<'a> {
             || (self.left == Some(0) && self.conns.iter().all(idle_or_done))
     }
 
-    fn measuring(&self, t: u64) -> bool {
+    pub(super) fn measuring(&self, t: u64) -> bool {
         t >= self.measure_from
     }
 
@@ -474,41 +501,6 @@ impl<'a> Worker<'a> {
         self.flush(i);
     }
 
-    /// Writes what is pending; arms `EPOLLOUT` for the rest.
-    fn flush(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        let Some(sock) = &c.sock else { return };
-        while c.woff < c.wbuf.len() {
-            match sock.write(&c.wbuf[c.woff..]) {
-                Ok(n) => c.woff += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let why = format!("writing to the server failed: {e}");
-                    self.lose(i, Lost::Write, &why);
-                    return;
-                }
-            }
-        }
-        let c = &mut self.conns[i];
-        if c.woff == c.wbuf.len() {
-            c.wbuf.clear();
-            c.woff = 0;
-        }
-        let want = c.woff < c.wbuf.len();
-        if want != c.armed_write {
-            c.armed_write = want;
-            if let Some(sock) = &c.sock {
-                let interest = if want {
-                    Interest::ReadWrite
-                } else {
-                    Interest::Read
-                };
-                let _ = self.poller.modify(sock.fd(), i as u64, interest);
-            }
-        }
-    }
-
     /// The earliest moment something is due without any reply: an
     /// open-loop arrival with a connection idle, a ramp's next start.
     fn next_timer(&self, now: u64) -> Option<u64> {
@@ -538,95 +530,6 @@ impl<'a> Worker<'a> {
             if c.state == State::Busy && now.saturating_sub(c.sent) > limit {
                 let why = format!("no reply within {:?} (--timeout)", self.sh.cfg.load.timeout);
                 self.lose(i, Lost::Timeout, &why);
-            }
-        }
-    }
-
-    /// Waits for readiness until `until` (a clock reading) and handles it.
-    fn wait(&mut self, now: u64, until: u64) -> io::Result<()> {
-        let timeout = std::time::Duration::from_nanos(until.saturating_sub(now));
-        let mut ready = std::mem::take(&mut self.events);
-        self.poller.wait(Some(timeout), |r| ready.push(r))?;
-        for r in ready.drain(..) {
-            let i = r.token as usize;
-            if i >= self.conns.len() || self.conns[i].sock.is_none() {
-                continue;
-            }
-            if r.writable {
-                self.flush(i);
-            }
-            if (r.readable || r.hangup) && self.conns[i].sock.is_some() {
-                self.read(i);
-            }
-        }
-        self.events = ready;
-        Ok(())
-    }
-
-    /// Reads what connection `i` has and handles every reply in it.
-    fn read(&mut self, i: usize) {
-        for _ in 0..4 {
-            let c = &mut self.conns[i];
-            let Some(sock) = &c.sock else { return };
-            if c.rstart == c.rend {
-                c.rstart = 0;
-                c.rend = 0;
-            } else if c.rend == c.rbuf.len() {
-                if c.rstart > 0 {
-                    c.rbuf.copy_within(c.rstart..c.rend, 0);
-                    c.rend -= c.rstart;
-                    c.rstart = 0;
-                } else {
-                    // One packet larger than the buffer: grow it once.
-                    let need = Scanner::pending_len(&c.rbuf[..c.rend])
-                        .unwrap_or(0)
-                        .max(c.rbuf.len() * 2);
-                    c.rbuf.resize(need, 0);
-                }
-            }
-            let room = c.rbuf.len() - c.rend;
-            let n = match sock.read(&mut c.rbuf[c.rend..]) {
-                Ok(0) => {
-                    self.lose(i, Lost::Read, "the server closed the connection");
-                    return;
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.lose(i, Lost::Read, &format!("reading failed: {e}"));
-                    return;
-                }
-            };
-            c.rend += n;
-            let now = self.sh.clock.now_ns();
-            self.rec.bytes_read += n as u64;
-            loop {
-                let c = &mut self.conns[i];
-                if c.state != State::Busy {
-                    if c.rstart < c.rend {
-                        // Bytes nobody asked for (a server's goodbye ERR
-                        // on an idle connection): it cannot be trusted.
-                        self.lose(i, Lost::Read, "the server sent an unsolicited packet");
-                    }
-                    return;
-                }
-                match c.scanner.scan(&c.rbuf[c.rstart..c.rend]) {
-                    Ok((used, r)) => {
-                        c.rstart += used;
-                        match r {
-                            Some(r) => self.reply(i, r, now),
-                            None => break,
-                        }
-                    }
-                    Err(e) => {
-                        self.lose(i, Lost::Read, &format!("protocol error: {e}"));
-                        return;
-                    }
-                }
-            }
-            if n < room {
-                return;
             }
         }
     }
@@ -716,31 +619,6 @@ impl<'a> Worker<'a> {
         self.conns[i].state = State::Idle;
         if self.schedule.is_none() {
             self.kick(i, now);
-        }
-    }
-
-    /// Connection `i` is lost: its transaction counts as an error, and it
-    /// takes no further part in the run.
-    fn lose(&mut self, i: usize, how: Lost, why: &str) {
-        let c = &mut self.conns[i];
-        if let Some(s) = c.sock.take() {
-            let _ = self.poller.delete(s.fd());
-        }
-        if c.state == State::Busy && c.measured {
-            let e = &mut self.rec.errors;
-            match how {
-                Lost::Read => e.read += 1,
-                Lost::Write => e.write += 1,
-                Lost::Timeout => e.timeout += 1,
-            }
-        }
-        c.state = State::Done;
-        c.wbuf.clear();
-        c.woff = 0;
-        c.rollback = None;
-        self.aborted += 1;
-        if self.abort_error.is_none() {
-            self.abort_error = Some(format!("connection {}: {why}", c.index));
         }
     }
 }

@@ -160,30 +160,38 @@ fn prepare_run_and_cleanup_match_the_server() {
         assert_eq!(idx.rows.len(), 1, "index k_{t}");
     }
 
-    // Exact counts: binary protocol over TCP, text over the Unix socket.
-    // One connection: InnoDB deadlocks need two, and a retried statement
-    // is counted apart (ignored_errors).
-    let mut rw = config(&tcp, Workload::ReadWrite);
-    rw.load.connections = 1;
-    rw.load.threads = 1;
-    rw.events = Some(200);
-    let r = run_and_check(&mut w, &rw);
-    let d = r.mysql.as_ref().unwrap();
-    assert_eq!(d.reads, 200 * 14);
-    assert_eq!((d.writes, d.other), (200 * 4, 200 * 2), "no retries here");
-    assert!(d.server_version.contains("MariaDB"), "{}", d.server_version);
-    assert!(r.latency_us.max > 0.0);
+    // Exact counts: binary protocol over TCP, text over the Unix socket,
+    // under both waits (--io). One connection for read-write: InnoDB
+    // deadlocks need two, and a retried statement is counted apart
+    // (ignored_errors).
+    for io in tare_testbed::io_modes() {
+        let mut rw = config(&tcp, Workload::ReadWrite);
+        rw.load.io = io;
+        rw.load.connections = 1;
+        rw.load.threads = 1;
+        rw.events = Some(200);
+        let r = run_and_check(&mut w, &rw);
+        let d = r.mysql.as_ref().unwrap();
+        assert_eq!(d.reads, 200 * 14);
+        assert_eq!((d.writes, d.other), (200 * 4, 200 * 2), "no retries here");
+        assert!(d.server_version.contains("MariaDB"), "{}", d.server_version);
+        assert!(r.latency_us.max > 0.0);
+        assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
 
-    // Reads take no locks: four connections, exact counts.
-    let mut ro = config(&unix, Workload::ReadOnly);
-    ro.prepared = false;
-    ro.events = Some(60);
-    let r = run_and_check(&mut w, &ro);
-    assert_eq!(r.mysql.as_ref().unwrap().reads, 60 * 14);
+        // Reads take no locks: four connections, exact counts.
+        let mut ro = config(&unix, Workload::ReadOnly);
+        ro.load.io = io;
+        ro.prepared = false;
+        ro.events = Some(60);
+        let r = run_and_check(&mut w, &ro);
+        assert_eq!(r.mysql.as_ref().unwrap().reads, 60 * 14);
+        assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
 
-    let mut ps = config(&tcp, Workload::PointSelect);
-    ps.events = Some(300);
-    run_and_check(&mut w, &ps);
+        let mut ps = config(&tcp, Workload::PointSelect);
+        ps.load.io = io;
+        ps.events = Some(300);
+        run_and_check(&mut w, &ps);
+    }
 
     // A time-bounded run: a COMMIT in flight at the deadline may count on
     // the server only.
@@ -315,25 +323,35 @@ fn a_killed_server_ends_the_run_with_results_kept() {
     let mut a = admin(&tcp);
     a.tables = 1;
     a.prepare(&mut std::io::sink()).unwrap();
-    let mut cfg = config(&tcp, Workload::ReadOnly);
-    cfg.tables = 1;
-    cfg.load.duration = Some(Duration::from_secs(30));
+    // One run under each wait (--io), killed together.
     let t0 = Instant::now();
-    let run = std::thread::spawn(move || tare_mysql::run(&cfg));
+    let runs: Vec<_> = tare_testbed::io_modes()
+        .into_iter()
+        .map(|io| {
+            let mut cfg = config(&tcp, Workload::ReadOnly);
+            cfg.tables = 1;
+            cfg.load.io = io;
+            cfg.load.duration = Some(Duration::from_secs(30));
+            (io, std::thread::spawn(move || tare_mysql::run(&cfg)))
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(800));
     m.kill();
-    let r = run
-        .join()
-        .unwrap()
-        .expect("a lost server is a result, not an error");
+    for (io, run) in runs {
+        let r = run
+            .join()
+            .unwrap()
+            .expect("a lost server is a result, not an error");
+        let d = r.mysql.as_ref().unwrap();
+        assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
+        assert!(r.requests > 0, "{io}: what was measured is kept");
+        assert_eq!(d.aborted_connections, 4, "{io}: {d:?}");
+        assert!(r.errors.read + r.errors.write > 0, "{io}: {:?}", r.errors);
+        assert!(d.abort_error.is_some());
+        assert!(tare_mysql::report::text(&r).contains("connections ended early: 4 of 4"));
+    }
     assert!(
         t0.elapsed() < Duration::from_secs(20),
-        "the run ended with the server"
+        "the runs ended with the server"
     );
-    let d = r.mysql.as_ref().unwrap();
-    assert!(r.requests > 0, "what was measured is kept");
-    assert_eq!(d.aborted_connections, 4, "{d:?}");
-    assert!(r.errors.read + r.errors.write > 0, "{:?}", r.errors);
-    assert!(d.abort_error.is_some());
-    assert!(tare_mysql::report::text(&r).contains("connections ended early: 4 of 4"));
 }
