@@ -12,11 +12,13 @@
 # Goals (issue 21): transactions/s ratio tare/sysbench >= 1.0 and CPU per
 # transaction ratio <= 0.6.
 #
-# WORKERS=N sets tare's worker threads (default: one per CPU); on a busy
-# machine WORKERS=$THREADS gives both tools as many threads for the
-# scheduler to share out.
+# WORKERS=N sets tare's worker threads (default: one per CPU and at least
+# two; sysbench has one thread per connection: WORKERS=$THREADS compares at
+# equal thread counts). IO=epoll|io_uring picks tare's wait (default auto:
+# io_uring where the kernel allows it). The load average is printed before
+# and after: on a shared machine it says how much to trust the ratios.
 #
-# Usage: [TARE=path] [THREADS=8] [WORKERS=N] bench/vs-sysbench.sh [ROUNDS] [TIME]      (as root)
+# Usage: [TARE=path] [THREADS=8] [WORKERS=N] [IO=MODE] bench/vs-sysbench.sh [ROUNDS] [TIME]      (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -73,15 +75,17 @@ if kind == "sysbench":
 else:
     r = json.loads(out)
     n, tps = r["requests"], r["tps"]
+    print(f"({r['threads']} workers, {r['wakeups']['io']})", end=" ", file=sys.stderr)
 print(f"tps={tps:.1f} cpu_s={cpu:.4f} n={n}")
 PY
 }
 
+echo "before: $(uptime)"
 tps_sb=(); tps_tare=(); cpu_sb=(); cpu_tare=()
 for i in $(seq "$ROUNDS"); do
   common=(--threads="$THREADS" --time="$TIME" --tables=1 --table-size=10000)
   s=$(measure sysbench $gen_cpu sysbench oltp_read_only "${conn[@]}" "${common[@]}" run)
-  t=$(measure tare $gen_cpu "$TARE" mysql oltp_read_only "${conn[@]}" "${common[@]}" ${WORKERS:+--workers $WORKERS} --json - run)
+  t=$(measure tare $gen_cpu "$TARE" mysql oltp_read_only "${conn[@]}" "${common[@]}" ${WORKERS:+--workers $WORKERS} ${IO:+--io $IO} --json - run)
   echo "round $i: sysbench $s | tare $t"
   for who in sb tare; do
     line=$s; [ $who = tare ] && line=$t
@@ -90,6 +94,7 @@ for i in $(seq "$ROUNDS"); do
     eval "cpu_$who+=($(python3 -c "print($local_cpu_s / $local_n * 1e6)"))"
   done
 done
+echo "after: $(uptime)"
 
 python3 - "${tps_sb[*]}" "${tps_tare[*]}" "${cpu_sb[*]}" "${cpu_tare[*]}" <<'PY'
 import statistics, sys

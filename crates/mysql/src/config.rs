@@ -18,6 +18,21 @@ pub const DEFAULT_DB: &str = "sbtest";
 /// up (`--timeout`): generous, as sysbench has no such limit.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// `--workers` when not given: one per CPU this process may run on, and
+/// at least two. Every statement is a round trip, so a worker sleeps
+/// between replies; when other processes keep its CPU busy, a lone worker
+/// waits for one of them to finish its time slice at every wake-up, while
+/// two hand the CPU to each other. Measured pinned to one CPU at load
+/// average 24 (8 connections, oltp_read_only): one worker waited 389 µs on
+/// the run queue per wake-up and ran 250 transactions/s; two waited 5 µs
+/// and ran 1,900/s, as many as sysbench's 8 threads (docs/mysql.md,
+/// "Against sysbench").
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .max(2)
+}
+
 #[derive(Clone, Debug)]
 pub struct MysqlConfig {
     pub endpoint: Endpoint,

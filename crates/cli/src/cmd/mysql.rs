@@ -57,7 +57,7 @@ pub(crate) struct MysqlArgs {
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Worker threads carrying the connections (tare's own; default: one
-    /// per CPU, at most one per connection).
+    /// per CPU and at least two, at most one per connection).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Limit for total execution time in seconds (0: none, then --events).
@@ -249,8 +249,10 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
         skip_trx: args.skip_trx,
     };
     cfg.load.connections = args.threads;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cfg.load.threads = args.workers.unwrap_or(cpus).min(args.threads.max(1));
+    cfg.load.threads = args
+        .workers
+        .unwrap_or_else(tare_mysql::config::default_workers)
+        .min(args.threads.max(1));
     cfg.load.duration = (args.time > 0).then(|| std::time::Duration::from_secs(args.time));
     cfg.events = (args.events > 0).then_some(args.events);
     args.load.apply(&mut cfg.load)?;
