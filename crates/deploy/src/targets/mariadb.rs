@@ -11,6 +11,11 @@
 //! for a small server) and `ibm`, the study's: a buffer pool sized to the
 //! machine (3 GB there, at most an eighth of this machine's memory here),
 //! O_DIRECT and no query cache.
+//!
+//! `mariadb-install-db` takes ~6 s on a disk (its fsyncs), so its result
+//! is kept as a template, keyed by the binary's hash and `my.cnf`, and each
+//! deployment gets a copy in its own directory ([`data_dir`]): the copy,
+//! not the template, is what the `storage` factor places.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -141,7 +146,7 @@ impl Target for MariaDb {
             .map_err(|e| DeployError::io("writing init.sql", e))?;
         std::fs::create_dir_all(dir.join("sock"))
             .map_err(|e| DeployError::io("creating the socket directory", e))?;
-        install_db(&binary, &conf, &dir.join("data"))?;
+        data_dir(&cache_dir(), &binary, &text, &conf, &dir.join("data"))?;
         let mut args = vec![
             format!("--defaults-file={}", conf.display()),
             format!("--datadir={}", dir.join("data").display()),
@@ -226,6 +231,74 @@ impl Target for MariaDb {
     }
 }
 
+/// Where data directory templates are kept (`TARE_MARIADB_CACHE`
+/// overrides). A cache, not a leftover: `tare cleanup` leaves it, as it
+/// leaves the vm cache.
+pub(crate) fn cache_dir() -> PathBuf {
+    std::env::var_os("TARE_MARIADB_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/tare-mariadb-cache"))
+}
+
+/// Fills `data` with a fresh data directory for `binary` and the config
+/// `text` (written at `conf`): a copy of the template for the two in `cache`,
+/// made first by `mariadb-install-db` when there is none. A template is
+/// only ever a finished install (built aside, then renamed into place),
+/// so a deployment interrupted while making one leaves nothing reusable.
+fn data_dir(
+    cache: &Path,
+    binary: &Path,
+    text: &str,
+    conf: &Path,
+    data: &Path,
+) -> Result<(), DeployError> {
+    let key = sha256_hex(format!("{}\n{text}", super::file_sha256(binary)?).as_bytes());
+    let template = cache.join(format!("datadir-{}", &key[..16]));
+    if !template.is_dir() {
+        std::fs::create_dir_all(cache)
+            .map_err(|e| DeployError::io(format!("creating {}", cache.display()), e))?;
+        let aside = cache.join(format!(".datadir-{}.{}", &key[..16], std::process::id()));
+        let _ = std::fs::remove_dir_all(&aside);
+        let made = install_db(binary, conf, &aside).and_then(|()| {
+            std::fs::rename(&aside, &template).or_else(|e| {
+                // Another deployment made the same template meanwhile.
+                if template.is_dir() {
+                    Ok(())
+                } else {
+                    Err(DeployError::io(
+                        format!("keeping {}", template.display()),
+                        e,
+                    ))
+                }
+            })
+        });
+        let _ = std::fs::remove_dir_all(&aside);
+        made?;
+    }
+    copy_tree(&template, data).map_err(|e| {
+        DeployError::io(
+            format!("copying {} to {}", template.display(), data.display()),
+            e,
+        )
+    })
+}
+
+/// Copies the directory `from` to `to` (which must not exist), with the
+/// modes of its files and directories.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type()?.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())
+}
+
 /// `mariadb-install-db` (beside the binary, or on PATH) into `data`, with
 /// the deployment's my.cnf so its redo log matches what the server reads.
 fn install_db(binary: &Path, conf: &Path, data: &Path) -> Result<(), DeployError> {
@@ -294,6 +367,57 @@ fn err_text(p: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::{Path, PathBuf};
+
+    use crate::targets::Target;
+
+    /// The first deployment makes the template, the next copies it; each
+    /// data directory is its own, and nothing half-made stays in the cache.
+    #[test]
+    fn a_data_directory_is_a_copy_of_one_template_per_binary_and_config() {
+        let Ok(binary) = super::MariaDb.default_binary() else {
+            eprintln!("no mariadbd here: skipped");
+            return;
+        };
+        let base = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let root = base.join(format!("tare-mariadb-template-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let cache = root.join("cache");
+        std::fs::create_dir_all(&root).unwrap();
+        let conf = root.join("my.cnf");
+        let text = format!("{}# tare variant default\n", super::COMMON);
+        std::fs::write(&conf, &text).unwrap();
+        for n in 0..2 {
+            let data = root.join(format!("data{n}"));
+            super::data_dir(&cache, &binary, &text, &conf, &data).unwrap();
+            assert!(data.join("mysql").join("global_priv.frm").is_file());
+            assert!(data.join("ibdata1").is_file());
+        }
+        let names: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert!(names[0].starts_with("datadir-"), "{names:?}");
+        // A copy, not a link: writing one leaves the template alone.
+        std::fs::write(root.join("data0").join("ibdata1"), b"x").unwrap();
+        assert!(
+            std::fs::metadata(cache.join(&names[0]).join("ibdata1"))
+                .unwrap()
+                .len()
+                > 1
+        );
+        // Another config, another template.
+        let other = format!("{text}innodb_buffer_pool_size = 256M\n");
+        super::data_dir(&cache, &binary, &other, &conf, &root.join("data2")).unwrap();
+        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn the_ibm_variant_sizes_the_pool_to_the_machine() {
         let v = super::ibm();
