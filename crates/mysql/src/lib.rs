@@ -5,7 +5,8 @@
 //!
 //! The pipeline, in module order:
 //! - [`config`]: [`MysqlConfig`], what one run needs (CLI or experiment runner).
-//! - [`protocol`]: packets, the handshake (mysql_native_password), OK/ERR,
+//! - [`protocol`]: packets, the handshake (mysql_native_password,
+//!   caching_sha2_password's scramble), OK/ERR,
 //!   COM_QUERY and the binary prepared-statement commands, and
 //!   [`protocol::Scanner`], which finds where a reply ends (the hot path).
 //! - `wire`: a connection opened and logged in with bounded blocking calls.
