@@ -165,9 +165,11 @@ impl Wire {
                         }
                     }
                 }
-                AuthReply::More(_) => return Err(MysqlError::Config(format!(
+                AuthReply::More(_) => {
+                    return Err(MysqlError::Config(format!(
                     "the {plugin} plugin wants a further exchange, which tare mysql does not speak"
-                ))),
+                )))
+                }
             };
             let mut out = Vec::new();
             let at = protocol::begin_packet(&mut out, seq);

@@ -58,10 +58,14 @@ impl MariaDb {
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        // Temporary tables in a directory of its own: in a shared /tmp a
+        // bootstrap's temporary tables went missing under it (the suite's
+        // other servers and tests), and the install failed.
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
         let out = Command::new("mariadb-install-db")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg(format!("--tmpdir={}", dir.join("tmp").display()))
             .args([
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -102,6 +106,7 @@ impl MariaDb {
         let child = Command::new(bin)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg(format!("--tmpdir={}", dir.join("tmp").display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--port={port}"))
             .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))

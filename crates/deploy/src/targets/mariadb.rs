@@ -146,12 +146,18 @@ impl Target for MariaDb {
         std::fs::write(&conf, &text).map_err(|e| DeployError::io("writing my.cnf", e))?;
         std::fs::write(dir.join("init.sql"), INIT)
             .map_err(|e| DeployError::io("writing init.sql", e))?;
-        std::fs::create_dir_all(dir.join("sock"))
-            .map_err(|e| DeployError::io("creating the socket directory", e))?;
+        // Its sockets and temporary tables in the deployment directory, not
+        // a /tmp shared with every other process (and placed by `storage`
+        // like the data).
+        for sub in ["sock", "tmp"] {
+            std::fs::create_dir_all(dir.join(sub))
+                .map_err(|e| DeployError::io(format!("creating {sub}/"), e))?;
+        }
         data_dir(&cache_dir(), &binary, &text, &conf, &dir.join("data"))?;
         let mut args = vec![
             format!("--defaults-file={}", conf.display()),
             format!("--datadir={}", dir.join("data").display()),
+            format!("--tmpdir={}", dir.join("tmp").display()),
             format!("--init-file={}", dir.join("init.sql").display()),
             format!("--log-error={}", dir.join("mariadb.log").display()),
             format!("--pid-file={}", dir.join("mariadb.pid").display()),
@@ -260,8 +266,11 @@ fn data_dir(
         std::fs::create_dir_all(cache)
             .map_err(|e| DeployError::io(format!("creating {}", cache.display()), e))?;
         let aside = cache.join(format!(".datadir-{}.{}", &key[..16], std::process::id()));
+        let tmp = cache.join(format!(".tmp-{}.{}", &key[..16], std::process::id()));
         let _ = std::fs::remove_dir_all(&aside);
-        let made = install_db(binary, conf, &aside).and_then(|()| {
+        std::fs::create_dir_all(&tmp)
+            .map_err(|e| DeployError::io(format!("creating {}", tmp.display()), e))?;
+        let made = install_db(binary, conf, &aside, &tmp).and_then(|()| {
             std::fs::rename(&aside, &template).or_else(|e| {
                 // Another deployment made the same template meanwhile.
                 if template.is_dir() {
@@ -275,6 +284,7 @@ fn data_dir(
             })
         });
         let _ = std::fs::remove_dir_all(&aside);
+        let _ = std::fs::remove_dir_all(&tmp);
         made?;
     }
     copy_tree(&template, data).map_err(|e| {
@@ -301,9 +311,10 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())
 }
 
-/// `mariadb-install-db` (beside the binary, or on PATH) into `data`, with
+/// `mariadb-install-db` (beside the binary, or on PATH) into `data` (its
+/// temporary tables in `tmp`), with
 /// the deployment's my.cnf so its redo log matches what the server reads.
-fn install_db(binary: &Path, conf: &Path, data: &Path) -> Result<(), DeployError> {
+fn install_db(binary: &Path, conf: &Path, data: &Path, tmp: &Path) -> Result<(), DeployError> {
     let tool = binary
         .parent()
         .and_then(Path::parent)
@@ -317,6 +328,7 @@ fn install_db(binary: &Path, conf: &Path, data: &Path) -> Result<(), DeployError
     let out = Command::new(&tool)
         .arg(format!("--defaults-file={}", conf.display()))
         .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
         .args([
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
