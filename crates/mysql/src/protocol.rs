@@ -240,9 +240,10 @@ pub fn native_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
     h1.iter().zip(h3.iter()).map(|(a, b)| a ^ b).collect()
 }
 
-/// caching_sha2_password's fast path: SHA256(pw) XOR SHA256(SHA256(SHA256(pw))
-/// + salt); an empty password answers with nothing. The server compares it
-/// with the hash it cached at the user's last full authentication.
+/// caching_sha2_password's fast path: SHA256(pw) XOR
+/// SHA256(SHA256(SHA256(pw)) followed by the salt); an empty password
+/// answers with nothing. The server compares it with the hash it cached at
+/// the user's last full authentication.
 pub fn sha2_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
     if password.is_empty() {
         return Vec::new();
