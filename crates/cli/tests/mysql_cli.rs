@@ -5,8 +5,11 @@
 //! line and exit code 2. One server for all of it: starting one is the
 //! slow part.
 
+mod support;
+
 use std::process::{Command, Output};
 
+use support::validate;
 use tare_testbed::MariaDb;
 
 fn tare(args: &[&str]) -> Output {
@@ -19,21 +22,6 @@ fn tare(args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn validate(value: &serde_json::Value) {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    ))
-    .unwrap();
-    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 /// Runs `args` and expects success; returns stdout.
