@@ -13,8 +13,9 @@
 //! - [`session`]: tare's own statements (the pre-run check, status counters).
 //! - [`oltp`]: sysbench's tables, statements per transaction and random
 //!   distributions.
-//! - `worker`: one epoll loop per thread, connections as state machines,
-//!   closed loop or open loop on a schedule, deadlocks retried.
+//! - `worker`: one wait loop per thread (io_uring or epoll, `--io`),
+//!   connections as state machines, closed loop or open loop on a
+//!   schedule, deadlocks retried.
 //! - [`run()`]: one run from config to [`tare_record::LoadResult`];
 //!   [`Mysql`], the engine as the code shared by every engine sees it
 //!   ([`tare_engine::Engine`]): `--find-max` is

@@ -2,7 +2,7 @@
 //! deadline: tare's own session ([`crate::session`]) and every load
 //! connection's set-up (its COM_STMT_PREPAREs) before the start gate. The
 //! socket is tare's non-blocking [`Socket`]; waits are `poll(2)` on it, so
-//! the worker keeps the same socket for its epoll loop afterwards.
+//! the worker keeps the same socket for its wait loop afterwards.
 
 use std::io;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! One worker thread: its share of the connections (sysbench's threads,
-//! one connection each) on one level-triggered epoll set, each connection
-//! a small state machine walking its transaction one statement at a time,
-//! as sysbench's Lua does.
+//! one connection each) on one wait (io_uring or epoll, `--io`: `net`),
+//! each connection a small state machine walking its transaction one
+//! statement at a time, as sysbench's Lua does.
 //!
 //! - Before the start gate every connection logs in and prepares the
 //!   workload's statements (blocking, bounded by `--timeout`): a refused
