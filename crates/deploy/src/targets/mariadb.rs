@@ -265,8 +265,13 @@ fn data_dir(
     if !template.is_dir() {
         std::fs::create_dir_all(cache)
             .map_err(|e| DeployError::io(format!("creating {}", cache.display()), e))?;
-        let aside = cache.join(format!(".datadir-{}.{}", &key[..16], std::process::id()));
-        let tmp = cache.join(format!(".tmp-{}.{}", &key[..16], std::process::id()));
+        // Unique to this call: two deployments of one process (tests run
+        // in threads) may make the same template at once.
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("{}.{}.{n}", &key[..16], std::process::id());
+        let aside = cache.join(format!(".datadir-{id}"));
+        let tmp = cache.join(format!(".tmp-{id}"));
         let _ = std::fs::remove_dir_all(&aside);
         std::fs::create_dir_all(&tmp)
             .map_err(|e| DeployError::io(format!("creating {}", tmp.display()), e))?;
