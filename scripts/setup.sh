@@ -8,6 +8,9 @@ packages=(
   postgresql         # the postgres target and pgbench, the reference generator
   redis-server       # the redis target (native, and the image tare builds from it)
   redis-tools        # redis-benchmark, the reference generator in bench/, and redis-cli
+  mariadb-server     # the mariadb target: mariadbd and mariadb-install-db (native, and the image tare builds from it)
+  mariadb-client     # the mariadb command-line client (docs, debugging; bench/vs-sysbench.sh checks with it)
+  sysbench           # bench/vs-sysbench.sh: sysbench 1.0's OLTP workloads, the reference for tare mysql
   wrk                # the reference HTTP generator in bench/
   nftables           # lab-nat placements (DNAT without Docker)
   iproute2           # ip netns, veth, bridge, tc netem
@@ -55,7 +58,7 @@ fi
 # own servers on free ports, so stop the stock ones this script just installed
 # (and nothing that was running before).
 if ((${#missing[@]})); then
-  for svc in nginx postgresql redis-server; do
+  for svc in nginx postgresql redis-server mariadb; do
     if [[ " ${missing[*]} " == *" ${svc}"* ]]; then
       (command -v systemctl >/dev/null && systemctl stop "$svc") 2>/dev/null \
         || service "$svc" stop 2>/dev/null || true

@@ -23,6 +23,9 @@ pub(crate) enum Command {
     /// Redis load over RESP: redis-benchmark's flags and text, plus a duration (-T), percentiles, open loop (--rate), --find-max.
     #[command(disable_help_flag = true)]
     Redis(cmd::redis::RedisArgs),
+    /// MySQL/MariaDB load: sysbench's OLTP tests (prepare, run, cleanup) with its flags and text, plus percentiles, open loop (--rate), --find-max.
+    #[command(disable_help_flag = true)]
+    Mysql(cmd::mysql::MysqlArgs),
     /// The built-in HTTP/1.1 server (the embedded default target).
     Serve(cmd::serve::ServeArgs),
     /// Network round trips (rr, crr, udp-rr) and bulk streams, netperf's and nuttcp's tests; `tare net serve` is their responder.

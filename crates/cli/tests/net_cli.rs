@@ -4,11 +4,14 @@
 //! client's, a responder killed mid-run, bad input, and injected delay as
 //! the ground truth of the round-trip measurement.
 
+mod support;
+
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use support::validate;
 use tare_deploy::{deploy, DeploySpec, Deployment, PlacementKind, TargetKind, TargetSpec};
 use tare_engine::Endpoint;
 use tare_net::{Direction, NetConfig, Test};
@@ -93,21 +96,6 @@ fn served(summary: &str, word: &str) -> u64 {
     words[i - 1].parse().unwrap()
 }
 
-fn check_schema(value: &serde_json::Value) {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    ))
-    .unwrap();
-    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
-}
-
 #[test]
 fn every_test_against_the_responder_process_counts_what_it_served() {
     let s = Serve::start(&[]);
@@ -120,7 +108,7 @@ fn every_test_against_the_responder_process_counts_what_it_served() {
         ]);
         assert!(out.status.success(), "{test}: {}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON only");
-        check_schema(&v);
+        validate(&v);
         assert_eq!(v["engine"], "net");
         assert_eq!(v["net"]["test"], test);
         let n = v["requests"].as_u64().unwrap();

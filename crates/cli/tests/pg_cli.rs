@@ -4,10 +4,13 @@
 #[path = "../../pg/tests/pgserver/mod.rs"]
 mod pgserver;
 
+mod support;
+
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
 use pgserver::PgServer;
+use support::validate;
 
 fn tare(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tare"))
@@ -43,21 +46,6 @@ fn script(server: &PgServer, name: &str, sql: &str) -> String {
     let path = server.dir.join(name);
     std::fs::write(&path, sql).unwrap();
     path.display().to_string()
-}
-
-fn validate(value: &serde_json::Value) {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    ))
-    .unwrap();
-    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 /// Mistakes end before any load with one line and exit status 2. No

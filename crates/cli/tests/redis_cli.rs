@@ -3,9 +3,12 @@
 //! `-q`, `--csv`, the JSON contract, a custom command, `--find-max`, and
 //! bad input as one line and a non-zero exit.
 
+mod support;
+
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+use support::validate;
 use tare_testbed::RedisServer;
 
 fn tare(args: &[&str]) -> Output {
@@ -21,21 +24,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn validate(value: &serde_json::Value) {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    ))
-    .unwrap();
-    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 #[test]

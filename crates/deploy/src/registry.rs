@@ -19,11 +19,11 @@ macro_rules! handle {
                 $list.iter().map(|e| $handle(*e))
             }
 
-            /// The entry called `name`.
+            /// The entry called `name` (or one of its aliases).
             pub fn named(name: &str) -> Result<$handle, $crate::spec::ParseNameError> {
                 $list
                     .iter()
-                    .find(|e| e.name() == name)
+                    .find(|e| e.name() == name || e.aliases().contains(&name))
                     .map(|e| $handle(*e))
                     .ok_or_else(|| $crate::spec::ParseNameError {
                         what: $what,

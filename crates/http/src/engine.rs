@@ -250,6 +250,7 @@ fn result_of(
         connect_phase: None,
         pg: None,
         redis: None,
+        mysql: None,
         net: None,
         metrics: Vec::new(),
         primary: None,

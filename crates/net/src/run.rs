@@ -231,6 +231,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         connect_phase: None,
         pg: None,
         redis: None,
+        mysql: None,
         net: Some(details),
         metrics: Vec::new(),
         primary: None,

@@ -560,6 +560,7 @@ fn assemble(
             script_results,
         }),
         redis: None,
+        mysql: None,
         net: None,
         metrics: Vec::new(),
         primary: None,

@@ -37,8 +37,8 @@ pub use latency::{CodecError, Latency, LatencySummary};
 pub use merge::GeneratorPart;
 pub use metrics::{Better, Metric, ToolDetails};
 pub use result::{
-    Errors, LoadResult, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary, RedisDetails,
-    StatementLatency, Unit,
+    Errors, LoadResult, MysqlDetails, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary,
+    RedisDetails, StatementLatency, Unit,
 };
 pub use schedule::ScheduleReport;
 pub use trial::TrialRecord;

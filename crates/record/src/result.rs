@@ -196,6 +196,10 @@ pub struct LoadResult {
     /// above are their merge (`crate::merge`). Empty for a local load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<crate::merge::GeneratorPart>,
+    /// MySQL details (`mysql` only): the sysbench workload, queries by
+    /// kind, ignored (retried) errors and errors by server error code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql: Option<MysqlDetails>,
     /// tare's version.
     pub tare_version: String,
 }
@@ -286,6 +290,52 @@ impl LoadResult {
             self.generator_cpu_s * 1e6 / self.requests as f64
         }
     }
+}
+
+/// MySQL details: what sysbench's report says beyond the common fields.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MysqlDetails {
+    /// sysbench's test name: `oltp_read_only`, `oltp_read_write`,
+    /// `oltp_point_select` or `oltp_write_only`.
+    pub workload: String,
+    /// `--tables` and `--table-size`.
+    pub tables: u64,
+    pub table_size: u64,
+    /// `prepared` (binary protocol, COM_STMT_EXECUTE) or `text` (COM_QUERY).
+    pub protocol: String,
+    /// Statements answered in the measured period, as sysbench counts its
+    /// "queries performed": `read` (SELECT), `write` (INSERT, UPDATE,
+    /// DELETE), `other` (BEGIN, COMMIT, and the ROLLBACK before a retry).
+    pub reads: u64,
+    pub writes: u64,
+    pub other: u64,
+    /// Deadlocks, lock wait timeouts and "record changed" errors (1213,
+    /// 1205, 1020): the transaction was rolled back and run again, as
+    /// sysbench's `--mysql-ignore-errors` default does.
+    pub ignored_errors: u64,
+    /// Other error replies, by the server's error code (`"1062"`): each
+    /// failed its transaction (counted in `errors.status`).
+    #[serde(default)]
+    pub errors_by_code: BTreeMap<String, u64>,
+    /// Retried errors by code, too.
+    #[serde(default)]
+    pub ignored_by_code: BTreeMap<String, u64>,
+    /// `--events`: the transactions planned, when the run was bounded by them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_planned: Option<u64>,
+    /// Connections that ended early (a lost server, a fatal error, a
+    /// statement not answered within the timeout); the first reason.
+    pub aborted_connections: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_error: Option<String>,
+    /// Commands outside the transactions that MariaDB counts in
+    /// `Questions`: the pre-run check's `SELECT VERSION()` and COM_QUIT,
+    /// and the COM_QUIT of each connection still open at the end
+    /// (COM_STMT_PREPARE is not counted). With no warm-up, a run's
+    /// `Questions` delta is `reads + writes + other + untimed_commands`.
+    pub untimed_commands: u64,
+    /// `SELECT VERSION()` as the server answered it.
+    pub server_version: String,
 }
 
 /// Redis details: what was sent, and the errors by kind.

@@ -391,6 +391,7 @@ fn assemble(
         primary: None,
         tool: None,
         generators: Vec::new(),
+        mysql: None,
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! - [`Nginx`]: a throw-away native nginx on a free loopback port.
 //! - [`RedisServer`]: a throw-away native redis-server, persistence off.
+//! - [`MariaDb`]: a throw-away native MariaDB with sysbench's database and user.
 //! - [`machine::resources`]: what a test could leave behind, to compare
 //!   before and after.
 //! - [`rootless`]: users for rootless Podman, and what they leave.
@@ -14,11 +15,13 @@
 
 pub mod fuzz;
 pub mod machine;
+mod mariadb;
 mod nginx;
 mod redis;
 pub mod rootless;
 pub mod ssh_hosts;
 
+pub use mariadb::MariaDb;
 pub use nginx::{Nginx, NginxOptions};
 pub use redis::RedisServer;
 

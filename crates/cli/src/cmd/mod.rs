@@ -8,6 +8,7 @@ mod emit;
 pub(crate) mod http;
 pub(crate) mod image;
 mod load_args;
+pub(crate) mod mysql;
 pub(crate) mod net;
 pub(crate) mod nginx;
 pub(crate) mod pg;
@@ -29,6 +30,7 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Nginx(args) => nginx::run(args),
         Command::Pg(args) => pg::run(args),
         Command::Redis(args) => redis::run(args),
+        Command::Mysql(args) => mysql::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Net(args) => net::run(args),
         Command::Tool(args) => tool::run(args),

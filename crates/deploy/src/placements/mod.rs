@@ -77,6 +77,11 @@ pub(crate) trait Placement: Sync {
     /// Its name in experiment files, records and on the command line.
     fn name(&self) -> &'static str;
 
+    /// Other names accepted for it (none so far).
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// One line: the path load takes.
     fn about(&self) -> &'static str;
 

@@ -7,6 +7,7 @@
 //! One file per target behind [`Target`], each named once in [`TARGETS`]
 //! (ARCHITECTURE.md, "Adding a target").
 
+mod mariadb;
 mod net;
 mod nginx;
 pub(crate) mod nginx_proxy;
@@ -34,6 +35,7 @@ pub(crate) static TARGETS: &[&dyn Target] = &[
     &nginx_proxy::NginxProxy,
     &postgres::Postgres,
     &redis::Redis,
+    &mariadb::MariaDb,
     &net::Net,
     &tool::Tool,
 ];
@@ -42,6 +44,11 @@ pub(crate) static TARGETS: &[&dyn Target] = &[
 pub(crate) trait Target: Sync {
     /// Its name in experiment files, records and on the command line.
     fn name(&self) -> &'static str;
+
+    /// Other names accepted for it (parsed to it, never written).
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// One line for `tare doctor`: what it is.
     fn about(&self) -> &'static str;

@@ -11,6 +11,7 @@
 //! loop ([`run`]), the one find-max search ([`measure`]).
 
 mod http;
+mod mysql;
 mod net;
 mod pg;
 mod redis;
@@ -39,6 +40,7 @@ pub(crate) static REGISTRY: &[&dyn Engine] = &[
     &http::HttpEngine,
     &pg::PgEngine,
     &redis::RedisEngine,
+    &mysql::MysqlEngine,
     &net::NetEngine,
     &tool::ToolEngine,
 ];

@@ -1,0 +1,452 @@
+//! MariaDB (`mysql` is accepted for it): Debian's mariadbd with a
+//! throw-away data directory that `mariadb-install-db` makes in the
+//! deployment directory, so the `storage` factor (image layer, volume,
+//! host path) applies to the data as the IBM study's AUFS cell did
+//! (docs/studies.md, seed 002). Database `sbtest` and sysbench's user
+//! `sbtest` (no password, from any host) are made at start by an init file.
+//!
+//! The behaviour lives in `my.cnf` in the deployment directory (its hash
+//! is the config hash, the same in every placement); where it listens and
+//! keeps its files are arguments. Variants: `default` (MariaDB's defaults
+//! for a small server) and `tuned` (or `ibm`), the study's: a buffer pool sized to the
+//! machine (3 GB there, at most an eighth of this machine's memory here),
+//! O_DIRECT and no query cache.
+//!
+//! `mariadb-install-db` takes ~6 s on a disk (its fsyncs), so its result
+//! is kept as a template, keyed by the binary's hash and `my.cnf`, and each
+//! deployment gets a copy in its own directory ([`data_dir`]): the copy,
+//! not the template, is what the `storage` factor places.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use tare_engine::Endpoint;
+
+use super::{sha256_hex, Listen, Server, Target};
+use crate::error::DeployError;
+use crate::health;
+use crate::spec::TargetSpec;
+
+pub(crate) struct MariaDb;
+
+/// Settings of every variant: enough connections for the study's 290
+/// threads, no DNS (the client may be a container's bridge address), a
+/// redo log small enough to copy into an image layer quickly.
+const COMMON: &str = "\
+[mysqld]
+max_connections = 600
+skip_name_resolve
+innodb_log_file_size = 48M
+";
+
+/// The users and database every deployment has (run at each start).
+const INIT: &str = "\
+CREATE DATABASE IF NOT EXISTS sbtest;
+CREATE USER IF NOT EXISTS 'sbtest'@'%';
+CREATE USER IF NOT EXISTS 'sbtest'@'localhost';
+GRANT ALL ON sbtest.* TO 'sbtest'@'%';
+GRANT ALL ON sbtest.* TO 'sbtest'@'localhost';
+";
+
+/// The `ibm` variant: seed 002's InnoDB settings.
+fn ibm() -> String {
+    let gib = 1u64 << 30;
+    let pool = (3 * gib).min(total_memory() / 8).max(128 << 20);
+    format!(
+        "innodb_buffer_pool_size = {}M\ninnodb_flush_method = O_DIRECT\nquery_cache_type = 0\nquery_cache_size = 0\n",
+        pool >> 20
+    )
+}
+
+fn total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(8 << 30, |kb| kb * 1024)
+}
+
+impl Target for MariaDb {
+    fn name(&self) -> &'static str {
+        "mariadb"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["mysql"]
+    }
+
+    fn about(&self) -> &'static str {
+        "MariaDB, a throw-away data directory; variants default and tuned (alias ibm: seed 002's InnoDB settings, docs/studies.md)"
+    }
+
+    fn engine(&self) -> &'static str {
+        "mysql"
+    }
+
+    fn standard_port(&self) -> u16 {
+        3306
+    }
+
+    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
+        dir.join("sock").join("mysqld.sock")
+    }
+
+    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+        super::which("mariadbd").ok_or_else(|| DeployError::MissingBinary {
+            binary: "mariadbd".into(),
+            hint: "install mariadb-server (scripts/setup.sh)".into(),
+        })
+    }
+
+    /// `mariadbd --version`: `mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 for ...`.
+    fn version(&self, binary: &Path) -> Option<String> {
+        super::version_line(binary, "--version")
+    }
+
+    /// Its error messages and character sets (mariadbd will not start
+    /// without `english/errmsg.sys`).
+    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+        let mut files = std::collections::BTreeSet::new();
+        for d in ["/usr/share/mysql/english", "/usr/share/mysql/charsets"] {
+            crate::docker::image::walk(Path::new(d), &mut files);
+        }
+        if files.is_empty() {
+            return Err("no /usr/share/mysql (install mariadb-server)".into());
+        }
+        Ok(files.into_iter().collect())
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        binary: PathBuf,
+        dir: &Path,
+        listen: &Listen,
+        _companion: Option<SocketAddr>,
+    ) -> Result<Server, DeployError> {
+        let extra = match spec.variant.as_str() {
+            "default" => String::new(),
+            // `tuned` is the name every target's second built-in variant
+            // has in experiment files (`config = "tuned"`).
+            "tuned" | "ibm" => ibm(),
+            path => std::fs::read_to_string(path).map_err(|e| {
+                DeployError::io(
+                    format!("mariadb config {path:?} (variants: default, tuned or ibm, or a file)"),
+                    e,
+                )
+            })?,
+        };
+        let text = format!("{COMMON}# tare variant {}\n{extra}", spec.variant);
+        let conf = dir.join("my.cnf");
+        std::fs::write(&conf, &text).map_err(|e| DeployError::io("writing my.cnf", e))?;
+        std::fs::write(dir.join("init.sql"), INIT)
+            .map_err(|e| DeployError::io("writing init.sql", e))?;
+        // Its sockets and temporary tables in the deployment directory, not
+        // a /tmp shared with every other process (and placed by `storage`
+        // like the data).
+        for sub in ["sock", "tmp"] {
+            std::fs::create_dir_all(dir.join(sub))
+                .map_err(|e| DeployError::io(format!("creating {sub}/"), e))?;
+        }
+        data_dir(&cache_dir(), &binary, &text, &conf, &dir.join("data"))?;
+        let mut args = vec![
+            format!("--defaults-file={}", conf.display()),
+            format!("--datadir={}", dir.join("data").display()),
+            format!("--tmpdir={}", dir.join("tmp").display()),
+            format!("--init-file={}", dir.join("init.sql").display()),
+            format!("--log-error={}", dir.join("mariadb.log").display()),
+            format!("--pid-file={}", dir.join("mariadb.pid").display()),
+            "--user=root".into(),
+        ];
+        match listen {
+            Listen::Tcp(a) => args.extend([
+                format!("--bind-address={}", a.ip()),
+                format!("--port={}", a.port()),
+                format!("--socket={}", self.unix_socket(dir, a.port()).display()),
+            ]),
+            Listen::Unix(p) => args.extend([
+                "--skip-networking".into(),
+                format!("--socket={}", p.display()),
+            ]),
+        }
+        Ok(Server {
+            args,
+            kind: spec.kind,
+            binary,
+            run_as: None,
+            resource: String::new(),
+            config_sha256: sha256_hex(text.as_bytes()),
+            access_log: "n/a".into(),
+            log_path: dir.join("mariadb.log"),
+            content_path: dir.join("data"),
+        })
+    }
+
+    /// A login as `sbtest` to database `sbtest` and `SELECT 1` answered
+    /// with a result set: the server is up, its init file has run.
+    fn probe(
+        &self,
+        _server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
+        let hello = read_packet(&mut s)?;
+        if hello.first() == Some(&0xFF) {
+            return Err(format!("refused: {}", err_text(&hello)));
+        }
+        if hello.first() != Some(&10) {
+            return Err("not a MySQL protocol 10 handshake".into());
+        }
+        // HandshakeResponse41: PROTOCOL_41 | SECURE_CONNECTION |
+        // CONNECT_WITH_DB | PLUGIN_AUTH, user sbtest, no password.
+        let caps: u32 = 0x200 | 0x8000 | 0x8 | 0x8_0000;
+        let mut p = Vec::new();
+        p.extend_from_slice(&caps.to_le_bytes());
+        p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"sbtest\0\0sbtest\0mysql_native_password\0");
+        write_packet(&mut s, 1, &p)?;
+        let ok = read_packet(&mut s)?;
+        match ok.first() {
+            Some(0x00) => {}
+            Some(0xFF) => return Err(format!("login refused: {}", err_text(&ok))),
+            _ => return Err("an unexpected reply to the login".into()),
+        }
+        write_packet(&mut s, 0, b"\x03SELECT 1")?;
+        let first = read_packet(&mut s)?;
+        if first.first() == Some(&0xFF) {
+            return Err(format!("SELECT 1 failed: {}", err_text(&first)));
+        }
+        if first != [1] {
+            return Err("SELECT 1 did not answer one column".into());
+        }
+        let _ = write_packet(&mut s, 0, &[0x01]); // COM_QUIT
+        Ok(())
+    }
+
+    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
+        match endpoint {
+            Endpoint::Tcp(a) => format!("mysql://sbtest@{a}/sbtest"),
+            Endpoint::Unix(p) => format!("unix:{}?user=sbtest&db=sbtest", p.display()),
+        }
+    }
+}
+
+/// Where data directory templates are kept (`TARE_MARIADB_CACHE`
+/// overrides). A cache, not a leftover: `tare cleanup` leaves it, as it
+/// leaves the vm cache.
+pub(crate) fn cache_dir() -> PathBuf {
+    std::env::var_os("TARE_MARIADB_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/tare-mariadb-cache"))
+}
+
+/// Fills `data` with a fresh data directory for `binary` and the config
+/// `text` (written at `conf`): a copy of the template for the two in `cache`,
+/// made first by `mariadb-install-db` when there is none. A template is
+/// only ever a finished install (built aside, then renamed into place),
+/// so a deployment interrupted while making one leaves nothing reusable.
+fn data_dir(
+    cache: &Path,
+    binary: &Path,
+    text: &str,
+    conf: &Path,
+    data: &Path,
+) -> Result<(), DeployError> {
+    let key = sha256_hex(format!("{}\n{text}", super::file_sha256(binary)?).as_bytes());
+    let template = cache.join(format!("datadir-{}", &key[..16]));
+    if !template.is_dir() {
+        std::fs::create_dir_all(cache)
+            .map_err(|e| DeployError::io(format!("creating {}", cache.display()), e))?;
+        // Unique to this call: two deployments of one process (tests run
+        // in threads) may make the same template at once.
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("{}.{}.{n}", &key[..16], std::process::id());
+        let aside = cache.join(format!(".datadir-{id}"));
+        let tmp = cache.join(format!(".tmp-{id}"));
+        let _ = std::fs::remove_dir_all(&aside);
+        std::fs::create_dir_all(&tmp)
+            .map_err(|e| DeployError::io(format!("creating {}", tmp.display()), e))?;
+        let made = install_db(binary, conf, &aside, &tmp).and_then(|()| {
+            std::fs::rename(&aside, &template).or_else(|e| {
+                // Another deployment made the same template meanwhile.
+                if template.is_dir() {
+                    Ok(())
+                } else {
+                    Err(DeployError::io(
+                        format!("keeping {}", template.display()),
+                        e,
+                    ))
+                }
+            })
+        });
+        let _ = std::fs::remove_dir_all(&aside);
+        let _ = std::fs::remove_dir_all(&tmp);
+        made?;
+    }
+    copy_tree(&template, data).map_err(|e| {
+        DeployError::io(
+            format!("copying {} to {}", template.display(), data.display()),
+            e,
+        )
+    })
+}
+
+/// Copies the directory `from` to `to` (which must not exist), with the
+/// modes of its files and directories.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type()?.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())
+}
+
+/// `mariadb-install-db` (beside the binary, or on PATH) into `data` (its
+/// temporary tables in `tmp`), with
+/// the deployment's my.cnf so its redo log matches what the server reads.
+fn install_db(binary: &Path, conf: &Path, data: &Path, tmp: &Path) -> Result<(), DeployError> {
+    let tool = binary
+        .parent()
+        .and_then(Path::parent)
+        .map(|usr| usr.join("bin").join("mariadb-install-db"))
+        .filter(|p| p.exists())
+        .or_else(|| super::which("mariadb-install-db"))
+        .ok_or_else(|| DeployError::MissingBinary {
+            binary: "mariadb-install-db".into(),
+            hint: "install mariadb-server (scripts/setup.sh)".into(),
+        })?;
+    let out = Command::new(&tool)
+        .arg(format!("--defaults-file={}", conf.display()))
+        .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
+        .args([
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            "--skip-name-resolve",
+            "--user=root",
+        ])
+        .output()
+        .map_err(|e| DeployError::io(format!("running {}", tool.display()), e))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(DeployError::Invalid(format!(
+            "mariadb-install-db failed: {last}"
+        )));
+    }
+    Ok(())
+}
+
+fn write_packet(s: &mut dyn health::Stream, seq: u8, p: &[u8]) -> Result<(), String> {
+    let mut b = (p.len() as u32).to_le_bytes();
+    b[3] = seq;
+    s.write_all(&b)
+        .and_then(|()| s.write_all(p))
+        .map_err(|e| e.to_string())
+}
+
+fn read_packet(s: &mut dyn health::Stream) -> Result<Vec<u8>, String> {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).map_err(|e| e.to_string())?;
+    let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+    let mut p = vec![0u8; len.min(1 << 20)];
+    s.read_exact(&mut p).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+/// An ERR packet's message.
+fn err_text(p: &[u8]) -> String {
+    let rest = p.get(3..).unwrap_or(&[]);
+    let msg = if rest.first() == Some(&b'#') {
+        rest.get(6..).unwrap_or(&[])
+    } else {
+        rest
+    };
+    String::from_utf8_lossy(msg).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use crate::targets::Target;
+
+    /// The first deployment makes the template, the next copies it; each
+    /// data directory is its own, and nothing half-made stays in the cache.
+    #[test]
+    fn a_data_directory_is_a_copy_of_one_template_per_binary_and_config() {
+        let Ok(binary) = super::MariaDb.default_binary() else {
+            eprintln!("no mariadbd here: skipped");
+            return;
+        };
+        let base = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let root = base.join(format!("tare-mariadb-template-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let cache = root.join("cache");
+        std::fs::create_dir_all(&root).unwrap();
+        let conf = root.join("my.cnf");
+        let text = format!("{}# tare variant default\n", super::COMMON);
+        std::fs::write(&conf, &text).unwrap();
+        for n in 0..2 {
+            let data = root.join(format!("data{n}"));
+            super::data_dir(&cache, &binary, &text, &conf, &data).unwrap();
+            assert!(data.join("mysql").join("global_priv.frm").is_file());
+            assert!(data.join("ibdata1").is_file());
+        }
+        let names: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert!(names[0].starts_with("datadir-"), "{names:?}");
+        // A copy, not a link: writing one leaves the template alone.
+        std::fs::write(root.join("data0").join("ibdata1"), b"x").unwrap();
+        assert!(
+            std::fs::metadata(cache.join(&names[0]).join("ibdata1"))
+                .unwrap()
+                .len()
+                > 1
+        );
+        // Another config, another template.
+        let other = format!("{text}innodb_buffer_pool_size = 256M\n");
+        super::data_dir(&cache, &binary, &other, &conf, &root.join("data2")).unwrap();
+        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_ibm_variant_sizes_the_pool_to_the_machine() {
+        let v = super::ibm();
+        assert!(v.contains("innodb_flush_method = O_DIRECT"));
+        assert!(v.contains("query_cache_type = 0"));
+        let mb: u64 = v
+            .lines()
+            .find_map(|l| l.strip_prefix("innodb_buffer_pool_size = "))
+            .and_then(|m| m.trim_end_matches('M').parse().ok())
+            .unwrap();
+        assert!((128..=3072).contains(&mb), "{mb}");
+    }
+}

@@ -1,0 +1,471 @@
+//! [`run`]: one `tare mysql run`, from a [`MysqlConfig`] to a
+//! [`LoadResult`].
+//!
+//! Before any load, one blocking session logs in and reads the server's
+//! version: a refused connection, a wrong password or an unknown database
+//! is one clear error. Then worker threads log their connections in and
+//! prepare the statements, meet at the start gate, and load from one
+//! common start.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tare_engine::load::{Load, LoadKey};
+use tare_engine::progress::{Board, Line};
+use tare_engine::{workers, Clock, Coalesce, Engine};
+use tare_record::{Latency, LoadResult, MysqlDetails, Unit};
+
+use crate::config::MysqlConfig;
+use crate::error::MysqlError;
+use crate::oltp::Plan;
+use crate::session::Session;
+use crate::worker::{Live, Shared, Worker, WorkerOutput};
+
+/// `tare mysql` to the code written once for every engine (find-max, the
+/// command line's shared flags, the experiment runner).
+pub struct Mysql;
+
+impl Engine for Mysql {
+    type Config = MysqlConfig;
+    type Error = MysqlError;
+    const NAME: &'static str = "mysql";
+    const UNIT: Unit = Unit::Transactions;
+
+    /// sysbench's milliseconds.
+    fn format_time(us: f64) -> String {
+        format!("{:.2}ms", us / 1e3)
+    }
+
+    fn load(config: &MysqlConfig) -> &Load {
+        &config.load
+    }
+
+    fn load_mut(config: &mut MysqlConfig) -> &mut Load {
+        &mut config.load
+    }
+
+    fn quiet(config: &mut MysqlConfig) {
+        config.live = false;
+        config.report_interval = None;
+    }
+
+    fn run(config: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, MysqlError> {
+        run_with_stop(config, stop)
+    }
+}
+
+/// Runs the load described by `cfg`. A server that dies mid-run ends with
+/// `Ok` and what was measured, its failures counted.
+pub fn run(cfg: &MysqlConfig) -> Result<LoadResult, MysqlError> {
+    run_with_stop(cfg, Arc::new(AtomicBool::new(false)))
+}
+
+/// A shared setting as `tare mysql` spells it (sysbench's flags where it
+/// has them).
+fn subject(key: LoadKey) -> &'static str {
+    match key {
+        LoadKey::Threads => "--workers",
+        LoadKey::Connections => "--threads",
+        LoadKey::Duration => "--time",
+        LoadKey::Timeout => "--timeout",
+        LoadKey::Rate => "--rate",
+        LoadKey::Warmup => "--warmup",
+        LoadKey::Arrivals => "--arrivals",
+        LoadKey::Ramp => "--ramp",
+        LoadKey::Slo => "--slo",
+        LoadKey::Coalesce => "--coalesce",
+        LoadKey::Io => "--io",
+        LoadKey::Netns => "--netns",
+        LoadKey::Cpus => "--cpus",
+    }
+}
+
+pub(crate) fn validate(cfg: &MysqlConfig) -> Result<(), MysqlError> {
+    let load = &cfg.load;
+    let bad = |m: String| Err(MysqlError::Config(m));
+    let tcp = matches!(cfg.endpoint, tare_engine::Endpoint::Tcp(_));
+    let shared =
+        |e: tare_engine::load::LoadError| MysqlError::Config(e.with_subject(subject(e.key)));
+    load.check(Some(tcp)).map_err(shared)?;
+    load.check_ramp_within_duration().map_err(|e| {
+        MysqlError::Config(match load.duration {
+            None => format!("{} needs a duration (--time)", subject(e.key)),
+            Some(_) => e.with_subject(subject(e.key)),
+        })
+    })?;
+    if load.coalesce != Coalesce::Off {
+        return bad("--coalesce is not supported by tare mysql".into());
+    }
+    if load.duration.is_none() && cfg.events.is_none() {
+        return bad("give --time or --events: a run without either never ends".into());
+    }
+    if cfg.events == Some(0) {
+        return bad("--events must be at least 1 (or leave it out)".into());
+    }
+    check_tables(cfg.tables, cfg.table_size)?;
+    if cfg.mix.range_size == 0 {
+        return bad("--range_size must be at least 1".into());
+    }
+    if !cfg.allow_remote && !cfg.endpoint.is_local() {
+        return bad(format!(
+            "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
+            cfg.endpoint
+        ));
+    }
+    Ok(())
+}
+
+/// `--tables` and `--table-size` as sysbench takes them.
+pub(crate) fn check_tables(tables: u32, table_size: u32) -> Result<(), MysqlError> {
+    if tables == 0 {
+        return Err(MysqlError::Config("--tables must be at least 1".into()));
+    }
+    if table_size == 0 {
+        return Err(MysqlError::Config("--table-size must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// Runs `work` inside the run's network namespace when it has one (on a
+/// thread of its own, as entering one is per thread).
+pub(crate) fn in_netns<T: Send>(
+    netns: Option<&std::path::Path>,
+    work: impl FnOnce() -> Result<T, MysqlError> + Send,
+) -> Result<T, MysqlError> {
+    let Some(ns) = netns else { return work() };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tare_engine::netns::enter(ns)
+                .map_err(|e| MysqlError::io("entering the network namespace", e))?;
+            work()
+        })
+        .join()
+        .map_err(|_| MysqlError::Protocol("the session's thread panicked".into()))?
+    })
+}
+
+/// The pre-run session: the server's version, or why it cannot be loaded.
+/// It sends one statement (counted in `Questions`).
+fn check_server(cfg: &MysqlConfig) -> Result<String, MysqlError> {
+    in_netns(cfg.load.netns.as_deref(), || {
+        let mut s = Session::connect(&cfg.endpoint, &cfg.login, cfg.load.timeout)?;
+        let v = s.value("SELECT VERSION()")?.unwrap_or_default();
+        s.quit();
+        Ok(v)
+    })
+}
+
+/// [`run`], ending early (with the results so far) once `stop` is set.
+pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, MysqlError> {
+    validate(cfg)?;
+    let plan = Plan::new(cfg.workload, &cfg.mix, cfg.tables, cfg.table_size, cfg.rand);
+    let server_version = check_server(cfg)?;
+    let seed = cfg.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    let load = &cfg.load;
+    let threads = load.threads;
+    let clock = Clock::new(Instant::now());
+    let shared = Shared {
+        cfg,
+        plan,
+        clock,
+        seed,
+        stop: &stop,
+    };
+    let board = Board::new(threads);
+    let live: Vec<Live> = (0..threads).map(|_| Live::default()).collect();
+    let reporting = cfg.report_interval.is_some();
+    if reporting {
+        for l in &live {
+            *l.latency.lock().unwrap_or_else(|p| p.into_inner()) = Some(Latency::new());
+        }
+    }
+    let share = |i: usize| load.connections / threads + usize::from(i < load.connections % threads);
+    let first = |i: usize| (0..i).map(share).sum::<usize>();
+    let quota = |i: usize| {
+        cfg.events.map(|n| {
+            // Spread by connections, so a worker with more gets more.
+            let before = (n as u128 * first(i) as u128 / load.connections as u128) as u64;
+            let upto =
+                (n as u128 * (first(i) + share(i)) as u128 / load.connections as u128) as u64;
+            upto - before
+        })
+    };
+    let before_measuring = load.ramp + load.warmup;
+    let failure = std::sync::Mutex::new(None::<MysqlError>);
+    let reporter_stop = AtomicBool::new(false);
+    let (started, outputs) = std::thread::scope(|scope| {
+        let (started, outputs) = workers::run_gated(
+            Mysql::NAME,
+            threads,
+            load.cpus.as_ref(),
+            |i, ticket| -> Option<WorkerOutput> {
+                let live_i = reporting.then(|| &live[i]);
+                let setup = (|| -> Result<Worker<'_>, MysqlError> {
+                    if let Some(ns) = &load.netns {
+                        tare_engine::netns::enter(ns)
+                            .map_err(|e| MysqlError::io("entering the network namespace", e))?;
+                    }
+                    let mut w =
+                        Worker::new(&shared, first(i)..first(i) + share(i), quota(i), live_i)
+                            .map_err(|e| {
+                                MysqlError::io(
+                                    "setting up the worker's wait (epoll or io_uring)",
+                                    e,
+                                )
+                            })?;
+                    w.connect_all()?;
+                    Ok(w)
+                })();
+                match setup {
+                    Ok(w) => {
+                        let start = ticket.ready()?;
+                        Some(w.run(start, threads, &board.threads[i]))
+                    }
+                    Err(e) => {
+                        failure
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                        ticket.fail();
+                        None
+                    }
+                }
+            },
+            |gate| {
+                if !gate.all_ready() {
+                    gate.open(None);
+                    return None;
+                }
+                let started = SystemTime::now() + before_measuring;
+                let start_ns = clock.now_ns();
+                gate.open(Some(start_ns));
+                if let Some(every) = cfg.report_interval {
+                    let (live, stop_r, board) = (&live, &reporter_stop, &board);
+                    scope.spawn(move || {
+                        report_progress(live, board, every, cfg.load.connections, stop_r)
+                    });
+                }
+                let planned = load.duration.map(|d| d + before_measuring);
+                let line = cfg.live.then(|| Line::start(board.clone(), "tx", planned));
+                Some((started, start_ns, line))
+            },
+        );
+        reporter_stop.store(true, Ordering::Relaxed);
+        (started, outputs)
+    });
+    let Some((started, start_ns, line)) = started else {
+        let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let died = outputs
+            .into_iter()
+            .find_map(Result::err)
+            .map(MysqlError::from);
+        return Err(stored
+            .or(died)
+            .unwrap_or_else(|| MysqlError::Config("a worker thread failed to start".into())));
+    };
+    if let Some(l) = line {
+        l.finish();
+    }
+    let mut lost = None;
+    let outputs: Vec<WorkerOutput> = outputs
+        .into_iter()
+        .filter_map(|o| match o {
+            Ok(o) => o,
+            Err(e) => {
+                lost.get_or_insert(e);
+                None
+            }
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Err(lost.map_or_else(
+            || MysqlError::Config("no worker thread finished".into()),
+            MysqlError::from,
+        ));
+    }
+    Ok(assemble(
+        cfg,
+        outputs,
+        start_ns + before_measuring.as_nanos() as u64,
+        started,
+        server_version,
+    ))
+}
+
+/// sysbench's `--report-interval` line on stderr: `[ 1s ] thds: 8 tps:
+/// ... qps: ... (r/w/o: ...) lat (ms,95%): ... err/s: ... reconn/s: ...`.
+fn report_progress(live: &[Live], board: &Board, every: Duration, conns: usize, stop: &AtomicBool) {
+    let origin = Instant::now();
+    let mut last = [0u64; 5];
+    let mut tick = 1u32;
+    while !stop.load(Ordering::Relaxed) {
+        let left = (every * tick).saturating_sub(origin.elapsed());
+        if !left.is_zero() {
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+            continue;
+        }
+        let sum = |f: fn(&Live) -> &std::sync::atomic::AtomicU64| -> u64 {
+            live.iter().map(|l| f(l).load(Ordering::Relaxed)).sum()
+        };
+        let now = [
+            sum(|l| &l.transactions),
+            sum(|l| &l.reads),
+            sum(|l| &l.writes),
+            sum(|l| &l.other),
+            sum(|l| &l.ignored),
+        ];
+        let mut lat = Latency::new();
+        for l in live {
+            if let Some(h) = l.latency.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                lat.merge(h);
+                *h = Latency::new();
+            }
+        }
+        let s = every.as_secs_f64();
+        let d: Vec<f64> = now
+            .iter()
+            .zip(last)
+            .map(|(a, b)| (a - b) as f64 / s)
+            .collect();
+        let p95 = if lat.is_empty() {
+            0.0
+        } else {
+            lat.quantile_us(0.95) / 1e3
+        };
+        let _ = board;
+        eprintln!(
+            "[ {}s ] thds: {conns} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,95%): {p95:.2} err/s: {:.2} reconn/s: 0.00",
+            (every * tick).as_secs_f64().round() as u64,
+            d[0],
+            d[1] + d[2] + d[3],
+            d[1],
+            d[2],
+            d[3],
+            d[4],
+        );
+        last = now;
+        tick += 1;
+    }
+}
+
+/// Merges the workers' results; `start_ns`: when measurement began.
+fn assemble(
+    cfg: &MysqlConfig,
+    outputs: Vec<WorkerOutput>,
+    start_ns: u64,
+    started: SystemTime,
+    server_version: String,
+) -> LoadResult {
+    let mut it = outputs.into_iter();
+    let first = it.next().expect("at least one worker");
+    let mut rec = first.rec;
+    let mut q = first.queries;
+    let mut ignored = first.ignored;
+    let mut failed = first.failed;
+    let mut aborted = first.aborted;
+    let mut abort_error = first.abort_error;
+    let mut end_ns = first.end_ns;
+    let mut unsent = first.unsent;
+    let mut cpu = first.cpu;
+    let mut wakeups = first.wakeups;
+    // The pre-run check's SELECT VERSION() and COM_QUIT.
+    let mut untimed = 2 + first.quits;
+    for o in it {
+        untimed += o.quits;
+        rec.merge(&o.rec);
+        q.reads += o.queries.reads;
+        q.writes += o.queries.writes;
+        q.other += o.queries.other;
+        for (k, n) in o.ignored {
+            *ignored.entry(k).or_insert(0) += n;
+        }
+        for (k, n) in o.failed {
+            *failed.entry(k).or_insert(0) += n;
+        }
+        aborted += o.aborted;
+        abort_error = abort_error.or(o.abort_error);
+        end_ns = end_ns.max(o.end_ns);
+        unsent += o.unsent;
+        cpu.add(&o.cpu);
+        wakeups.waits += o.wakeups.waits;
+    }
+    let duration_ns = end_ns.saturating_sub(start_ns).max(1);
+    let duration_s = duration_ns as f64 / 1e9;
+    let n = rec.requests;
+    let by_code = |m: std::collections::BTreeMap<u16, u64>| {
+        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    };
+    LoadResult {
+        engine: Mysql::NAME.into(),
+        unit: Some(Mysql::UNIT),
+        // A failed transaction is not among the completed ones.
+        attempts: Some(n + rec.errors.total()),
+        target: cfg.target(),
+        transport: cfg.endpoint.transport().to_string(),
+        started_unix_s: started
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+        duration_s,
+        connections: cfg.load.connections as u64,
+        threads: cfg.load.threads as u64,
+        keepalive: true,
+        requests: n,
+        in_flight: rec.in_flight,
+        errors: rec.errors,
+        rps: None,
+        tps: Some(n as f64 / duration_s),
+        bytes_read: rec.bytes_read,
+        latency_us: rec.latency.summary(),
+        hdr: rec.latency.encode().unwrap_or_default(),
+        connect_us: None,
+        first_byte_us: None,
+        timeline: rec.timeline(duration_ns),
+        generator_cpu_s: cpu.total_s(),
+        generator_cpu_user_s: cpu.user.as_secs_f64(),
+        generator_cpu_system_s: cpu.system.as_secs_f64(),
+        status_codes: Default::default(),
+        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
+        schedule: tare_engine::schedule::report(
+            cfg.load.rate,
+            cfg.load.arrivals,
+            cfg.load.ramp,
+            &rec,
+            duration_ns,
+            unsent,
+        ),
+        wakeups: Some(wakeups),
+        connect_phase: None,
+        pg: None,
+        redis: None,
+        net: None,
+        metrics: Vec::new(),
+        primary: None,
+        tool: None,
+        generators: Vec::new(),
+        mysql: Some(MysqlDetails {
+            workload: cfg.workload.name().into(),
+            tables: cfg.tables as u64,
+            table_size: cfg.table_size as u64,
+            protocol: if cfg.prepared { "prepared" } else { "text" }.into(),
+            reads: q.reads,
+            writes: q.writes,
+            other: q.other,
+            ignored_errors: ignored.values().sum(),
+            errors_by_code: by_code(failed),
+            ignored_by_code: by_code(ignored),
+            events_planned: cfg.events,
+            aborted_connections: aborted,
+            abort_error,
+            untimed_commands: untimed,
+            server_version,
+        }),
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
