@@ -1,14 +1,15 @@
 //! The processes a placement runs on a server's behalf (containerd-shim,
 //! conmon, docker-proxy, a fuse-overlayfs daemon serving a container's
 //! files) and their CPUs. tare pins the server to its own CPUs, but these
-//! processes were started by Docker or Podman and float: on a 2-CPU
-//! machine with the generator on CPU 0 and the server on CPU 1, a
-//! fuse-overlayfs daemon that lands on CPU 1 halves the server's CPU and
-//! one that lands on CPU 0 takes the generator's instead, and where it
-//! lands moves from trial to trial (docs/studies.md, "fuse-overlayfs
-//! (2026-11-25)": the docker cells alternated between two speeds). Pinned
-//! to the server's CPUs, what the deployment costs is charged to the
-//! server's side every time (`[cpus] helpers`, docs/experiments.md).
+//! processes were started by Docker or Podman and float: on this
+//! project's 2-CPU machine, with the generator on CPU 0 and the server on
+//! CPU 1, the fuse-overlayfs daemon of a container serving its files
+//! mostly ran on CPU 0 (every FUSE request a cross-CPU wake-up, about
+//! 9.5k req/s) and now and then beside nginx (16-18k): two speeds a factor
+//! of two apart, from trial to trial. Pinned with the server, every trial
+//! gave 21-22k (docs/studies.md, "fuse-overlayfs (2026-11-25)"). Pinned,
+//! what the deployment costs is also charged to the server's side every
+//! time (`[cpus] helpers`, docs/experiments.md).
 
 use serde::{Deserialize, Serialize};
 use tare_engine::cpu::CpuList;
