@@ -298,11 +298,19 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     let mut out = String::from(
         "where the CPU goes (µs of CPU per request, over each cell's monitored trials)\n",
     );
+    // A watched process no cell used (conmon in a run without Podman, say)
+    // would be a column of zeros: only those that show in some cell.
     let watched: Vec<String> = {
         let mut v: Vec<String> = res
             .cells
             .iter()
-            .flat_map(|c| c.per_request.watched_us.keys().cloned())
+            .flat_map(|c| {
+                c.per_request
+                    .watched_us
+                    .iter()
+                    .filter(|(_, us)| **us >= 0.05)
+                    .map(|(name, _)| name.clone())
+            })
             .collect();
         v.sort();
         v.dedup();
@@ -361,4 +369,44 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         notes.add(format!("generator-bound: {w}"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run without Podman printed conmon, pasta, rootlessport and
+    /// slirp4netns as columns of zeros beside docker-proxy.
+    #[test]
+    fn watched_processes_no_cell_used_are_not_columns() {
+        let cell = |name: &str, proxy: f64| {
+            let mut per_request = tare_monitor::CpuPerRequest {
+                requests: 1000,
+                server_us: 7.0,
+                generator_us: 7.0,
+                ..Default::default()
+            };
+            per_request.watched_us.insert("docker-proxy".into(), proxy);
+            per_request.watched_us.insert("conmon".into(), 0.0);
+            per_request.watched_us.insert("pasta".into(), 0.01);
+            crate::resources::CellResources {
+                cell: name.into(),
+                per_request,
+                verdicts: Default::default(),
+                trials: 1,
+                where_ran: Default::default(),
+                shared_with_server: Vec::new(),
+            }
+        };
+        let res = crate::resources::Resources {
+            cells: vec![cell("native", 0.0), cell("docker-publish", 20.3)],
+            steps: Vec::new(),
+            warning: None,
+        };
+        let text = resources(&res, &mut Notes::default());
+        let header = text.lines().nth(1).unwrap();
+        assert!(header.contains("docker-proxy"), "{text}");
+        assert!(!header.contains("conmon"), "{text}");
+        assert!(!header.contains("pasta"), "{text}");
+    }
 }
