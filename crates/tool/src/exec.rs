@@ -260,11 +260,13 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0')))
+            .and_then(|n| u8::try_from(n).ok());
+        if let Some(byte) = octal {
+            out.push(byte);
             i += 4;
         } else {
             out.push(b[i]);
@@ -278,6 +280,13 @@ fn unescape(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::job::builtin;
+
+    #[test]
+    fn an_escape_above_a_byte_is_kept_as_written() {
+        // Found by the `wire` fuzz target: `\615` overflowed a u8.
+        assert_eq!(unescape("/a\\615b\\040c"), "/a\\615b c");
+        assert_eq!(unescape("/x\\37"), "/x\\37");
+    }
 
     #[test]
     fn the_longest_mount_point_names_the_filesystem() {
