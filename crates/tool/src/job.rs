@@ -38,11 +38,17 @@ impl ToolKind {
 
     /// Parses one run's output (hpcc's output file, the others' stdout).
     pub fn parse(self, output: &str) -> Result<Parsed, ParseError> {
-        match self {
+        let mut parsed = match self {
             ToolKind::Fio => crate::fio::parse(output),
             ToolKind::Hpcc => crate::hpcc::parse(output),
             ToolKind::Sysbench => crate::sysbench::parse(output),
-        }
+        }?;
+        // A figure that overflows once summed or scaled (two jobs' 1e308
+        // IOPS, 1e306 TFLOP/s in GFLOP/s) is no measurement: left out,
+        // as a metric the output lacks is (a missing primary is the
+        // trial's error).
+        parsed.metrics.retain(|m| m.value.is_finite());
+        Ok(parsed)
     }
 
     /// The host's binary on PATH, else the one-line error that names the
@@ -436,6 +442,16 @@ HPL.out      output file name (if any)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_that_overflows_once_scaled_is_left_out() {
+        let out = "Begin of Summary section.\nVersionMajor=1\nVersionMinor=5\n\
+                   VersionMicro=0\nHPL_Tflops=1e306\nSingleSTREAM_Triad=12.5\n\
+                   End of Summary section.\n";
+        let p = ToolKind::Hpcc.parse(out).unwrap();
+        let names: Vec<&str> = p.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["stream_triad_gb_s"], "{:?}", p.metrics);
+    }
 
     #[test]
     fn every_builtin_checks_and_default_is_the_first_disk_row() {

@@ -60,8 +60,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                 .map(str::trim)
                 .find_map(|l| l.strip_prefix(label))
                 .and_then(|r| r.trim_start_matches(':').trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite())
                 .map(|v| v * 1e3)
+                // After the scaling: 1.8e308 ms is finite, its µs are not.
+                .filter(|v| v.is_finite())
         };
         if let (Some(avg), Some(p95)) = (ms("avg"), ms("95th percentile")) {
             out.latency = Some(LatencySummary {
@@ -80,6 +81,20 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_latency_too_large_for_microseconds_is_left_out() {
+        // Found by the `outputs` fuzz target.
+        let text = "sysbench 1.0.20\nCPU speed:\n    events per second:  2013.41\n\n\
+                    Latency (ms):\n         avg: 0.50\n         95th percentile: 1.797693e+308\n";
+        let p = parse(text).unwrap();
+        assert!(
+            p.metrics.iter().all(|m| m.value.is_finite()),
+            "{:?}",
+            p.metrics
+        );
+        assert!(!p.metrics.iter().any(|m| m.name == "latency_p95_us"));
+    }
 
     #[test]
     fn output_with_no_rate_is_an_error() {
