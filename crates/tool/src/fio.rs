@@ -26,11 +26,14 @@ const PERCENTILES: &[(&str, &str)] = &[
 /// Parses fio's JSON output. A job that reports an error (`"error" : 22`)
 /// makes the run an error, with fio's own message if it printed one.
 pub fn parse(stdout: &str) -> Result<Parsed, ParseError> {
+    // Offsets over whole lines, terminators included (`lines()` drops a
+    // `\r\n` as one character short: a CRLF line then put the offset
+    // inside a UTF-8 character, found by the outputs fuzz target).
     let start = stdout
-        .lines()
+        .split_inclusive('\n')
         .scan(0usize, |at, line| {
             let here = *at;
-            *at += line.len() + 1;
+            *at += line.len();
             Some((here, line))
         })
         .find(|(_, l)| l.starts_with('{'))
@@ -200,5 +203,11 @@ mod tests {
         let text = "note: something\n{\"jobs\":[{\"jobname\":\"r\",\"error\":0,\"read\":{\"total_ios\":0}}]}\n";
         assert!(parse(text).unwrap_err().to_string().contains("no I/O"));
         assert!(parse("fio: engine libaio not loadable\n").is_err());
+    }
+
+    #[test]
+    fn crlf_lines_before_the_object_are_skipped_too() {
+        let text = "note\r\n\r\né\r\n{\"jobs\":[{\"jobname\":\"r\",\"error\":0,\"read\":{\"total_ios\":0}}]}\r\n";
+        assert!(parse(text).unwrap_err().to_string().contains("no I/O"));
     }
 }
