@@ -74,6 +74,67 @@ pub(crate) fn flag_is(args: &[String], flag: &str, value: &str) -> bool {
     args.windows(2).any(|w| w[0] == flag && w[1] == value)
 }
 
+/// The processes holding a socket that listens on TCP `port` in tare's own
+/// network namespace, and every process below them: a rootless
+/// container's forwarder (rootlessport and the child it dials through,
+/// pasta, slirp4netns's own forwarder), whose server listens in a
+/// namespace of its own.
+pub(crate) fn listeners(port: u16) -> Vec<Helper> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            inodes.extend(listening_inodes(&text, port));
+        }
+    }
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    let holds = |pid: libc::pid_t| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| wanted.iter().any(|w| l.as_os_str() == w.as_str()))
+            })
+        })
+    };
+    let mut pids: Vec<libc::pid_t> = Vec::new();
+    for pid in crate::procfs::pids().into_iter().filter(|&p| holds(p)) {
+        for p in crate::procfs::tree(pid) {
+            if !pids.contains(&p) {
+                pids.push(p);
+            }
+        }
+    }
+    pids.into_iter()
+        .filter_map(|pid| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            Some(Helper {
+                name: name.trim_end().to_string(),
+                pid: pid as u32,
+            })
+        })
+        .collect()
+}
+
+/// The inodes of the sockets listening on `port` in a /proc/net/tcp or
+/// tcp6 table (`sl local rem st ... uid timeout inode`; addresses and
+/// ports in hex, state 0A is LISTEN).
+fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port = f.get(1)?.rsplit_once(':')?.1;
+            (u16::from_str_radix(local_port, 16).ok()? == port && *f.get(3)? == "0A")
+                .then(|| f.get(9)?.parse().ok())
+                .flatten()
+        })
+        .filter(|&inode| inode != 0)
+        .collect()
+}
+
 /// Pins every thread of each helper to `cpus` and reads back where each
 /// may run. A helper that is gone by now is left out; one that cannot be
 /// pinned keeps the CPUs it has, which the facts then show.
@@ -108,6 +169,32 @@ mod tests {
         assert!(flag_is(&a, "-id", "abc"));
         assert!(!flag_is(&a, "-id", "moby"));
         assert!(!flag_is(&a, "-namespace", "abc"));
+    }
+
+    #[test]
+    fn listening_sockets_are_read_from_the_kernel_table() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1001        0 53211 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D1C2 01 00000000:00000000 00:00000000 00000000  1001        0 53999 1 0000000000000000 20 4 30 10 -1
+   2: 00000000:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1200 1 0000000000000000 100 0 0 10 0
+   3: 0100007F:1F90
+";
+        // The established connection on the same port is not a listener.
+        assert_eq!(listening_inodes(table, 8080), vec![53211]);
+        assert_eq!(listening_inodes(table, 80), vec![1200]);
+        assert!(listening_inodes(table, 9090).is_empty());
+        assert!(listening_inodes("", 8080).is_empty());
+    }
+
+    #[test]
+    fn the_process_listening_on_a_port_and_its_children_are_found() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let found = listeners(port);
+        let me = std::process::id();
+        assert!(found.iter().any(|h| h.pid == me), "{found:?}");
+        drop(listener);
+        assert!(!listeners(port).iter().any(|h| h.pid == me));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! (rootlessport), podman-rootless-slirp (slirp4netns's forwarder) and
 //! podman-rootless-pasta, as tare's own user `tare-rootless` (made on first
 //! use), loaded with an exact request count; the same binary as the host's
-//! from tare's image in that user's store; the server pinned by affinity;
-//! each forwarder running as the user while deployed, and nothing of the
+//! from tare's image in that user's store; the server pinned by affinity,
+//! its conmon and forwarder with it; each forwarder running as the user while deployed, and nothing of the
 //! user's left after stop (containers, volumes, forwarders), tare's images
 //! then removed by `tare cleanup`. tare serve, a whole `tare run` and a
 //! SIGKILLed one are in crates/cli/tests/podman_rootless.rs.
@@ -41,7 +41,7 @@ fn forwarder(placement: &str) -> &'static [&'static str] {
     match placement {
         "podman-rootless-publish" => &["rootlessport"],
         "podman-rootless-slirp" => &["slirp4netns"],
-        _ => &["pasta", "passt.avx2", "passt"],
+        _ => &["pasta", "pasta.avx2", "passt.avx2", "passt"],
     }
 }
 
@@ -61,6 +61,7 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
     spec.transport = transport;
     spec.container.storage = storage;
     spec.server_cpus = Some("1".into());
+    spec.helper_cpus = Some("1".into());
     let d = deploy(&spec).unwrap_or_else(|e| panic!("nginx in {placement_name}: {e}"));
     let (uid, ..) = rootless::user(DEFAULT_USER).expect("tare made its rootless user");
     match d.endpoint() {
@@ -95,6 +96,21 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
     // Pinned by affinity, as --cpuset-cpus pins a rootful container (the
     // worker is what the facts describe).
     assert_eq!(f.process.cpus_allowed.as_deref(), Some("1"), "{f:?}");
+    // Its helpers go with it: conmon, and over TCP the forwarder that
+    // listens on the published port (`[cpus] helpers`).
+    let pinned = |names: &[&str]| {
+        f.helpers
+            .iter()
+            .any(|h| names.contains(&h.name.as_str()) && h.cpus_allowed.as_deref() == Some("1"))
+    };
+    assert!(pinned(&["conmon"]), "{placement_name}: {:?}", f.helpers);
+    if transport == Transport::Tcp {
+        assert!(
+            pinned(forwarder(placement_name)),
+            "{placement_name}: {:?}",
+            f.helpers
+        );
+    }
     // In the user's store, with tare's labels and the run id.
     let labelled = rootless::podman_as(
         DEFAULT_USER,

@@ -362,6 +362,9 @@ impl Site for PodmanSite {
             storage,
             pin,
             own_cgroup,
+            forwarded: self
+                .host_port
+                .filter(|_| rootless.is_some() && role == Role::Server),
         }))
     }
 
@@ -490,6 +493,8 @@ struct PodmanRun {
     pin: Option<CpuList>,
     /// Whether it has a cgroup of its own for the monitor to follow.
     own_cgroup: bool,
+    /// Rootless, the server: the host port its forwarder listens on.
+    forwarded: Option<u16>,
 }
 
 impl Running for PodmanRun {
@@ -551,9 +556,16 @@ impl Running for PodmanRun {
             guest: None,
         }
     }
-    /// Its conmon (`-c <container>`), Podman's shim. (A rootless
-    /// forwarder, slirp4netns, rootlessport or pasta, is not pinned yet.)
+    /// Its conmon (`-c <container>`), Podman's shim, and rootless, the
+    /// forwarder of its published port: whatever listens on the host port
+    /// (rootlessport, pasta, slirp4netns), with its children
+    /// (rootlessport's, which dials into the container).
     fn helpers(&self) -> Vec<crate::helpers::Helper> {
-        crate::helpers::find("conmon", |a| crate::helpers::flag_is(a, "-c", &self.id))
+        let mut out =
+            crate::helpers::find("conmon", |a| crate::helpers::flag_is(a, "-c", &self.id));
+        if let Some(port) = self.forwarded {
+            out.extend(crate::helpers::listeners(port));
+        }
+        out
     }
 }
