@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use tare_analysis::Run;
 use tare_monitor::{run_warning, Bound, CostShift, CpuPerRequest, MonitorRecord, Verdict};
+use tare_record::Unit;
 
 use crate::where_ran;
 
@@ -29,6 +30,20 @@ pub struct CellResources {
     /// The groups that ran on the server's CPUs, in words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shared_with_server: Vec<String>,
+    /// What `per_request` counts per: the records' unit (requests,
+    /// transactions, round trips, a benchmark program's runs).
+    pub unit: Unit,
+}
+
+/// How CPU per unit of work is shown: microseconds per request (or
+/// transaction, round trip, megabit), milliseconds per run of a benchmark
+/// program (seconds of CPU each, millions of µs). Returns the divisor of a
+/// µs figure and its unit (`µs`, `ms`).
+pub(crate) fn cpu_scale(unit: Unit) -> (f64, &'static str) {
+    match unit {
+        Unit::Runs => (1e3, "ms"),
+        _ => (1.0, "µs"),
+    }
 }
 
 /// One attribution step's change of CPU per request.
@@ -82,11 +97,11 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
 
 /// The run's monitoring, `None` when no trial was monitored.
 pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
-    type Seen = (Vec<CpuPerRequest>, Vec<Verdict>, where_ran::CpusSeen);
+    type Seen = (Vec<CpuPerRequest>, Vec<Verdict>, where_ran::CpusSeen, Unit);
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {
-        let (Some(_), Some(m)) = (&t.result, &t.monitor) else {
+        let (Some(r), Some(m)) = (&t.result, &t.monitor) else {
             continue;
         };
         let Ok(m) = MonitorRecord::from_json(m) else {
@@ -95,7 +110,9 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         if !order.contains(&t.cell.as_str()) {
             order.push(&t.cell);
         }
-        let e = by_cell.entry(&t.cell).or_default();
+        let e = by_cell
+            .entry(&t.cell)
+            .or_insert_with(|| (Vec::new(), Vec::new(), Default::default(), r.unit()));
         where_ran::add(&mut e.2, &m);
         if let Some(p) = m.per_request {
             e.0.push(p);
@@ -113,7 +130,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
     let mut cells = Vec::new();
     let mut all_verdicts = Vec::new();
     for id in order {
-        let (per, verdicts, seen) = &by_cell[id];
+        let (per, verdicts, seen, unit) = &by_cell[id];
         let Some(per_request) = merge(per) else {
             continue;
         };
@@ -130,6 +147,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             trials: per.len(),
             shared_with_server: where_ran::shared_with_server(&where_ran),
             where_ran,
+            unit: *unit,
         });
     }
     let mut steps = Vec::new();
@@ -138,10 +156,11 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             let find = |id: &str| cells.iter().find(|c| c.cell == id);
             if let (Some(a), Some(b)) = (find(&pair[0]), find(&pair[1])) {
                 let shift = CostShift::between(&a.per_request, &b.per_request);
+                let (scale, us) = cpu_scale(a.unit);
                 steps.push(StepCost {
                     from: pair[0].clone(),
                     to: pair[1].clone(),
-                    text: shift.to_string(),
+                    text: shift.describe(scale, &format!("{us}/{}", a.unit.noun())),
                     shift,
                 });
             }

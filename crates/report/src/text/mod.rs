@@ -295,9 +295,32 @@ fn levels(cell: &CellStats, order: &[String]) -> String {
 /// Where the CPU went, per cell and along the attribution chain.
 fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     use crate::table::{Align, Table};
-    let mut out = String::from(
-        "where the CPU goes (µs of CPU per request, over each cell's monitored trials)\n",
-    );
+    // One unit for the table when every cell counts the same work, else
+    // each row says its own (`per`).
+    let units: Vec<tare_record::Unit> = {
+        let mut u: Vec<_> = res.cells.iter().map(|c| c.unit).collect();
+        u.dedup();
+        u
+    };
+    let one_unit = match units.as_slice() {
+        [u] => Some(*u),
+        _ => None,
+    };
+    let per = |u: tare_record::Unit| {
+        let (_, us) = crate::resources::cpu_scale(u);
+        format!("{us}/{}", u.noun())
+    };
+    let mut out = match one_unit {
+        Some(u) => {
+            let (_, us) = crate::resources::cpu_scale(u);
+            format!(
+                "where the CPU goes ({us} of CPU per {}, over each cell's monitored trials)\n",
+                u.noun()
+            )
+        }
+        None => "where the CPU goes (CPU per unit of work, each row's in `per`, over each cell's monitored trials)\n"
+            .to_string(),
+    };
     // A watched process no cell used (conmon in a run without Podman, say)
     // would be a column of zeros: only those that show in some cell.
     let watched: Vec<String> = {
@@ -316,12 +339,15 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         v.dedup();
         v
     };
-    let mut header: Vec<(&str, Align)> = vec![
-        ("cell", Align::Left),
+    let mut header: Vec<(&str, Align)> = vec![("cell", Align::Left)];
+    if one_unit.is_none() {
+        header.push(("per", Align::Left));
+    }
+    header.extend([
         ("server", Align::Right),
         ("generator", Align::Right),
         ("network", Align::Right),
-    ];
+    ]);
     header.extend(watched.iter().map(|w| (w.as_str(), Align::Right)));
     header.extend([
         ("rest", Align::Right),
@@ -331,19 +357,20 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     let mut t = Table::new(&header);
     for c in &res.cells {
         let p = &c.per_request;
-        let mut row = vec![
-            c.cell.clone(),
-            format!("{:.1}", p.server_us),
-            format!("{:.1}", p.generator_us),
-            format!("{:.1}", p.network_us),
-        ];
+        let (scale, _) = crate::resources::cpu_scale(c.unit);
+        let num = |us: f64| format!("{:.1}", us / scale);
+        let mut row = vec![c.cell.clone()];
+        if one_unit.is_none() {
+            row.push(per(c.unit));
+        }
+        row.extend([num(p.server_us), num(p.generator_us), num(p.network_us)]);
         row.extend(
             watched
                 .iter()
-                .map(|w| format!("{:.1}", p.watched_us.get(w).copied().unwrap_or(0.0))),
+                .map(|w| num(p.watched_us.get(w).copied().unwrap_or(0.0))),
         );
-        row.push(format!("{:.1}", p.rest_us));
-        row.push(format!("{:.1}", p.machine_us));
+        row.push(num(p.rest_us));
+        row.push(num(p.machine_us));
         row.push(
             c.verdicts
                 .iter()
@@ -355,7 +382,10 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     }
     out.push_str(&t.render(2));
     if !res.steps.is_empty() {
-        out.push_str("along the chain, CPU per request moved:\n");
+        out.push_str(&format!(
+            "along the chain, CPU per {} moved:\n",
+            one_unit.map_or("unit of work", |u| u.noun())
+        ));
         for s in &res.steps {
             out.push_str(&format!("  {} → {}: {}\n", s.from, s.to, s.text));
         }
@@ -379,25 +409,6 @@ mod tests {
     /// slirp4netns as columns of zeros beside docker-proxy.
     #[test]
     fn watched_processes_no_cell_used_are_not_columns() {
-        let cell = |name: &str, proxy: f64| {
-            let mut per_request = tare_monitor::CpuPerRequest {
-                requests: 1000,
-                server_us: 7.0,
-                generator_us: 7.0,
-                ..Default::default()
-            };
-            per_request.watched_us.insert("docker-proxy".into(), proxy);
-            per_request.watched_us.insert("conmon".into(), 0.0);
-            per_request.watched_us.insert("pasta".into(), 0.01);
-            crate::resources::CellResources {
-                cell: name.into(),
-                per_request,
-                verdicts: Default::default(),
-                trials: 1,
-                where_ran: Default::default(),
-                shared_with_server: Vec::new(),
-            }
-        };
         let res = crate::resources::Resources {
             cells: vec![cell("native", 0.0), cell("docker-publish", 20.3)],
             steps: Vec::new(),
@@ -408,5 +419,75 @@ mod tests {
         assert!(header.contains("docker-proxy"), "{text}");
         assert!(!header.contains("conmon"), "{text}");
         assert!(!header.contains("pasta"), "{text}");
+    }
+
+    fn cell(name: &str, proxy: f64) -> crate::resources::CellResources {
+        cell_of(name, proxy, tare_record::Unit::Requests, 7.0)
+    }
+
+    fn cell_of(
+        name: &str,
+        proxy: f64,
+        unit: tare_record::Unit,
+        server_us: f64,
+    ) -> crate::resources::CellResources {
+        let mut per_request = tare_monitor::CpuPerRequest {
+            requests: 1000,
+            server_us,
+            generator_us: 7.0,
+            machine_us: server_us + 7.0,
+            ..Default::default()
+        };
+        per_request.watched_us.insert("docker-proxy".into(), proxy);
+        per_request.watched_us.insert("conmon".into(), 0.0);
+        per_request.watched_us.insert("pasta".into(), 0.01);
+        crate::resources::CellResources {
+            cell: name.into(),
+            per_request,
+            verdicts: Default::default(),
+            trials: 1,
+            where_ran: Default::default(),
+            shared_with_server: Vec::new(),
+            unit,
+        }
+    }
+
+    /// A benchmark program's cells count runs: seconds of CPU each, shown
+    /// in ms per run, not as millions of µs "per request".
+    #[test]
+    fn cpu_is_per_run_in_ms_for_a_benchmark_programs_cells() {
+        use tare_record::Unit;
+        let res = crate::resources::Resources {
+            cells: vec![cell_of("hpcc", 0.0, Unit::Runs, 46_868_335.3)],
+            steps: Vec::new(),
+            warning: None,
+        };
+        let text = resources(&res, &mut Notes::default());
+        assert!(
+            text.starts_with("where the CPU goes (ms of CPU per run,"),
+            "{text}"
+        );
+        assert!(text.contains("46868.3"), "{text}");
+        assert!(!text.contains("46868335"), "{text}");
+        // Mixed units: each row says its own.
+        let res = crate::resources::Resources {
+            cells: vec![
+                cell_of("hpcc", 0.0, Unit::Runs, 46_868_335.3),
+                cell_of("serve", 0.0, Unit::Requests, 7.0),
+            ],
+            steps: Vec::new(),
+            warning: None,
+        };
+        let text = resources(&res, &mut Notes::default());
+        assert!(text.contains("each row's in `per`"), "{text}");
+        let rows: Vec<&str> = text.lines().skip(2).take(2).collect();
+        assert!(
+            rows[0].contains("ms/run") && rows[0].contains("46868.3"),
+            "{text}"
+        );
+        assert!(
+            rows[1].contains("µs/request") && rows[1].contains(" 7.0"),
+            "{text}"
+        );
     }
 }
