@@ -3,10 +3,11 @@
 //! podman-rootless-pasta, as tare's own user `tare-rootless` (made on first
 //! use), loaded with an exact request count; the same binary as the host's
 //! from tare's image in that user's store; the server pinned by affinity,
-//! its conmon and forwarder with it; each forwarder running as the user while deployed, and nothing of the
-//! user's left after stop (containers, volumes, forwarders), tare's images
-//! then removed by `tare cleanup`. tare serve, a whole `tare run` and a
-//! SIGKILLed one are in crates/cli/tests/podman_rootless.rs.
+//! its conmon and forwarder with it; each forwarder running as the user
+//! while deployed, and nothing of the user's left after stop (containers,
+//! volumes, forwarders), tare's images then removed by `tare cleanup`.
+//! tare serve, a whole `tare run` and a SIGKILLed one are in
+//! crates/cli/tests/podman_rootless.rs.
 
 mod support;
 

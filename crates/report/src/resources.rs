@@ -46,6 +46,11 @@ pub(crate) fn cpu_scale(unit: Unit) -> (f64, &'static str) {
     }
 }
 
+/// What a cell's CPU figures are per, as a unit: `µs/request`, `ms/run`.
+pub(crate) fn cpu_per(unit: Unit) -> String {
+    format!("{}/{}", cpu_scale(unit).1, unit.noun())
+}
+
 /// One attribution step's change of CPU per request.
 #[derive(Clone, Debug, Serialize)]
 pub struct StepCost {
@@ -156,11 +161,10 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             let find = |id: &str| cells.iter().find(|c| c.cell == id);
             if let (Some(a), Some(b)) = (find(&pair[0]), find(&pair[1])) {
                 let shift = CostShift::between(&a.per_request, &b.per_request);
-                let (scale, us) = cpu_scale(a.unit);
                 steps.push(StepCost {
                     from: pair[0].clone(),
                     to: pair[1].clone(),
-                    text: shift.describe(scale, &format!("{us}/{}", a.unit.noun())),
+                    text: shift.describe(cpu_scale(a.unit).0, &cpu_per(a.unit)),
                     shift,
                 });
             }

@@ -88,7 +88,7 @@ impl CostShift {
 
 impl std::fmt::Display for CostShift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.describe(1.0, "µs/request"))
+        self.write_scaled(f, 1.0, "µs/request")
     }
 }
 
@@ -103,8 +103,12 @@ impl CostShift {
         out
     }
 
-    fn write_scaled(&self, f: &mut String, scale: f64, label: &str) -> std::fmt::Result {
-        use std::fmt::Write as _;
+    fn write_scaled(
+        &self,
+        f: &mut impl std::fmt::Write,
+        scale: f64,
+        label: &str,
+    ) -> std::fmt::Result {
         let total = self.total_us / scale;
         write!(f, "{total:+.1} {label}")?;
         // Name the part that moved the same way as the total and most. A

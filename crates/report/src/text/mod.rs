@@ -306,10 +306,6 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         [u] => Some(*u),
         _ => None,
     };
-    let per = |u: tare_record::Unit| {
-        let (_, us) = crate::resources::cpu_scale(u);
-        format!("{us}/{}", u.noun())
-    };
     let mut out = match one_unit {
         Some(u) => {
             let (_, us) = crate::resources::cpu_scale(u);
@@ -361,7 +357,7 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         let num = |us: f64| format!("{:.1}", us / scale);
         let mut row = vec![c.cell.clone()];
         if one_unit.is_none() {
-            row.push(per(c.unit));
+            row.push(crate::resources::cpu_per(c.unit));
         }
         row.extend([num(p.server_us), num(p.generator_us), num(p.network_us)]);
         row.extend(
