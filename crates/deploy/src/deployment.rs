@@ -15,7 +15,7 @@ use crate::facts::{BackendFacts, Facts};
 use crate::health;
 use crate::placements::{Context, Role, Running, SpecOption};
 use crate::procfs;
-use crate::spec::{DeploySpec, Transport};
+use crate::spec::{DeploySpec, TargetSpec, Transport};
 use crate::targets::{self, Listen};
 use crate::teardown::{Resource, Teardown};
 
@@ -223,6 +223,20 @@ struct Parts {
     dir: PathBuf,
 }
 
+/// How many CPUs a pinned server may use, when that is fewer than the
+/// machine's online CPUs and the server runs where it would count those (a
+/// process or a container shares the host's `/sys`; a guest counts its own
+/// vCPUs, sized from the same list).
+fn pinned_cpus(spec: &DeploySpec) -> Option<usize> {
+    if spec.placement.accepts(SpecOption::Vm) {
+        return None;
+    }
+    let n = tare_engine::cpu::cpu_list_len(spec.server_cpus.as_deref()?);
+    // SAFETY: sysconf reads a constant of the running system.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0 && (n as i64) < online as i64).then_some(n)
+}
+
 fn make_dir(run_id: &str, teardown: &Teardown) -> Result<PathBuf, DeployError> {
     static SEQ: AtomicU32 = AtomicU32::new(0);
     let n = SEQ.fetch_add(1, Ordering::Relaxed);
@@ -274,8 +288,12 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         Some(c) => Some(site.companion(c.kind.get().standard_port())?),
         None => None,
     };
+    let target_spec = TargetSpec {
+        cpus: pinned_cpus(spec),
+        ..spec.target.clone()
+    };
     let server = target.prepare(
-        &spec.target,
+        &target_spec,
         targets::binary(&spec.target)?,
         &dir,
         &listen,

@@ -90,6 +90,14 @@ pub struct TargetSpec {
     /// nginx. `None`: the running executable (as for the tare-serve target).
     #[serde(default)]
     pub backend_binary: Option<PathBuf>,
+    /// How many CPUs the server may run on, when the deployment pins it to
+    /// fewer than the machine has and the server cannot count them itself
+    /// (a process or a container: nginx 1.22's `worker_processes auto`
+    /// counts the machine's online CPUs, not its affinity or cpuset). Set
+    /// by the deployment from `DeploySpec::server_cpus`; `None` in a guest,
+    /// which counts its own vCPUs.
+    #[serde(skip)]
+    pub cpus: Option<usize>,
 }
 
 impl TargetSpec {
@@ -101,6 +109,7 @@ impl TargetSpec {
             body_size: 612, // the size of nginx's stock index.html (Debian 1.22)
             binary: None,
             backend_binary: None,
+            cpus: None,
         }
     }
 }

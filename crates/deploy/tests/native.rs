@@ -70,6 +70,49 @@ fn nginx_default_and_tuned_serve_the_file_and_leave_nothing() {
     }
 }
 
+/// The worker processes of the nginx master `pid`.
+fn workers(pid: i32) -> usize {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    children.split_whitespace().count()
+}
+
+#[test]
+fn tuned_nginx_runs_one_worker_per_cpu_it_is_pinned_to() {
+    // What nginx's `auto` counts: the machine's online CPUs.
+    let online = tare_engine::cpu::cpu_list_len(
+        &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap(),
+    );
+    for pin in [None, Some("0")] {
+        let run = support::run_id("ngpin");
+        let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
+        target.variant = "tuned".into();
+        let mut spec = DeploySpec::new(&run, target, PlacementKind::named("native").unwrap());
+        spec.server_cpus = pin.map(String::from);
+        let d = deploy(&spec).unwrap();
+        let conf = std::fs::read_to_string(d.dir().join("nginx.conf")).unwrap();
+        let pid = d.facts().server_pid.unwrap();
+        // `auto` is left to nginx unless tare pins the server to fewer CPUs
+        // than the machine has; then it is that count.
+        let expected = match pin {
+            Some(_) if online > 1 => {
+                assert!(conf.contains("worker_processes 1;"), "{conf}");
+                1
+            }
+            _ => {
+                assert!(conf.contains("worker_processes auto;"), "{conf}");
+                online
+            }
+        };
+        // The master forks its workers right after it starts answering.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while workers(pid) != expected && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(workers(pid), expected, "pinned to {pin:?}");
+        d.stop().unwrap();
+    }
+}
+
 #[test]
 fn nginx_over_a_unix_socket() {
     let run = support::run_id("ngunix");

@@ -84,6 +84,7 @@ impl Target for Nginx {
             extra: &[],
             log,
             resource: "/index.html",
+            cpus: spec.cpus,
         };
         server(spec.kind, binary, dir, listen, &config)
     }
@@ -122,6 +123,9 @@ pub(super) struct Config<'a> {
     pub log: AccessLog,
     /// The path the probe and the load ask for.
     pub resource: &'a str,
+    /// The CPUs the server is pinned to, when it would count more
+    /// ([`TargetSpec::cpus`]): `worker_processes auto` becomes that many.
+    pub cpus: Option<usize>,
 }
 
 /// nginx with `config` filled in for this deployment. The config hash is
@@ -139,6 +143,7 @@ pub(super) fn server(
         extra,
         log,
         resource,
+        cpus,
     } = *config;
     let d = dir.display().to_string();
     let mut text = template
@@ -146,6 +151,9 @@ pub(super) fn server(
         .replace("{{listen}}", &listen.nginx_text());
     for (placeholder, value) in extra.iter() {
         text = text.replace(placeholder, value);
+    }
+    if let Some(n) = cpus {
+        text = auto_workers(&text, n);
     }
     let conf = dir.join("nginx.conf");
     std::fs::write(&conf, text).map_err(|e| DeployError::io("writing nginx.conf", e))?;
@@ -167,6 +175,30 @@ pub(super) fn server(
         log_path: dir.join("log"),
         content_path: dir.join("www"),
     })
+}
+
+/// `worker_processes auto` as the number of CPUs the server is pinned to.
+/// nginx 1.22 sizes `auto` by the machine's online CPUs, so a server pinned
+/// to one of two CPUs ran two workers time-sharing it: the native tuned
+/// cells of examples/nginx-docker.toml spread ±6-10% per trial that way
+/// (docs/studies.md, seed 000 redone). The config hash stays the
+/// template's: what `auto` means is the same in every cell of a run.
+fn auto_workers(text: &str, cpus: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let words: Vec<&str> = line
+            .trim()
+            .strip_suffix(';')
+            .map(|w| w.split_whitespace().collect())
+            .unwrap_or_default();
+        if words == ["worker_processes", "auto"] {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            out.push_str(&format!("{indent}worker_processes {cpus};\n"));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// nginx.org's stock nginx.conf, minus what does not apply to a benchmark
@@ -549,6 +581,18 @@ mod tests {
         let r = template(path.to_str().unwrap(), log).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         r
+    }
+
+    #[test]
+    fn auto_workers_count_the_pinned_cpus() {
+        let text = "user root;\nworker_processes auto;\n  worker_processes   auto ;\nworker_processes 4;\nevents {}\n";
+        assert_eq!(
+            auto_workers(text, 1),
+            "user root;\nworker_processes 1;\n  worker_processes 1;\nworker_processes 4;\nevents {}\n"
+        );
+        // A config without `auto` is left as written.
+        assert_eq!(auto_workers(DEFAULT, 3), DEFAULT);
+        assert!(auto_workers(TUNED, 3).starts_with("worker_processes 3;\n"));
     }
 
     #[test]

@@ -92,6 +92,7 @@ impl Target for NginxProxy {
             extra: &extra,
             log: t.access_log,
             resource: &t.path,
+            cpus: spec.cpus,
         };
         nginx::server(spec.kind, binary, dir, listen, &config)
     }
