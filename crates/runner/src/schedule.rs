@@ -9,7 +9,7 @@
 //! reproducible from the seed, and a (cell, trial) pair already in
 //! `trials.jsonl` is not run again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -17,7 +17,7 @@ use tare_record::TrialRecord;
 
 use crate::adaptive;
 use crate::executor::{Executor, Finding, RunningCell};
-use crate::experiment::{Cell, DeploymentPolicy, Experiment};
+use crate::experiment::{Cell, DeploymentPolicy, Experiment, Focus};
 use crate::observer::{Observer, Phase, Start};
 use crate::plan::{round_order, Plan};
 use crate::precision;
@@ -112,25 +112,38 @@ impl Schedule<'_> {
             policy.max
         };
         let mut last_round: Option<Duration> = None;
+        // The cells the rounds a precision adds run (`[trials] focus`).
+        let focused: Vec<usize> = match policy.focus {
+            Focus::All => runnable.clone(),
+            Focus::Chain => {
+                let read: HashSet<&str> = (self.exp.attribution.iter().flatten())
+                    .chain(self.exp.splits.iter().flatten().flat_map(|s| &s.chain))
+                    .map(String::as_str)
+                    .collect();
+                (runnable.iter().copied())
+                    .filter(|&i| read.contains(self.plan.cells[i].id.as_str()))
+                    .collect()
+            }
+        };
         'rounds: for round in 1..=rounds {
             let (round_start, ran_before) = (Instant::now(), summary.trials_run);
             let candidates: Vec<usize> = if round <= policy.count {
                 runnable.clone()
             } else if let Some(target) = policy.precision {
-                let started = runnable
+                let started = focused
                     .iter()
                     .any(|&i| is_done(&records, &self.plan.cells[i].id, round));
                 // A round already on disk was decided by the process that
                 // ran it: a resumed run finishes it without deciding again.
-                if !started && !self.more_rounds(round, target, t0, last_round, &runnable) {
+                if !started && !self.more_rounds(round, target, t0, last_round, &focused) {
                     break;
                 }
-                let new = runnable
+                let new = focused
                     .iter()
                     .filter(|&&i| !is_done(&records, &self.plan.cells[i].id, round))
                     .count();
                 self.observer.grow(new as u64);
-                runnable.clone()
+                focused.clone()
             } else {
                 let c: Vec<usize> = runnable
                     .iter()
@@ -266,8 +279,12 @@ impl Schedule<'_> {
             ));
             return false;
         }
+        let which = match self.plan.trials.focus {
+            Focus::All => String::new(),
+            Focus::Chain => format!(" of the {} cells the attribution reads", runnable.len()),
+        };
         self.observer.note(&format!(
-            "round {round}: widest interval {} ({}) above the ±{:.1}% target, one more round",
+            "round {round}: widest interval {} ({}) above the ±{:.1}% target, one more round{which}",
             pct(widest.half_width),
             widest.label,
             target * 100.0

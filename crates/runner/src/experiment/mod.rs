@@ -165,9 +165,33 @@ impl LoadSettings {
     }
 }
 
+/// Which cells the rounds after `count` run when they continue to a
+/// precision (`[trials] focus`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Focus {
+    /// Every cell, every round.
+    #[default]
+    All,
+    /// Only the cells the precision target is about: the attribution
+    /// chains' cells and their splits' cells. The other cells keep their
+    /// `count` trials, and the rounds are shorter, so a budget buys more
+    /// of them where the steps' intervals are decided.
+    Chain,
+}
+
+impl Focus {
+    fn is_all(&self) -> bool {
+        *self == Focus::All
+    }
+}
+
 /// How many trials, in what order, with what pauses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialPolicy {
+    /// Which cells the rounds `precision` adds run (after `count`).
+    #[serde(default, skip_serializing_if = "Focus::is_all")]
+    pub focus: Focus,
     /// Trials every cell gets.
     pub count: u32,
     /// Adaptive upper bound: a cell whose spread is above `max_rsd` after

@@ -136,6 +136,7 @@ pub(super) struct RawTrials {
     pub cooldown: Option<Spanned<String>>,
     pub deployment: Option<Spanned<String>>,
     pub exclude_disturbed: Option<Spanned<bool>>,
+    pub focus: Option<Spanned<String>>,
 }
 
 /// A fraction written as `"3%"` or as `0.03`.

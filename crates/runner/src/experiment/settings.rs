@@ -13,7 +13,7 @@ use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
 use super::raw::{RawFraction, RawLoad, RawTrials, LOAD_KEYS};
-use super::{DeploymentPolicy, LoadSettings, TrialPolicy};
+use super::{DeploymentPolicy, Focus, LoadSettings, TrialPolicy};
 use crate::engines::{self, Spans};
 
 type Result<T> = std::result::Result<T, ExperimentError>;
@@ -301,7 +301,26 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
             _ => return Err(loc.error(d.span(), "trials.deployment", "must be per-trial or kept")),
         },
     };
+    let focus = match &t.focus {
+        None => Focus::All,
+        Some(f) => {
+            let focus = match f.get_ref().as_str() {
+                "all" => Focus::All,
+                "chain" => Focus::Chain,
+                _ => return Err(loc.error(f.span(), "trials.focus", "must be all or chain")),
+            };
+            if precision.is_none() {
+                return Err(loc.error(
+                    f.span(),
+                    "trials.focus",
+                    "chooses the cells of the rounds trials.precision adds: set a precision too",
+                ));
+            }
+            focus
+        }
+    };
     Ok(TrialPolicy {
+        focus,
         count,
         max,
         max_rsd,

@@ -284,6 +284,36 @@ fn shared_settings_are_typed_once() {
 }
 
 #[test]
+fn focus_needs_a_precision_and_a_chain() {
+    let chain = "[attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\n";
+    let text = |trials: &str, tail: &str| {
+        format!(
+            "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[trials]\n{trials}\n{tail}"
+        )
+    };
+    let e = parse(&text("precision = \"3%\"\nfocus = \"chain\"", chain)).unwrap();
+    assert_eq!(e.trials.focus, super::Focus::Chain);
+    let e = parse(&text("precision = \"3%\"", chain)).unwrap();
+    assert_eq!(e.trials.focus, super::Focus::All);
+    for (trials, tail, says) in [
+        ("focus = \"chain\"", chain, "set a precision too"),
+        (
+            "precision = \"3%\"\nfocus = \"some\"",
+            chain,
+            "must be all or chain",
+        ),
+        (
+            "precision = \"3%\"\nfocus = \"chain\"",
+            "",
+            "needs an [attribution] chain",
+        ),
+    ] {
+        let err = parse(&text(trials, tail)).unwrap_err().to_string();
+        assert!(err.contains("trials.focus") && err.contains(says), "{err}");
+    }
+}
+
+#[test]
 fn precision_and_budget_are_checked_and_kept() {
     let t = |keys: &str| parse(&format!("{HEAD}[trials]\n{keys}\n"));
     let p = t("precision = \"3%\"\nbudget = \"4m\"").unwrap().trials;

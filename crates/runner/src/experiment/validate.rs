@@ -12,7 +12,9 @@ use super::error::{ExperimentError, Locator};
 use super::factor::FactorKind;
 use super::raw::{RawCell, RawExperiment, RawFactors};
 use super::settings::{load, trials};
-use super::{Cell, ConfigSource, ConfigVariant, Experiment, PlacementKind, Target, TargetKind};
+use super::{
+    Cell, ConfigSource, ConfigVariant, Experiment, Focus, PlacementKind, Target, TargetKind,
+};
 
 /// Most cells a file may declare: a product that explodes (5 factors of 5
 /// levels = 3125 cells) is almost always a mistake, and would run for days.
@@ -39,6 +41,14 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     check_workloads(&loc, &raw, &factors, &load)?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
+    if let (Focus::Chain, true) = (trials.focus, attribution.is_empty()) {
+        let span = raw.trials.as_ref().map(|t| t.span()).unwrap_or(0..0);
+        return Err(loc.error(
+            span,
+            "trials.focus",
+            "chain needs an [attribution] chain to focus on",
+        ));
+    }
     let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;
     let hosts = super::hosts::hosts(&loc, &raw, configs)?;
 

@@ -407,6 +407,36 @@ fn an_unreachable_precision_stops_at_max_rounds() {
     assert_eq!(per_cell(&s), vec![6, 6, 6]);
 }
 
+/// `focus = "chain"`: the rounds a precision adds run only the cells the
+/// chain reads; a cell off the chain keeps its `count` trials.
+#[test]
+fn focused_rounds_run_only_the_chains_cells() {
+    let text = THREE_CELLS.replace(
+        "count = 3",
+        "count = 3\nprecision = \"1%\"\nmax = 6\nfocus = \"chain\"",
+    ) + "[attribution]\nchain = [\"placement=docker-host\", \"placement=native\"]\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.jitter
+        .insert("placement=native".into(), vec![0.0, 0.3, -0.3]);
+    let s = begin(tmp.path(), experiment(&text), &mut exec);
+    let mut notes = Notes::default();
+    let summary = s
+        .run(&mut exec, &mut notes, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.trials_run, 6 + 3 + 6);
+    // native, lab-nat (off the chain), docker-host
+    assert_eq!(per_cell(&s), vec![6, 3, 6]);
+    assert!(
+        notes
+            .0
+            .iter()
+            .any(|l| l.ends_with("one more round of the 2 cells the attribution reads")),
+        "{:?}",
+        notes.0
+    );
+}
+
 /// No round starts that would end after the budget.
 #[test]
 fn the_budget_ends_a_run_that_has_not_reached_its_precision() {
