@@ -537,7 +537,11 @@ fn fio_in_a_guest_runs_direct_on_its_virtio_disk() {
         }
         eprintln!(
             "{cell}: {} guest, fio on {} (direct {}), facts: content_fs {}, content_disk {}",
-            guest["accel"], r["tool"]["data_fs"], r["tool"]["direct"], f["content_fs"], guest["disk"]
+            guest["accel"],
+            r["tool"]["data_fs"],
+            r["tool"]["direct"],
+            f["content_fs"],
+            guest["disk"]
         );
         if cell.contains("storage=volume") {
             assert_eq!(r["tool"]["data_fs"], "ext4", "{cell}");

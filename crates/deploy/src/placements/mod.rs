@@ -442,6 +442,9 @@ mod tests {
         assert!(!vm.accepts(SpecOption::Container));
         let why = vm.refuses_storage(Storage::HostPath).unwrap();
         assert!(why.contains("volume") && !why.contains('\n'), "{why}");
-        assert_eq!(PlacementKind::reference().refuses_storage(Storage::HostPath), None);
+        assert_eq!(
+            PlacementKind::reference().refuses_storage(Storage::HostPath),
+            None
+        );
     }
 }

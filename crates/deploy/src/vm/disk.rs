@@ -99,7 +99,10 @@ pub(crate) fn make(vm_dir: &Path, content: &Path, bytes: u64) -> Result<Disk, St
         }
     };
     if !status.success() {
-        let out = child.wait_with_output().map(|o| o.stderr).unwrap_or_default();
+        let out = child
+            .wait_with_output()
+            .map(|o| o.stderr)
+            .unwrap_or_default();
         let words = String::from_utf8_lossy(&out);
         return Err(format!(
             "mkfs.ext4 {} failed ({status}): {}",

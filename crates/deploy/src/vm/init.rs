@@ -37,7 +37,11 @@ pub(crate) enum Data<'a> {
     /// Nothing: the content stays in the initramfs (the root filesystem).
     Root,
     /// The virtio-blk disk (`vm::disk`), formatted on the host.
-    Disk { at: &'a Path, device: &'a str, fs: &'a str },
+    Disk {
+        at: &'a Path,
+        device: &'a str,
+        fs: &'a str,
+    },
     /// A tmpfs in the guest's memory.
     Tmpfs { at: &'a Path },
 }
@@ -359,13 +363,19 @@ mod tests {
         let mount = s
             .find("mount -t ext4 /dev/vda '/tmp/tare-x/data' || {")
             .expect(&s);
-        assert!(s.find(&format!("load /{DISK_MODULE_DIR}")).unwrap() < mount, "{s}");
+        assert!(
+            s.find(&format!("load /{DISK_MODULE_DIR}")).unwrap() < mount,
+            "{s}"
+        );
         assert!(mount < s.find("'/usr/bin/tare' 'tool' >").unwrap(), "{s}");
         assert!(s.contains("data_fs=$(fstype '/tmp/tare-x/data')"), "{s}");
         let t = script(&plan(Data::Tmpfs {
             at: Path::new("/tmp/tare-x/data"),
         }));
-        assert!(t.contains("mount -t tmpfs -o mode=0755 tmpfs '/tmp/tare-x/data' || {"), "{t}");
+        assert!(
+            t.contains("mount -t tmpfs -o mode=0755 tmpfs '/tmp/tare-x/data' || {"),
+            "{t}"
+        );
         assert!(!t.contains(DISK_MODULE_DIR), "{t}");
         let r = script(&plan(Data::Root));
         assert!(!r.contains("mount -t ext4") && r.contains("data_fs=$(fstype '/tmp/tare-x')"));

@@ -68,8 +68,12 @@ pub(crate) fn build(
     let base = cache.join(format!("initramfs-{}.cpio", &key[..16]));
     if !base.is_file() {
         let tmp = cache.join(format!(".initramfs-{}.{}", &key[..16], std::process::id()));
-        write_base(&all, &[(MODULE_DIR, &modules), (DISK_MODULE_DIR, &disk_modules)], &tmp)
-            .map_err(|e| format!("the guest's base archive: {e}"))?;
+        write_base(
+            &all,
+            &[(MODULE_DIR, &modules), (DISK_MODULE_DIR, &disk_modules)],
+            &tmp,
+        )
+        .map_err(|e| format!("the guest's base archive: {e}"))?;
         std::fs::rename(&tmp, &base).map_err(|e| format!("{}: {e}", base.display()))?;
     }
     std::fs::copy(&base, out).map_err(|e| format!("{}: {e}", out.display()))?;
