@@ -95,6 +95,19 @@ impl Mechanism for Vm {
                     }
                     .into(),
                 ),
+                (
+                    "vm data disk".into(),
+                    match crate::targets::which("mkfs.ext4") {
+                        Some(mkfs) => format!(
+                            "storage = \"volume\": virtio-blk, cache={}, aio={}, {} by {}",
+                            disk::CACHE,
+                            disk::AIO,
+                            disk::GUEST_FS,
+                            mkfs.display()
+                        ),
+                        None => "no mkfs.ext4: storage = \"volume\" fails (Debian: apt-get install e2fsprogs)".into(),
+                    },
+                ),
             ],
             Err(e) => vec![("vm".into(), e)],
         }
