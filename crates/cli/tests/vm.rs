@@ -2,11 +2,14 @@
 //! `tare serve` (this very binary) in vm-bridge, vm-publish and vm-user
 //! loaded by `tare http` with an exact request count, postgres in
 //! vm-bridge loaded by `tare pg` with an exact transaction count, and a
-//! `tare run` SIGKILLed while its guest runs, cleaned up by `tare cleanup`.
+//! `tare run` SIGKILLed while its guest runs, cleaned up by `tare cleanup`;
+//! the tool engine's fio on a guest's virtio-blk disk and on its tmpfs.
 //!
 //! Tests skip, saying why, only where QEMU or a kernel is missing
 //! (scripts/setup.sh installs both); each says whether it ran under KVM or
 //! TCG. Guests boot one at a time.
+
+mod support;
 
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -440,4 +443,133 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A `tare run` child that is stopped however the test ends: SIGTERM (tare
+/// tears its guests, taps and disk files down), then SIGKILL and
+/// `tare cleanup` if it does not end within a minute; its scratch
+/// directory is removed.
+struct RunGuard {
+    dir: std::path::PathBuf,
+    child: std::process::Child,
+}
+
+impl RunGuard {
+    /// Waits up to `limit` for the run to end; its exit status.
+    fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        None
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: plain syscall on our own child.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            if self.wait(Duration::from_secs(60)).is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let _ = tare(&["cleanup"]);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The tool engine in a guest with its data on the guest's virtio-blk disk
+/// (`storage = "volume"`) and on a tmpfs in the guest: fio's real JSON
+/// parsed into records, O_DIRECT on the disk's ext4, the facts naming the
+/// disk (virtio-blk, cache=none) and the guest's filesystems; nothing left
+/// (QEMU, tap, bridge, the disk file in the deployment directory).
+#[test]
+fn fio_in_a_guest_runs_direct_on_its_virtio_disk() {
+    let Some(_one) = guest_turn("fio_in_a_guest_runs_direct_on_its_virtio_disk") else {
+        return;
+    };
+    let before = guest_things();
+    let (dir, child) = start_run(
+        "vmdisk",
+        "name = \"vmdisk\"\n[target]\nkind = \"tool\"\n\
+         [[cells]]\nconfig = \"fio-randread\"\nplacement = \"vm-bridge\"\nstorage = \"volume\"\n\
+         [[cells]]\nconfig = \"fio-randread\"\nplacement = \"vm-bridge\"\nstorage = \"tmpfs\"\n\
+         [load]\nduration = \"1s\"\n[load.tool]\nsize = \"8m\"\nlimit = \"2m\"\n\
+         [trials]\ncount = 1\ncooldown = \"0s\"\n",
+    );
+    let me = format!("-{}-", child.id());
+    let mut run = RunGuard { dir, child };
+    let status = run.wait(Duration::from_secs(600));
+    let text = std::fs::read_to_string(run.dir.join("output.txt")).unwrap_or_default();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}: {text}");
+    let out = run.dir.join("out");
+    let trials = std::fs::read_to_string(out.join("trials.jsonl")).unwrap();
+    let facts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("facts.json")).unwrap()).unwrap();
+    let mut seen = 0;
+    for line in trials.lines() {
+        let t: serde_json::Value = serde_json::from_str(line).unwrap();
+        let cell = t["cell"].as_str().unwrap();
+        let r = &t["result"];
+        assert!(r.is_object(), "{cell}: {}", t["error"]);
+        support::validate(r);
+        assert_eq!(r["primary"], "read_iops", "{cell}");
+        let iops = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "read_iops")
+            .and_then(|m| m["value"].as_f64());
+        assert!(iops.is_some_and(|v| v > 0.0), "{cell}: {r}");
+        assert!(r["tool"]["version"].as_str().unwrap().starts_with("fio-"));
+        let f = &facts[cell];
+        let guest = &f["guest"];
+        // Acceleration detected, never assumed: TCG says what it is.
+        match guest["accel"].as_str() {
+            Some("kvm") => {}
+            Some("tcg") => assert_eq!(guest["note"], tare_deploy::vm::TCG_LABEL),
+            other => panic!("{cell}: accel {other:?}"),
+        }
+        eprintln!(
+            "{cell}: {} guest, fio on {} (direct {}), facts: content_fs {}, content_disk {}",
+            guest["accel"],
+            r["tool"]["data_fs"],
+            r["tool"]["direct"],
+            f["content_fs"],
+            guest["disk"]
+        );
+        if cell.contains("storage=volume") {
+            assert_eq!(r["tool"]["data_fs"], "ext4", "{cell}");
+            assert_eq!(r["tool"]["direct"], true, "{cell}: {r}");
+            assert_eq!(f["storage"], "volume");
+            assert_eq!(f["content_fs"], "ext4");
+            let disk = &guest["disk"];
+            assert_eq!(disk["interface"], "virtio-blk", "{f}");
+            assert_eq!(disk["cache"], "none", "{f}");
+            assert_eq!(disk["format"], "raw", "{f}");
+            assert_eq!(disk["fs"], "ext4", "{f}");
+            assert!(!disk["host_fs"].as_str().unwrap_or("").is_empty(), "{f}");
+        } else {
+            assert_eq!(r["tool"]["data_fs"], "tmpfs", "{cell}");
+            assert_eq!(f["storage"], "tmpfs");
+            assert_eq!(f["content_fs"], "tmpfs");
+            assert!(guest.get("disk").is_none(), "{f}");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "{trials}");
+    assert!(text.contains("ran on ext4, direct I/O"), "{text}");
+    // Nothing of the run left: QEMU, taps, bridges, deployment directories
+    // (the disk files were in them).
+    let left = new_since(&before, &me);
+    assert!(left.is_empty(), "left {left:?}");
+    assert!(
+        !walk(&out).iter().any(|p| p.ends_with("data.raw")),
+        "a disk file in the run directory"
+    );
 }

@@ -167,13 +167,26 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             )));
         }
     }
-    let container_opts_set = spec.container != Default::default() || spec.image.is_some();
+    let others = crate::spec::ContainerOptions {
+        storage: Default::default(),
+        ..spec.container.clone()
+    };
+    let container_opts_set = others != Default::default() || spec.image.is_some();
     if container_opts_set && !placement.accepts(SpecOption::Container) {
         return Err(DeployError::Invalid(format!(
             "{} apply to {} only, not {placement}",
             SpecOption::Container.describe(),
             crate::PlacementKind::accepting(SpecOption::Container)
         )));
+    }
+    if spec.container.storage != Default::default() && !placement.accepts(SpecOption::Storage) {
+        return Err(DeployError::Invalid(format!(
+            "storage applies to {} only, not {placement}",
+            crate::PlacementKind::accepting(SpecOption::Storage)
+        )));
+    }
+    if let Some(why) = placement.refuses_storage(spec.container.storage) {
+        return Err(DeployError::Invalid(format!("{placement}: {why}")));
     }
     if spec.vm != Default::default() && !placement.accepts(SpecOption::Vm) {
         return Err(DeployError::Invalid(format!(

@@ -87,6 +87,39 @@ pub struct GuestFacts {
     /// A companion runs in the same guest (nginx-proxy's backend).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub companion: bool,
+    /// The data disk holding the server's content (`storage = "volume"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<GuestDisk>,
+}
+
+/// A guest's data disk (`vm::disk`): what the IBM study's KVM guest had
+/// (virtio-blk, `cache=none`: docs/studies.md, seed 002).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuestDisk {
+    /// `virtio-blk`.
+    pub interface: String,
+    /// `raw`: a plain file, no image format between the guest and it.
+    pub format: String,
+    /// QEMU's cache mode (`none`: O_DIRECT on the host file).
+    pub cache: String,
+    /// QEMU's I/O back end (`native`: Linux AIO).
+    pub aio: String,
+    pub bytes: u64,
+    /// The filesystem on it, made on the host, as the guest mounts it.
+    pub fs: String,
+    /// The filesystem the disk file lives on, on the host.
+    pub host_fs: String,
+}
+
+impl GuestDisk {
+    /// One line for facts and findings: `virtio-blk raw file on ext4
+    /// (cache=none, aio=native)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} file on {} (cache={}, aio={})",
+            self.interface, self.format, self.host_fs, self.cache, self.aio
+        )
+    }
 }
 
 /// What a target's companion is (nginx-proxy's backend), measured from /proc
@@ -209,6 +242,15 @@ impl Facts {
             ("storage", self.storage.clone()),
             ("log_fs", opt(&self.log_fs)),
             ("content_fs", opt(&self.content_fs)),
+            // What holds the content's filesystem: a guest's virtio disk
+            // and the host filesystem under its file, or nothing between.
+            (
+                "content_disk",
+                self.guest
+                    .as_ref()
+                    .and_then(|g| g.disk.as_ref())
+                    .map_or_else(|| "none".into(), GuestDisk::describe),
+            ),
             ("transport", self.transport.clone()),
         ] {
             m.insert(name.to_string(), value);
@@ -240,7 +282,7 @@ fn excused_by(factor: &str) -> &'static [&'static str] {
         "placement" => &[],
         "variant" | "config" => &["config_sha256", "access_log"],
         "access_log" => &["config_sha256", "access_log"],
-        "storage" => &["storage", "log_fs", "content_fs"],
+        "storage" => &["storage", "log_fs", "content_fs", "content_disk"],
         // The backend container gets the server's seccomp profile.
         "seccomp" => &["seccomp", "backend_seccomp"],
         // server_cpus pins the backend too; cgroup limits are the server's alone.
@@ -428,7 +470,7 @@ pub(crate) fn measure(
     let guest = described.guest.map(|(facts, inside)| {
         process.as_seen_in_guest(&inside);
         log_fs = inside.fs.clone();
-        content_fs = inside.fs;
+        content_fs = inside.data_fs.or(inside.fs);
         facts
     });
     Facts {

@@ -41,7 +41,7 @@ pub use deployment::{deploy, Deployment, Scope, Watch};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
-pub use facts::{fairness, BackendFacts, Facts, Finding, GuestFacts, ProcessFacts};
+pub use facts::{fairness, BackendFacts, Facts, Finding, GuestDisk, GuestFacts, ProcessFacts};
 pub use helpers::HelperFacts;
 pub use placements::SpecOption;
 pub use spec::{

@@ -107,15 +107,18 @@ impl RealExecutor {
         if placement.accepts(SpecOption::Container) {
             spec.image = t.image.clone();
             spec.container = ContainerOptions {
-                storage: match cell.level(FactorKind::Storage) {
-                    Some("volume") => Storage::Volume,
-                    Some("host-path") => Storage::HostPath,
-                    Some("tmpfs") => Storage::Tmpfs,
-                    _ => Storage::Image,
-                },
                 seccomp_unconfined: cell.level(FactorKind::Seccomp) == Some("unconfined"),
                 cpus: cell.level(FactorKind::Cpus).and_then(|c| c.parse().ok()),
                 memory: cell.level(FactorKind::Memory).and_then(parse_bytes),
+                ..ContainerOptions::default()
+            };
+        }
+        if placement.accepts(SpecOption::Storage) {
+            spec.container.storage = match cell.level(FactorKind::Storage) {
+                Some("volume") => Storage::Volume,
+                Some("host-path") => Storage::HostPath,
+                Some("tmpfs") => Storage::Tmpfs,
+                _ => Storage::Image,
             };
         }
         Ok(spec)

@@ -45,7 +45,7 @@ use tare_engine::Endpoint;
 
 use crate::cleanup::CleanupReport;
 use crate::error::DeployError;
-use crate::spec::DeploySpec;
+use crate::spec::{DeploySpec, Storage};
 use crate::targets::{Listen, Server};
 use crate::teardown::Teardown;
 
@@ -98,6 +98,12 @@ pub(crate) trait Placement: Sync {
         false
     }
 
+    /// Why it cannot put the server's content on `storage`, if it cannot
+    /// (asked only of placements that accept `SpecOption::Storage`).
+    fn refuses_storage(&self, _storage: Storage) -> Option<&'static str> {
+        None
+    }
+
     /// Makes the place the server will run in for `cx.spec`; what it
     /// creates is registered on `cx.teardown` as it goes.
     fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError>;
@@ -130,8 +136,11 @@ pub(crate) trait Mechanism: Sync {
 /// Deployment options only some placements honour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SpecOption {
-    /// A container's image, storage, seccomp profile and cgroup limits.
+    /// A container's image, seccomp profile and cgroup limits.
     Container,
+    /// Where the server's content lives (`ContainerOptions::storage`):
+    /// containers' volumes and bind mounts, a guest's virtio disk.
+    Storage,
     /// One-way delay injected on the path (netem or the delay line).
     Netem,
     /// A guest's vCPUs, memory and pinning.
@@ -147,7 +156,8 @@ impl SpecOption {
     /// How people name the option in errors.
     pub fn describe(self) -> &'static str {
         match self {
-            SpecOption::Container => "image, storage, seccomp and container limits",
+            SpecOption::Container => "image, seccomp and container limits",
+            SpecOption::Storage => "storage",
             SpecOption::Netem => "netem delay",
             SpecOption::Vm => "vm_cpus, vm_memory and vm_pin",
             SpecOption::Rootless => "rootless_user",
@@ -316,7 +326,19 @@ impl PlacementKind {
 
     /// Whether it honours `option`.
     pub fn accepts(self, option: SpecOption) -> bool {
+        // Every container takes the storage factor (volumes, bind mounts
+        // and tmpfs are what containers are made with); other placements
+        // say so themselves (a guest's disk).
         self.0.accepts(option)
+            || (option == SpecOption::Storage && self.0.accepts(SpecOption::Container))
+    }
+
+    /// Why it cannot put the server's content on `storage`, in one line.
+    pub fn refuses_storage(self, storage: Storage) -> Option<&'static str> {
+        if !self.accepts(SpecOption::Storage) {
+            return None;
+        }
+        self.0.refuses_storage(storage)
     }
 
     /// The placements that honour `option`, comma-separated (for errors).
@@ -395,6 +417,7 @@ mod tests {
     fn options_are_honoured_by_some_placement_each() {
         for o in [
             SpecOption::Container,
+            SpecOption::Storage,
             SpecOption::Netem,
             SpecOption::Vm,
             SpecOption::Rootless,
@@ -406,5 +429,22 @@ mod tests {
             let reference = PlacementKind::reference().accepts(o);
             assert_eq!(reference, o == SpecOption::Reach, "{o:?}");
         }
+    }
+
+    #[test]
+    fn containers_and_guests_take_storage_and_guests_refuse_a_host_path() {
+        for name in ["docker-host", "podman-bridge", "vm-bridge", "vm-user"] {
+            let p = PlacementKind::named(name).unwrap();
+            assert!(p.accepts(SpecOption::Storage), "{name}");
+            assert_eq!(p.refuses_storage(Storage::Volume), None, "{name}");
+        }
+        let vm = PlacementKind::named("vm-publish").unwrap();
+        assert!(!vm.accepts(SpecOption::Container));
+        let why = vm.refuses_storage(Storage::HostPath).unwrap();
+        assert!(why.contains("volume") && !why.contains('\n'), "{why}");
+        assert_eq!(
+            PlacementKind::reference().refuses_storage(Storage::HostPath),
+            None
+        );
     }
 }

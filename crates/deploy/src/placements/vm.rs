@@ -7,6 +7,14 @@
 //! QEMU is the server process on the host: the monitor follows it (its vCPU
 //! and I/O threads), the deployment directory lists it for `tare cleanup`,
 //! and teardown stops it before the tap and bridge go.
+//!
+//! The storage factor in a guest (docs/tools.md, "Storage"): `image` keeps
+//! the server's content in the initramfs (the guest's root, in its RAM);
+//! `volume` puts it on a virtio-blk disk, a raw file in the deployment
+//! directory formatted ext4 on the host, with `cache=none` as the IBM
+//! study's KVM guest had (docs/studies.md, seed 002; `vm::disk`); `tmpfs`
+//! mounts a tmpfs in the guest over it; `host-path` is refused
+//! ([`refuses_storage`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -19,13 +27,13 @@ use super::process::{free_port, spawn};
 use super::{Context, Described, Mechanism, Role, Running, Site, Started};
 use crate::cleanup::CleanupReport;
 use crate::error::DeployError;
-use crate::facts::GuestFacts;
+use crate::facts::{GuestDisk, GuestFacts};
 use crate::lab::{TapNet, TAP_PREFIX};
 use crate::procfs;
-use crate::spec::VmPin;
+use crate::spec::{Storage, VmPin};
 use crate::targets::{Listen, Server};
 use crate::teardown::Resource;
-use crate::vm::{self, init, initramfs, qemu, threads, Accel, TCG_LABEL};
+use crate::vm::{self, disk, init, initramfs, kernel, qemu, threads, Accel, TCG_LABEL};
 
 pub(crate) struct Vm;
 
@@ -86,6 +94,19 @@ impl Mechanism for Vm {
                         "no (/dev/vhost-net absent)"
                     }
                     .into(),
+                ),
+                (
+                    "vm data disk".into(),
+                    match crate::targets::which("mkfs.ext4") {
+                        Some(mkfs) => format!(
+                            "storage = \"volume\": virtio-blk, cache={}, aio={}, {} by {}",
+                            disk::CACHE,
+                            disk::AIO,
+                            disk::GUEST_FS,
+                            mkfs.display()
+                        ),
+                        None => "no mkfs.ext4: storage = \"volume\" fails (Debian: apt-get install e2fsprogs)".into(),
+                    },
                 ),
             ],
             Err(e) => vec![("vm".into(), e)],
@@ -150,6 +171,16 @@ fn guest_owner_alive(name: &str) -> bool {
         std::fs::read_to_string(b.join(name).join(crate::deployment::OWNER_FILE))
             .is_ok_and(|owner| procfs::owner_alive(owner.trim()))
     })
+}
+
+/// Why a guest cannot have its content on `storage`: a host directory
+/// reaches a guest only through a shared filesystem (9p, virtio-fs), which
+/// serves files 3-5x slower here (`vm::initramfs`), a filesystem result
+/// rather than the placement's.
+pub(super) fn refuses_storage(storage: Storage) -> Option<&'static str> {
+    (storage == Storage::HostPath).then_some(
+        "storage = host-path: a guest cannot see the host's directory without a shared filesystem (9p, virtio-fs), which would measure that filesystem; use volume (a virtio-blk disk whose file is in the host directory), image (the initramfs) or tmpfs",
+    )
 }
 
 /// How a vm placement networks its guest.
@@ -336,11 +367,42 @@ impl VmSite {
             std::fs::create_dir_all(d)
                 .map_err(|e| DeployError::io("creating the vm directory", e))?;
         }
+        let storage = cx.spec.container.storage;
+        if let Some(why) = refuses_storage(storage) {
+            return Err(DeployError::Invalid(format!("{}: {why}", self.placement)));
+        }
+        let disk = match storage {
+            Storage::Volume => {
+                kernel::modules(&host.kernel, initramfs::DISK_MODULES)
+                    .map_err(|e| failed("the data disk's modules", e))?;
+                Some(
+                    disk::make(&vm_dir, &server.content_path, disk::DEFAULT_BYTES)
+                        .map_err(|e| failed("the data disk", e))?,
+                )
+            }
+            Storage::Tmpfs => {
+                crate::docker::container::tmpfs_over_content(server)?;
+                None
+            }
+            Storage::Image | Storage::HostPath => None,
+        };
+        let data = match storage {
+            Storage::Volume => init::Data::Disk {
+                at: &server.content_path,
+                device: disk::DEVICE,
+                fs: disk::GUEST_FS,
+            },
+            Storage::Tmpfs => init::Data::Tmpfs {
+                at: &server.content_path,
+            },
+            Storage::Image | Storage::HostPath => init::Data::Root,
+        };
         let script = init::script(&init::Plan {
             dir: cx.dir,
             server: program(server, listen),
             companion: companion.map(|(c, at)| program(c, at)),
             nofile: super::container::own_nofile(),
+            data,
         });
         let initrd = vm_dir.join("initrd.cpio");
         let built = initramfs::build(&host.kernel, &files, cx.dir, &script, &host.cache, &initrd)
@@ -403,6 +465,7 @@ impl VmSite {
             initrd: &initrd,
             append,
             nic,
+            disk: disk.as_ref(),
         };
         let qemu_server = Server {
             binary: host.qemu.clone(),
@@ -446,7 +509,17 @@ impl VmSite {
                 pin: cx.spec.vm.pin.name().into(),
                 vcpu_cpus: Vec::new(),
                 companion: companion.is_some(),
+                disk: disk.as_ref().map(|d| GuestDisk {
+                    interface: "virtio-blk".into(),
+                    format: "raw".into(),
+                    cache: disk::CACHE.into(),
+                    aio: disk::AIO.into(),
+                    bytes: d.bytes,
+                    fs: disk::GUEST_FS.into(),
+                    host_fs: d.host_fs.clone(),
+                }),
             },
+            storage,
             report: None,
             address: match &self.wiring {
                 Wiring::Tap { guest, .. } => Some(IpAddr::V4(*guest)),
@@ -511,6 +584,8 @@ struct VmRun {
     /// QEMU's stdout and stderr: the guest's serial console.
     console: PathBuf,
     guest: GuestFacts,
+    /// Where the server's content is (`image`: the initramfs).
+    storage: Storage,
     /// What the guest said about itself.
     report: Option<init::GuestReport>,
     address: Option<IpAddr>,
@@ -605,9 +680,10 @@ impl Running for VmRun {
                 "initramfs ({} bytes) on kernel {}",
                 self.guest.initramfs_bytes, self.guest.kernel
             )),
-            // The files are in the guest's own root filesystem (the
-            // initramfs, in RAM), as an image's are in a container.
-            storage: crate::spec::Storage::Image.to_string(),
+            // `image`: the files are in the guest's own root filesystem
+            // (the initramfs, in RAM), as an image's are in a container;
+            // `volume`: on its virtio disk; `tmpfs`: a tmpfs in the guest.
+            storage: self.storage.to_string(),
             cpu_limit: None,
             memory_limit: Some(u64::from(self.guest.memory_mib) << 20),
             guest: Some((self.guest.clone(), self.report.clone().unwrap_or_default())),

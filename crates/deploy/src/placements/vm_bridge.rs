@@ -5,6 +5,7 @@
 use super::vm::{self, VmNet};
 use super::{Context, Mechanism, Placement, Site, SpecOption};
 use crate::error::DeployError;
+use crate::spec::Storage;
 
 pub(crate) struct VmBridge;
 
@@ -22,7 +23,11 @@ impl Placement for VmBridge {
     }
 
     fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Vm
+        matches!(option, SpecOption::Vm | SpecOption::Storage)
+    }
+
+    fn refuses_storage(&self, storage: Storage) -> Option<&'static str> {
+        vm::refuses_storage(storage)
     }
 
     fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {

@@ -155,6 +155,7 @@ fn trial_in(qemu_bin: &Path, kernel: &Kernel, work: &Path) -> Verdict {
         initrd: &initrd,
         append: String::new(),
         nic: qemu::Nic::None,
+        disk: None,
     };
     let log = work.join("console.log");
     let Ok(out) = std::fs::File::create(&log) else {

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::initramfs::MODULE_DIR;
+use super::initramfs::{DISK_MODULE_DIR, MODULE_DIR};
 
 /// The line saying the server process runs.
 pub(crate) const STARTED: &str = "tare-vm: server started";
@@ -31,6 +31,21 @@ pub(crate) struct Program<'a> {
     pub port: Option<u16>,
 }
 
+/// What the init mounts over the server's content directory before it
+/// starts the server (the storage factor in a guest).
+pub(crate) enum Data<'a> {
+    /// Nothing: the content stays in the initramfs (the root filesystem).
+    Root,
+    /// The virtio-blk disk (`vm::disk`), formatted on the host.
+    Disk {
+        at: &'a Path,
+        device: &'a str,
+        fs: &'a str,
+    },
+    /// A tmpfs in the guest's memory.
+    Tmpfs { at: &'a Path },
+}
+
 /// What the init starts.
 pub(crate) struct Plan<'a> {
     /// The deployment directory (the server's working directory).
@@ -40,6 +55,8 @@ pub(crate) struct Plan<'a> {
     pub companion: Option<Program<'a>>,
     /// Open-file limit (soft, hard), as a native server inherits it.
     pub nofile: (u64, u64),
+    /// What holds the server's content.
+    pub data: Data<'a>,
 }
 
 /// The shell words that run `p`.
@@ -66,6 +83,45 @@ fn command(p: &Program<'_>) -> String {
         .map(|w| quote(w))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The shell lines that mount `data` before the server starts. A mount
+/// that fails ends the guest with the server "exited", so the host's wait
+/// fails at once with these console lines.
+fn mount(data: &Data<'_>) -> String {
+    let fail = |what: &str| {
+        format!("{{ say \"{what}\"; say \"server exited with status 1\"; sync; reboot -f; }}")
+    };
+    match data {
+        Data::Root => String::new(),
+        Data::Disk { at, device, fs } => {
+            let at = quote(&at.display().to_string());
+            format!(
+                r#"load /{DISK_MODULE_DIR}
+n=0
+while [ ! -b {device} ] && [ $n -lt 1000 ]; do tick; n=$((n+1)); done
+mkdir -p {at}
+mount -t {fs} {device} {at} || {fail}
+"#,
+                fail = fail(&format!("mounting {device} ({fs}) failed"))
+            )
+        }
+        Data::Tmpfs { at } => {
+            let at = quote(&at.display().to_string());
+            format!(
+                "mkdir -p {at}\nmount -t tmpfs -o mode=0755 tmpfs {at} || {}\n",
+                fail("mounting a tmpfs failed")
+            )
+        }
+    }
+}
+
+/// The directory whose filesystem the facts line reports as the data's.
+fn data_dir<'a>(plan: &'a Plan<'_>) -> &'a Path {
+    match &plan.data {
+        Data::Root => plan.dir,
+        Data::Disk { at, .. } | Data::Tmpfs { at } => at,
+    }
 }
 
 /// The `/init` script for `plan`.
@@ -126,9 +182,16 @@ hostname tare-guest
 ulimit -Hn {hard}
 ulimit -Sn {soft}
 ip link set lo up
-cd {dir}
+mkfifo /tmp/tare-tick
+exec 3<>/tmp/tare-tick
+tick() {{ read -t 0.01 -u 3 _; }}
+# Modules in load order; one already loaded (a shared dependency) is skipped.
+load() {{ for m in "$1"/*.ko; do n="${{m##*/}}"; n="${{n#*-}}"; n="${{n%.ko}}"; [ -d "/sys/module/$n" ] || insmod "$m" || say "insmod $m failed"; done; }}
+# The filesystem a directory is on: its own mount's type, else stat's.
+fstype() {{ t=$(awk -v p="$1" '$2 == p {{ t = $3 }} END {{ print t }}' /proc/mounts); [ -n "$t" ] || t=$(stat -f -c %T "$1"); echo "$t"; }}
+{mount}cd {dir}
 {start}
-for m in /{MODULE_DIR}/*.ko; do insmod "$m" || say "insmod $m failed"; done
+load /{MODULE_DIR}
 IP=; GW=
 for a in $(cat /proc/cmdline); do
   case "$a" in
@@ -136,15 +199,12 @@ for a in $(cat /proc/cmdline); do
     tare.gw=*) GW="${{a#tare.gw=}}" ;;
   esac
 done
-mkfifo /tmp/tare-tick
-exec 3<>/tmp/tare-tick
-tick() {{ read -t 0.01 -u 3 _; }}
 n=0
 while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 200 ]; do tick; n=$((n+1)); done
 ip link set eth0 up || say "no eth0"
 [ -n "$IP" ] && ip addr add "$IP" dev eth0
 [ -n "$GW" ] && ip route add default via "$GW"
-say "facts kernel=$(uname -r) cpus=$(nproc) mem_kb=$(awk '/^MemTotal/{{print $2}}' /proc/meminfo) nofile=$(ulimit -Sn):$(ulimit -Hn) fs=$(stat -f -c %T {dir}) addr=$IP"
+say "facts kernel=$(uname -r) cpus=$(nproc) mem_kb=$(awk '/^MemTotal/{{print $2}}' /proc/meminfo) nofile=$(ulimit -Sn):$(ulimit -Hn) fs=$(fstype {dir}) data_fs=$(fstype {data}) addr=$IP"
 listening() {{ while read -r _ a _ st _; do [ "$st" = 0A ] && [ "${{a#*:}}" = "$1" ] && return 0; done < /proc/net/tcp; return 1; }}
 alive() {{ while read -r k v _; do [ "$k" = State: ] && {{ [ "$v" != Z ]; return; }}; done 2>/dev/null < /proc/$1/status; return 1; }}
 n=0
@@ -161,6 +221,8 @@ reboot -f
         hard = limit(plan.nofile.1),
         soft = limit(plan.nofile.0),
         dir = quote(&plan.dir.display().to_string()),
+        data = quote(&data_dir(plan).display().to_string()),
+        mount = mount(&plan.data),
         companion_log = if plan.companion.is_some() {
             "say \"companion's last output:\"\ntail -n 10 /tmp/tare-companion.log\n"
         } else {
@@ -183,6 +245,9 @@ pub struct GuestReport {
     pub nofile: Option<(Option<u64>, Option<u64>)>,
     /// Filesystem type of the deployment directory in the guest.
     pub fs: Option<String>,
+    /// Filesystem type of the server's content (data) directory in the
+    /// guest: the disk's or tmpfs's when one is mounted there.
+    pub data_fs: Option<String>,
 }
 
 /// The last `facts` line of a console log, if any. Values are single
@@ -210,6 +275,10 @@ pub fn guest_report(console: &str) -> Option<GuestReport> {
         nofile,
         fs: kv
             .get("fs")
+            .filter(|v| !v.is_empty())
+            .map(|s| s.to_string()),
+        data_fs: kv
+            .get("data_fs")
             .filter(|v| !v.is_empty())
             .map(|s| s.to_string()),
     })
@@ -257,6 +326,7 @@ mod tests {
                 port: Some(8080),
             }),
             nofile: (1024, libc::RLIM_INFINITY),
+            data: Data::Root,
         });
         assert!(s.starts_with("#!/bin/busybox sh\n"));
         assert!(s.contains(
@@ -271,14 +341,56 @@ mod tests {
     }
 
     #[test]
+    fn a_data_disk_is_mounted_before_the_server_starts() {
+        let args = vec!["tool".to_string()];
+        let plan = |data| Plan {
+            dir: Path::new("/tmp/tare-x"),
+            server: Program {
+                binary: Path::new("/usr/bin/tare"),
+                args: &args,
+                run_as: None,
+                port: Some(9876),
+            },
+            companion: None,
+            nofile: (1024, 1024),
+            data,
+        };
+        let s = script(&plan(Data::Disk {
+            at: Path::new("/tmp/tare-x/data"),
+            device: "/dev/vda",
+            fs: "ext4",
+        }));
+        let mount = s
+            .find("mount -t ext4 /dev/vda '/tmp/tare-x/data' || {")
+            .expect(&s);
+        assert!(
+            s.find(&format!("load /{DISK_MODULE_DIR}")).unwrap() < mount,
+            "{s}"
+        );
+        assert!(mount < s.find("'/usr/bin/tare' 'tool' >").unwrap(), "{s}");
+        assert!(s.contains("data_fs=$(fstype '/tmp/tare-x/data')"), "{s}");
+        let t = script(&plan(Data::Tmpfs {
+            at: Path::new("/tmp/tare-x/data"),
+        }));
+        assert!(
+            t.contains("mount -t tmpfs -o mode=0755 tmpfs '/tmp/tare-x/data' || {"),
+            "{t}"
+        );
+        assert!(!t.contains(DISK_MODULE_DIR), "{t}");
+        let r = script(&plan(Data::Root));
+        assert!(!r.contains("mount -t ext4") && r.contains("data_fs=$(fstype '/tmp/tare-x')"));
+    }
+
+    #[test]
     fn the_facts_line_reads_back() {
-        let console = "[    1.0] x\ntare-vm: facts kernel=6.1.0-56-amd64 cpus=2 mem_kb=494000 nofile=1024:524288 fs=tmpfs addr=10.0.0.2/28\ntare-vm: server started (pid 80)\n";
+        let console = "[    1.0] x\ntare-vm: facts kernel=6.1.0-56-amd64 cpus=2 mem_kb=494000 nofile=1024:524288 fs=tmpfs data_fs=ext4 addr=10.0.0.2/28\ntare-vm: server started (pid 80)\n";
         let r = guest_report(console).unwrap();
         assert_eq!(r.kernel.as_deref(), Some("6.1.0-56-amd64"));
         assert_eq!(r.cpus, Some(2));
         assert_eq!(r.memory_kb, Some(494_000));
         assert_eq!(r.nofile, Some((Some(1024), Some(524_288))));
         assert_eq!(r.fs.as_deref(), Some("tmpfs"));
+        assert_eq!(r.data_fs.as_deref(), Some("ext4"));
         assert!(guest_report("nothing here").is_none());
         let odd = guest_report("tare-vm: facts cpus=x nofile=1 fs=").unwrap();
         assert_eq!(odd.cpus, None);

@@ -21,7 +21,7 @@ use super::kernel::{self, Kernel};
 use crate::targets::sha256_hex;
 
 /// Bump when the layout below changes, so old cached bases are not reused.
-const RECIPE: &str = "tare-initramfs-1";
+const RECIPE: &str = "tare-initramfs-2";
 
 /// Modules the guest needs that Debian builds as modules: virtio over MMIO
 /// (microvm's transport) and virtio-net (Debian has no CONFIG_IP_PNP
@@ -30,6 +30,15 @@ pub(crate) const MODULES: &[&str] = &["virtio_mmio", "virtio_net"];
 
 /// Where the modules go in the guest, numbered in load order.
 pub(crate) const MODULE_DIR: &str = "tare/modules";
+
+/// Modules for the data disk (`vm::disk`), loaded only when a guest has
+/// one: virtio-blk, and ext4 with the crc32c its metadata checksums use
+/// (a soft dependency, `softdep ext4 pre: crypto-crc32c` in
+/// modules.softdep, which modules.dep does not list).
+pub(crate) const DISK_MODULES: &[&str] = &["virtio_mmio", "virtio_blk", "crc32c_generic", "ext4"];
+
+/// Where the disk's modules go in the guest, numbered in load order.
+pub(crate) const DISK_MODULE_DIR: &str = "tare/modules-disk";
 
 /// Directories of the deployment directory that stay on the host.
 const HOST_ONLY: &[&str] = &["vm"];
@@ -52,11 +61,19 @@ pub(crate) fn build(
     let mut all = files.clone();
     all.extend(busybox()?);
     let modules = kernel::modules(kernel, MODULES)?;
-    let key = base_key(kernel, &all, &modules);
+    // A kernel without them still boots guests with no disk; a guest with
+    // one checks them first (`placements::vm`).
+    let disk_modules = kernel::modules(kernel, DISK_MODULES).unwrap_or_default();
+    let key = base_key(kernel, &all, &[&modules[..], &disk_modules[..]].concat());
     let base = cache.join(format!("initramfs-{}.cpio", &key[..16]));
     if !base.is_file() {
         let tmp = cache.join(format!(".initramfs-{}.{}", &key[..16], std::process::id()));
-        write_base(&all, &modules, &tmp).map_err(|e| format!("the guest's base archive: {e}"))?;
+        write_base(
+            &all,
+            &[(MODULE_DIR, &modules), (DISK_MODULE_DIR, &disk_modules)],
+            &tmp,
+        )
+        .map_err(|e| format!("the guest's base archive: {e}"))?;
         std::fs::rename(&tmp, &base).map_err(|e| format!("{}: {e}", base.display()))?;
     }
     std::fs::copy(&base, out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -124,7 +141,11 @@ fn base_key(kernel: &Kernel, files: &BTreeSet<PathBuf>, modules: &[PathBuf]) -> 
     sha256_hex(text.as_bytes())
 }
 
-fn write_base(files: &BTreeSet<PathBuf>, modules: &[PathBuf], out: &Path) -> std::io::Result<()> {
+fn write_base(
+    files: &BTreeSet<PathBuf>,
+    modules: &[(&str, &[PathBuf])],
+    out: &Path,
+) -> std::io::Result<()> {
     let f = std::fs::File::create(out)?;
     let mut c = Cpio::new(std::io::BufWriter::new(f));
     for (dir, mode) in [
@@ -140,23 +161,19 @@ fn write_base(files: &BTreeSet<PathBuf>, modules: &[PathBuf], out: &Path) -> std
         c.dir(dir, mode, 0, 0)?;
     }
     host_files(&mut c, files)?;
-    for (i, m) in modules.iter().enumerate() {
-        let bytes = kernel::module_bytes(m).map_err(std::io::Error::other)?;
-        let name = m
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("module.ko")
-            .split(".ko")
-            .next()
-            .unwrap_or("module")
-            .to_string();
-        c.file(
-            &format!("{MODULE_DIR}/{i:02}-{name}.ko"),
-            0o644,
-            0,
-            0,
-            &bytes,
-        )?;
+    for (dir, list) in modules {
+        for (i, m) in list.iter().enumerate() {
+            let bytes = kernel::module_bytes(m).map_err(std::io::Error::other)?;
+            let name = m
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("module.ko")
+                .split(".ko")
+                .next()
+                .unwrap_or("module")
+                .to_string();
+            c.file(&format!("{dir}/{i:02}-{name}.ko"), 0o644, 0, 0, &bytes)?;
+        }
     }
     c.finish()?;
     Ok(())

@@ -8,6 +8,8 @@
 //!   the deployment directory and the `/init` script (`init`).
 //! - `accel`: KVM if a trial guest boots with it, TCG otherwise.
 //! - `qemu`: the command line (`microvm`, direct kernel boot, virtio-net).
+//! - `disk`: the data disk for `storage = "volume"` (a raw file formatted
+//!   ext4 on the host, virtio-blk with `cache=none`).
 //! - `threads`: QEMU's vCPU threads (pinned) and vhost-net's workers.
 //!
 //! The placements (`placements::vm`) put these together with a tap network
@@ -15,6 +17,7 @@
 
 pub mod accel;
 mod cpio;
+pub(crate) mod disk;
 pub mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;

@@ -1,11 +1,13 @@
 //! The QEMU command line of a guest: a `microvm` machine (no PCI, no
 //! firmware tables to walk, virtio over MMIO), the kernel booted directly,
-//! the serial console on QEMU's stdout, and one virtio-net NIC.
+//! the serial console on QEMU's stdout, one virtio-net NIC, and a
+//! virtio-blk data disk when the storage is a volume (`disk`).
 
 use std::net::SocketAddr;
 use std::path::Path;
 
 use super::accel::Accel;
+use super::disk::Disk;
 use super::kernel::Kernel;
 
 /// The kernel command line every guest gets. Each option cuts boot work
@@ -31,6 +33,8 @@ pub(crate) struct Machine<'a> {
     /// Kernel command line beyond the console settings.
     pub append: String,
     pub nic: Nic,
+    /// The data disk, virtio-blk (`storage = "volume"`).
+    pub disk: Option<&'a Disk>,
 }
 
 /// The guest's network card.
@@ -109,6 +113,9 @@ impl Machine<'_> {
             }
             Nic::None => {}
         }
+        if let Some(d) = self.disk {
+            a.extend(d.qemu_args());
+        }
         a
     }
 }
@@ -138,6 +145,7 @@ mod tests {
                 ifname: "tr0a1b2c3dtp".into(),
                 vhost: false,
             },
+            disk: None,
         };
         let a = m.args().join(" ");
         assert!(a.starts_with("-name tare-x -name debug-threads=on "), "{a}");
@@ -162,5 +170,17 @@ mod tests {
             .args()
             .join(" ")
             .contains("user,id=n0,hostfwd=tcp:127.0.0.1:4000-:80"));
+        let disk = Disk {
+            path: "/d/vm/data.raw".into(),
+            bytes: 1 << 30,
+            host_fs: "ext4".into(),
+        };
+        let with_disk = Machine {
+            disk: Some(&disk),
+            ..user
+        };
+        assert!(with_disk.args().join(" ").ends_with(
+            "-drive file=/d/vm/data.raw,if=none,id=d0,format=raw,cache=none,aio=native -device virtio-blk-device,drive=d0"
+        ));
     }
 }

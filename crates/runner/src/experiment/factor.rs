@@ -98,7 +98,8 @@ impl FactorKind {
     /// honour it (container factors, netem delay).
     pub fn needs(self) -> Option<SpecOption> {
         match self {
-            FactorKind::Storage | FactorKind::Seccomp | FactorKind::Cpus | FactorKind::Memory => {
+            FactorKind::Storage => Some(SpecOption::Storage),
+            FactorKind::Seccomp | FactorKind::Cpus | FactorKind::Memory => {
                 Some(SpecOption::Container)
             }
             FactorKind::Delay => Some(SpecOption::Netem),

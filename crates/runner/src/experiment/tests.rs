@@ -88,6 +88,7 @@ fn mistakes_are_named_with_file_line_and_key() {
         ("container factor on native", format!("{HEAD}[factors]\nplacement = [\"native\", \"lab-nat\"]\nseccomp = [\"default\", \"unconfined\"]\n")),
         ("container level on a native cell", format!("{HEAD}[[cells]]\nplacement = \"native\"\nstorage = \"volume\"\naccess_log = \"on\"\n")),
         ("delay outside the lab", format!("{HEAD}[factors]\nplacement = [\"native\"]\ndelay = [\"1ms\"]\n")),
+        ("host path in a guest", format!("{HEAD}[[cells]]\nplacement = \"vm-bridge\"\nstorage = \"host-path\"\n")),
         ("cell missing a factor", format!("{HEAD}[[cells]]\naccess_log = \"on\"\n[[cells]]\nplacement = \"native\"\n")),
         ("chain matches nothing", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[attribution]\nchain = [\"placement=native\", \"placement=lab-nat\"]\n")),
         ("chain too vague", format!("{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\naccess_log = [\"on\", \"off\"]\n[attribution]\nchain = [\"placement=native\", \"access_log=on\"]\n")),

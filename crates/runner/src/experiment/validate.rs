@@ -449,6 +449,16 @@ fn check_cells_apply(loc: &Locator, raw: &RawExperiment, cells: &[Cell]) -> Resu
                     ),
                 ));
             }
+            // A level the placement takes the factor but not (a guest and
+            // a host path): its reason, when the file is read.
+            let refused = (kind == FactorKind::Storage)
+                .then(|| level.parse::<tare_deploy::Storage>().ok())
+                .flatten()
+                .and_then(|s| placement.refuses_storage(s));
+            if let Some(why) = refused {
+                let (span, key) = at(name, index);
+                return Err(loc.error(span, &key, format!("cell `{}`: {why}", cell.id)));
+            }
         }
     }
     Ok(())
