@@ -131,7 +131,6 @@ impl Listener {
         match self {
             Listener::Tcp(l) => {
                 let (s, _) = l.accept()?;
-                s.set_nodelay(true)?;
                 s.set_nonblocking(false)?;
                 Ok(Conn::Tcp(s))
             }
@@ -312,6 +311,12 @@ fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
                 continue;
             }
         };
+        // Request/response without Nagle's delay; a stream's connection
+        // as the kernel sets it, as iperf3's and nuttcp's servers leave
+        // theirs (docs/net.md).
+        if matches!(header.mode, Mode::Rr | Mode::Crr) && conn.set_nodelay().is_err() {
+            continue;
+        }
         if header.mode == Mode::Crr {
             // One transaction: served here, no thread for it.
             let _ = serve(conn, header, &shared.counters);
