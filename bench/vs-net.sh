@@ -13,7 +13,10 @@
 # (ratio 0.97..1.03 or lower), CPU per transaction no higher (ratio <= 1),
 # stream at least 0.97x. Round trips also by their median (p50: tare and
 # sockperf keep histograms, qperf does not), which a machine shared with
-# builds leaves far steadier than the means (bench/net_measure.py).
+# builds leaves far steadier than the means (bench/net_measure.py); each
+# ratio also as the median of the ratios within each round. With
+# TARE_BEFORE set to the same build, tare/tare-rr-before is an A/A
+# comparison: how far apart two identical clients land on this machine.
 #
 # Round trips are measured twice by tare: with its default wait (io_uring
 # where the kernel allows it) and with --io epoll (tare-rr-epoll).
@@ -83,6 +86,11 @@ for line in open(sys.argv[1]):
     tool, *kv = line.split()
     runs.setdefault(tool, []).append({k: float(v) for k, v in (x.split("=") for x in kv)})
 med = lambda tool, key: statistics.median(r[key] for r in runs[tool])
+# Each tool runs once per round, so the i-th runs of two tools share a
+# round: the median of the within-round ratios leaves out what a round's
+# neighbours did to both (a build starting, a stall), as a paired test does.
+def paired(tool, ref, key):
+    return statistics.median(a[key] / b[key] for a, b in zip(runs[tool], runs[ref]))
 has = lambda tool, key: all(key in r for r in runs[tool])
 p50 = lambda tool: f"{med(tool, 'p50_us'):.2f}" if has(tool, "p50_us") else "-"
 print(f"{'tool':<14} {'mean round trip us':>18} {'p50 us':>8} {'CPU us/tx':>10}")
@@ -91,15 +99,22 @@ for t in rr:
     print(f"{t:<14} {med(t, 'rtt_us'):>18.2f} {p50(t):>8} {med(t, 'cpu_us_per_tx'):>10.3f}")
 for ref in [t for t in rr if t != "tare-rr"]:
     median = (f", p50 {med('tare-rr', 'p50_us') / med(ref, 'p50_us'):.3f}x"
+              f" (within rounds {paired('tare-rr', ref, 'p50_us'):.3f}x)"
               if has(ref, "p50_us") else "")
-    print(f"tare/{ref}: round trip {med('tare-rr', 'rtt_us') / med(ref, 'rtt_us'):.3f}x{median}, "
-          f"CPU per transaction {med('tare-rr', 'cpu_us_per_tx') / med(ref, 'cpu_us_per_tx'):.3f}x")
+    print(f"tare/{ref}: round trip {med('tare-rr', 'rtt_us') / med(ref, 'rtt_us'):.3f}x"
+          f" (within rounds {paired('tare-rr', ref, 'rtt_us'):.3f}x){median}, "
+          f"CPU per transaction {med('tare-rr', 'cpu_us_per_tx') / med(ref, 'cpu_us_per_tx'):.3f}x"
+          f" (within rounds {paired('tare-rr', ref, 'cpu_us_per_tx'):.3f}x)")
 print(f"{'tool':<18} {'Gbit/s':>8} {'CPU s/GB':>9}")
 st = [t for t in ("tare-stream", "tare-stream-before", "nuttcp", "iperf3") if t in runs]
 for t in st:
     print(f"{t:<18} {med(t, 'gbit'):>8.2f} {med(t, 'cpu_s_per_gb'):>9.4f}")
 for ref in [t for t in st if t != "tare-stream"]:
-    print(f"tare/{ref}: stream {med('tare-stream', 'gbit') / med(ref, 'gbit'):.3f}x, "
-          f"CPU per GB {med('tare-stream', 'cpu_s_per_gb') / med(ref, 'cpu_s_per_gb'):.3f}x")
+    print(f"tare/{ref}: stream {med('tare-stream', 'gbit') / med(ref, 'gbit'):.3f}x"
+          f" (within rounds {paired('tare-stream', ref, 'gbit'):.3f}x), "
+          f"CPU per GB {med('tare-stream', 'cpu_s_per_gb') / med(ref, 'cpu_s_per_gb'):.3f}x"
+          f" (within rounds {paired('tare-stream', ref, 'cpu_s_per_gb'):.3f}x)")
 PY
+# Every run's line stays for the record (KEEP=path keeps the file).
+[ -n "${KEEP:-}" ] && cp "$out" "$KEEP"
 rm -f "$out"
