@@ -56,6 +56,14 @@ $C1 iperf3 -s -p $((PORT + 3)) >/dev/null 2>&1 & pids+=($!)
 $C1 nuttcp -S --nofork -P $((PORT + 4)) -p $((PORT + 5)) >/dev/null 2>&1 & pids+=($!)
 sleep 1
 
+# rotate N A B C...: the list started at its ((N-1) mod length)th word.
+rotate() {
+  local n=$1
+  shift
+  local k=$(((n - 1) % $#))
+  echo "${@:k+1}" "${@:1:k}"
+}
+
 out=$(mktemp /tmp/tare-vs-net-XXXXXX)
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r" >&2
@@ -63,7 +71,10 @@ for r in $(seq 1 "$ROUNDS"); do
   [ -n "${TARE_BEFORE:-}" ] && tools+=" tare-rr-before"
   streams="tare-stream nuttcp iperf3"
   [ -n "${TARE_BEFORE:-}" ] && streams+=" tare-stream-before"
-  for tool in $tools $streams; do
+  # Each round starts one tool later in each list, so no tool always runs
+  # first or after the same neighbour (a fixed order put tare-rr second in
+  # every round, and two identical tare clients came out 0.93-1.13x apart).
+  for tool in $(rotate "$r" $tools) $(rotate "$r" $streams); do
     case $tool in
       tare-rr) line=$($M tare-rr -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --json -) ;;
       tare-rr-epoll) line=$($M tare-rr-epoll -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --io epoll --json -) ;;
