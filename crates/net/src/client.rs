@@ -155,8 +155,10 @@ pub(crate) fn stream(plan: &Plan, out: &mut Outcome, send: bool, stats: &Counter
     };
     let mut buf = vec![0u8; if send { plan.request } else { plan.response }];
     let mut last_mb = 0u64;
+    // One clock reading per write or read: the one after it says both
+    // when its bytes moved and whether the run is over.
+    let mut now = plan.clock.now_ns();
     loop {
-        let now = plan.clock.now_ns();
         if plan.over(now) {
             break;
         }
@@ -165,6 +167,7 @@ pub(crate) fn stream(plan: &Plan, out: &mut Outcome, send: bool, stats: &Counter
         } else {
             conn.read(&mut buf)
         };
+        now = plan.clock.now_ns();
         let n = match r {
             Ok(0) => {
                 out.rec.errors.read += 1;
@@ -184,7 +187,7 @@ pub(crate) fn stream(plan: &Plan, out: &mut Outcome, send: bool, stats: &Counter
             }
         };
         out.stream.all_bytes += n;
-        let done = plan.clock.now_ns();
+        let done = now;
         if done < plan.start_ns {
             continue;
         }

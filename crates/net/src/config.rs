@@ -102,8 +102,9 @@ impl FromStr for Direction {
 /// `netperf -t TCP_RR -- -r 100,200` (docs/studies.md), not netperf's 1,1,
 /// so tare's default reproduces the study's rows.
 pub const DEFAULT_SIZES: (usize, usize) = (100, 200);
-/// Bytes per write (and read) of a stream by default: iperf3's and
-/// nuttcp's 128 KiB.
+/// Bytes per write (and read) of a stream by default: iperf3's 128 KiB
+/// (nuttcp's is 64 KiB; docs/net.md, "Beside sockperf, qperf, iperf3 and
+/// nuttcp").
 pub const DEFAULT_STREAM_SIZE: usize = 128 * 1024;
 /// Most stream connections (each is a thread of its own, as each nuttcp
 /// or iperf3 stream is; rr, crr and udp-rr share `-t` threads and take as
