@@ -536,6 +536,37 @@ mod tests {
         )
     }
 
+    /// A guest's disk is compared as one line; a cell without one says
+    /// `none`, so a guest on its disk and a container on a volume differ
+    /// by it, and the storage factor excuses that.
+    #[test]
+    fn the_content_disk_is_compared_and_storage_excuses_it() {
+        let mut vm = cell("vm", "ext4", "vm-bridge");
+        vm.1.guest = Some(GuestFacts {
+            disk: Some(GuestDisk {
+                interface: "virtio-blk".into(),
+                format: "raw".into(),
+                cache: "none".into(),
+                aio: "native".into(),
+                bytes: 4 << 30,
+                fs: "ext4".into(),
+                host_fs: "ext4".into(),
+            }),
+            ..GuestFacts::default()
+        });
+        let native = cell("native", "ext4", "native");
+        assert_eq!(
+            vm.1.compared()["content_disk"],
+            "virtio-blk raw file on ext4 (cache=none, aio=native)"
+        );
+        assert_eq!(native.1.compared()["content_disk"], "none");
+        let cells = [native, vm];
+        let facts = |f: &[Finding]| f.iter().map(|f| f.fact.clone()).collect::<Vec<_>>();
+        assert!(facts(&fairness(&cells, &["placement"])).contains(&"content_disk".to_string()));
+        assert!(!facts(&fairness(&cells, &["placement", "storage"]))
+            .contains(&"content_disk".to_string()));
+    }
+
     #[test]
     fn a_tcg_guest_is_labelled_emulated() {
         let mut vm = cell("vm", "tmpfs", "vm-bridge");
