@@ -144,18 +144,22 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         HostSpec {
             name: "gen1",
             bare_path: false,
+            docker: false,
         },
         HostSpec {
             name: "gen2",
             bare_path: false,
+            docker: false,
         },
         HostSpec {
             name: "srv",
             bare_path: false,
+            docker: false,
         },
         HostSpec {
             name: "bare",
             bare_path: true,
+            docker: false,
         },
     ]);
     let work = hosts.dir.join("work");
