@@ -68,30 +68,34 @@ fn a_docker_host_target_runs_on_the_remote_hosts_own_daemon() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The container appears on the host's daemon while the run lasts.
+    // The container appears on the host's daemon while the run lasts (and
+    // is gone after it): what it is, asked while it runs.
     let deadline = Instant::now() + Duration::from_secs(240);
     let mut seen = None;
     while seen.is_none() && Instant::now() < deadline && child.try_wait().unwrap().is_none() {
-        seen = dk
+        let id = dk
             .docker(&["ps", "-q", "--no-trunc"])
             .ok()
             .and_then(|ids| ids.split_whitespace().next().map(String::from));
-        std::thread::sleep(Duration::from_millis(200));
+        if let Some(id) = id {
+            let mode = dk.docker(&["inspect", "-f", "{{.HostConfig.NetworkMode}}", &id]);
+            let local = Command::new("docker")
+                .args(["inspect", &id])
+                .output()
+                .unwrap();
+            seen = Some((id, mode, local.status.success()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
     let err = wait_output(&mut child, Duration::from_secs(300));
-    let id = seen.unwrap_or_else(|| panic!("no container on the host's daemon: {err}"));
-    let mode = dk
-        .docker(&["inspect", "-f", "{{.HostConfig.NetworkMode}}", &id])
-        .unwrap_or_default();
-    assert_eq!(mode.trim(), "host", "{err}");
-    let local = Command::new("docker")
-        .args(["inspect", &id])
-        .output()
-        .unwrap();
-    assert!(
-        !local.status.success(),
-        "the container is this machine's too"
+    let (id, mode, local) =
+        seen.unwrap_or_else(|| panic!("no container on the host's daemon: {err}"));
+    assert_eq!(
+        mode.map(|m| m.trim().to_string()),
+        Ok("host".into()),
+        "{id}: {err}"
     );
+    assert!(!local, "{id} is this machine's daemon's too");
 
     let recs: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("trials.jsonl"))
         .unwrap_or_default()
