@@ -11,7 +11,10 @@
 //!    `Fleet`), nothing left on any host after it;
 //! 3. a `tare run` whose first record holds both generators' parts, then
 //!    a host drops: its part recorded as an error, the other's kept;
-//!    `tare cleanup --host` clears it once it is back;
+//!    the progress lines carry the remote generators' counts; the target
+//!    is monitored on its host (the server's CPU per request, the host
+//!    named in the record and the report); `tare cleanup --host` clears
+//!    it once it is back;
 //! 4. `tare run` killed with SIGKILL mid-trial: the agents stop by
 //!    themselves and `tare cleanup --hosts-from RUN_DIR` leaves every host
 //!    empty.
@@ -141,18 +144,22 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         HostSpec {
             name: "gen1",
             bare_path: false,
+            docker: false,
         },
         HostSpec {
             name: "gen2",
             bare_path: false,
+            docker: false,
         },
         HostSpec {
             name: "srv",
             bare_path: false,
+            docker: false,
         },
         HostSpec {
             name: "bare",
             bare_path: true,
+            docker: false,
         },
     ]);
     let work = hosts.dir.join("work");
@@ -266,6 +273,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
             .unwrap_or(0)
     };
     let probes = lines();
+    let mut heard = Vec::new();
     let r = fleet
         .load(
             &exp,
@@ -274,8 +282,16 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
             &target.endpoint,
             &target.deployed.url,
             &Arc::new(AtomicBool::new(false)),
+            &mut |p| heard.push(p.clone()),
         )
         .unwrap();
+    // Progress streamed from both generators while they ran (live counts;
+    // the record's are the exact ones checked below).
+    assert!(
+        heard.iter().any(|p| p.reporting == 2 && p.done > 0),
+        "{heard:?}"
+    );
+    assert!(heard.iter().all(|p| p.hosts == 2), "{heard:?}");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(r.generators.len(), 2);
     assert!(
@@ -324,11 +340,22 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     let started = Instant::now();
     let exp = s.write("drop.toml", &["gen1", "gen2", "srv"], "", BODY);
     let out_dir = s.work.join("drop-run");
-    let mut child = spawn_run(&exp, &out_dir, &s.work);
+    let mut child = spawn_run(&exp, &out_dir, &s.work, false);
     assert!(wait_until(Duration::from_secs(60), || !trials(&out_dir).is_empty()));
     s.hosts.drop_host("gen2");
     let err = child_output(&mut child, Duration::from_secs(90));
     assert!(err.contains("skipping placement=lab-bridge"), "{err}");
+    // Progress from the remote generators: their counts, summed, while
+    // the first trial (both hosts up) ran.
+    let counted: Vec<u64> = err
+        .lines()
+        .filter(|l| l.contains("of 2 generator hosts)"))
+        .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert!(
+        counted.iter().any(|&n| n > 0),
+        "no counts in progress: {err}"
+    );
     let recs = trials(&out_dir);
     assert_eq!(recs.len(), 2, "{err}");
     let first = &recs[0]["result"];
@@ -337,6 +364,18 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     assert!(parts.iter().all(|g| g.get("error").is_none()), "{first}");
     let sum: u64 = parts.iter().map(|g| g["requests"].as_u64().unwrap()).sum();
     assert_eq!(first["requests"].as_u64().unwrap(), sum);
+    // The target on srv was monitored there, on a real server under load.
+    let monitor = &recs[0]["monitor"];
+    assert_eq!(monitor["host"], "srv", "{monitor}");
+    let server_us = monitor["per_request"]["server_us"].as_f64().unwrap();
+    assert!(server_us > 0.0, "{monitor}");
+    assert!(monitor["verdict"]["bound"].is_string(), "{monitor}");
+    let report = tare(&["report", out_dir.to_str().unwrap()], &s.work);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("measured on host srv: placement=native"),
+        "{text}"
+    );
     let second = &recs[1]["result"];
     assert!(second["generators"][1].get("error").is_some(), "{second}");
     assert_eq!(second["generators"][1]["requests"], 0);
@@ -381,7 +420,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     let body = BODY.replace("duration = \"1s\"", "duration = \"3s\"");
     let exp = s.write("kill.toml", &["gen1", "gen2", "srv"], "", &body);
     let out_dir = s.work.join("kill-run");
-    let mut child = spawn_run(&exp, &out_dir, &s.work);
+    let mut child = spawn_run(&exp, &out_dir, &s.work, true);
     // Mid-trial: past the first deployment on srv, into the 3 s load.
     let srv = s.host_dir("srv");
     let deployed = || {
@@ -427,16 +466,15 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     );
 }
 
-/// `tare run EXP --out OUT -q` in the background, its stderr piped.
-fn spawn_run(exp: &Path, out: &Path, cwd: &Path) -> std::process::Child {
+/// `tare run EXP --out OUT` (`-q` when `quiet`) in the background, its
+/// stderr piped.
+fn spawn_run(exp: &Path, out: &Path, cwd: &Path, quiet: bool) -> std::process::Child {
+    let mut args = vec!["run", exp.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    if quiet {
+        args.push("-q");
+    }
     Command::new(TARE)
-        .args([
-            "run",
-            exp.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "-q",
-        ])
+        .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

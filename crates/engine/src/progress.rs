@@ -1,10 +1,15 @@
 //! Live progress: workers publish their running totals with a plain relaxed
 //! store once per poll iteration (no read-modify-write, one cache line per
 //! thread), and a display thread reads them a few times a second.
+//!
+//! Every [`Board`] is also registered process-wide, so a process that runs
+//! one load at a time (`tare agent load` on a remote host, docs/remote.md)
+//! can report its progress without knowing which engine made the board:
+//! [`live`].
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,11 +36,20 @@ pub struct Board {
     pub threads: Vec<Counters>,
 }
 
+/// The boards of this process's loads, held weakly: a finished load's
+/// board is gone when its engine drops it.
+static BOARDS: Mutex<Vec<Weak<Board>>> = Mutex::new(Vec::new());
+
 impl Board {
     pub fn new(threads: usize) -> Arc<Self> {
-        Arc::new(Self {
+        let board = Arc::new(Self {
             threads: (0..threads).map(|_| Counters::default()).collect(),
-        })
+        });
+        if let Ok(mut all) = BOARDS.lock() {
+            all.retain(|b| b.strong_count() > 0);
+            all.push(Arc::downgrade(&board));
+        }
+        board
     }
 
     pub fn totals(&self) -> (u64, u64) {
@@ -46,6 +60,20 @@ impl Board {
             )
         })
     }
+}
+
+/// Completed units and errors of every load running in this process (the
+/// sum of their boards), `None` when none is running.
+pub fn live() -> Option<(u64, u64)> {
+    let all = BOARDS.lock().ok()?;
+    let boards: Vec<Arc<Board>> = all.iter().filter_map(Weak::upgrade).collect();
+    if boards.is_empty() {
+        return None;
+    }
+    Some(boards.iter().fold((0, 0), |(c, e), b| {
+        let (bc, be) = b.totals();
+        (c + bc, e + be)
+    }))
 }
 
 /// A one-line display on stdout, updated every 250 ms; does nothing unless
@@ -108,5 +136,34 @@ impl Line {
 impl Drop for Line {
     fn drop(&mut self) {
         self.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_sums_the_running_boards_and_forgets_finished_ones() {
+        let a = Board::new(2);
+        let b = Board::new(1);
+        a.threads[0].publish(10, 1);
+        a.threads[1].publish(5, 0);
+        b.threads[0].publish(7, 2);
+        // Other tests in this process may hold boards of their own: ours
+        // are at least counted.
+        let (c, e) = live().unwrap();
+        assert!(c >= 22 && e >= 3, "{c} {e}");
+        let gone = Arc::as_ptr(&b);
+        drop(b);
+        let held: Vec<*const Board> = BOARDS
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|b| Arc::as_ptr(&b))
+            .collect();
+        assert!(held.contains(&Arc::as_ptr(&a)));
+        assert!(!held.contains(&gone), "a dropped board is not counted");
     }
 }

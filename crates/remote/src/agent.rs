@@ -3,7 +3,9 @@
 //! (progress ticks, then one result or one failure). Its stdin stays open
 //! as a lifeline: when it closes (the run ended, or the tare that started
 //! it died and ssh closed the channel) the agent stops what it runs and
-//! exits, so a killed run leaves nothing running on the host.
+//! exits, so a killed run leaves nothing running on the host. Other lines
+//! on it are further requests to the same agent ([`request_lines`]: a
+//! deployed target's monitor, `crate::target`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
@@ -22,8 +24,17 @@ use crate::RemoteError;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
-    /// Progress: how long it has run, and what it is doing.
-    Tick { elapsed_s: f64, phase: String },
+    /// Progress: how long it has run, and what it is doing; while a load
+    /// runs, the units it completed so far and its errors
+    /// (`tare_engine::progress::live`).
+    Tick {
+        elapsed_s: f64,
+        phase: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        done: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        errors: Option<u64>,
+    },
     /// The answer.
     Done { value: serde_json::Value },
     /// Why there is no answer.
@@ -205,6 +216,13 @@ impl Drop for Agent {
 /// lifeline watcher, which sets the returned flag when stdin closes or says
 /// `stop`.
 pub fn request<T: DeserializeOwned>() -> Result<(T, Arc<AtomicBool>), String> {
+    request_lines().map(|(req, stop, _)| (req, stop))
+}
+
+/// [`request`], with every other line the lifeline carries handed over in
+/// order (further requests to a long-lived agent).
+pub fn request_lines<T: DeserializeOwned>() -> Result<(T, Arc<AtomicBool>, Receiver<String>), String>
+{
     let mut line = String::new();
     std::io::stdin()
         .read_line(&mut line)
@@ -213,6 +231,7 @@ pub fn request<T: DeserializeOwned>() -> Result<(T, Arc<AtomicBool>), String> {
         serde_json::from_str(&line).map_err(|e| format!("a request tare cannot read: {e}"))?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("agent-lifeline".into())
         .spawn(move || {
@@ -222,13 +241,14 @@ pub fn request<T: DeserializeOwned>() -> Result<(T, Arc<AtomicBool>), String> {
                 match std::io::stdin().read_line(&mut line) {
                     Ok(0) | Err(_) => break,
                     Ok(_) if line.trim() == "stop" => break,
-                    Ok(_) => continue,
+                    // Nobody listening for more is not an error.
+                    Ok(_) => drop(tx.send(line.trim().to_string())),
                 }
             }
             flag.store(true, Ordering::SeqCst);
         })
         .map_err(|e| e.to_string())?;
-    Ok((req, stop))
+    Ok((req, stop, rx))
 }
 
 /// Writes one event line (the agent's side). A closed stdout means the
@@ -240,21 +260,30 @@ pub fn emit(event: &Event) {
     }
 }
 
-/// Ticks every second until `done` is set: the tare that asked sees the
-/// agent is alive (the agent's side).
+/// How often an agent ticks: often enough for a live progress line, rare
+/// enough that a tick costs nothing next to the load.
+pub const TICK: Duration = Duration::from_millis(500);
+
+/// Ticks every [`TICK`] until `done` is set: the tare that asked sees the
+/// agent is alive and, while a load runs in this process, how far it got
+/// (the agent's side).
 pub fn ticker(phase: &str, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     let phase = phase.to_string();
     std::thread::spawn(move || {
         let start = std::time::Instant::now();
-        let mut next = 1.0;
+        let every = TICK.as_secs_f64();
+        let mut next = every;
         while !done.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
             let elapsed = start.elapsed().as_secs_f64();
             if elapsed >= next {
-                next += 1.0;
+                next += every;
+                let live = tare_engine::progress::live();
                 emit(&Event::Tick {
                     elapsed_s: elapsed,
                     phase: phase.clone(),
+                    done: live.map(|l| l.0),
+                    errors: live.map(|l| l.1),
                 });
             }
         }
@@ -278,9 +307,20 @@ mod tests {
             t,
             Event::Tick {
                 elapsed_s: 1.5,
-                phase: "load".into()
+                phase: "load".into(),
+                done: None,
+                errors: None,
             }
         );
+        let t = Event::Tick {
+            elapsed_s: 2.0,
+            phase: "load".into(),
+            done: Some(1200),
+            errors: Some(3),
+        };
+        let text = serde_json::to_string(&t).unwrap();
+        assert!(text.contains(r#""done":1200,"errors":3"#), "{text}");
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), t);
         assert!(serde_json::from_str::<Event>(r#"{"event":"other"}"#).is_err());
     }
 }

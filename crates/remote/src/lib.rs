@@ -8,6 +8,8 @@
 //! - [`agent`]: the protocol: one request, event lines, a lifeline on stdin.
 //! - [`target`]: a target deployed on a host (`agent deploy`), and what a
 //!   host can deploy and owns (`agent check`).
+//! - [`monitor`]: that target monitored where it runs, its record put on
+//!   this machine's clock.
 //! - [`cleanup`]: nothing left on a host after a run or a killed run.
 //! - [`addresses`]: this host's own addresses.
 //!
@@ -20,6 +22,7 @@ pub mod cleanup;
 pub mod clock;
 pub mod host;
 pub mod install;
+pub mod monitor;
 pub mod target;
 mod wait;
 

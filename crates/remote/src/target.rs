@@ -1,26 +1,33 @@
 //! A target deployed on a remote host: `tare agent deploy` runs
 //! `tare_deploy::deploy` there (native, or that host's own Docker Engine),
-//! says where load reaches it, and stops it when told or when its lifeline
+//! says where load reaches it, monitors it during each measured load when
+//! asked (`crate::monitor`), and stops it when told or when its lifeline
 //! closes. `tare agent check` asks, before any load, what the host can
 //! deploy and which addresses it owns.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tare_deploy::DeploySpec;
 use tare_engine::Endpoint;
+use tare_monitor::MonitorRecord;
 
 use crate::agent::{self, Agent, Event};
 use crate::install::Installed;
+use crate::monitor::Command;
 use crate::RemoteError;
 
 /// How long a remote deployment may take to answer (a container image
 /// built there, PostgreSQL's initdb), and to stop.
 const DEPLOY_LIMIT: Duration = Duration::from_secs(300);
 const STOP_LIMIT: Duration = Duration::from_secs(60);
+/// How long the monitor may take to start (its first sample) or to hand
+/// over its record.
+const MONITOR_LIMIT: Duration = Duration::from_secs(30);
 
 /// What `tare agent deploy` answers once the target answers its probe.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,6 +44,8 @@ pub struct Deployed {
 /// A target running on a remote host; dropping it stops it.
 pub struct RemoteTarget {
     agent: Agent,
+    /// The host's name, as the experiment spells it.
+    pub host: String,
     pub deployed: Deployed,
     pub endpoint: Endpoint,
 }
@@ -57,9 +66,35 @@ impl RemoteTarget {
                 })?;
         Ok(RemoteTarget {
             agent,
+            host: inst.host.name.clone(),
             deployed,
             endpoint,
         })
+    }
+
+    /// Starts monitoring it on its host (`crate::monitor`); the generator
+    /// is what of its host's agent is named `generator_threads…`.
+    pub fn monitor_start(&mut self, generator_threads: &str) -> Result<(), RemoteError> {
+        self.ask(&Command::Start {
+            generator_threads: generator_threads.to_string(),
+        })
+        .map(drop)
+    }
+
+    /// Stops the monitor and returns its record as sampled, on the host's
+    /// clock (`crate::monitor::on_this_clock` moves it to this one's).
+    pub fn monitor_stop(&mut self) -> Result<MonitorRecord, RemoteError> {
+        let value = self.ask(&Command::Stop)?;
+        MonitorRecord::from_json(&value).map_err(|e| RemoteError::Ssh {
+            host: self.host.clone(),
+            message: format!("a monitor record tare cannot read: {e}"),
+        })
+    }
+
+    fn ask(&mut self, cmd: &Command) -> Result<serde_json::Value, RemoteError> {
+        let line = serde_json::to_string(cmd).map_err(|e| RemoteError::Local(e.to_string()))?;
+        self.agent.say(&line)?;
+        self.agent.answer(MONITOR_LIMIT)
     }
 
     /// Stops it and waits for the host to say it is gone.
@@ -73,7 +108,7 @@ impl RemoteTarget {
 
 /// The agent's side of `deploy`.
 pub fn serve_deploy() -> Result<(), String> {
-    let (spec, stop) = agent::request::<DeploySpec>()?;
+    let (spec, stop, lines) = agent::request_lines::<DeploySpec>()?;
     let deployment = match tare_deploy::deploy(&spec) {
         Ok(d) => d,
         Err(e) => {
@@ -92,10 +127,18 @@ pub fn serve_deploy() -> Result<(), String> {
     agent::emit(&Event::Done {
         value: serde_json::to_value(&deployed).unwrap_or_default(),
     });
-    // Until told to stop, or until the tare that asked is gone.
+    // Until told to stop, or until the tare that asked is gone, answering
+    // its monitor requests.
+    let mut monitor = None;
     while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50));
+        match lines.recv_timeout(Duration::from_millis(50)) {
+            Ok(line) => agent::emit(&crate::monitor::serve(&line, &deployment, &mut monitor)),
+            Err(RecvTimeoutError::Timeout) => {}
+            // The lifeline ended: the flag is set.
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(50)),
+        }
     }
+    drop(monitor);
     match deployment.stop() {
         Ok(()) => agent::emit(&Event::Done {
             value: serde_json::Value::Null,

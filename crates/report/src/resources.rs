@@ -33,6 +33,11 @@ pub struct CellResources {
     /// What `per_request` counts per: the records' unit (requests,
     /// transactions, round trips, a benchmark program's runs).
     pub unit: Unit,
+    /// The hosts its server was monitored on when not this machine (a
+    /// target on another host, docs/remote.md): every figure but the
+    /// generator's is that host's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// How CPU per unit of work is shown: microseconds per request (or
@@ -102,7 +107,13 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
 
 /// The run's monitoring, `None` when no trial was monitored.
 pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
-    type Seen = (Vec<CpuPerRequest>, Vec<Verdict>, where_ran::CpusSeen, Unit);
+    type Seen = (
+        Vec<CpuPerRequest>,
+        Vec<Verdict>,
+        where_ran::CpusSeen,
+        Unit,
+        Vec<String>,
+    );
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {
@@ -115,10 +126,21 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         if !order.contains(&t.cell.as_str()) {
             order.push(&t.cell);
         }
-        let e = by_cell
-            .entry(&t.cell)
-            .or_insert_with(|| (Vec::new(), Vec::new(), Default::default(), r.unit()));
+        let e = by_cell.entry(&t.cell).or_insert_with(|| {
+            (
+                Vec::new(),
+                Vec::new(),
+                Default::default(),
+                r.unit(),
+                Vec::new(),
+            )
+        });
         where_ran::add(&mut e.2, &m);
+        if let Some(h) = &m.host {
+            if !e.4.contains(h) {
+                e.4.push(h.clone());
+            }
+        }
         if let Some(p) = m.per_request {
             e.0.push(p);
         }
@@ -135,7 +157,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
     let mut cells = Vec::new();
     let mut all_verdicts = Vec::new();
     for id in order {
-        let (per, verdicts, seen, unit) = &by_cell[id];
+        let (per, verdicts, seen, unit, hosts) = &by_cell[id];
         let Some(per_request) = merge(per) else {
             continue;
         };
@@ -153,6 +175,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             shared_with_server: where_ran::shared_with_server(&where_ran),
             where_ran,
             unit: *unit,
+            hosts: hosts.clone(),
         });
     }
     let mut steps = Vec::new();

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use tare_record::LoadResult;
 
 use crate::experiment::{Cell, LoadSettings};
+use crate::observer::LiveProgress;
 
 /// Why a deployment or a load failed: one line, recorded in the trial.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +60,17 @@ pub trait RunningCell {
     /// Applies load with `settings`. `measure = false` is a warm-up: the
     /// result is thrown away, so an executor may skip building it.
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError>;
+
+    /// [`RunningCell::load`], telling `progress` how far it got while it
+    /// runs, where its generators report that (remote ones do).
+    fn load_observed(
+        &mut self,
+        settings: &LoadSettings,
+        measure: bool,
+        _progress: &mut dyn FnMut(&LiveProgress),
+    ) -> Result<LoadResult, ExecError> {
+        self.load(settings, measure)
+    }
 
     /// Resource monitoring of the last measured load (`TrialRecord::monitor`),
     /// if the executor monitors.

@@ -3,7 +3,7 @@
 //! the trial that just finished), [`Quiet`] ignores them (tests, `--quiet`).
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tare_record::TrialRecord;
@@ -18,6 +18,32 @@ pub enum Phase {
     Measure,
     Stop,
     Cooldown,
+}
+
+/// How far a running load got, from generators that report it while they
+/// run (the remote generators' agents, docs/remote.md "Progress"): summed
+/// over the hosts that reported.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveProgress {
+    /// Units completed so far (requests, transactions...), `unit` naming them.
+    pub done: u64,
+    pub errors: u64,
+    /// Units per second over each host's last tick, added up.
+    pub rate: f64,
+    pub unit: &'static str,
+    /// Generator hosts that reported counts, of how many run.
+    pub reporting: usize,
+    pub hosts: usize,
+}
+
+impl std::fmt::Display for LiveProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}s done, {:.0}/s, {} errors ({} of {} generator hosts)",
+            self.done, self.unit, self.rate, self.errors, self.reporting, self.hosts
+        )
+    }
 }
 
 /// Where a run starts from (a resumed run has trials on disk already).
@@ -36,6 +62,8 @@ pub trait Observer {
     /// A one-line note (a skipped cell, a stop that failed, ...).
     fn note(&mut self, _line: &str) {}
     fn phase(&mut self, _cell: &str, _trial: u32, _phase: Phase) {}
+    /// The running load's progress, a few times a second at most.
+    fn progress(&mut self, _cell: &str, _trial: u32, _progress: &LiveProgress) {}
     fn trial(&mut self, _rec: &TrialRecord) {}
     /// More trials were added (an adaptive round).
     fn grow(&mut self, _more: u64) {}
@@ -56,7 +84,15 @@ pub struct Bars {
     /// Trials on disk per cell, to count cells done.
     per_cell: HashMap<String, u32>,
     count: u32,
+    /// The phase shown, for progress messages.
+    phase: &'static str,
+    /// When a progress line was last printed without a terminal.
+    printed: Option<Instant>,
 }
+
+/// Without a terminal (a log, a pipe), a progress line is printed at most
+/// this often.
+const PRINT_EVERY: Duration = Duration::from_secs(1);
 
 impl Default for Bars {
     fn default() -> Self {
@@ -80,6 +116,8 @@ impl Bars {
             last_rate: String::new(),
             per_cell: HashMap::new(),
             count: 0,
+            phase: "",
+            printed: None,
         }
     }
 }
@@ -129,8 +167,19 @@ impl Observer for Bars {
             Phase::Stop => "stopping",
             Phase::Cooldown => "cooling down",
         };
+        self.phase = p;
         self.bar
             .set_message(format!("{cell} #{trial} {p}{}", self.last_rate));
+    }
+
+    fn progress(&mut self, cell: &str, trial: u32, progress: &LiveProgress) {
+        let line = format!("{cell} #{trial} {}: {progress}", self.phase);
+        if !self.bar.is_hidden() {
+            self.bar.set_message(line);
+        } else if self.printed.is_none_or(|t| t.elapsed() >= PRINT_EVERY) {
+            self.printed = Some(Instant::now());
+            eprintln!("{line}");
+        }
     }
 
     fn trial(&mut self, rec: &TrialRecord) {

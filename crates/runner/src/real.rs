@@ -17,6 +17,7 @@ use crate::engines::{self, Engine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
 use crate::experiment::{Cell, CpuPlan, Experiment, FactorKind, LoadSettings};
+use crate::observer::LiveProgress;
 use crate::remote::Fleet;
 use tare_engine::cpu::CpuList;
 use tare_remote::RemoteTarget;
@@ -227,8 +228,18 @@ impl Executor for RealExecutor {
         if let Some(f) = &remote {
             f.check_endpoint(target_host.as_deref(), deployment.endpoint())?;
         }
+        // A remote target is monitored there; its record comes back on the
+        // host's clock, which is this far ahead of ours.
+        let target_clock = match (&target_host, &remote) {
+            (Some(name), Some(f)) => Some(TargetClock {
+                offset_s: f.clock(name)?.offset_s,
+                generators_there: f.generates_on(name),
+            }),
+            _ => None,
+        };
         Ok(Box::new(RealCell {
             deployment,
+            target_clock,
             engine: self.exp.load.engine,
             generator_cpus: self.cpus.generator.clone(),
             interrupt: self.interrupt.clone(),
@@ -287,8 +298,20 @@ impl Placed {
     }
 }
 
+/// What a remote target's monitor record needs from the run.
+struct TargetClock {
+    /// The target host's clock minus this one's (`tare_remote::clock`).
+    offset_s: f64,
+    /// Whether one of the generators runs on the target's host too (its
+    /// CPU is then in that host's rest of the machine: the agent that
+    /// monitors is not the one that loads).
+    generators_there: bool,
+}
+
 struct RealCell {
     deployment: Placed,
+    /// Set when the target runs on another host.
+    target_clock: Option<TargetClock>,
     /// Remote generators (`[load] hosts`) and the experiment they read.
     remote: Option<(Arc<Fleet>, Experiment)>,
     engine: &'static dyn Engine,
@@ -317,9 +340,24 @@ impl RunningCell for RealCell {
     }
 
     fn load(&mut self, settings: &LoadSettings, measure: bool) -> Result<LoadResult, ExecError> {
+        self.load_observed(settings, measure, &mut |_| {})
+    }
+
+    fn load_observed(
+        &mut self,
+        settings: &LoadSettings,
+        measure: bool,
+        progress: &mut dyn FnMut(&LiveProgress),
+    ) -> Result<LoadResult, ExecError> {
         // Every measured load is monitored (CPU by component, disk, sockets,
-        // the verdict); a monitor that cannot start costs the trial nothing.
+        // the verdict), where the server runs; a monitor that cannot start
+        // costs the trial nothing.
         let monitor = measure.then(|| self.start_monitor()).flatten();
+        let prefix = self.engine.thread_prefix();
+        let remote_monitor = match &mut self.deployment {
+            Placed::Remote(r) if measure => r.monitor_start(&prefix).is_ok(),
+            _ => false,
+        };
         let mut settings = settings.clone();
         settings.shared.cpus = self.generator_cpus.clone();
         let endpoint = self.deployment.endpoint();
@@ -331,6 +369,7 @@ impl RunningCell for RealCell {
                 endpoint,
                 &self.deployment.url(),
                 &self.interrupt,
+                progress,
             ),
             (None, placed) => {
                 let offer = Offer {
@@ -346,6 +385,9 @@ impl RunningCell for RealCell {
         };
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
             self.monitor = Some(m.stop().finish(r).to_json());
+        }
+        if remote_monitor {
+            self.monitor = self.remote_monitor(result.as_ref().ok());
         }
         result
     }
@@ -364,24 +406,33 @@ impl RunningCell for RealCell {
 
 impl RealCell {
     fn start_monitor(&self) -> Option<tare_monitor::Monitor> {
-        use tare_monitor::{GeneratorRef, MonitorSpec, ServerRef};
-        // The monitor watches this machine: a remote target's processes
-        // are not here to watch.
+        // This machine's monitor watches a local target; a remote one is
+        // watched on its host (`remote_monitor`).
         let Placed::Local(deployment) = &self.deployment else {
             return None;
         };
-        let watch = deployment.watch();
-        let server = match &watch.server {
-            tare_deploy::Scope::CgroupOf(pid) => ServerRef::CgroupOf(*pid),
-            tare_deploy::Scope::Pids(pids) => ServerRef::Pids(pids.clone()),
+        let generator = tare_monitor::GeneratorRef::Threads(self.engine.thread_prefix());
+        tare_monitor::Monitor::start(tare_remote::monitor::spec(deployment, generator)).ok()
+    }
+
+    /// The remote target's record of the load that just ran, on this
+    /// machine's clock and finished against `result` as a local one is.
+    /// A record that cannot be had costs the trial nothing.
+    fn remote_monitor(&mut self, result: Option<&LoadResult>) -> Option<serde_json::Value> {
+        let (Placed::Remote(r), Some(clock)) = (&mut self.deployment, &self.target_clock) else {
+            return None;
         };
-        let generator = GeneratorRef::Threads(self.engine.thread_prefix());
-        let mut spec = MonitorSpec::new(server, generator);
-        // A companion's CPU (nginx-proxy's backend) is its own part, not "the rest".
-        for (name, pids) in &watch.companions {
-            spec = spec.with_companion(name, pids.clone());
-        }
-        tare_monitor::Monitor::start(spec).ok()
+        let raw = r.monitor_stop().ok()?;
+        let mut rec = tare_remote::monitor::on_this_clock(raw, &r.host, clock.offset_s);
+        rec.generator = if clock.generators_there {
+            format!("on {} too, in its rest of the machine; its own CPU is the load result's generator_cpu_s", r.host)
+        } else {
+            format!(
+                "not on {}; its own CPU is the load result's generator_cpu_s",
+                r.host
+            )
+        };
+        Some(rec.finish(result?).to_json())
     }
 }
 

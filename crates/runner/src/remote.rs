@@ -4,11 +4,13 @@
 //! load` there, and their records are merged exactly
 //! (`tare_record::merge`). What an agent runs is the experiment's own
 //! `[load]` table, read there through the engine registry
-//! ([`serve_load`]), so no engine is named here.
+//! ([`serve_load`]), so no engine is named here. While they run, their
+//! ticks carry their counts, summed into one progress ([`Tally`]).
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +25,7 @@ use tare_remote::{clock, Clock, Host, HostCheck, Installed};
 use crate::engines::{self, Offer};
 use crate::executor::ExecError;
 use crate::experiment::{ConfigSource, Experiment, Hosts, LoadSettings};
+use crate::observer::LiveProgress;
 
 /// The run directory's record of the hosts a run put tare on: what
 /// `tare cleanup` reads to reach them after a killed run.
@@ -166,6 +169,16 @@ impl Fleet {
         !self.generators.is_empty()
     }
 
+    /// The clock of host `name`: its offset from this one's.
+    pub fn clock(&self, name: &str) -> Result<Clock, ExecError> {
+        Ok(self.ready(name)?.clock)
+    }
+
+    /// Whether `name` runs one of the generators.
+    pub fn generates_on(&self, name: &str) -> bool {
+        self.generators.iter().any(|g| g == name)
+    }
+
     /// What the provenance records.
     pub fn facts(&self) -> Vec<HostFacts> {
         self.hosts
@@ -206,7 +219,9 @@ impl Fleet {
         )))
     }
 
-    /// One load from every generator host at once, merged.
+    /// One load from every generator host at once, merged; `progress`
+    /// hears the hosts' summed counts as their ticks arrive.
+    #[allow(clippy::too_many_arguments)]
     pub fn load(
         &self,
         exp: &Experiment,
@@ -215,6 +230,7 @@ impl Fleet {
         endpoint: &Endpoint,
         url: &str,
         stop: &Arc<AtomicBool>,
+        progress: &mut dyn FnMut(&LiveProgress),
     ) -> Result<LoadResult, ExecError> {
         let shares = split(&settings.shared, self.generators.len())?;
         let text = load_text(exp)?;
@@ -238,16 +254,22 @@ impl Fleet {
             };
             running.push((r, Agent::start(&r.inst, "load", &req)));
         }
-        // Ticks arrive every second; a host silent for this long is gone.
+        // Ticks arrive twice a second; a host silent for this long is gone.
         let silence = Duration::from_secs(6) + settings.shared.timeout;
+        let mut tally = Tally::new(running.len(), exp.load.engine.unit().noun());
+        let (tx, ticks) = mpsc::channel();
         let parts: Vec<Part> = std::thread::scope(|s| {
             let handles: Vec<_> = running
                 .into_iter()
-                .map(|(r, agent)| {
+                .enumerate()
+                .map(|(i, (r, agent))| {
+                    let tx = tx.clone();
                     s.spawn(move || {
                         let result = agent
                             .and_then(|mut a| {
-                                let out = wait_answer(&mut a, silence, stop);
+                                let out = wait_answer(&mut a, silence, stop, |t| {
+                                    let _ = tx.send((i, t));
+                                });
                                 a.close(Duration::from_secs(5));
                                 out
                             })
@@ -261,6 +283,20 @@ impl Fleet {
                     })
                 })
                 .collect();
+            // Every sender is a generator's thread's: the channel closes when
+            // the last one ends, within `silence` of its last line.
+            drop(tx);
+            loop {
+                match ticks.recv_timeout(Duration::from_millis(200)) {
+                    Ok((i, tick)) => {
+                        if let Some(p) = tally.add(i, tick) {
+                            progress(&p);
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
             handles
                 .into_iter()
                 .map(|h| h.join().expect("a generator's thread does not panic"))
@@ -283,12 +319,64 @@ impl Fleet {
     }
 }
 
-/// The answer of a load agent, its ticks skipped; an interrupt closes its
-/// lifeline, and the agent answers with what it measured so far.
+/// One generator's counts from one tick.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tick {
+    elapsed_s: f64,
+    done: u64,
+    errors: u64,
+}
+
+/// The generators' latest counts, summed into one progress.
+struct Tally {
+    /// Each host's last two ticks with counts (the last, and the one before
+    /// it for the rate).
+    hosts: Vec<(Option<Tick>, Option<Tick>)>,
+    unit: &'static str,
+}
+
+impl Tally {
+    fn new(hosts: usize, unit: &'static str) -> Tally {
+        Tally {
+            hosts: vec![(None, None); hosts],
+            unit,
+        }
+    }
+
+    /// Adds host `i`'s tick; the sum over the hosts that reported so far.
+    fn add(&mut self, i: usize, tick: Tick) -> Option<LiveProgress> {
+        let slot = self.hosts.get_mut(i)?;
+        *slot = (Some(tick), slot.0);
+        let mut p = LiveProgress {
+            unit: self.unit,
+            hosts: self.hosts.len(),
+            ..LiveProgress::default()
+        };
+        for (last, before) in &self.hosts {
+            let Some(last) = last else { continue };
+            p.reporting += 1;
+            p.done += last.done;
+            p.errors += last.errors;
+            if let Some(b) = before {
+                let dt = last.elapsed_s - b.elapsed_s;
+                // A board restarted (a new load in the same agent) has no rate yet.
+                if dt > 0.0 && last.done >= b.done {
+                    p.rate += (last.done - b.done) as f64 / dt;
+                }
+            }
+        }
+        Some(p)
+    }
+}
+
+/// The answer of a load agent; its ticks with counts go to `tick`. An
+/// interrupt closes its lifeline, and the agent answers with what it
+/// measured so far.
 fn wait_answer(
     a: &mut Agent,
     silence: Duration,
     stop: &Arc<AtomicBool>,
+    mut tick: impl FnMut(Tick),
 ) -> Result<LoadResult, tare_remote::RemoteError> {
     let mut told = false;
     loop {
@@ -297,6 +385,16 @@ fn wait_answer(
             let _ = a.say("stop");
         }
         match a.next(silence)? {
+            Event::Tick {
+                elapsed_s,
+                done: Some(done),
+                errors,
+                ..
+            } => tick(Tick {
+                elapsed_s,
+                done,
+                errors: errors.unwrap_or(0),
+            }),
             Event::Tick { .. } => continue,
             Event::Done { value } => {
                 return serde_json::from_value(value)
@@ -488,6 +586,29 @@ mod tests {
             rate,
             ..tare_engine::Load::default()
         }
+    }
+
+    #[test]
+    fn progress_sums_the_hosts_that_reported() {
+        let t = |elapsed_s, done, errors| Tick {
+            elapsed_s,
+            done,
+            errors,
+        };
+        let mut tally = Tally::new(2, "request");
+        let p = tally.add(0, t(0.5, 100, 0)).unwrap();
+        assert_eq!((p.done, p.reporting, p.hosts, p.rate), (100, 1, 2, 0.0));
+        let p = tally.add(1, t(0.5, 50, 1)).unwrap();
+        assert_eq!((p.done, p.errors, p.reporting), (150, 1, 2));
+        let p = tally.add(0, t(1.0, 300, 0)).unwrap();
+        // Host 0: 200 more in 0.5 s; host 1 has one tick, no rate yet.
+        assert_eq!(p.done, 350);
+        assert!((p.rate - 400.0).abs() < 1e-9, "{p:?}");
+        assert_eq!(
+            p.to_string(),
+            "350 requests done, 400/s, 1 errors (2 of 2 generator hosts)"
+        );
+        assert!(tally.add(5, t(1.0, 1, 0)).is_none(), "no such host");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tare_record::TrialRecord;
 use crate::adaptive;
 use crate::executor::{Executor, Finding, RunningCell};
 use crate::experiment::{Cell, DeploymentPolicy, Experiment, Focus};
-use crate::observer::{Observer, Phase, Start};
+use crate::observer::{LiveProgress, Observer, Phase, Start};
 use crate::plan::{round_order, Plan};
 use crate::precision;
 use crate::rundir::{RunDir, RunDirError, FACTS, FINDINGS};
@@ -392,15 +392,19 @@ impl Schedule<'_> {
             let mut warm = settings.clone();
             warm.shared.duration = Some(settings.shared.warmup);
             *load_time += settings.shared.warmup;
-            if let Err(e) = running.load(&warm, false) {
+            let observer = &mut *self.observer;
+            let mut told = |p: &LiveProgress| observer.progress(&cell.id, trial, p);
+            if let Err(e) = running.load_observed(&warm, false, &mut told) {
                 outcome = Err(format!("warm-up: {e}"));
             }
         }
         if outcome.is_ok() && !self.interrupt.load(Ordering::SeqCst) {
             self.observer.phase(&cell.id, trial, Phase::Measure);
             *load_time += settings.duration();
+            let observer = &mut *self.observer;
+            let mut told = |p: &LiveProgress| observer.progress(&cell.id, trial, p);
             outcome = running
-                .load(&settings, true)
+                .load_observed(&settings, true, &mut told)
                 .map(Some)
                 .map_err(|e| format!("load: {e}"));
             rec.monitor = running.take_monitor();

@@ -61,6 +61,12 @@ pub struct MonitorRecord {
     /// What was measured as "the server" and "the generator", in words.
     pub server: String,
     pub generator: String,
+    /// The host it was measured on, when that is not the machine tare ran
+    /// on: a target on another host (`[target] host`, docs/remote.md) is
+    /// monitored there, and every machine figure (busy, idle, softirq, the
+    /// rest, the disturbance) is that host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub series: Series,
     /// Summaries over [`MonitorRecord::window`] (the whole record until
     /// [`MonitorRecord::finish`] narrows it to the load's measured period).

@@ -163,6 +163,7 @@ pub(crate) fn run(
         generator_cpus_allowed: src.generator_allowed,
         server: src.server_desc,
         generator: src.generator_desc,
+        host: None,
         series,
         summary,
         window: None,

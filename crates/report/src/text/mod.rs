@@ -292,6 +292,30 @@ fn levels(cell: &CellStats, order: &[String]) -> String {
     }
 }
 
+/// Which cells' servers were monitored on another host, host by host: their
+/// rows are that host's machine, not this one.
+fn measured_on(res: &crate::resources::Resources) -> String {
+    let mut by_host: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &res.cells {
+        for h in &c.hosts {
+            match by_host.iter_mut().find(|(n, _)| n == h) {
+                Some((_, cells)) => cells.push(&c.cell),
+                None => by_host.push((h, vec![&c.cell])),
+            }
+        }
+    }
+    by_host
+        .iter()
+        .map(|(host, cells)| {
+            format!(
+                "  measured on host {host}: {} (server, network, rest and machine are {host}'s; \
+                 a generator elsewhere counts in the cells table's generator CPU)\n",
+                cells.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// Where the CPU went, per cell and along the attribution chain.
 fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     use crate::table::{Align, Table};
@@ -386,6 +410,7 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
             out.push_str(&format!("  {} → {}: {}\n", s.from, s.to, s.text));
         }
     }
+    out.push_str(&measured_on(res));
     out.push_str(&where_ran(res));
     notes.add(
         "network: softirq (packet processing, machine-wide) + user-space proxies; under tick accounting softirq \
@@ -445,7 +470,30 @@ mod tests {
             where_ran: Default::default(),
             shared_with_server: Vec::new(),
             unit,
+            hosts: Vec::new(),
         }
+    }
+
+    /// Issue 23: a target on another host is monitored there, and the
+    /// report says where.
+    #[test]
+    fn cells_monitored_on_another_host_name_it() {
+        let mut remote = cell("native", 0.0);
+        remote.hosts = vec!["srv".into()];
+        let res = crate::resources::Resources {
+            cells: vec![remote, cell("docker-host", 0.0)],
+            steps: Vec::new(),
+            warning: None,
+        };
+        let text = resources(&res, &mut Notes::default());
+        let line = text
+            .lines()
+            .find(|l| l.contains("measured on host srv"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            line.contains("native") && !line.contains("docker-host"),
+            "{line}"
+        );
     }
 
     /// A benchmark program's cells count runs: seconds of CPU each, shown
