@@ -840,7 +840,10 @@ impl<'a> Worker<'a> {
                 replies.clear();
                 let parsed = c.parser.feed(ring.data(buf, len), |r| replies.push(r));
                 ring.release(buf);
-                self.received(i, len, parsed.is_ok());
+                // The kernel read it before the wait returned (`now`):
+                // every reply of a wake-up is timed then, not later by
+                // the ones handled before it.
+                self.received(i, len, parsed.is_ok(), now);
                 let c = &mut self.conns[i];
                 if c.state == State::Open && !c.receiving {
                     if let (Io::Uring { ring, .. }, Some(s)) = (&mut self.io, &c.sock) {
@@ -902,7 +905,8 @@ impl<'a> Worker<'a> {
             let replies = &mut self.replies;
             replies.clear();
             let parsed = c.parser.feed(&self.buf[..n], |r| replies.push(r));
-            self.received(i, n, parsed.is_ok());
+            let read_at = self.plan.clock.now_ns();
+            self.received(i, n, parsed.is_ok(), read_at);
             if self.conns[i].state != State::Open || n < self.buf.len() {
                 return;
             }
@@ -912,8 +916,7 @@ impl<'a> Worker<'a> {
     /// `n` bytes arrived on connection `i` and their replies are in
     /// `self.replies` (`parsed`: they were RESP): each is accounted, then
     /// the connection's next batch goes out.
-    fn received(&mut self, i: usize, n: usize, parsed: bool) {
-        let read_at = self.plan.clock.now_ns();
+    fn received(&mut self, i: usize, n: usize, parsed: bool, read_at: u64) {
         // With receive stamps, a reply is done when its bytes arrived,
         // whenever the worker woke to read them.
         let now = match self.conns[i].rx_ns.take().filter(|_| self.rx_stamps) {
