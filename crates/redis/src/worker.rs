@@ -520,17 +520,14 @@ impl<'a> Worker<'a> {
         }
         let want = c.woff < c.wbuf.len();
         if want != c.armed_write {
-            match (&mut self.io, &c.sock) {
-                (Io::Epoll(p), Some(sock)) => {
-                    let interest = if want {
-                        Interest::ReadWrite
-                    } else {
-                        Interest::Read
-                    };
-                    let _ = p.modify(sock.fd(), i as u64, interest);
-                    c.armed_write = want;
-                }
-                _ => {}
+            if let (Io::Epoll(p), Some(sock)) = (&mut self.io, &c.sock) {
+                let interest = if want {
+                    Interest::ReadWrite
+                } else {
+                    Interest::Read
+                };
+                let _ = p.modify(sock.fd(), i as u64, interest);
+                c.armed_write = want;
             }
         }
     }
