@@ -492,10 +492,21 @@ impl Ring {
         std::mem::swap(out, &mut self.sent);
     }
 
-    /// Ends the receive, any poll and any send under `token`; their last
-    /// completions (`ECANCELED`) still arrive and must be ignored by token.
+    /// Ends a [`Ring::send`] under `token` still waiting for room; its
+    /// completion (`ECANCELED`, or what it sent) still arrives.
+    pub fn cancel_send(&mut self, token: u64) {
+        self.push(
+            opcode::AsyncCancel::new(token | SEND)
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS)
+                .user_data(CANCEL),
+        );
+    }
+
+    /// Ends the receive and any poll under `token`; their last completions
+    /// (`ECANCELED`) still arrive and must be ignored by token.
     pub fn cancel(&mut self, token: u64) {
-        for ud in [token, token | POLL, token | SEND] {
+        for ud in [token, token | POLL] {
             self.push(
                 opcode::AsyncCancel::new(ud)
                     .build()

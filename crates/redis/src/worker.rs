@@ -622,12 +622,11 @@ impl<'a> Worker<'a> {
     fn close(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
         if let Some(s) = c.sock.take() {
-            self.io.forget(
-                s.fd(),
-                i,
-                c.epoch,
-                c.receiving || c.armed_write || c.sending,
-            );
+            if let (Io::Uring { ring, .. }, true) = (&mut self.io, c.sending) {
+                ring.cancel_send(uring::token(i, c.epoch));
+            }
+            self.io
+                .forget(s.fd(), i, c.epoch, c.receiving || c.armed_write);
         }
         if c.sending {
             let wbuf = std::mem::replace(&mut c.wbuf, Vec::with_capacity(4096));
