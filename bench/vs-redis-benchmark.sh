@@ -7,6 +7,9 @@
 # and the generator to CPU 0 (PIN=0 turns pinning off), as bench/vs-wrk.sh
 # does for nginx. ROUNDS interleaved rounds: redis-benchmark, tare, for -P 1
 # then -P 16, each running the same -n REQUESTS (x16 with -P 16).
+# tare runs with --timeout 60s: redis-benchmark waits for a reply for ever,
+# and on a loaded machine the server may stall for longer than tare's
+# default 2 s, which in a count-bounded run closes the connection for good.
 # Generator CPU is the kernel's rusage of the child process (getrusage
 # RUSAGE_CHILDREN), the same measure for both tools. Prints per-run numbers
 # and median ratios. Goals (issue 19): with the server the bottleneck,
@@ -75,7 +78,7 @@ for i in $(seq "$ROUNDS"); do
     echo "redis-benchmark $p $b" >> "$out"
     line="round $i -P $p: redis-benchmark $b"
     for v in "" "${variants[@]}"; do
-      t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - "${common[@]}" ${v//=/ })
+      t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - --timeout 60s "${common[@]}" ${v//=/ })
       label=tare; [ -n "$v" ] && label="tare[$v]"
       echo "$label $p $t" >> "$out"
       line+=" | $label $t"

@@ -3,9 +3,12 @@
 //! each connection a small state machine.
 //!
 //! - With io_uring a multishot receive per connection has read the replies
-//!   before the worker wakes: a `-P 1` command costs one `send` and a share
-//!   of one `io_uring_enter`; with epoll, one `recv` and a share of one
-//!   `epoll_wait` besides (docs/redis.md, "How a worker waits").
+//!   before the worker wakes, and the sends they call for go through the
+//!   ring, submitted by the `io_uring_enter` that waits next: a `-P 1`
+//!   command costs a share of one system call. Its send time is read just
+//!   before that call, so latency still starts when the command goes out.
+//!   With epoll, a `send`, a `recv` and a share of one `epoll_wait`
+//!   (docs/redis.md, "How a worker waits").
 //! - `--coalesce` (closed loop over TCP) pauses an idle worker briefly
 //!   before it waits, so one wake-up serves several replies; replies are
 //!   then timed by the kernel's receive timestamps (epoll and `recvmsg`),
@@ -100,6 +103,12 @@ struct Conn {
     armed_write: bool,
     /// io_uring: a multishot receive is pending on this socket.
     receiving: bool,
+    /// io_uring: a send of `wbuf[woff..]` is pending; the kernel reads
+    /// `wbuf`, which nothing changes until the send's completion.
+    sending: bool,
+    /// io_uring: the last `fresh` commands in `flight` are queued but not
+    /// yet submitted; their send time is read when they are.
+    fresh: usize,
     /// Sockets this slot has had: a completion for an old one never
     /// matches the current one (`uring::token`).
     epoch: u64,
@@ -137,6 +146,20 @@ pub(crate) struct Worker<'a> {
     ready: Vec<Ready>,
     events: Vec<Event>,
     buf: Vec<u8>,
+    /// Sends go through the ring (io_uring).
+    ring_sends: bool,
+    /// Connections with commands queued since the last wait, to stamp.
+    stamp: Vec<usize>,
+    /// Send completions taken from the ring.
+    sent: Vec<(u64, i32)>,
+    /// Write buffers of connections closed with a send pending, kept
+    /// until its completion (the kernel may still read them), by token.
+    retired: Vec<(u64, Vec<u8>)>,
+    /// Some connection may send a batch without a reply to prompt it (a
+    /// new connection, the start): the run loop looks at every one.
+    scan: bool,
+    /// Some connection is closed, to be opened again.
+    any_down: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -157,6 +180,8 @@ impl<'a> Worker<'a> {
                 woff: 0,
                 armed_write: false,
                 receiving: false,
+                sending: false,
+                fresh: 0,
                 epoch: 0,
                 rx_ns: None,
                 flight: VecDeque::with_capacity(plan.cfg.pipeline),
@@ -170,15 +195,22 @@ impl<'a> Worker<'a> {
         let load = &plan.cfg.load;
         let coalescer =
             Coalescer::for_worker(load.coalesce, &plan.cfg.endpoint, load.rate.is_some());
+        let io = Io::new(
+            load.io,
+            conns.len(),
+            RING_BUF,
+            coalescer.enabled(),
+            &plan.clock,
+        )?;
         Ok(Worker {
             plan,
-            io: Io::new(
-                load.io,
-                conns.len(),
-                RING_BUF,
-                coalescer.enabled(),
-                &plan.clock,
-            )?,
+            ring_sends: matches!(io, Io::Uring { .. }),
+            io,
+            stamp: Vec::with_capacity(64),
+            sent: Vec::with_capacity(64),
+            retired: Vec::new(),
+            scan: true,
+            any_down: true,
             rx_stamps: coalescer.enabled(),
             rx_map: RealtimeMap::new(&plan.clock),
             coalescer,
@@ -283,7 +315,9 @@ impl<'a> Worker<'a> {
             self.retry_due(now);
             if self.schedule.is_some() {
                 self.dispatch(now);
-            } else {
+            } else if self.scan || now < self.origin + load.ramp.as_nanos() as u64 {
+                // Otherwise a connection sends when its replies are in.
+                self.scan = false;
                 for i in 0..self.conns.len() {
                     self.send_batch(i, now);
                 }
@@ -295,7 +329,11 @@ impl<'a> Worker<'a> {
             if let Some(t) = self.next_timer(now) {
                 until = until.min(t);
             }
-            let in_flight = self.conns.iter().filter(|c| !c.flight.is_empty()).count();
+            let in_flight = if self.coalescer.enabled() {
+                self.conns.iter().filter(|c| !c.flight.is_empty()).count()
+            } else {
+                0
+            };
             let paused = self.coalescer.before_wait(
                 last_batch,
                 in_flight,
@@ -311,6 +349,12 @@ impl<'a> Worker<'a> {
             counters.publish(self.rec.requests, self.rec.errors.total());
         }
         counters.publish(self.rec.requests, self.rec.errors.total());
+        if let Io::Uring { ring, .. } = &mut self.io {
+            // Commands queued since the last wait go out as `send(2)`
+            // would have sent them: they are in flight, and the server
+            // counts them.
+            let _ = ring.submit();
+        }
         let end_ns = deadline.map_or(now, |d| now.min(d));
         self.rec.in_flight = self.conns.iter().map(|c| c.flight.len() as u64).sum();
         let unsent = match (&mut self.schedule, deadline) {
@@ -337,9 +381,8 @@ impl<'a> Worker<'a> {
         match self.left {
             None => false,
             Some(left) => {
-                let idle = self.conns.iter().all(|c| c.flight.is_empty());
-                let dead = self.conns.iter().all(|c| c.state == State::Done);
-                (left == 0 && idle) || dead
+                (left == 0 && self.conns.iter().all(|c| c.flight.is_empty()))
+                    || self.conns.iter().all(|c| c.state == State::Done)
             }
         }
     }
@@ -355,7 +398,7 @@ impl<'a> Worker<'a> {
         let n_conns = plan.cfg.load.connections as u64;
         let ramp = plan.cfg.load.ramp.as_nanos() as u64;
         let c = &self.conns[i];
-        if c.state != State::Open || !c.flight.is_empty() || c.skip > 0 {
+        if c.state != State::Open || !c.flight.is_empty() || c.skip > 0 || c.sending {
             return;
         }
         if ramp > 0 && now < self.origin + ramp * c.index as u64 / n_conns {
@@ -392,7 +435,7 @@ impl<'a> Worker<'a> {
             }
             let Some(i) = (0..n).map(|k| (self.cursor + k) % n).find(|&i| {
                 let c = &self.conns[i];
-                c.state == State::Open && c.skip == 0 && c.flight.len() < p
+                c.state == State::Open && c.skip == 0 && c.flight.len() < p && !c.sending
             }) else {
                 break;
             };
@@ -409,7 +452,8 @@ impl<'a> Worker<'a> {
         }
         if touched {
             for i in 0..n {
-                if self.conns[i].woff < self.conns[i].wbuf.len() && !self.conns[i].armed_write {
+                let c = &self.conns[i];
+                if c.woff < c.wbuf.len() && !c.armed_write && !c.sending {
                     self.flush(i, now);
                 }
             }
@@ -422,15 +466,42 @@ impl<'a> Worker<'a> {
         let c = &mut self.conns[i];
         let t = &plan.templates[c.next_workload];
         c.next_workload = (c.next_workload + 1) % plan.templates.len();
+        debug_assert!(!c.sending, "the kernel may be reading wbuf");
         let rng = &mut c.rng;
         t.write(&mut c.wbuf, keyspace, || rng.next_u64());
         c.flight.push_back((intended, now));
+        if self.ring_sends {
+            c.fresh += 1;
+        }
     }
 
-    /// Writes what is pending; arms `EPOLLOUT` for the rest.
+    /// Writes what is pending; arms `EPOLLOUT` for the rest. With
+    /// io_uring: submits it as one send, unless one is pending.
     fn flush(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
         let Some(sock) = &c.sock else { return };
+        if let Io::Uring { ring, .. } = &mut self.io {
+            if c.sending || c.woff == c.wbuf.len() {
+                return;
+            }
+            let rest = &c.wbuf[c.woff..];
+            // SAFETY: `sending` keeps `wbuf` as it is until the send's
+            // completion (`queue_command` and `close` honour it), and the
+            // worker, which owns it, outlives the ring.
+            unsafe {
+                ring.send(
+                    sock.fd(),
+                    rest.as_ptr(),
+                    rest.len(),
+                    uring::token(i, c.epoch),
+                )
+            };
+            c.sending = true;
+            if c.fresh > 0 {
+                self.stamp.push(i);
+            }
+            return;
+        }
         while c.woff < c.wbuf.len() {
             match sock.write(&c.wbuf[c.woff..]) {
                 Ok(n) => c.woff += n,
@@ -449,23 +520,14 @@ impl<'a> Worker<'a> {
         }
         let want = c.woff < c.wbuf.len();
         if want != c.armed_write {
-            match (&mut self.io, &c.sock) {
-                (Io::Epoll(p), Some(sock)) => {
-                    let interest = if want {
-                        Interest::ReadWrite
-                    } else {
-                        Interest::Read
-                    };
-                    let _ = p.modify(sock.fd(), i as u64, interest);
-                    c.armed_write = want;
-                }
-                // A one-shot poll: armed for a short write, and it
-                // disarms itself when it fires.
-                (Io::Uring { ring, .. }, Some(sock)) if want => {
-                    ring.poll_writable(sock.fd(), uring::token(i, c.epoch));
-                    c.armed_write = true;
-                }
-                _ => {}
+            if let (Io::Epoll(p), Some(sock)) = (&mut self.io, &c.sock) {
+                let interest = if want {
+                    Interest::ReadWrite
+                } else {
+                    Interest::Read
+                };
+                let _ = p.modify(sock.fd(), i as u64, interest);
+                c.armed_write = want;
             }
         }
     }
@@ -523,6 +585,7 @@ impl<'a> Worker<'a> {
             None => return,
         }
         c.state = State::Open;
+        self.scan = true;
         c.skip = plan.setup_replies;
         c.wbuf.extend_from_slice(&plan.setup);
         match (&mut self.io, &c.sock) {
@@ -559,9 +622,18 @@ impl<'a> Worker<'a> {
     fn close(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
         if let Some(s) = c.sock.take() {
+            if let (Io::Uring { ring, .. }, true) = (&mut self.io, c.sending) {
+                ring.cancel_send(uring::token(i, c.epoch));
+            }
             self.io
                 .forget(s.fd(), i, c.epoch, c.receiving || c.armed_write);
         }
+        if c.sending {
+            let wbuf = std::mem::replace(&mut c.wbuf, Vec::with_capacity(4096));
+            self.retired.push((uring::token(i, c.epoch), wbuf));
+            c.sending = false;
+        }
+        c.fresh = 0;
         c.receiving = false;
         c.rx_ns = None;
         c.flight.clear();
@@ -572,6 +644,7 @@ impl<'a> Worker<'a> {
         c.state = if self.left.is_some() {
             State::Done
         } else {
+            self.any_down = true;
             State::Down {
                 retry_at: now + RETRY_NS,
             }
@@ -579,10 +652,17 @@ impl<'a> Worker<'a> {
     }
 
     fn retry_due(&mut self, now: u64) {
+        if !self.any_down {
+            return;
+        }
+        self.any_down = false;
         for i in 0..self.conns.len() {
             if let State::Down { retry_at } = self.conns[i].state {
                 if now >= retry_at {
+                    // Failing again sets `any_down` again.
                     self.connect(i, now);
+                } else {
+                    self.any_down = true;
                 }
             }
         }
@@ -593,7 +673,7 @@ impl<'a> Worker<'a> {
     fn next_timer(&self, now: u64) -> Option<u64> {
         let mut t: Option<u64> = None;
         let mut at = |x: u64| t = Some(t.map_or(x, |t| t.min(x)));
-        for c in &self.conns {
+        for c in self.conns.iter().filter(|_| self.any_down) {
             if let State::Down { retry_at } = c.state {
                 at(retry_at);
             }
@@ -603,7 +683,7 @@ impl<'a> Worker<'a> {
             if self
                 .conns
                 .iter()
-                .any(|c| c.state == State::Open && c.skip == 0 && c.flight.len() < p)
+                .any(|c| c.state == State::Open && c.skip == 0 && c.flight.len() < p && !c.sending)
                 && self.left != Some(0)
             {
                 at(s.peek());
@@ -641,8 +721,20 @@ impl<'a> Worker<'a> {
     fn wait(&mut self, now: u64, until: u64) -> io::Result<usize> {
         let mut ready = std::mem::take(&mut self.ready);
         let mut events = std::mem::take(&mut self.events);
+        if !self.stamp.is_empty() {
+            self.stamp_sends();
+        }
         let waited = self.io.wait(now, until, &mut ready, &mut events);
         let now = self.plan.clock.now_ns();
+        if let Io::Uring { ring, .. } = &mut self.io {
+            // Before the replies: a send's completion precedes theirs.
+            let mut sent = std::mem::take(&mut self.sent);
+            ring.take_sent(&mut sent);
+            for &(token, res) in &sent {
+                self.send_done(token, res, now);
+            }
+            self.sent = sent;
+        }
         for r in ready.drain(..) {
             let i = r.token as usize;
             if i >= self.conns.len() || self.conns[i].sock.is_none() {
@@ -667,6 +759,53 @@ impl<'a> Worker<'a> {
         self.ready = ready;
         self.events = events;
         waited
+    }
+
+    /// The commands queued since the last wait go out in the one about to
+    /// begin: their send time is now (a closed loop's intended time too).
+    fn stamp_sends(&mut self) {
+        let t = self.plan.clock.now_ns();
+        let closed = self.schedule.is_none();
+        for k in 0..self.stamp.len() {
+            let c = &mut self.conns[self.stamp[k]];
+            let fresh = std::mem::take(&mut c.fresh);
+            for f in c.flight.iter_mut().rev().take(fresh) {
+                if closed {
+                    f.0 = t;
+                }
+                f.1 = t;
+            }
+        }
+        self.stamp.clear();
+    }
+
+    /// io_uring: connection `i`'s send completed with `res` (bytes sent or
+    /// `-errno`).
+    fn send_done(&mut self, token: u64, res: i32, now: u64) {
+        let (i, generation) = uring::untoken(token);
+        let current = self
+            .conns
+            .get(i)
+            .is_some_and(|c| c.sock.is_some() && c.sending && c.epoch & 0x7fff_ffff == generation);
+        if !current {
+            // A closed socket's send: its buffer is free now.
+            self.retired.retain(|(t, _)| *t != token);
+            return;
+        }
+        let c = &mut self.conns[i];
+        c.sending = false;
+        if res < 0 {
+            self.fail(i, now, Failure::Write);
+            return;
+        }
+        c.woff += res as usize;
+        if c.woff >= c.wbuf.len() {
+            c.wbuf.clear();
+            c.woff = 0;
+        } else {
+            // Cut short all the same: send the rest.
+            self.flush(i, now);
+        }
     }
 
     /// Handles one io_uring completion.
@@ -697,7 +836,10 @@ impl<'a> Worker<'a> {
                 replies.clear();
                 let parsed = c.parser.feed(ring.data(buf, len), |r| replies.push(r));
                 ring.release(buf);
-                self.received(i, len, parsed.is_ok());
+                // The kernel read it before the wait returned (`now`):
+                // every reply of a wake-up is timed then, not later by
+                // the ones handled before it.
+                self.received(i, len, parsed.is_ok(), now);
                 let c = &mut self.conns[i];
                 if c.state == State::Open && !c.receiving {
                     if let (Io::Uring { ring, .. }, Some(s)) = (&mut self.io, &c.sock) {
@@ -759,7 +901,8 @@ impl<'a> Worker<'a> {
             let replies = &mut self.replies;
             replies.clear();
             let parsed = c.parser.feed(&self.buf[..n], |r| replies.push(r));
-            self.received(i, n, parsed.is_ok());
+            let read_at = self.plan.clock.now_ns();
+            self.received(i, n, parsed.is_ok(), read_at);
             if self.conns[i].state != State::Open || n < self.buf.len() {
                 return;
             }
@@ -769,8 +912,7 @@ impl<'a> Worker<'a> {
     /// `n` bytes arrived on connection `i` and their replies are in
     /// `self.replies` (`parsed`: they were RESP): each is accounted, then
     /// the connection's next batch goes out.
-    fn received(&mut self, i: usize, n: usize, parsed: bool) {
-        let read_at = self.plan.clock.now_ns();
+    fn received(&mut self, i: usize, n: usize, parsed: bool, read_at: u64) {
         // With receive stamps, a reply is done when its bytes arrived,
         // whenever the worker woke to read them.
         let now = match self.conns[i].rx_ns.take().filter(|_| self.rx_stamps) {
@@ -873,6 +1015,7 @@ impl<'a> Worker<'a> {
         if why == Failure::Timeout && self.left.is_none() {
             // Not refused, only slow: open it again at once.
             self.conns[i].state = State::Down { retry_at: now };
+            self.any_down = true;
         }
     }
 }

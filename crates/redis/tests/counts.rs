@@ -294,6 +294,36 @@ fn io_uring_and_coalesced_waits_count_exactly() {
     assert!(e.contains("--coalesce"), "{e}");
 }
 
+/// Batches far larger than a socket's buffer (`-P 8` of 1 MiB SETs): a
+/// send through the ring that must wait for room goes out whole before the
+/// connection's buffer is touched again, and every command is counted once,
+/// with either wait.
+#[test]
+fn sends_larger_than_the_socket_buffer_count_exactly() {
+    let server = RedisServer::start(None);
+    let ep = Endpoint::Tcp(server.addr());
+    let mut modes = vec![IoMode::Epoll];
+    if uring_here() {
+        modes.push(IoMode::Uring);
+    }
+    for io in modes {
+        let mut cfg = config(ep.clone(), Workload::Test(Test::Set));
+        cfg.load.connections = 2;
+        cfg.load.threads = 1;
+        cfg.load.io = io;
+        cfg.pipeline = 8;
+        cfg.data_size = 1 << 20;
+        cfg.requests = 64;
+        let before = calls(&ep, None);
+        let r = tare_redis::run(&cfg).unwrap();
+        let after = settled(&ep, &before, "set", 64);
+        assert_eq!(r.errors.total(), 0, "{io}: {:?}", r.errors);
+        assert_eq!(r.requests, 64, "{io}");
+        assert_eq!(delta(&before, &after, "set").calls, 64, "{io}");
+        assert_eq!(r.wakeups.as_ref().unwrap().io, io.to_string());
+    }
+}
+
 /// A wrong password, a refused connection and a bad setting: one clear
 /// error before any load.
 #[test]
