@@ -29,6 +29,7 @@
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
 //!   [`Engine`].
 
+pub mod child;
 mod clock;
 pub mod coalesce;
 pub mod connecting;

@@ -475,8 +475,20 @@ impl Ring {
             if self.backlog.is_empty() {
                 return Ok(());
             }
+            self.refill();
+        }
+    }
+
+    /// Moves what did not fit into the submission queue, as far as it has
+    /// room now.
+    fn refill(&mut self) {
+        while !self.backlog.is_empty() {
             let mut sq = self.ring.submission();
-            let n = (sq.capacity() - sq.len()).min(self.backlog.len());
+            let room = sq.capacity() - sq.len();
+            if room == 0 {
+                break;
+            }
+            let n = room.min(self.backlog.len());
             // SAFETY: as in `push`.
             let _ = unsafe { sq.push_multiple(&self.backlog[..n]) };
             drop(sq);
@@ -638,18 +650,7 @@ impl Ring {
             });
         }
         // Whatever did not fit goes in now that the queue has room.
-        while !self.backlog.is_empty() {
-            let mut sq = self.ring.submission();
-            let room = sq.capacity() - sq.len();
-            if room == 0 {
-                break;
-            }
-            let n = room.min(self.backlog.len());
-            // SAFETY: as in `push`.
-            let _ = unsafe { sq.push_multiple(&self.backlog[..n]) };
-            drop(sq);
-            self.backlog.drain(..n);
-        }
+        self.refill();
         Ok(())
     }
 }

@@ -673,9 +673,11 @@ impl<'a> Worker<'a> {
     fn next_timer(&self, now: u64) -> Option<u64> {
         let mut t: Option<u64> = None;
         let mut at = |x: u64| t = Some(t.map_or(x, |t| t.min(x)));
-        for c in self.conns.iter().filter(|_| self.any_down) {
-            if let State::Down { retry_at } = c.state {
-                at(retry_at);
+        if self.any_down {
+            for c in &self.conns {
+                if let State::Down { retry_at } = c.state {
+                    at(retry_at);
+                }
             }
         }
         if let Some(s) = &self.schedule {
@@ -782,11 +784,11 @@ impl<'a> Worker<'a> {
     /// io_uring: connection `i`'s send completed with `res` (bytes sent or
     /// `-errno`).
     fn send_done(&mut self, token: u64, res: i32, now: u64) {
-        let (i, generation) = uring::untoken(token);
+        let (i, _) = uring::untoken(token);
         let current = self
             .conns
             .get(i)
-            .is_some_and(|c| c.sock.is_some() && c.sending && c.epoch & 0x7fff_ffff == generation);
+            .is_some_and(|c| c.sock.is_some() && c.sending && uring::token(i, c.epoch) == token);
         if !current {
             // A closed socket's send: its buffer is free now.
             self.retired.retain(|(t, _)| *t != token);

@@ -1,43 +1,17 @@
 //! Waiting for a child process with a time limit: every ssh command tare
 //! runs is bounded, so an unreachable or hung host is an error, not a hang.
 
-use std::io::Read;
-use std::process::{Child, ExitStatus, Output};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
+
+use tare_engine::child::{output_within, Waited};
 
 /// Waits for `child` (stdout and stderr piped) at most `limit`, killing it
 /// past that; its output either way.
-pub(crate) fn with_limit(mut child: Child, limit: Duration) -> Result<Output, String> {
-    let out = child.stdout.take().map(drain);
-    let err = child.stderr.take().map(drain);
-    let deadline = Instant::now() + limit;
-    let status: ExitStatus = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("no answer within {} s", limit.as_secs()));
-            }
-            Err(e) => return Err(format!("waiting for ssh: {e}")),
-        }
-    };
-    let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-        h.and_then(|h| h.join().ok()).unwrap_or_default()
-    };
-    Ok(Output {
-        status,
-        stdout: join(out),
-        stderr: join(err),
-    })
-}
-
-fn drain<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        buf
+pub(crate) fn with_limit(child: Child, limit: Duration) -> Result<Output, String> {
+    output_within(child, limit).map_err(|w| match w {
+        Waited::TimedOut => format!("no answer within {} s", limit.as_secs()),
+        Waited::Failed(e) => format!("waiting for ssh: {e}"),
     })
 }
 

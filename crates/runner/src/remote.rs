@@ -10,7 +10,7 @@
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -286,15 +286,9 @@ impl Fleet {
             // Every sender is a generator's thread's: the channel closes when
             // the last one ends, within `silence` of its last line.
             drop(tx);
-            loop {
-                match ticks.recv_timeout(Duration::from_millis(200)) {
-                    Ok((i, tick)) => {
-                        if let Some(p) = tally.add(i, tick) {
-                            progress(&p);
-                        }
-                    }
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => break,
+            for (i, tick) in ticks {
+                if let Some(p) = tally.add(i, tick) {
+                    progress(&p);
                 }
             }
             handles

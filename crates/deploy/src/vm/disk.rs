@@ -13,7 +13,9 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tare_engine::child::{output_within, Waited};
 
 /// The disk's size: room for fio's test file at its largest usual sizes
 /// (`[load.tool] size`, 256m in examples/ibm-host.toml) and the content.
@@ -70,7 +72,7 @@ pub(crate) fn make(vm_dir: &Path, content: &Path, bytes: u64) -> Result<Disk, St
     // One inode per MiB (a few files, not millions), and the inode tables
     // written now: with lazy initialisation the guest kernel would zero
     // them in the background (ext4lazyinit) while the benchmark runs.
-    let mut child = Command::new(&mkfs)
+    let child = Command::new(&mkfs)
         .args(["-q", "-F", "-L", "tare-data", "-i", "1048576", "-E"])
         .arg("lazy_itable_init=0,lazy_journal_init=1")
         .arg("-d")
@@ -81,32 +83,20 @@ pub(crate) fn make(vm_dir: &Path, content: &Path, bytes: u64) -> Result<Disk, St
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("{}: {e}", mkfs.display()))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > MKFS_LIMIT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "mkfs.ext4 {} took over {} s",
-                    path.display(),
-                    MKFS_LIMIT.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("mkfs.ext4: {e}")),
-        }
-    };
-    if !status.success() {
-        let out = child
-            .wait_with_output()
-            .map(|o| o.stderr)
-            .unwrap_or_default();
-        let words = String::from_utf8_lossy(&out);
-        return Err(format!(
-            "mkfs.ext4 {} failed ({status}): {}",
+    let out = output_within(child, MKFS_LIMIT).map_err(|w| match w {
+        Waited::TimedOut => format!(
+            "mkfs.ext4 {} took over {} s",
             path.display(),
+            MKFS_LIMIT.as_secs()
+        ),
+        Waited::Failed(e) => format!("mkfs.ext4: {e}"),
+    })?;
+    if !out.status.success() {
+        let words = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "mkfs.ext4 {} failed ({}): {}",
+            path.display(),
+            out.status,
             words.trim().lines().last().unwrap_or("no output")
         ));
     }
