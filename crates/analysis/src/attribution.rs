@@ -233,28 +233,12 @@ fn split_gap(chain: &[&CellStats]) -> GapSplit {
     let k = chain.len() - 1;
     let q = |df: f64| quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, df);
     if let Some(rows) = complete_rounds(chain).filter(|r| r.len() >= 2) {
-        let n = rows.len() as f64;
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let gaps: Vec<f64> = rows.iter().map(|x| x[k] - x[0]).collect();
-        let (b, vbb) = (mean(&gaps), variance(&gaps) / n);
-        let mut deltas = Vec::with_capacity(k);
-        let mut share_ci = Vec::with_capacity(k);
-        for i in 1..=k {
-            let d: Vec<f64> = rows.iter().map(|x| x[i] - x[i - 1]).collect();
-            let a = mean(&d);
-            let cov = d
-                .iter()
-                .zip(&gaps)
-                .map(|(x, g)| (x - a) * (g - b))
-                .sum::<f64>()
-                / (n - 1.0);
-            deltas.push(a);
-            share_ci.push(fieller(a, b, variance(&d) / n, vbb, cov / n, q(n - 1.0)));
-        }
+        let steps: Vec<(usize, usize)> = (1..=k).map(|i| (i - 1, i)).collect();
+        let (gap, shares) = paired_shares(&rows, (0, k), &steps);
         return GapSplit {
-            gap: b,
-            deltas,
-            share_ci,
+            gap,
+            deltas: shares.iter().map(|s| s.0).collect(),
+            share_ci: shares.into_iter().map(|s| s.1).collect(),
             complete_rounds: Some(rows.len()),
         };
     }
@@ -293,6 +277,88 @@ fn split_gap(chain: &[&CellStats]) -> GapSplit {
         share_ci,
         complete_rounds: None,
     }
+}
+
+/// A step's mean delta and Fieller's interval of its share of the gap.
+type DeltaShare = (f64, Option<(f64, f64)>);
+
+/// Paired over `rows` (one round's throughputs each, at least two rounds):
+/// the mean gap `row[gap.1] - row[gap.0]`, and for each `(from, to)` in
+/// `steps` its mean delta `row[to] - row[from]` with Fieller's interval of
+/// its share of the gap (the delta and the gap move together with the
+/// round's drift: their covariance enters the interval).
+fn paired_shares(
+    rows: &[Vec<f64>],
+    gap: (usize, usize),
+    steps: &[(usize, usize)],
+) -> (f64, Vec<DeltaShare>) {
+    let n = rows.len() as f64;
+    let q = quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, n - 1.0);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let gaps: Vec<f64> = rows.iter().map(|x| x[gap.1] - x[gap.0]).collect();
+    let (b, vbb) = (mean(&gaps), variance(&gaps) / n);
+    let shares = steps
+        .iter()
+        .map(|&(from, to)| {
+            let d: Vec<f64> = rows.iter().map(|x| x[to] - x[from]).collect();
+            let a = mean(&d);
+            let cov = d
+                .iter()
+                .zip(&gaps)
+                .map(|(x, g)| (x - a) * (g - b))
+                .sum::<f64>()
+                / (n - 1.0);
+            (a, fieller(a, b, variance(&d) / n, vbb, cov / n, q))
+        })
+        .collect();
+    (b, shares)
+}
+
+/// One part of a split step as a share of the whole chain's gap: seed
+/// 000's unit ("only ~7-8% true container cost", docs/studies.md), so a
+/// step's parts read beside the other steps' shares.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GapShare {
+    pub share: f64,
+    /// Fieller's interval; `None` when unbounded (the gap is not
+    /// significant over these rounds).
+    pub ci: Option<(f64, f64)>,
+}
+
+/// Each part of `parts` (a split's sub-chain, from one cell of `chain` to
+/// the next) as a share of `chain`'s gap, paired over the rounds where
+/// every cell of both succeeded; `None` with fewer than two such rounds,
+/// or when a cell is unknown or has no rounds.
+pub fn parts_of_gap(
+    cells: &[CellStats],
+    chain: &[String],
+    parts: &[String],
+) -> Option<Vec<GapShare>> {
+    if chain.len() < 2 || parts.len() < 2 {
+        return None;
+    }
+    let mut ids: Vec<&String> = chain.iter().collect();
+    ids.extend(parts.iter().filter(|p| !chain.contains(p)));
+    let picked: Vec<&CellStats> = ids
+        .iter()
+        .map(|id| cells.iter().find(|c| &&c.cell == id))
+        .collect::<Option<_>>()?;
+    let rows = complete_rounds(&picked).filter(|r| r.len() >= 2)?;
+    let at = |id: &String| ids.iter().position(|x| *x == id);
+    let steps: Vec<(usize, usize)> = parts
+        .windows(2)
+        .map(|w| Some((at(&w[0])?, at(&w[1])?)))
+        .collect::<Option<_>>()?;
+    let (gap, shares) = paired_shares(&rows, (0, chain.len() - 1), &steps);
+    (gap != 0.0).then(|| {
+        shares
+            .into_iter()
+            .map(|(delta, ci)| GapShare {
+                share: delta / gap,
+                ci,
+            })
+            .collect()
+    })
 }
 
 /// Each round where every chain cell succeeded, as the chain's throughputs

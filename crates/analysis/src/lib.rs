@@ -46,7 +46,9 @@ pub mod stats;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 
-pub use attribution::{attribution, attribution_of_cells, Attribution, FactorChange, Step};
+pub use attribution::{
+    attribution, attribution_of_cells, parts_of_gap, Attribution, FactorChange, GapShare, Step,
+};
 pub use cell::{CellStats, NOISY_SPREAD};
 pub use compare::{compare, CompareRow, Comparison};
 pub use error::{AnalysisError, AttributionError};
@@ -55,5 +57,5 @@ pub use levels::{drift as levels_drift, Drift};
 pub use noise::DisturbedTrial;
 pub use pairs::{cell_contrast, paired_values, Metric};
 pub use plan::{AttributionChain, Finding, PlanView, StepSplit};
-pub use precision::{precision, Precision, PrecisionItem};
+pub use precision::{precision, Precision, PrecisionItem, PrecisionUnit};
 pub use run::{load_run, FailedCell, Run};

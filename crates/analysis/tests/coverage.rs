@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 
 use tare_analysis::stats::bootstrap::SplitMix64;
 use tare_analysis::stats::Contrast;
-use tare_analysis::{attribution, cell_contrast, compare, Metric, Run};
+use tare_analysis::{attribution, cell_contrast, compare, parts_of_gap, Metric, Run};
 use tare_record::{LoadResult, TrialRecord};
 
 const RUNS_PER_CONFIG: usize = 150;
@@ -207,6 +207,7 @@ fn every_printed_interval_covers_its_truth_95_percent_of_the_time() {
         "vs ref",
         "gap",
         "share",
+        "part share",
         "compare",
         "compare p99",
     ] {
@@ -259,6 +260,20 @@ fn one_run(rng: &mut SplitMix64, tally: &mut Tally, rounds: u32, cells: usize, d
             }
         }
         tally.contrast("gap", rounds, a.overall, levels[cells - 1] / levels[0]);
+    }
+    // A split step: the chain skips cell 1, whose sub-chain 0 → 1 → 2
+    // measures the first step in two parts, each a share of the whole gap.
+    if cells >= 3 {
+        let whole: Vec<String> = std::iter::once(0).chain(2..cells).map(cell_id).collect();
+        let parts: Vec<String> = (0..3).map(cell_id).collect();
+        if let Some(shares) = parts_of_gap(&stats, &whole, &parts) {
+            let gap = levels[cells - 1] - levels[0];
+            for (k, g) in shares.iter().enumerate() {
+                let truth = (levels[k + 1] - levels[k]) / gap;
+                let ci = g.ci.or(Some((f64::NEG_INFINITY, f64::INFINITY)));
+                tally.add("part share", rounds, ci, truth, g.share);
+            }
+        }
     }
     let find = |i: usize| stats.iter().find(|c| c.cell == cell_id(i));
     if let Some(r) = find(cells - 1) {

@@ -103,6 +103,11 @@ pub struct SplitOutcome {
     pub chain: Vec<String>,
     #[serde(flatten)]
     pub parts: PartsOutcome,
+    /// Each part's share of the whole chain's gap (seed 000's unit, beside
+    /// the other steps' shares), paired over the rounds where every cell of
+    /// the chain and the split succeeded; absent with fewer than two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap_shares: Option<Vec<tare_analysis::GapShare>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -174,6 +179,7 @@ impl Report {
                     // Splits belong to the plan's chain, not to one given
                     // on the command line.
                     let splits: Vec<SplitOutcome> = if run.chain() == Some(chain.as_slice()) {
+                        let cells = run.cells();
                         run.splits()
                             .iter()
                             .map(|s| SplitOutcome {
@@ -185,6 +191,7 @@ impl Report {
                                         reason: e.to_string(),
                                     },
                                 },
+                                gap_shares: tare_analysis::parts_of_gap(&cells, &chain, &s.chain),
                             })
                             .collect()
                     } else {

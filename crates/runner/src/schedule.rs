@@ -237,25 +237,20 @@ impl Schedule<'_> {
         runnable: &[usize],
     ) -> bool {
         let done = round - 1;
-        let Some(widest) = precision::widest(&self.dir.path) else {
+        let unit = self.plan.trials.precision_unit;
+        let Some(widest) = precision::widest(&self.dir.path, unit) else {
             self.observer.note(&format!(
                 "after {done} rounds no cell has a result: stopping"
             ));
             return false;
         };
-        let pct = |f: f64| {
-            if f.is_finite() {
-                format!("±{:.1}%", f * 100.0)
-            } else {
-                "no interval yet".to_string()
-            }
-        };
+        let said = |h: f64| precision::said(h, unit);
         if widest.half_width <= target {
             self.observer.note(&format!(
-                "precision reached after {done} rounds: widest interval {} ({}), target ±{:.1}%",
-                pct(widest.half_width),
+                "precision reached after {done} rounds: widest interval {} ({}), target {}",
+                said(widest.half_width),
                 widest.label,
-                target * 100.0
+                said(target)
             ));
             return false;
         }
@@ -271,11 +266,11 @@ impl Schedule<'_> {
         });
         if t0.elapsed().saturating_add(guess) > budget {
             self.observer.note(&format!(
-                "budget of {} spent after {done} rounds: widest interval {} ({}), target ±{:.1}%",
+                "budget of {} spent after {done} rounds: widest interval {} ({}), target {}",
                 humantime::format_duration(Duration::from_secs(budget.as_secs())),
-                pct(widest.half_width),
+                said(widest.half_width),
                 widest.label,
-                target * 100.0
+                said(target)
             ));
             return false;
         }
@@ -284,10 +279,10 @@ impl Schedule<'_> {
             Focus::Chain => format!(" of the {} cells the attribution reads", runnable.len()),
         };
         self.observer.note(&format!(
-            "round {round}: widest interval {} ({}) above the ±{:.1}% target, one more round{which}",
-            pct(widest.half_width),
+            "round {round}: widest interval {} ({}) above the {} target, one more round{which}",
+            said(widest.half_width),
             widest.label,
-            target * 100.0
+            said(target)
         ));
         true
     }

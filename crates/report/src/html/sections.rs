@@ -172,8 +172,10 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
     out
 }
 
-/// One split step's parts: change, interval, detectable, share of the step.
+/// One split step's parts: change, interval, detectable, share of the step
+/// and of the whole gap.
 fn split_table(a: &tare_analysis::Attribution, split: &SplitOutcome) -> String {
+    let shares_mean_something = a.shares_mean_something();
     let step = a.steps.get(split.step).and_then(|s| s.change.as_ref());
     let label = step.map_or(format!("step {}", split.step), |c| {
         format!("{}: {} → {}", html(&c.factor), html(&c.from), html(&c.to))
@@ -188,8 +190,13 @@ fn split_table(a: &tare_analysis::Attribution, split: &SplitOutcome) -> String {
         }
         PartsOutcome::Computed { attribution } => attribution,
     };
-    let mut out = format!("<h3>Step {} ({label}) in parts</h3>\n<table><tr><th>part</th><th>change [95% CI]</th><th>detectable</th><th>share of step [CI]</th></tr>\n", split.step);
-    for s in sub.steps.iter().skip(1) {
+    let mut out = format!("<h3>Step {} ({label}) in parts</h3>\n<table><tr><th>part</th><th>change [95% CI]</th><th>detectable</th><th>share of step [CI]</th><th>share of gap [CI]</th></tr>\n", split.step);
+    let of_gap = |k: usize| match split.gap_shares.as_ref().and_then(|g| g.get(k)) {
+        Some(g) if shares_mean_something => share_html(g.share, g.ci),
+        Some(_) => "n/a".to_string(),
+        None => String::new(),
+    };
+    for (k, s) in sub.steps.iter().skip(1).enumerate() {
         let (Some(ch), Some(v)) = (&s.change, &s.vs_previous) else {
             continue;
         };
@@ -211,22 +218,17 @@ fn split_table(a: &tare_analysis::Attribution, split: &SplitOutcome) -> String {
                 units::change(hi)
             )
         });
-        let share = match (sub.shares_mean_something(), s.share, s.share_ci) {
-            (false, _, _) => "n/a".to_string(),
-            (true, Some(sh), Some((lo, hi))) => format!(
-                "{} <span class=\"muted\">[{}, {}]</span>",
-                units::percent(sh),
-                units::percent(lo),
-                units::percent(hi)
-            ),
-            (true, Some(sh), None) => units::percent(sh),
+        let share = match (sub.shares_mean_something(), s.share) {
+            (false, _) => "n/a".to_string(),
+            (true, Some(sh)) => share_html(sh, s.share_ci),
             _ => String::new(),
         };
         out.push_str(&format!(
-            "<tr><td>{what}</td><td class=\"num\">{}{iv}{}</td><td class=\"num\">{}</td><td class=\"num\">{share}</td></tr>\n",
+            "<tr><td>{what}</td><td class=\"num\">{}{iv}{}</td><td class=\"num\">{}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
             units::change(v.change()),
             if v.is_significant() { "" } else { " ~" },
-            v.detectable.map_or(String::new(), |d| format!("±{}", units::percent(d)))
+            v.detectable.map_or(String::new(), |d| format!("±{}", units::percent(d))),
+            of_gap(k)
         ));
     }
     out.push_str("</table>\n");
@@ -577,6 +579,19 @@ pub(super) fn shell_line(args: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `78.2% [76.6%, 79.6%]` with the interval muted, or the share alone.
+fn share_html(share: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!(
+            "{} <span class=\"muted\">[{}, {}]</span>",
+            units::percent(share),
+            units::percent(lo),
+            units::percent(hi)
+        ),
+        None => units::percent(share),
+    }
 }
 
 #[cfg(test)]

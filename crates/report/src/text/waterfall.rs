@@ -324,9 +324,18 @@ fn parts(a: &Attribution, split: &SplitOutcome, notes: &mut Notes) -> String {
         ("[95% CI]", Align::Left),
         ("detectable", Align::Left),
         ("share of step [95% CI]", Align::Left),
+        ("share of gap [95% CI]", Align::Left),
         ("p", Align::Left),
     ]);
-    for s in sub.steps.iter().skip(1) {
+    let of_gap = |k: usize| -> String {
+        let g = split.gap_shares.as_ref().and_then(|g| g.get(k));
+        match g {
+            _ if !a.shares_mean_something() => "n/a".into(),
+            Some(g) => share_text(g.share, g.ci),
+            None => "-".into(),
+        }
+    };
+    for (k, s) in sub.steps.iter().skip(1).enumerate() {
         let (Some(ch), Some(v)) = (&s.change, &s.vs_previous) else {
             continue;
         };
@@ -343,6 +352,7 @@ fn parts(a: &Attribution, split: &SplitOutcome, notes: &mut Notes) -> String {
             }),
             detectable(v, notes),
             share(s, shares),
+            of_gap(k),
             verdict(v, notes),
         ]);
     }
@@ -358,15 +368,22 @@ fn parts(a: &Attribution, split: &SplitOutcome, notes: &mut Notes) -> String {
 /// A step's share with its interval; `n/a` when shares mean nothing (the
 /// gap they would divide is not significant).
 fn share(s: &Step, shares_mean_something: bool) -> String {
-    match (s.share, s.share_ci) {
+    match s.share {
         _ if !shares_mean_something => "n/a".into(),
-        (Some(sh), Some((lo, hi))) => format!(
+        Some(sh) => share_text(sh, s.share_ci),
+        None => "-".into(),
+    }
+}
+
+/// `78.2% [76.6%, 79.6%]`, or the share alone without an interval.
+fn share_text(share: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!(
             "{} [{}, {}]",
-            units::percent(sh),
+            units::percent(share),
             units::percent(lo),
             units::percent(hi)
         ),
-        (Some(sh), None) => units::percent(sh),
-        _ => "-".into(),
+        None => units::percent(share),
     }
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tare_analysis::PrecisionUnit;
 use tare_engine::Load;
 
 use crate::engines::{Engine, Table};
@@ -186,6 +187,10 @@ impl Focus {
     }
 }
 
+fn is_change(u: &PrecisionUnit) -> bool {
+    *u == PrecisionUnit::Change
+}
+
 /// How many trials, in what order, with what pauses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialPolicy {
@@ -207,6 +212,11 @@ pub struct TrialPolicy {
     /// `max` rounds ran. Replaces the per-cell `max_rsd` rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<f64>,
+    /// What `precision` is a half-width of: each change relative to its
+    /// ratio (`"3%"`), or each share of the chain's gap in points of it
+    /// (`"5 points"`).
+    #[serde(default, skip_serializing_if = "is_change")]
+    pub precision_unit: PrecisionUnit,
     /// Wall time the run may take when `precision` is set; no round starts
     /// that would end after it.
     #[serde(default, with = "opt_secs", skip_serializing_if = "Option::is_none")]

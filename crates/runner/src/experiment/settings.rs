@@ -15,6 +15,7 @@ use super::error::{ExperimentError, Locator};
 use super::raw::{RawFraction, RawLoad, RawTrials, LOAD_KEYS};
 use super::{DeploymentPolicy, Focus, LoadSettings, TrialPolicy};
 use crate::engines::{self, Spans};
+use tare_analysis::PrecisionUnit;
 
 type Result<T> = std::result::Result<T, ExperimentError>;
 
@@ -228,25 +229,44 @@ fn fraction(raw: &RawFraction) -> Option<f64> {
     f.is_finite().then_some(f)
 }
 
+/// `[trials] precision`: a fraction (`"3%"`, `0.03`: of each change), or
+/// `"5 points"` (`"5pt"`: of each step's share of the gap), as the
+/// fraction and its unit.
+fn precision_target(raw: &RawFraction) -> Option<(f64, PrecisionUnit)> {
+    if let RawFraction::Text(t) = raw {
+        let t = t.trim();
+        let number = ["points", "point", "pts", "pt"]
+            .iter()
+            .find_map(|unit| t.strip_suffix(unit));
+        if let Some(n) = number {
+            let f = n.trim().parse::<f64>().ok()? / 100.0;
+            return f.is_finite().then_some((f, PrecisionUnit::Share));
+        }
+    }
+    Some((fraction(raw)?, PrecisionUnit::Change))
+}
+
 pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<TrialPolicy> {
     let empty = RawTrials::default();
     let t = raw.map(|r| r.get_ref()).unwrap_or(&empty);
     let count = positive(loc, &t.count, "trials.count", 3, 1000)?;
-    let precision = t
+    let target = t
         .precision
         .as_ref()
         .map(|p| {
-            fraction(p.get_ref())
-                .filter(|f| *f > 0.0 && *f < 1.0)
+            precision_target(p.get_ref())
+                .filter(|(f, _)| *f > 0.0 && *f < 1.0)
                 .ok_or_else(|| {
                     loc.error(
                         p.span(),
                         "trials.precision",
-                        "must be a percentage above 0 and below 100, e.g. \"3%\" (or 0.03)",
+                        "must be a percentage above 0 and below 100, e.g. \"3%\" (or 0.03), or points of the attribution gap, e.g. \"5 points\"",
                     )
                 })
         })
         .transpose()?;
+    let precision = target.map(|(f, _)| f);
+    let precision_unit = target.map(|(_, u)| u).unwrap_or_default();
     if let (Some(_), Some(rsd)) = (&precision, &t.max_rsd) {
         return Err(loc.error(
             rsd.span(),
@@ -321,6 +341,7 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
     };
     Ok(TrialPolicy {
         focus,
+        precision_unit,
         count,
         max,
         max_rsd,

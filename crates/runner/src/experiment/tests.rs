@@ -314,6 +314,52 @@ fn focus_needs_a_precision_and_a_chain() {
     }
 }
 
+/// `precision = "5 points"`: a target on each step's share of the gap,
+/// which only a chain has.
+#[test]
+fn precision_in_points_is_of_the_gap_and_needs_a_chain() {
+    use tare_analysis::PrecisionUnit;
+    let chain = "[attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\n";
+    let text = |trials: &str, tail: &str| {
+        format!(
+            "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[trials]\n{trials}\n{tail}"
+        )
+    };
+    for written in ["5 points", "5points", "5 pt", "5pts", " 5 point "] {
+        let p = parse(&text(&format!("precision = \"{written}\""), chain))
+            .unwrap()
+            .trials;
+        assert_eq!(
+            (p.precision, p.precision_unit),
+            (Some(0.05), PrecisionUnit::Share),
+            "{written}"
+        );
+    }
+    let p = parse(&text("precision = \"5%\"", chain)).unwrap().trials;
+    assert_eq!(p.precision_unit, PrecisionUnit::Change);
+    for (trials, tail, says) in [
+        (
+            "precision = \"5 points\"",
+            "",
+            "need an [attribution] chain",
+        ),
+        (
+            "precision = \"0 points\"",
+            chain,
+            "points of the attribution gap",
+        ),
+        ("precision = \"120 points\"", chain, "below 100"),
+        ("precision = \"five points\"", chain, "trials.precision"),
+    ] {
+        let err = parse(&text(trials, tail)).unwrap_err().to_string();
+        assert!(
+            err.contains("trials.precision") && err.contains(says),
+            "{trials}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
 #[test]
 fn precision_and_budget_are_checked_and_kept() {
     let t = |keys: &str| parse(&format!("{HEAD}[trials]\n{keys}\n"));

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use tare_analysis::PrecisionUnit;
 use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
@@ -47,6 +48,14 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
             span,
             "trials.focus",
             "chain needs an [attribution] chain to focus on",
+        ));
+    }
+    if let (PrecisionUnit::Share, true) = (trials.precision_unit, attribution.is_empty()) {
+        let span = raw.trials.as_ref().map(|t| t.span()).unwrap_or(0..0);
+        return Err(loc.error(
+            span,
+            "trials.precision",
+            "points are of the attribution gap: they need an [attribution] chain (or give a percentage)",
         ));
     }
     let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;

@@ -392,6 +392,51 @@ fn rounds_continue_until_every_step_reaches_the_precision() {
     );
 }
 
+/// `precision = "N points"`: the same rule on each step's share of the
+/// chain's gap (docker-host 1000 → lab-nat 2000 → native 3000: each step
+/// half of it), and the notes say points.
+#[test]
+fn a_precision_in_points_is_met_on_the_shares_of_the_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = MockExecutor::new();
+    exec.rps.insert("placement=native".into(), 3000.0);
+    exec.rps.insert("placement=lab-nat".into(), 2000.0);
+    for (cell, j) in [("native", 0.08), ("lab-nat", -0.08), ("docker-host", 0.05)] {
+        let mut v = vec![j, -j];
+        v.extend([0.0; 40]);
+        exec.jitter.insert(format!("placement={cell}"), v);
+    }
+    let s = begin(tmp.path(), precise("4 points", "max = 40"), &mut exec);
+    let mut notes = Notes::default();
+    let summary = s
+        .run(&mut exec, &mut notes, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(summary.outcome, Outcome::Complete);
+    let n = per_cell(&s);
+    assert!(
+        n[0] > 3 && n[0] < 40 && n.iter().all(|&k| k == n[0]),
+        "{n:?} {:?}",
+        notes.0
+    );
+    let last = notes.0.last().unwrap();
+    assert!(
+        last.starts_with("precision reached after") && last.ends_with("target ±4.0 points"),
+        "{:?}",
+        notes.0
+    );
+    assert!(
+        notes
+            .0
+            .iter()
+            .any(|l| l.contains("above the ±4.0 points target")),
+        "{:?}",
+        notes.0
+    );
+    let run = tare_analysis::load_run(&s.dir.path).unwrap();
+    let p = tare_analysis::precision(&run);
+    assert!(p.meets(0.04, tare_analysis::PrecisionUnit::Share), "{p:?}");
+}
+
 /// A precision the cells can never reach: `max` ends the run.
 #[test]
 fn an_unreachable_precision_stops_at_max_rounds() {
