@@ -27,6 +27,7 @@ use tare_engine::Endpoint;
 use super::{sha256_hex, Listen, Server, Target};
 use crate::error::DeployError;
 use crate::health;
+use crate::health::Unready;
 use crate::spec::TargetSpec;
 
 pub(crate) struct MariaDb;
@@ -194,41 +195,8 @@ impl Target for MariaDb {
         _server: &Server,
         endpoint: &Endpoint,
         timeout: Duration,
-    ) -> Result<(), String> {
-        let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
-        let hello = read_packet(&mut s)?;
-        if hello.first() == Some(&0xFF) {
-            return Err(format!("refused: {}", err_text(&hello)));
-        }
-        if hello.first() != Some(&10) {
-            return Err("not a MySQL protocol 10 handshake".into());
-        }
-        // HandshakeResponse41: PROTOCOL_41 | SECURE_CONNECTION |
-        // CONNECT_WITH_DB | PLUGIN_AUTH, user sbtest, no password.
-        let caps: u32 = 0x200 | 0x8000 | 0x8 | 0x8_0000;
-        let mut p = Vec::new();
-        p.extend_from_slice(&caps.to_le_bytes());
-        p.extend_from_slice(&(1u32 << 24).to_le_bytes());
-        p.push(45);
-        p.extend_from_slice(&[0; 23]);
-        p.extend_from_slice(b"sbtest\0\0sbtest\0mysql_native_password\0");
-        write_packet(&mut s, 1, &p)?;
-        let ok = read_packet(&mut s)?;
-        match ok.first() {
-            Some(0x00) => {}
-            Some(0xFF) => return Err(format!("login refused: {}", err_text(&ok))),
-            _ => return Err("an unexpected reply to the login".into()),
-        }
-        write_packet(&mut s, 0, b"\x03SELECT 1")?;
-        let first = read_packet(&mut s)?;
-        if first.first() == Some(&0xFF) {
-            return Err(format!("SELECT 1 failed: {}", err_text(&first)));
-        }
-        if first != [1] {
-            return Err("SELECT 1 did not answer one column".into());
-        }
-        let _ = write_packet(&mut s, 0, &[0x01]); // COM_QUIT
-        Ok(())
+    ) -> Result<(), Unready> {
+        select_one(endpoint, timeout).map_err(Unready::from)
     }
 
     fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
@@ -237,6 +205,44 @@ impl Target for MariaDb {
             Endpoint::Unix(p) => format!("unix:{}?user=sbtest&db=sbtest", p.display()),
         }
     }
+}
+
+/// One readiness check of the mariadb target (`Target::probe`).
+fn select_one(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
+    let hello = read_packet(&mut s)?;
+    if hello.first() == Some(&0xFF) {
+        return Err(format!("refused: {}", err_text(&hello)));
+    }
+    if hello.first() != Some(&10) {
+        return Err("not a MySQL protocol 10 handshake".into());
+    }
+    // HandshakeResponse41: PROTOCOL_41 | SECURE_CONNECTION |
+    // CONNECT_WITH_DB | PLUGIN_AUTH, user sbtest, no password.
+    let caps: u32 = 0x200 | 0x8000 | 0x8 | 0x8_0000;
+    let mut p = Vec::new();
+    p.extend_from_slice(&caps.to_le_bytes());
+    p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"sbtest\0\0sbtest\0mysql_native_password\0");
+    write_packet(&mut s, 1, &p)?;
+    let ok = read_packet(&mut s)?;
+    match ok.first() {
+        Some(0x00) => {}
+        Some(0xFF) => return Err(format!("login refused: {}", err_text(&ok))),
+        _ => return Err("an unexpected reply to the login".into()),
+    }
+    write_packet(&mut s, 0, b"\x03SELECT 1")?;
+    let first = read_packet(&mut s)?;
+    if first.first() == Some(&0xFF) {
+        return Err(format!("SELECT 1 failed: {}", err_text(&first)));
+    }
+    if first != [1] {
+        return Err("SELECT 1 did not answer one column".into());
+    }
+    let _ = write_packet(&mut s, 0, &[0x01]); // COM_QUIT
+    Ok(())
 }
 
 /// Where data directory templates are kept (`TARE_MARIADB_CACHE`

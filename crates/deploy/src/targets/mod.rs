@@ -127,8 +127,14 @@ pub(crate) trait Target: Sync {
         companion: Option<SocketAddr>,
     ) -> Result<Server, DeployError>;
 
-    /// One readiness check: a real request of its protocol, bounded by `timeout`.
-    fn probe(&self, server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String>;
+    /// One readiness check: a real request of its protocol, bounded by
+    /// `timeout`; a failure says whether waiting could change it.
+    fn probe(
+        &self,
+        server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), crate::health::Unready>;
 
     /// What a load engine is pointed at: the served resource's URL.
     fn url(&self, server: &Server, endpoint: &Endpoint) -> String;

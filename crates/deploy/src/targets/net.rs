@@ -15,6 +15,7 @@ use tare_net::wire::{Header, Mode};
 
 use super::{sha256_hex, Listen, Server, Target};
 use crate::error::DeployError;
+use crate::health::Unready;
 use crate::spec::TargetSpec;
 
 pub(crate) struct Net;
@@ -93,33 +94,38 @@ impl Target for Net {
         _server: &Server,
         endpoint: &Endpoint,
         timeout: Duration,
-    ) -> Result<(), String> {
-        let mut first = Header {
-            mode: Mode::Rr,
-            request: 1,
-            response: 1,
-        }
-        .encode()
-        .to_vec();
-        first.push(0);
-        let mut b = [0u8; 1];
-        let r = match endpoint {
-            Endpoint::Tcp(a) => TcpStream::connect_timeout(a, timeout).and_then(|mut s| {
-                s.set_read_timeout(Some(timeout))?;
-                s.write_all(&first)?;
-                s.read_exact(&mut b)
-            }),
-            Endpoint::Unix(p) => UnixStream::connect(p).and_then(|mut s| {
-                s.set_read_timeout(Some(timeout))?;
-                s.write_all(&first)?;
-                s.read_exact(&mut b)
-            }),
-        };
-        r.map_err(|e| format!("no round trip from the net responder at {endpoint}: {e}"))
+    ) -> Result<(), Unready> {
+        round_trip(endpoint, timeout).map_err(Unready::from)
     }
 
     /// `tare net`'s `-H HOST -p PORT` as an address (or the socket).
     fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
         endpoint.to_string()
     }
+}
+
+/// One readiness check of the net target (`Target::probe`).
+fn round_trip(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    let mut first = Header {
+        mode: Mode::Rr,
+        request: 1,
+        response: 1,
+    }
+    .encode()
+    .to_vec();
+    first.push(0);
+    let mut b = [0u8; 1];
+    let r = match endpoint {
+        Endpoint::Tcp(a) => TcpStream::connect_timeout(a, timeout).and_then(|mut s| {
+            s.set_read_timeout(Some(timeout))?;
+            s.write_all(&first)?;
+            s.read_exact(&mut b)
+        }),
+        Endpoint::Unix(p) => UnixStream::connect(p).and_then(|mut s| {
+            s.set_read_timeout(Some(timeout))?;
+            s.write_all(&first)?;
+            s.read_exact(&mut b)
+        }),
+    };
+    r.map_err(|e| format!("no round trip from the net responder at {endpoint}: {e}"))
 }

@@ -89,7 +89,12 @@ impl Target for Nginx {
         server(spec.kind, binary, dir, listen, &config)
     }
 
-    fn probe(&self, server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    fn probe(
+        &self,
+        server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), crate::health::Unready> {
         health::http_get(endpoint, &server.resource, timeout)
     }
 

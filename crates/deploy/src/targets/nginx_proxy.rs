@@ -97,7 +97,12 @@ impl Target for NginxProxy {
         nginx::server(spec.kind, binary, dir, listen, &config)
     }
 
-    fn probe(&self, server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    fn probe(
+        &self,
+        server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), crate::health::Unready> {
         health::http_get(endpoint, &server.resource, timeout)
     }
 

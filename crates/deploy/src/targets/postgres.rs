@@ -14,6 +14,7 @@ use tare_engine::Endpoint;
 use super::{sha256_hex, Listen, Server, Target};
 use crate::error::DeployError;
 use crate::health;
+use crate::health::Unready;
 use crate::spec::TargetSpec;
 
 /// PostgreSQL, a throw-away cluster per deployment (docs/studies.md, seed 001).
@@ -112,8 +113,8 @@ impl Target for Postgres {
         _server: &Server,
         endpoint: &Endpoint,
         timeout: Duration,
-    ) -> Result<(), String> {
-        ready(endpoint, timeout)
+    ) -> Result<(), Unready> {
+        ready(endpoint, timeout).map_err(Unready::from)
     }
 
     fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {

@@ -15,6 +15,7 @@ use tare_engine::Endpoint;
 use super::{sha256_hex, Listen, Server, Target};
 use crate::error::DeployError;
 use crate::health;
+use crate::health::Unready;
 use crate::spec::TargetSpec;
 
 pub(crate) struct Redis;
@@ -135,27 +136,8 @@ impl Target for Redis {
         _server: &Server,
         endpoint: &Endpoint,
         timeout: Duration,
-    ) -> Result<(), String> {
-        let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
-        s.write_all(b"*1\r\n$4\r\nPING\r\n")
-            .map_err(|e| e.to_string())?;
-        let mut got = Vec::new();
-        let mut buf = [0u8; 256];
-        while !got.ends_with(b"\r\n") && got.len() < 4096 {
-            let n = s.read(&mut buf).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("redis closed the connection".into());
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
-        if got.starts_with(b"+PONG") {
-            Ok(())
-        } else {
-            Err(format!(
-                "PING answered {:?}",
-                String::from_utf8_lossy(&got).trim()
-            ))
-        }
+    ) -> Result<(), Unready> {
+        ping(endpoint, timeout).map_err(Unready::from)
     }
 
     fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
@@ -163,5 +145,29 @@ impl Target for Redis {
             Endpoint::Tcp(a) => format!("redis://{a}/0"),
             Endpoint::Unix(p) => format!("unix:{}", p.display()),
         }
+    }
+}
+
+/// One readiness check of the redis target (`Target::probe`).
+fn ping(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
+    s.write_all(b"*1\r\n$4\r\nPING\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"\r\n") && got.len() < 4096 {
+        let n = s.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("redis closed the connection".into());
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    if got.starts_with(b"+PONG") {
+        Ok(())
+    } else {
+        Err(format!(
+            "PING answered {:?}",
+            String::from_utf8_lossy(&got).trim()
+        ))
     }
 }

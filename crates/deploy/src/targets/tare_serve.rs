@@ -75,7 +75,12 @@ impl Target for TareServe {
         })
     }
 
-    fn probe(&self, server: &Server, endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+    fn probe(
+        &self,
+        server: &Server,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<(), crate::health::Unready> {
         health::http_get(endpoint, &server.resource, timeout)
     }
 

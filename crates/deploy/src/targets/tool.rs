@@ -19,6 +19,7 @@ use tare_tool::{Job, ToolKind};
 use super::{sha256_hex, Listen, Server, Target};
 use crate::docker::image::{shared_libraries, walk};
 use crate::error::DeployError;
+use crate::health::Unready;
 use crate::spec::TargetSpec;
 
 pub(crate) struct Tool;
@@ -180,16 +181,21 @@ impl Target for Tool {
         &self,
         _server: &Server,
         endpoint: &Endpoint,
-        _timeout: Duration,
-    ) -> Result<(), String> {
-        tare_tool::run::ask(endpoint, None, &Request::Ping, &AtomicBool::new(false))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        timeout: Duration,
+    ) -> Result<(), Unready> {
+        ping_agent(endpoint, timeout).map_err(Unready::from)
     }
 
     fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
         endpoint.to_string()
     }
+}
+
+/// One readiness check of the tool target (`Target::probe`).
+fn ping_agent(endpoint: &Endpoint, _timeout: Duration) -> Result<(), String> {
+    tare_tool::run::ask(endpoint, None, &Request::Ping, &AtomicBool::new(false))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Whether `path` starts with the ELF magic (a component or tool, not a
