@@ -359,26 +359,36 @@ mod tests {
         let hz = crate::proc_stat::ticks_per_second();
         let started = boot_ticks_now(hz);
         // A shell that starts a busy child: the tree's level includes the
-        // child while it runs and, once reaped, through the shell's cstime/cutime.
+        // child while it runs and, once reaped, through the shell's
+        // cstime/cutime. The child does a fixed amount of work (~0.4 s of
+        // CPU here), not a fixed wall time, so a loaded machine stretches
+        // it instead of shrinking the CPU it counts (a `timeout 0.4` loop
+        // got under 0.2 s of CPU at a load average of 10).
         let mut sh = std::process::Command::new("sh")
-            .args(["-c", "timeout 0.4 sh -c 'while :; do :; done'; sleep 0.3"])
+            .args([
+                "-c",
+                "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 0.3",
+            ])
             .spawn()
             .unwrap();
         let me = std::process::id();
         let mut g = Group::new(Rule::Tree(vec![sh.id()]), started, &[]).unwrap();
         let mut saw_child = false;
         let t = std::time::Instant::now();
-        while t.elapsed() < std::time::Duration::from_millis(600) {
+        // Until the shell exits (bounded: 30 s).
+        while sh.try_wait().unwrap().is_none() && t.elapsed() < std::time::Duration::from_secs(30) {
             g.discover(&[me]).unwrap();
             let l = g.read();
             saw_child |= l.members >= 2;
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        let _ = sh.kill();
         sh.wait().unwrap();
         let l = g.read();
         assert!(saw_child, "the busy child was never found");
-        // ~0.4 s of busy loop = ~40 ticks at USER_HZ 100; allow scheduling slack.
+        // The loop's work is ~0.4 s of CPU on this machine's cores; allow
+        // for a faster one.
         let cpu_s = (l.user_ticks + l.system_ticks) as f64 / hz;
-        assert!(cpu_s > 0.2, "tree CPU {cpu_s} s");
+        assert!(cpu_s > 0.1, "tree CPU {cpu_s} s");
     }
 }
