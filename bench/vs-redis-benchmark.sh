@@ -5,7 +5,7 @@
 #
 # The server (Debian's redis-server, persistence off) runs pinned to CPU 1
 # and the generator to CPU 0 (PIN=0 turns pinning off), as bench/vs-wrk.sh
-# does for nginx. ROUNDS interleaved rounds: redis-benchmark, tare, for -P 1
+# does for nginx. ROUNDS interleaved rounds: redis-benchmark and tare, in turn first, for -P 1
 # then -P 16, each running the same -n REQUESTS (x16 with -P 16).
 # tare runs with --timeout 60s: redis-benchmark waits for a reply for ever,
 # and on a loaded machine the server may stall for longer than tare's
@@ -21,7 +21,10 @@
 # flag and its value), interleaved with the rest: the waits (io_uring,
 # epoll, batched wake-ups) compared on the same server at the same time.
 #
-# Usage: [TARE=path] [VARIANTS=...] bench/vs-redis-benchmark.sh [ROUNDS] [REQUESTS]      (as root)
+# RAW=path keeps the per-run lines (bench/redis_summary.py reads them
+# again: `python3 bench/redis_summary.py path`).
+#
+# Usage: [TARE=path] [VARIANTS=...] [RAW=path] bench/vs-redis-benchmark.sh [ROUNDS] [REQUESTS]      (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -48,65 +51,67 @@ for _ in $(seq 100); do redis-cli -p "$PORT" ping 2>/dev/null | grep -q PONG && 
 # Every GET finds its key.
 redis-benchmark -p "$PORT" -q -t set -n 300000 -r 100000 -d 50 -c 50 >/dev/null
 
-# measure KIND REQUESTS COMMAND...: prints "rps=<n> cpu_s=<user+sys> n=<requests>".
+# measure KIND REQUESTS COMMAND...: prints "rps=<n> cpu_s=<user+sys> n=<requests>"
+# and, per run, the generator's user and system CPU, its voluntary and
+# involuntary context switches (each voluntary one a sleep and a wake-up),
+# and the server's CPU time meanwhile (all its threads, from
+# /proc/PID/task/*/schedstat), which decides the requests/s when the
+# server is the bottleneck.
 measure() {
   local kind=$1 n=$2; shift 2
-  python3 - "$kind" "$n" "$@" <<'PY'
-import csv, io, json, resource, subprocess, sys
-kind, n, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+  python3 - "$kind" "$n" "$server" "$@" <<'PY'
+import csv, io, json, os, resource, subprocess, sys
+kind, n, server, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+def server_ns():
+    d = f"/proc/{server}/task"
+    return sum(int(open(f"{d}/{t}/schedstat").read().split()[0]) for t in os.listdir(d))
+s0 = server_ns()
 before = resource.getrusage(resource.RUSAGE_CHILDREN)
 out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 after = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+s1 = server_ns()
+user = after.ru_utime - before.ru_utime
+sys_ = after.ru_stime - before.ru_stime
+vcsw = after.ru_nvcsw - before.ru_nvcsw
+ivcsw = after.ru_nivcsw - before.ru_nivcsw
 if kind == "redis-benchmark":
     rows = list(csv.reader(io.StringIO(out)))
     rps = float(rows[1][1])
 else:
     r = json.loads(out)
     rps, n = r["rps"], r["requests"]
-print(f"rps={rps:.1f} cpu_s={cpu:.4f} n={n}")
+print(f"rps={rps:.1f} cpu_s={user + sys_:.4f} n={n} user_s={user:.4f} sys_s={sys_:.4f} "
+      f"vcsw={vcsw} ivcsw={ivcsw} server_cpu_s={(s1 - s0) / 1e9:.4f}")
 PY
 }
 
 IFS=';' read -r -a variants <<< "${VARIANTS:-}"
 out=$(mktemp /tmp/tare-redis-bench-runs-XXXXXX)
 for i in $(seq "$ROUNDS"); do
+  echo "round $i: load average $(cut -d' ' -f1-3 /proc/loadavg)"
   for p in 1 16; do
     n=$((REQUESTS * (p == 1 ? 1 : 16)))
     common=(-p "$PORT" -c 50 -n "$n" -d 50 -r 100000 -P "$p" -t get)
-    b=$(measure redis-benchmark "$n" $gen_cpu redis-benchmark --csv "${common[@]}")
-    echo "redis-benchmark $p $b" >> "$out"
-    line="round $i -P $p: redis-benchmark $b"
-    for v in "" "${variants[@]}"; do
-      t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - --timeout 60s "${common[@]}" ${v//=/ })
-      label=tare; [ -n "$v" ] && label="tare[$v]"
-      echo "$label $p $t" >> "$out"
+    # The order turns every round (redis-benchmark first, then last), so
+    # neither tool always runs on the machine the other has just warmed.
+    who=(redis-benchmark "" "${variants[@]}")
+    if [ $((i % 2)) = 0 ]; then who=("" "${variants[@]}" redis-benchmark); fi
+    line="round $i -P $p:"
+    for v in "${who[@]}"; do
+      if [ "$v" = redis-benchmark ]; then
+        t=$(measure redis-benchmark "$n" $gen_cpu redis-benchmark --csv "${common[@]}")
+        label=redis-benchmark
+      else
+        t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - --timeout 60s "${common[@]}" ${v//=/ })
+        label=tare; [ -n "$v" ] && label="tare[$v]"
+      fi
+      echo "$label $p round=$i $t" >> "$out"
       line+=" | $label $t"
     done
     echo "$line"
   done
 done
 
-python3 - "$out" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    words = line.split()
-    # "redis-benchmark P k=v...", "tare P k=v..." or "tare[VARIANT] P k=v..."
-    who, p = words[0], words[1]
-    kv = dict(x.split("=", 1) for x in words[2:])
-    r = runs.setdefault((who, p), {"rps": [], "cpu": []})
-    r["rps"].append(float(kv["rps"]))
-    r["cpu"].append(float(kv["cpu_s"]) / float(kv["n"]) * 1e6)
-m = statistics.median
-for p in ("1", "16"):
-    base = runs[("redis-benchmark", p)]
-    print(f"-P {p:<2}: redis-benchmark median {m(base['rps']):9.0f} req/s, {m(base['cpu']):7.3f} us CPU/req")
-    for (who, q), r in sorted(runs.items()):
-        if q != p or who == "redis-benchmark":
-            continue
-        print(f"-P {p:<2}: {who:<24} median {m(r['rps']):9.0f} req/s, {m(r['cpu']):7.3f} us CPU/req; "
-              f"ratio to redis-benchmark: req/s {m(r['rps'])/m(base['rps']):.3f} (goal >= 1.0), "
-              f"CPU/req {m(r['cpu'])/m(base['cpu']):.3f} (goal <= 0.5 at -P 1)")
-PY
+if [ -n "${RAW:-}" ]; then cp "$out" "$RAW"; fi
+python3 bench/redis_summary.py "$out"
 rm -f "$out"
