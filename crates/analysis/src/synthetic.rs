@@ -167,6 +167,7 @@ pub fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadR
         generator_cpu_s: cpu_s,
         generator_cpu_user_s: cpu_s * 0.3,
         generator_cpu_system_s: cpu_s * 0.7,
+        generator_cpus: 0,
         status_codes: [("200".to_string(), requests)].into(),
         metrics: Vec::new(),
         primary: None,

@@ -243,6 +243,7 @@ fn result_of(
         generator_cpu_s: cpu.total_s(),
         generator_cpu_user_s: cpu.user.as_secs_f64(),
         generator_cpu_system_s: cpu.system.as_secs_f64(),
+        generator_cpus: 0,
         status_codes: rec.status_codes(),
         thread_rate: tare_engine::rate::summarize(rate_samples),
         schedule: None,

@@ -44,6 +44,7 @@
 mod cgroup;
 mod conntrack;
 mod cpufreq;
+mod generator_use;
 mod net;
 mod proc_stat;
 pub mod process;

@@ -3,7 +3,10 @@
 //!
 //! Checked in this order, the first that holds wins:
 //! 1. **generator-bound**: the generator's worker threads used more than 90%
-//!    of the CPUs they could run on (issue 9's threshold), or, with an
+//!    of the CPUs they could run on (issue 9's threshold), on the machine
+//!    each generator ran on (`generator_use.rs`: this machine, or each
+//!    remote generator's host, whatever host the target was monitored
+//!    on), or, with an
 //!    open-loop rate, more than 5% of sends left late while a connection was
 //!    free for each (no `unsent` arrivals: the server's slowness would have
 //!    exhausted the pool instead). Its numbers then measure tare, not the
@@ -26,6 +29,7 @@
 use serde::{Deserialize, Serialize};
 use tare_record::LoadResult;
 
+use crate::generator_use::{generator_use, GeneratorUse};
 use crate::record::{is_proxy, MonitorRecord};
 
 /// Issue 9: "generator above 90% of its CPU".
@@ -106,24 +110,20 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
         };
     }
     let cpus = rec.cpus.max(1) as f64;
-    // The engine's own count (RUSAGE_THREAD of its workers) is exact; the
-    // monitor's is the fallback for generators tare did not run.
-    let (gen_cpu, gen_duration) = if load.generator_cpu_s > 0.0 && load.duration_s > 0.0 {
-        (load.generator_cpu_s, load.duration_s)
-    } else {
-        (s.cpu_s.generator, d)
-    };
-    let allowed = if rec.generator_cpus_allowed > 0 {
-        rec.generator_cpus_allowed as f64
-    } else {
-        cpus
-    };
-    let threads = if load.threads > 0 {
-        load.threads as f64
-    } else {
-        allowed
-    };
-    let gen_capacity = threads.min(allowed).min(cpus).max(1.0);
+    // Each generator against its own machine's CPUs (generator_use.rs):
+    // the busiest one decides.
+    let uses = generator_use(rec, load);
+    let busiest = uses
+        .iter()
+        .max_by(|a, b| a.utilization().total_cmp(&b.utilization()))
+        .cloned()
+        .unwrap_or(GeneratorUse {
+            host: None,
+            threads: 1.0,
+            capacity: 1.0,
+            cores: 0.0,
+        });
+    let generator_cores: f64 = uses.iter().map(|u| u.cores).sum();
     let capacity = if rec.server_cpu_capacity > 0.0 {
         rec.server_cpu_capacity
     } else {
@@ -137,7 +137,7 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
         .map(|(_, v)| v)
         .sum();
     let ev = Evidence {
-        generator_utilization: gen_cpu / (gen_duration * gen_capacity),
+        generator_utilization: busiest.utilization(),
         server_utilization: s.cpu_s.server / (d * capacity),
         machine_idle_fraction: s.machine_idle_fraction,
         server_cores: s.cpu_s.server / d,
@@ -165,10 +165,15 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
         (
             Bound::Generator,
             format!(
-                "the generator used {:.0}% of the {} CPU(s) its {} thread(s) could use",
+                "the generator{} used {:.0}% of the {} CPU(s) its {} thread(s) could use",
+                busiest
+                    .host
+                    .as_deref()
+                    .map(|h| format!(" on host {h}"))
+                    .unwrap_or_default(),
                 pct(ev.generator_utilization),
-                gen_capacity,
-                threads
+                busiest.capacity,
+                busiest.threads
             ),
         )
     } else if network_cores >= NETWORK_MIN_CORES && network_cores >= ev.server_cores {
@@ -196,7 +201,7 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
                 "no idle CPU ({:.1}% idle): server {:.2} cores, generator {:.2}, network path {:.2}, rest {:.2}",
                 pct(ev.machine_idle_fraction),
                 ev.server_cores,
-                gen_cpu / gen_duration,
+                generator_cores,
                 network_cores,
                 s.cpu_s.rest / d
             ),
@@ -354,5 +359,83 @@ mod tests {
     fn no_samples_is_unknown() {
         let r = MonitorRecord::default();
         assert_eq!(verdict(&r, &load(1, 1.0)).bound, Bound::Unknown);
+    }
+
+    /// A load whose generators ran elsewhere than the monitored machine:
+    /// `threads` threads, `cpus` of their machine's CPUs, `cores` used.
+    fn placed_load(threads: u64, cpus: u32, cores: f64) -> LoadResult {
+        LoadResult {
+            generator_cpus: cpus,
+            ..load(threads, cores * 2.0)
+        }
+    }
+
+    fn remote_part(host: &str, threads: u64, cpus: u32, cores: f64) -> tare_record::GeneratorPart {
+        tare_record::GeneratorPart {
+            host: host.into(),
+            threads,
+            generator_cpus: cpus,
+            generator_cpu_s: cores * 2.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_remote_target_with_a_local_generator_is_judged_on_this_machines_cpus() {
+        // Monitored on an 8-CPU target host (its generator column empty);
+        // the generator's 4 threads ran here on 2 CPUs and used 1.9 cores.
+        let mut r = record(0.6, 0.0, 0.1, 0.0, 6.0);
+        r.cpus = 8;
+        r.generator_cpus_allowed = 8;
+        r.host = Some("srv".into());
+        let v = verdict(&r, &placed_load(4, 2, 1.9));
+        assert_eq!(v.bound, Bound::Generator, "{v:?}");
+        assert!(v.reason.contains("95% of the 2 CPU(s)"), "{}", v.reason);
+        // The same generator on 8 CPUs here: a quarter of them.
+        let v = verdict(&r, &placed_load(4, 8, 1.9));
+        assert_ne!(v.bound, Bound::Generator, "{v:?}");
+    }
+
+    #[test]
+    fn a_local_target_with_remote_generators_is_judged_on_their_hosts_cpus() {
+        // Monitored here on 2 CPUs; one generator with 4 threads on an
+        // 8-CPU host used 1.9 cores: under half of what it could.
+        let r = record(0.6, 0.0, 0.1, 0.0, 0.4);
+        let mut l = placed_load(4, 8, 1.9);
+        l.generators = vec![remote_part("gen", 4, 8, 1.9)];
+        let v = verdict(&r, &l);
+        assert_ne!(v.bound, Bound::Generator, "{v:?}");
+        assert!((v.evidence.generator_utilization - 1.9 / 4.0).abs() < 1e-9);
+        // On a 2-CPU host the same 1.9 cores saturate it.
+        l.generators = vec![remote_part("gen", 4, 2, 1.9)];
+        let v = verdict(&r, &l);
+        assert_eq!(v.bound, Bound::Generator, "{v:?}");
+        assert!(v.reason.contains("on host gen"), "{}", v.reason);
+    }
+
+    #[test]
+    fn remote_target_and_generators_on_hosts_of_different_sizes() {
+        // Monitored on a 2-CPU target host; generators on a 4-CPU host and
+        // a 1-CPU one.
+        let mut r = record(0.6, 0.0, 0.1, 0.0, 0.4);
+        r.host = Some("srv".into());
+        let mut l = placed_load(6, 5, 3.0);
+        // Each at half of its own CPUs: 3 cores in all, more than the
+        // target host has, and still not generator-bound.
+        l.generators = vec![
+            remote_part("big", 4, 4, 2.0),
+            remote_part("small", 2, 1, 0.5),
+        ];
+        let v = verdict(&r, &l);
+        assert_ne!(v.bound, Bound::Generator, "{v:?}");
+        // The small host saturated: generator-bound, and it says which.
+        l.generators[1] = remote_part("small", 2, 1, 0.97);
+        let v = verdict(&r, &l);
+        assert_eq!(v.bound, Bound::Generator, "{v:?}");
+        assert!(
+            v.reason.contains("on host small used 97% of the 1 CPU(s)"),
+            "{}",
+            v.reason
+        );
     }
 }

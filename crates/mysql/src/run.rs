@@ -430,6 +430,7 @@ fn assemble(
         generator_cpu_s: cpu.total_s(),
         generator_cpu_user_s: cpu.user.as_secs_f64(),
         generator_cpu_system_s: cpu.system.as_secs_f64(),
+        generator_cpus: 0,
         status_codes: Default::default(),
         thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
         schedule: tare_engine::schedule::report(

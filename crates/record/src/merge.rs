@@ -37,6 +37,10 @@ pub struct GeneratorPart {
     pub requests: u64,
     pub errors: Errors,
     pub generator_cpu_s: f64,
+    /// The CPUs its threads could use on its host (`LoadResult::
+    /// generator_cpus`); 0 in older records.
+    #[serde(default, skip_serializing_if = "crate::result::is_zero")]
+    pub generator_cpus: u32,
     /// Why its part is missing (the host dropped, the engine failed);
     /// its counts are then zero and the merge holds the others'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +135,7 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
         out.generator_cpu_s += r.generator_cpu_s;
         out.generator_cpu_user_s += r.generator_cpu_user_s;
         out.generator_cpu_system_s += r.generator_cpu_system_s;
+        out.generator_cpus = out.generator_cpus.saturating_add(r.generator_cpus);
         for (code, n) in &r.status_codes {
             add(out.status_codes.entry(code.clone()).or_default(), *n);
         }
@@ -198,6 +203,7 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
                 requests: r.requests,
                 errors: r.errors,
                 generator_cpu_s: r.generator_cpu_s,
+                generator_cpus: r.generator_cpus,
                 error: None,
             },
             Err(e) => GeneratorPart {
@@ -285,6 +291,7 @@ mod tests {
                 latency_us: h.summary(),
                 timeline: timeline.to_vec(),
                 generator_cpu_s: 0.5,
+                generator_cpus: 2,
                 status_codes: status,
                 errors: Errors {
                     connect: 1,
@@ -321,6 +328,9 @@ mod tests {
         assert_eq!(m.generators.len(), 2);
         assert!((m.generators[1].started_unix_s - 1000.9).abs() < 1e-9);
         assert_eq!(m.generator_cpu_s, 1.0);
+        // Each host's CPUs stay its own; the record's are their sum.
+        assert_eq!(m.generators[0].generator_cpus, 2);
+        assert_eq!(m.generator_cpus, 4);
     }
 
     #[test]

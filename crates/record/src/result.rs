@@ -152,6 +152,13 @@ pub struct LoadResult {
     pub generator_cpu_s: f64,
     pub generator_cpu_user_s: f64,
     pub generator_cpu_system_s: f64,
+    /// The CPUs the generator's threads could use on its own machine
+    /// (`[cpus] generator`, else its affinity mask), set by the runner;
+    /// with `generators`, their sum. 0: not recorded (a bare engine run,
+    /// older records). The bottleneck verdict's generator capacity is this
+    /// machine's, not the target's (docs/remote.md).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generator_cpus: u32,
     /// HTTP status counts of completed responses (`"200"`, `"404"`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub status_codes: BTreeMap<String, u64>,
@@ -202,6 +209,11 @@ pub struct LoadResult {
     pub mysql: Option<MysqlDetails>,
     /// tare's version.
     pub tare_version: String,
+}
+
+/// For `skip_serializing_if`: a count that was not recorded.
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A record's primary metric: its value, name, unit and direction.

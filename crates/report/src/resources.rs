@@ -38,6 +38,77 @@ pub struct CellResources {
     /// generator's is that host's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// The hosts its remote generators ran on (`[load] hosts`); empty: the
+    /// generator ran on this machine.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub generator_hosts: Vec<String>,
+}
+
+impl CellResources {
+    /// Where the server, network, rest and machine figures were measured:
+    /// the remote hosts, `None` for this machine.
+    pub fn measured_on(&self) -> Option<String> {
+        (!self.hosts.is_empty()).then(|| self.hosts.join(", "))
+    }
+
+    /// Where its generator ran, when a component ran on a remote host:
+    /// its hosts, or this machine beside a target on another; `None` when
+    /// everything ran here.
+    pub fn generator_on(&self) -> Option<String> {
+        if !self.generator_hosts.is_empty() {
+            Some(self.generator_hosts.join(", "))
+        } else if !self.hosts.is_empty() {
+            Some("this machine".into())
+        } else {
+            None
+        }
+    }
+}
+
+/// The one unit every cell counts CPU per, if they share one (else each
+/// row says its own).
+pub(crate) fn one_unit(res: &Resources) -> Option<Unit> {
+    let mut u: Vec<Unit> = res.cells.iter().map(|c| c.unit).collect();
+    u.dedup();
+    match u.as_slice() {
+        [u] => Some(*u),
+        _ => None,
+    }
+}
+
+/// The watched processes that show in some cell, sorted: a watched
+/// process no cell used (conmon in a run without Podman, say) would be a
+/// column of zeros.
+pub(crate) fn watched_columns(res: &Resources) -> Vec<String> {
+    let mut v: Vec<String> = res
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.per_request
+                .watched_us
+                .iter()
+                .filter(|(_, us)| **us >= 0.05)
+                .map(|(name, _)| name.clone())
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Which cells' servers were monitored on another host, host by host, in
+/// the cells' order: the text and HTML reports name them.
+pub(crate) fn by_host(res: &Resources) -> Vec<(&str, Vec<&str>)> {
+    let mut by_host: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &res.cells {
+        for h in &c.hosts {
+            match by_host.iter_mut().find(|(n, _)| n == h) {
+                Some((_, cells)) => cells.push(&c.cell),
+                None => by_host.push((h, vec![&c.cell])),
+            }
+        }
+    }
+    by_host
 }
 
 /// How CPU per unit of work is shown: microseconds per request (or
@@ -113,6 +184,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         where_ran::CpusSeen,
         Unit,
         Vec<String>,
+        Vec<String>,
     );
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
@@ -133,8 +205,14 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
                 Default::default(),
                 r.unit(),
                 Vec::new(),
+                Vec::new(),
             )
         });
+        for g in &r.generators {
+            if !e.5.contains(&g.host) {
+                e.5.push(g.host.clone());
+            }
+        }
         where_ran::add(&mut e.2, &m);
         if let Some(h) = &m.host {
             if !e.4.contains(h) {
@@ -157,7 +235,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
     let mut cells = Vec::new();
     let mut all_verdicts = Vec::new();
     for id in order {
-        let (per, verdicts, seen, unit, hosts) = &by_cell[id];
+        let (per, verdicts, seen, unit, hosts, generator_hosts) = &by_cell[id];
         let Some(per_request) = merge(per) else {
             continue;
         };
@@ -176,6 +254,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             where_ran,
             unit: *unit,
             hosts: hosts.clone(),
+            generator_hosts: generator_hosts.clone(),
         });
     }
     let mut steps = Vec::new();

@@ -24,6 +24,7 @@ mod engines;
 mod executor;
 mod experiment;
 pub mod interrupt;
+mod live;
 #[cfg(test)]
 mod mock;
 pub mod observer;

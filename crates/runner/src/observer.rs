@@ -21,8 +21,9 @@ pub enum Phase {
 }
 
 /// How far a running load got, from generators that report it while they
-/// run (the remote generators' agents, docs/remote.md "Progress"): summed
-/// over the hosts that reported.
+/// run: a local one's progress boards (`live.rs`), or the remote
+/// generators' agents' ticks (docs/remote.md "Progress") summed over the
+/// hosts that reported.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiveProgress {
     /// Units completed so far (requests, transactions...), `unit` naming them.
@@ -31,7 +32,8 @@ pub struct LiveProgress {
     /// Units per second over each host's last tick, added up.
     pub rate: f64,
     pub unit: &'static str,
-    /// Generator hosts that reported counts, of how many run.
+    /// Generator hosts that reported counts, of how many run; both 0 for
+    /// a generator in this process.
     pub reporting: usize,
     pub hosts: usize,
 }
@@ -40,9 +42,13 @@ impl std::fmt::Display for LiveProgress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} {}s done, {:.0}/s, {} errors ({} of {} generator hosts)",
-            self.done, self.unit, self.rate, self.errors, self.reporting, self.hosts
-        )
+            "{} {}s done, {:.0}/s, {} errors",
+            self.done, self.unit, self.rate, self.errors
+        )?;
+        if self.hosts > 0 {
+            write!(f, " ({} of {} generator hosts)", self.reporting, self.hosts)?;
+        }
+        Ok(())
     }
 }
 

@@ -380,7 +380,12 @@ impl RunningCell for RealCell {
                         Placed::Remote(_) => None,
                     },
                 };
-                engines::run(&settings, measure, &offer, &self.interrupt)
+                // Live counts as the remote generators give theirs.
+                let interrupt = &self.interrupt;
+                let unit = self.engine.unit().noun();
+                crate::live::watched(unit, progress, || {
+                    engines::run(&settings, measure, &offer, interrupt)
+                })
             }
         };
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {

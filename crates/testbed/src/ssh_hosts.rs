@@ -6,19 +6,23 @@
 //! dir. Dropping it stops every sshd and removes the namespaces (and with
 //! them every veth), even when the test failed.
 //!
-//! A host may have its own Docker daemon (`HostSpec::docker`): a second
-//! `dockerd` started in the host's network namespace with its own data
-//! root, exec root (and so its own managed containerd), socket, pidfile and
-//! cgroup parent, no bridge and no iptables rules, and sshd's sessions get
+//! A host may have its own Docker daemon (`HostSpec::docker`,
+//! [`HostDocker`]): a second `dockerd` in the host's network namespace,
+//! with its own bridge and iptables rules there, and sshd's sessions get
 //! `DOCKER_HOST` pointing at its socket. The agent's Docker calls on that
 //! host then go to that daemon (bollard and the docker CLI read
-//! `DOCKER_HOST`), and its host-network containers live in the host's
-//! network namespace, as on another machine. The daemon, its containers
-//! and directories are removed on drop, before the namespaces.
+//! `DOCKER_HOST`), and its containers live in the host's network
+//! namespace or on its bridge, as on another machine. The daemon, its
+//! containers and directories are removed on drop, before the namespaces
+//! (which take its bridge and rules with them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod host_docker;
+
+pub use host_docker::{DockerNets, HostDocker};
 
 /// A host to start: its name, and whether its sessions get a PATH with
 /// no tools in it (a host "without the needed tools").
@@ -27,135 +31,6 @@ pub struct HostSpec {
     pub bare_path: bool,
     /// Its own Docker daemon (see the module's doc).
     pub docker: bool,
-}
-
-/// A host's own Docker daemon.
-pub struct HostDocker {
-    /// `unix://…` socket of the daemon.
-    pub socket: PathBuf,
-    root: PathBuf,
-    cgroup_parent: String,
-    daemon: Child,
-}
-
-impl HostDocker {
-    /// `docker -H <this daemon>` with `args`: its output, or why not.
-    pub fn docker(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new("docker")
-            .arg("-H")
-            .arg(format!("unix://{}", self.socket.display()))
-            .args(args)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
-    }
-
-    /// Starts a daemon in network namespace `ns` with everything under
-    /// `root`. `nsenter --net` rather than `ip netns exec`: the latter
-    /// remounts /sys in a new mount namespace, which hides the cgroup
-    /// hierarchies dockerd needs ("Devices cgroup isn't mounted").
-    fn start(ns: &str, root: &Path) -> Result<HostDocker, String> {
-        // The same storage driver as this machine's daemon: the one this
-        // kernel and filesystem are known to take.
-        let driver = Command::new("docker")
-            .args(["info", "--format", "{{.Driver}}"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|d| !d.is_empty())
-            .ok_or("this machine's Docker daemon does not answer")?;
-        std::fs::create_dir_all(root.join("data")).map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(root.join("exec")).map_err(|e| e.to_string())?;
-        // Its own (empty) configuration, not /etc/docker/daemon.json.
-        std::fs::write(root.join("daemon.json"), "{}").map_err(|e| e.to_string())?;
-        let socket = root.join("docker.sock");
-        let cgroup_parent = format!("/tare-test-{ns}");
-        let r = |p: &str| root.join(p).display().to_string();
-        let daemon = Command::new("nsenter")
-            .arg(format!("--net=/var/run/netns/{ns}"))
-            .arg("dockerd")
-            .args(["--config-file", &r("daemon.json")])
-            .args(["--data-root", &r("data"), "--exec-root", &r("exec")])
-            .args(["-H", &format!("unix://{}", socket.display())])
-            .args(["--pidfile", &r("docker.pid")])
-            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
-            .args(["--ip-masq=false", "--storage-driver", &driver])
-            .args(["--cgroup-parent", &cgroup_parent])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(
-                std::fs::File::create(root.join("dockerd.log"))
-                    .map(Stdio::from)
-                    .unwrap_or(Stdio::null()),
-            )
-            .spawn()
-            .map_err(|e| format!("dockerd: {e}"))?;
-        let mut d = HostDocker {
-            socket,
-            root: root.to_path_buf(),
-            cgroup_parent,
-            daemon,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while d
-            .docker(&["version", "--format", "{{.Server.Version}}"])
-            .is_err()
-        {
-            if Instant::now() > deadline {
-                let log = std::fs::read_to_string(root.join("dockerd.log")).unwrap_or_default();
-                let last = log.lines().last().unwrap_or("").to_string();
-                d.stop();
-                return Err(format!("the host's dockerd did not answer in 60 s: {last}"));
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        Ok(d)
-    }
-
-    /// Removes its containers, stops it (SIGTERM, then SIGKILL after 20
-    /// s), unmounts what it left mounted, removes its directories and
-    /// cgroups.
-    fn stop(&mut self) {
-        if let Ok(ids) = self.docker(&["ps", "-aq"]) {
-            for id in ids.split_whitespace() {
-                let _ = self.docker(&["rm", "-f", id]);
-            }
-        }
-        // SAFETY: kill(2) of the daemon this testbed started.
-        unsafe { libc::kill(self.daemon.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while matches!(self.daemon.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let mut under: Vec<&str> = mounts
-            .lines()
-            .filter_map(|l| l.split(' ').nth(1))
-            .filter(|m| Path::new(m).starts_with(&self.root))
-            .collect();
-        under.sort_by_key(|m| std::cmp::Reverse(m.len()));
-        for m in under {
-            let _ = Command::new("umount").args(["-l", m]).status();
-        }
-        let _ = std::fs::remove_dir_all(&self.root);
-        // Its cgroup parent, in every hierarchy (v1) or the one (v2).
-        if let Ok(hier) = std::fs::read_dir("/sys/fs/cgroup") {
-            for h in hier.flatten() {
-                let _ =
-                    std::fs::remove_dir(h.path().join(self.cgroup_parent.trim_start_matches('/')));
-            }
-        }
-        let _ = std::fs::remove_dir(
-            Path::new("/sys/fs/cgroup").join(self.cgroup_parent.trim_start_matches('/')),
-        );
-    }
 }
 
 /// The hosts, their keys and their sshd processes.
@@ -200,9 +75,15 @@ impl SshHosts {
                 .stdout,
         )
         .into_owned();
+        // The LAN's /24, and the /24s its hosts' Docker daemons take their
+        // bridges and pools from (`HostDocker`), all unused here.
         let n = (0..250)
             .map(|i| (std::process::id() as usize + i) % 250 + 1)
-            .find(|n| !used.contains(&format!("10.250.{n}.")))
+            .find(|n| {
+                ["10.250", "10.251", "10.252"]
+                    .iter()
+                    .all(|net| !used.contains(&format!("{net}.{n}.")))
+            })
             .expect("a free /24 of 10.250.0.0/16");
         let prefix = format!("10.250.{n}");
         let dir = std::env::temp_dir().join(format!("sshhosts-{id}-{n}"));
@@ -285,7 +166,12 @@ impl SshHosts {
             sshd.args(["netns", "exec", &ns]);
             if spec.docker {
                 // Pushed before any assert: dropping `me` removes it.
-                match HostDocker::start(&ns, &dir.join(format!("docker-{i}"))) {
+                // A /27 each: up to eight Docker hosts per testbed.
+                let nets = DockerNets {
+                    bip: format!("10.251.{n}.{}/27", 32 * (i % 8) + 1),
+                    pool: format!("10.252.{n}.{}/27", 32 * (i % 8)),
+                };
+                match HostDocker::start(&ns, &dir.join(format!("docker-{i}")), nets) {
                     Ok(d) => {
                         text.push_str(&format!(
                             "SetEnv DOCKER_HOST=unix://{}\n",
@@ -356,6 +242,25 @@ impl SshHosts {
             self.known_hosts.display(),
             dir.display()
         )
+    }
+
+    /// Runs `args` in host `name`'s network namespace (this mount
+    /// namespace, so /proc/net is the host's): its stdout, or why not.
+    pub fn run_in(&self, name: &str, args: &[&str]) -> Result<String, String> {
+        let (ns, _) = self.host(name);
+        let out = Command::new("nsenter")
+            .arg(format!("--net=/var/run/netns/{ns}"))
+            .args(args)
+            .output()
+            .map_err(|e| format!("{args:?}: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
     }
 
     /// Cuts host `name` off the LAN (a machine that drops).

@@ -10,12 +10,15 @@
 //! - [`waterfall`], [`round_trips`], [`bars`], [`percentiles`],
 //!   [`concurrency`], [`timeline`]: one chart each, data then SVG.
 //! - [`page`]: the document: sections, tables, notes, provenance.
+//! - `cpu`: where the CPU goes, per cell and component, with the host
+//!   each figure was measured on.
 //! - [`escape`]: every recorded string passes through it.
 //! - [`axis`], [`svg`]: scales, ticks and shared SVG pieces.
 
 pub mod axis;
 pub mod bars;
 pub mod concurrency;
+mod cpu;
 pub mod escape;
 pub mod page;
 pub mod percentiles;

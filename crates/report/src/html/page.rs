@@ -9,7 +9,7 @@
 use tare_analysis::Run;
 
 use super::escape::html;
-use super::{sections, Charts};
+use super::{cpu, sections, Charts};
 use crate::report::Report;
 use crate::units;
 use tare_analysis::Comparison;
@@ -39,6 +39,10 @@ pub fn document(run: &Run, report: &Report, charts: &Charts) -> String {
     let mut out = head(&format!("tare report {}", report.run_id));
     out.push_str(&sections::header(run, report));
     let mut toc: Vec<(&str, &str)> = vec![("attribution", "Attribution"), ("cells", "Cells")];
+    let cpu = cpu::section(report.resources.as_ref());
+    if !cpu.is_empty() {
+        toc.push(("cpu", "Where the CPU goes"));
+    }
     if !charts.percentiles.series.is_empty() {
         toc.push(("percentiles", "Latency percentiles"));
     }
@@ -62,6 +66,7 @@ pub fn document(run: &Run, report: &Report, charts: &Charts) -> String {
 
     out.push_str(&sections::attribution(report, charts));
     out.push_str(&sections::cells(report, charts));
+    out.push_str(&cpu);
     if !charts.percentiles.series.is_empty() {
         out.push_str(&format!(
             "<section id=\"percentiles\"><h2>Latency percentiles</h2>\n<figure>{}<figcaption>Each cell's latency distribution, from the exact merge of its trials' HDR histograms. The x axis spreads the tail: 90%, 99%, 99.9% are evenly spaced; a curve stops where its cell has too few requests to resolve a deeper percentile.</figcaption></figure></section>\n",

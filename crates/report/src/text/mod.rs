@@ -295,16 +295,7 @@ fn levels(cell: &CellStats, order: &[String]) -> String {
 /// Which cells' servers were monitored on another host, host by host: their
 /// rows are that host's machine, not this one.
 fn measured_on(res: &crate::resources::Resources) -> String {
-    let mut by_host: Vec<(&str, Vec<&str>)> = Vec::new();
-    for c in &res.cells {
-        for h in &c.hosts {
-            match by_host.iter_mut().find(|(n, _)| n == h) {
-                Some((_, cells)) => cells.push(&c.cell),
-                None => by_host.push((h, vec![&c.cell])),
-            }
-        }
-    }
-    by_host
+    crate::resources::by_host(res)
         .iter()
         .map(|(host, cells)| {
             format!(
@@ -321,15 +312,7 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     use crate::table::{Align, Table};
     // One unit for the table when every cell counts the same work, else
     // each row says its own (`per`).
-    let units: Vec<tare_record::Unit> = {
-        let mut u: Vec<_> = res.cells.iter().map(|c| c.unit).collect();
-        u.dedup();
-        u
-    };
-    let one_unit = match units.as_slice() {
-        [u] => Some(*u),
-        _ => None,
-    };
+    let one_unit = crate::resources::one_unit(res);
     let mut out = match one_unit {
         Some(u) => {
             let (_, us) = crate::resources::cpu_scale(u);
@@ -341,24 +324,7 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         None => "where the CPU goes (CPU per unit of work, each row's in `per`, over each cell's monitored trials)\n"
             .to_string(),
     };
-    // A watched process no cell used (conmon in a run without Podman, say)
-    // would be a column of zeros: only those that show in some cell.
-    let watched: Vec<String> = {
-        let mut v: Vec<String> = res
-            .cells
-            .iter()
-            .flat_map(|c| {
-                c.per_request
-                    .watched_us
-                    .iter()
-                    .filter(|(_, us)| **us >= 0.05)
-                    .map(|(name, _)| name.clone())
-            })
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
+    let watched = crate::resources::watched_columns(res);
     let mut header: Vec<(&str, Align)> = vec![("cell", Align::Left)];
     if one_unit.is_none() {
         header.push(("per", Align::Left));
@@ -471,6 +437,7 @@ mod tests {
             shared_with_server: Vec::new(),
             unit,
             hosts: Vec::new(),
+            generator_hosts: Vec::new(),
         }
     }
 

@@ -191,7 +191,28 @@ pub(crate) fn run(
         load.ramp = Duration::ZERO;
         load.slo = None;
     }
-    settings.table.run(&load, offer, stop)
+    let mut result = settings.table.run(&load, offer, stop)?;
+    result.generator_cpus = generator_cpus(load.cpus.as_ref());
+    Ok(result)
+}
+
+/// The CPUs a generator's threads can use on the machine this runs on
+/// (`tare agent load` on a remote host counts its host's): its `[cpus]
+/// generator` list within this process's affinity, else the affinity.
+/// The verdict judges the generator against these, not against the
+/// monitored machine's (docs/remote.md, "Monitored where it runs").
+fn generator_cpus(pinned: Option<&tare_engine::cpu::CpuList>) -> u32 {
+    let allowed = tare_engine::cpu::CpuList::allowed()
+        .map(|a| a.cpus().to_vec())
+        .unwrap_or_default();
+    let within = pinned
+        .map(|p| p.cpus().iter().filter(|c| allowed.contains(c)).count())
+        .unwrap_or(0);
+    if within > 0 {
+        within as u32
+    } else {
+        allowed.len() as u32
+    }
 }
 
 /// Readies a deployed cell for a trial ([`Table::prepare`]), from the
