@@ -30,8 +30,6 @@ use tare_engine::cpu::CpuTime;
 use crate::stream::Conn;
 use crate::wire::{Datagram, Header, Mode, Trailer, HEADER_LEN, MAX_UDP_SIZE};
 
-/// How often a waiting acceptor or UDP thread looks at the stop flag.
-const POLL: Duration = Duration::from_millis(100);
 /// A streaming source asks whether its client has ended the stream once
 /// per this many bytes written (eight of the default 128 KiB writes).
 const CLOSE_CHECK: u64 = 1 << 20;
@@ -122,6 +120,10 @@ pub struct Responder {
     unix_path: Option<PathBuf>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    /// Shut down when stopping, which wakes the acceptors blocked on it.
+    listener: Arc<Listener>,
+    /// The UDP socket the receivers block on, shut down likewise.
+    udp: Option<UdpSocket>,
 }
 
 enum Listener {
@@ -130,18 +132,11 @@ enum Listener {
 }
 
 impl Listener {
+    /// Blocks until a connection arrives, or until [`Listener::wake`].
     fn accept(&self) -> io::Result<Conn> {
         match self {
-            Listener::Tcp(l) => {
-                let (s, _) = l.accept()?;
-                s.set_nonblocking(false)?;
-                Ok(Conn::Tcp(s))
-            }
-            Listener::Unix(l) => {
-                let (s, _) = l.accept()?;
-                s.set_nonblocking(false)?;
-                Ok(Conn::Unix(s))
-            }
+            Listener::Tcp(l) => Ok(Conn::Tcp(l.accept()?.0)),
+            Listener::Unix(l) => Ok(Conn::Unix(l.accept()?.0)),
         }
     }
 
@@ -150,6 +145,13 @@ impl Listener {
             Listener::Tcp(l) => l.as_raw_fd(),
             Listener::Unix(l) => l.as_raw_fd(),
         }
+    }
+
+    /// Ends every blocked `accept` on this listener (Linux: a listening
+    /// socket shut down returns EINVAL to its waiters, TCP and Unix alike).
+    fn wake(&self) {
+        // SAFETY: plain syscall on the listener's own descriptor.
+        unsafe { libc::shutdown(self.fd(), libc::SHUT_RDWR) };
     }
 }
 
@@ -179,7 +181,6 @@ impl Responder {
                     addr: format!("unix:{}", path.display()),
                     source,
                 })?;
-                l.set_nonblocking(true)?;
                 (Listener::Unix(l), None, None)
             }
             None => {
@@ -188,13 +189,11 @@ impl Responder {
                         addr: config.listen.to_string(),
                         source,
                     })?;
-                l.set_nonblocking(true)?;
                 let addr = l.local_addr()?;
                 let u = UdpSocket::bind(addr).map_err(|source| ResponderError::Listen {
                     addr: format!("udp {addr}"),
                     source,
                 })?;
-                u.set_read_timeout(Some(POLL))?;
                 (Listener::Tcp(l), Some(addr), Some(u))
             }
         };
@@ -213,6 +212,7 @@ impl Responder {
             next_id: AtomicU64::new(0),
         });
         let listener = Arc::new(listener);
+        let udp_wake = udp.as_ref().map(UdpSocket::try_clone).transpose()?;
         let mut threads = Vec::new();
         for i in 0..config.threads {
             let (l, sh) = (listener.clone(), shared.clone());
@@ -235,6 +235,8 @@ impl Responder {
             unix_path: config.unix,
             shared,
             threads,
+            listener,
+            udp: udp_wake,
         })
     }
 
@@ -271,6 +273,16 @@ impl Drop for Responder {
                 let _ = c.shutdown(Shutdown::Both);
             }
         }
+        // The acceptors and UDP receivers block without a timeout (an idle
+        // responder never wakes: docs/net.md, "The responder"); shutting
+        // their sockets down returns them from their wait, to the stop flag.
+        self.listener.wake();
+        if let Some(u) = &self.udp {
+            // SAFETY: plain syscall on the socket's own descriptor. An
+            // unconnected UDP socket answers ENOTCONN but is shut down
+            // for reading all the same, and its waiters are woken.
+            unsafe { libc::shutdown(u.as_raw_fd(), libc::SHUT_RD) };
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -280,32 +292,28 @@ impl Drop for Responder {
     }
 }
 
-/// Waits up to [`POLL`] for `fd` to be readable.
-fn readable(fd: RawFd) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd, valid for the call.
-    unsafe { libc::poll(&mut p, 1, POLL.as_millis() as libc::c_int) > 0 }
-}
-
 fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
-    while !shared.stop.load(Ordering::Relaxed) {
-        if !readable(listener.fd()) {
-            continue;
-        }
-        // Another acceptor may have taken it: the listener is
-        // non-blocking, so this one just looks again.
-        let conn = match listener.accept() {
-            Ok(c) => c,
-            Err(_) => continue,
-        };
-        // Stopped meanwhile: the connection closes with the responder.
+    loop {
+        let accepted = listener.accept();
+        // Stopped meanwhile (the listener shut down, or a connection
+        // accepted just before): it closes with the responder.
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
+        let conn = match accepted {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of descriptors or memory: wait a little rather than
+                // spin on a listener that stays ready.
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                ) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
+        };
         shared.counters.connections.fetch_add(1, Ordering::Relaxed);
         let header = match read_header(&conn) {
             Some(h) => h,
@@ -464,7 +472,9 @@ fn udp_loop(sock: &UdpSocket, shared: &Shared) {
     let c = &shared.counters;
     let mut buf = vec![0u8; MAX_UDP_SIZE + 1];
     let mut resp = vec![0u8; MAX_UDP_SIZE];
-    while !shared.stop.load(Ordering::Relaxed) {
+    // Blocks without a timeout: stopping shuts the socket down for reading,
+    // which returns every receiver from its wait.
+    while !shared.stop.load(Ordering::SeqCst) {
         let (n, from) = match sock.recv_from(&mut buf) {
             Ok(x) => x,
             Err(_) => continue,
