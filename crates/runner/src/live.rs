@@ -22,19 +22,21 @@ pub(crate) fn watched<T: Send>(
     load: impl FnOnce() -> T + Send,
 ) -> T {
     std::thread::scope(|s| {
-        let handle = s.spawn(load);
+        // The load says when it ends (or, by dropping the sender, that it
+        // panicked): the watcher sleeps between reads instead of polling,
+        // two wake-ups a second wherever it runs.
+        let (ended, end) = std::sync::mpsc::channel::<()>();
+        let handle = s.spawn(move || {
+            let value = load();
+            let _ = ended.send(());
+            value
+        });
         let mut last: Option<(Instant, u64)> = None;
-        let mut next = Instant::now() + EVERY;
-        while !handle.is_finished() {
-            std::thread::sleep(Duration::from_millis(20));
-            let now = Instant::now();
-            if now < next {
-                continue;
-            }
-            next = now + EVERY;
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = end.recv_timeout(EVERY) {
             let Some((done, errors)) = tare_engine::progress::live() else {
                 continue;
             };
+            let now = Instant::now();
             let rate = match last {
                 // A board restarted (the next load) has no rate yet.
                 Some((t, n)) if done >= n => (done - n) as f64 / (now - t).as_secs_f64().max(1e-9),
