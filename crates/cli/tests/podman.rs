@@ -94,6 +94,10 @@ fn counts_exactly(d: &tare_deploy::Deployment, name: &str) {
     let mut c = HttpConfig::new(Target::new(&d.url(), None, true).unwrap());
     c.load.threads = 2;
     c.load.connections = 8;
+    // Counting, not latency: slirp4netns's one-threaded forwarder on a
+    // loaded machine (a clean-clone CI with a build beside it) held three
+    // requests past the default 2 s and the test failed on their timeouts.
+    c.load.timeout = std::time::Duration::from_secs(20);
     c.load.duration = None;
     c.requests = Some(2000);
     let r = tare_http::run(&c).unwrap();
