@@ -351,8 +351,9 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
 
 /// A guest that never becomes ready inside a `tare run` (512m is the
 /// default; 96m is too little for the kernel to unpack tare serve's
-/// initramfs, so it panics): its trial ends with an error naming the
-/// kernel's last words, and the native cell beside it keeps its result.
+/// initramfs, so it panics, or under TCG is still unpacking when the wait
+/// ends): its trial ends with an error quoting the kernel's last console
+/// lines, and the native cell beside it keeps its result.
 #[test]
 fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
     let Some(_one) = guest_turn("a_guest_that_never_gets_ready") else {
@@ -404,8 +405,11 @@ fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
     let e = vm["error"].as_str().unwrap_or_else(|| panic!("{vm}"));
     eprintln!("the vm cell's error: {e}");
     assert!(e.contains("did not start its server"), "{e}");
-    assert!(e.contains("last console lines"), "{e}");
-    assert!(e.contains("Kernel panic"), "{e}");
+    // The kernel's last words, whatever they are: under TCG on a loaded
+    // machine the guest may still be unpacking its initramfs when the
+    // wait ends, before it panics (a CI run's last line was a PCI message).
+    let words = e.split("last console lines:").nth(1).unwrap_or_default();
+    assert!(words.trim().len() > 10, "{e}");
     let _ = std::fs::remove_dir_all(&dir);
     let left = new_since(&before, &me);
     assert!(left.is_empty(), "left {left:?}");
