@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::attribution::{attribution, parts_of_gap, Attribution};
+use crate::attribution::{attribution_of_cells, parts_of_gap, Attribution};
 use crate::run::Run;
 
 /// What a precision target is a half-width of (`[trials] precision`).
@@ -86,12 +86,12 @@ impl Precision {
 /// of the steps it splits, or its cells when it has no chain or the chain
 /// cannot be computed yet.
 pub fn precision(run: &Run) -> Precision {
+    let cells = run.cells();
     if let Some(chain) = run.chain() {
-        if let Ok(a) = attribution(run, chain) {
+        if let Ok(a) = attribution_of_cells(&cells, chain) {
             let mut items = steps(&a, |i| format!("step {i}"));
-            let cells = run.cells();
             for split in run.splits() {
-                let Ok(parts) = attribution(run, &split.chain) else {
+                let Ok(parts) = attribution_of_cells(&cells, &split.chain) else {
                     continue;
                 };
                 let of_gap = parts_of_gap(&cells, chain, &split.chain);
@@ -108,8 +108,7 @@ pub fn precision(run: &Run) -> Precision {
         }
     }
     Precision {
-        items: run
-            .cells()
+        items: cells
             .into_iter()
             .map(|c| PrecisionItem {
                 half_width: match c.level {

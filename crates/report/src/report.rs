@@ -172,6 +172,7 @@ impl Report {
     }
 
     fn build(run: &Run, chain: Option<Vec<String>>) -> Report {
+        let cells = run.cells();
         let attribution = match chain {
             None => AttributionOutcome::NoChain,
             Some(chain) => match attribution(run, &chain) {
@@ -179,7 +180,6 @@ impl Report {
                     // Splits belong to the plan's chain, not to one given
                     // on the command line.
                     let splits: Vec<SplitOutcome> = if run.chain() == Some(chain.as_slice()) {
-                        let cells = run.cells();
                         run.splits()
                             .iter()
                             .map(|s| SplitOutcome {
@@ -212,7 +212,6 @@ impl Report {
                 },
             },
         };
-        let cells = run.cells();
         let drift = tare_analysis::levels_drift(&cells);
         let chain_end = match &attribution {
             AttributionOutcome::Computed { chain, .. } => chain.last().cloned(),

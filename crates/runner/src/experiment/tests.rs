@@ -284,14 +284,21 @@ fn shared_settings_are_typed_once() {
     assert!(e.contains("load.rate") && e.contains("10M"), "{e}");
 }
 
+/// An `[attribution] chain` over [`two_cells`]' placements.
+const TWO_CELL_CHAIN: &str =
+    "[attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\n";
+
+/// An experiment with native and docker-host, `trials` as its `[trials]`
+/// keys, and `tail` after them (a chain, or nothing).
+fn two_cells(trials: &str, tail: &str) -> String {
+    format!(
+        "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[trials]\n{trials}\n{tail}"
+    )
+}
+
 #[test]
 fn focus_needs_a_precision_and_a_chain() {
-    let chain = "[attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\n";
-    let text = |trials: &str, tail: &str| {
-        format!(
-            "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[trials]\n{trials}\n{tail}"
-        )
-    };
+    let (chain, text) = (TWO_CELL_CHAIN, two_cells);
     let e = parse(&text("precision = \"3%\"\nfocus = \"chain\"", chain)).unwrap();
     assert_eq!(e.trials.focus, super::Focus::Chain);
     let e = parse(&text("precision = \"3%\"", chain)).unwrap();
@@ -319,12 +326,7 @@ fn focus_needs_a_precision_and_a_chain() {
 #[test]
 fn precision_in_points_is_of_the_gap_and_needs_a_chain() {
     use tare_analysis::PrecisionUnit;
-    let chain = "[attribution]\nchain = [\"placement=native\", \"placement=docker-host\"]\n";
-    let text = |trials: &str, tail: &str| {
-        format!(
-            "{HEAD}[factors]\nplacement = [\"native\", \"docker-host\"]\n[trials]\n{trials}\n{tail}"
-        )
-    };
+    let (chain, text) = (TWO_CELL_CHAIN, two_cells);
     for written in ["5 points", "5points", "5 pt", "5pts", " 5 point "] {
         let p = parse(&text(&format!("precision = \"{written}\""), chain))
             .unwrap()

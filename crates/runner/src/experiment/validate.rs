@@ -42,18 +42,18 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     check_workloads(&loc, &raw, &factors, &load)?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
+    // `[trials]` keys that are about the attribution chain.
+    let trials_span = || raw.trials.as_ref().map(|t| t.span()).unwrap_or(0..0);
     if let (Focus::Chain, true) = (trials.focus, attribution.is_empty()) {
-        let span = raw.trials.as_ref().map(|t| t.span()).unwrap_or(0..0);
         return Err(loc.error(
-            span,
+            trials_span(),
             "trials.focus",
             "chain needs an [attribution] chain to focus on",
         ));
     }
     if let (PrecisionUnit::Share, true) = (trials.precision_unit, attribution.is_empty()) {
-        let span = raw.trials.as_ref().map(|t| t.span()).unwrap_or(0..0);
         return Err(loc.error(
-            span,
+            trials_span(),
             "trials.precision",
             "points are of the attribution gap: they need an [attribution] chain (or give a percentage)",
         ));

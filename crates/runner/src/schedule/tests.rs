@@ -359,13 +359,9 @@ fn per_cell(s: &Session) -> Vec<usize> {
     .collect()
 }
 
-/// Two scattered trials in each cell, then steady results: the first
-/// rounds cannot resolve the steps at ±2%, later ones can. Rounds are
-/// whole (every cell the same count), more than the fixed three, and the
-/// run stops by itself, saying so.
-#[test]
-fn rounds_continue_until_every_step_reaches_the_precision() {
-    let tmp = tempfile::tempdir().unwrap();
+/// docker-host 1000, lab-nat 2000, native 3000 req/s: two scattered
+/// trials in each cell, then steady ones.
+fn scattered_then_steady() -> MockExecutor {
     let mut exec = MockExecutor::new();
     exec.rps.insert("placement=native".into(), 3000.0);
     exec.rps.insert("placement=lab-nat".into(), 2000.0);
@@ -374,6 +370,17 @@ fn rounds_continue_until_every_step_reaches_the_precision() {
         v.extend([0.0; 40]);
         exec.jitter.insert(format!("placement={cell}"), v);
     }
+    exec
+}
+
+/// Two scattered trials in each cell, then steady results: the first
+/// rounds cannot resolve the steps at ±2%, later ones can. Rounds are
+/// whole (every cell the same count), more than the fixed three, and the
+/// run stops by itself, saying so.
+#[test]
+fn rounds_continue_until_every_step_reaches_the_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut exec = scattered_then_steady();
     let s = begin(tmp.path(), precise("2%", "max = 40"), &mut exec);
     let mut notes = Notes::default();
     let summary = s
@@ -398,14 +405,7 @@ fn rounds_continue_until_every_step_reaches_the_precision() {
 #[test]
 fn a_precision_in_points_is_met_on_the_shares_of_the_gap() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut exec = MockExecutor::new();
-    exec.rps.insert("placement=native".into(), 3000.0);
-    exec.rps.insert("placement=lab-nat".into(), 2000.0);
-    for (cell, j) in [("native", 0.08), ("lab-nat", -0.08), ("docker-host", 0.05)] {
-        let mut v = vec![j, -j];
-        v.extend([0.0; 40]);
-        exec.jitter.insert(format!("placement={cell}"), v);
-    }
+    let mut exec = scattered_then_steady();
     let s = begin(tmp.path(), precise("4 points", "max = 40"), &mut exec);
     let mut notes = Notes::default();
     let summary = s
