@@ -77,7 +77,7 @@ def main():
             return "MISSED"
         return "not resolved"
 
-    rr = [t for t in ("tare-rr", "tare-rr-again", "tare-rr-epoll", "tare-rr-before",
+    rr = [t for t in ("tare-rr", "tare-rr-again", "tare-rr-epoll", "tare-rr-uring", "tare-rr-before",
                       "sockperf", "qperf") if t in runs]
     if rr:
         rounds = len(runs["tare-rr"])

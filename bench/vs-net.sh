@@ -21,13 +21,15 @@
 # (bench/net_summary.py).
 #
 # TESTS=rr or TESTS=stream runs only those (more rounds in a quiet window).
-# EPOLL=1 adds tare's round trips with --io epoll (tare-rr-epoll).
+# EPOLL=1 adds tare's round trips with --io epoll (tare-rr-epoll), URING=1
+# with --io io_uring (tare-rr-uring): the event loop, where tare-rr's one
+# connection blocks in send and receive.
 # TARE_BEFORE=path adds another tare build's rr and stream client
 # (tare-rr-before, tare-stream-before, against the same responder) to
 # every round, so a change is measured interleaved.
 # KEEP=path keeps every run's line (with the load average before and after).
 #
-# Usage: [TARE=path] [TARE_BEFORE=path] [TESTS=rr|stream] [EPOLL=1] [KEEP=path]
+# Usage: [TARE=path] [TARE_BEFORE=path] [TESTS=rr|stream] [EPOLL=1] [URING=1] [KEEP=path]
 #        bench/vs-net.sh [ROUNDS] [DURATION]  (needs sockperf, qperf, iperf3, nuttcp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,6 +74,7 @@ out=$(mktemp /tmp/tare-vs-net-XXXXXX)
 echo "# $(date -u +%FT%TZ) ROUNDS=$ROUNDS DURATION=$DUR TESTS=${TESTS:-both}; load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 rr_tools="sockperf tare-rr qperf tare-rr-again"
 [ -n "${EPOLL:-}" ] && rr_tools+=" tare-rr-epoll"
+[ -n "${URING:-}" ] && rr_tools+=" tare-rr-uring"
 [ -n "${TARE_BEFORE:-}" ] && rr_tools+=" tare-rr-before"
 streams="tare-stream nuttcp iperf3 tare-stream-again"
 [ -n "${TARE_BEFORE:-}" ] && streams+=" tare-stream-before"
@@ -101,6 +104,7 @@ for r in $(seq 1 "$ROUNDS"); do
     case $tool in
       tare-rr | tare-rr-again) line=$($M $tool -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --json -) ;;
       tare-rr-epoll) line=$($M tare-rr-epoll -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --io epoll --json -) ;;
+      tare-rr-uring) line=$($M tare-rr-uring -- $C0 "$TARE" net rr -p $PORT -r 100,100 -l "$DUR" --io io_uring --json -) ;;
       tare-rr-before) line=$($M tare-rr-before -- $C0 "$TARE_BEFORE" net rr -p $PORT -r 100,100 -l "$DUR" --json -) ;;
       sockperf) line=$($M sockperf -- $C0 sockperf ping-pong --tcp -i 127.0.0.1 -p $((PORT + 1)) -m 100 -t "$DUR") ;;
       qperf) line=$($M qperf -- $C0 qperf 127.0.0.1 --listen_port $((PORT + 2)) -m 100 -t "$DUR" -vv tcp_lat) ;;

@@ -124,15 +124,32 @@ fn connect_tcp(addr: &SocketAddr, source: Option<IpAddr>) -> io::Result<Socket> 
     }
     // Requests are small and written whole: never let Nagle hold one back.
     sock.set_int_opt(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
-    // A generator's requests are a few hundred bytes, never limited by the
-    // congestion window, so the cheapest congestion control will do: Reno,
-    // always built in and allowed. The host default may be BBR, whose
-    // per-ACK model update was ~2% of a loopback request's CPU in a profile.
-    // Only the generator's own sending side changes; best effort.
-    let _ = sock.set_bytes_opt(libc::IPPROTO_TCP, libc::TCP_CONGESTION, b"reno");
+    cheap_congestion_control(sock.fd);
     // SAFETY: storage is a valid sockaddr of `len` bytes.
     let rc = unsafe { libc::connect(sock.fd, &storage as *const _ as *const libc::sockaddr, len) };
     finish_connect(sock, rc)
+}
+
+/// Sets TCP socket `fd`'s congestion control to Reno, best effort. Small
+/// requests and responses are never limited by the congestion window, so
+/// the cheapest congestion control will do: Reno, always built in and
+/// allowed. The host default may be BBR, whose per-ACK model update was
+/// ~2% of a loopback request's CPU in a profile. Only this socket's
+/// sending side changes (its ACKs are processed where the peer's segments
+/// are: on loopback, in the peer's context).
+pub fn cheap_congestion_control(fd: RawFd) {
+    let v = b"reno";
+    // SAFETY: `v` is valid for reads of its length for the call; a bad
+    // descriptor is an error return, ignored.
+    let _ = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            v.as_ptr() as *const libc::c_void,
+            v.len() as libc::socklen_t,
+        )
+    };
 }
 
 fn connect_unix(path: &OsStr) -> io::Result<Socket> {
@@ -215,20 +232,6 @@ impl Socket {
                 name,
                 &v as *const _ as *const libc::c_void,
                 mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })
-        .map(|_| ())
-    }
-
-    fn set_bytes_opt(&self, level: libc::c_int, name: libc::c_int, v: &[u8]) -> io::Result<()> {
-        // SAFETY: `v` is valid for reads of its length for the call.
-        cvt(unsafe {
-            libc::setsockopt(
-                self.fd,
-                level,
-                name,
-                v.as_ptr() as *const libc::c_void,
-                v.len() as libc::socklen_t,
             )
         })
         .map(|_| ())

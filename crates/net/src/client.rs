@@ -56,6 +56,8 @@ pub(crate) struct Outcome {
     /// udp-rr: requests counted lost.
     pub lost: u64,
     pub stream: StreamTally,
+    /// How the thread waited: `blocking`, `io_uring` or `epoll`.
+    pub io: &'static str,
 }
 
 /// A stream connection's bytes in the measured period, and what the
@@ -86,6 +88,7 @@ impl Outcome {
             unsent: 0,
             lost: 0,
             stream: StreamTally::default(),
+            io: "blocking",
         }
     }
 }
@@ -114,7 +117,7 @@ pub(crate) fn worker(
     out
 }
 
-fn is_timeout(e: &io::Error) -> bool {
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut

@@ -12,11 +12,15 @@
 //!   worker per stream connection.
 //! - `transactions`: rr, crr and udp-rr on the shared event loop
 //!   (io_uring or epoll), `-t` threads over `-c` connections.
+//! - `blocking`: rr with one connection per thread in a closed loop, a
+//!   blocking send and receive (no wait to pay for), unless `--io` asks
+//!   for the event loop.
 //! - [`run()`]: workers to one [`tare_record::LoadResult`]; [`Net`], the
 //!   engine as the code shared by every engine sees it.
 //! - [`text`]: the result as people read it.
 //! - `fuzzing` (hidden): the wire parsers as the fuzz target drives them.
 
+mod blocking;
 mod client;
 pub mod config;
 #[doc(hidden)]

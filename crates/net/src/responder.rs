@@ -322,11 +322,16 @@ fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
                 continue;
             }
         };
-        // Request/response without Nagle's delay; a stream's connection
-        // as the kernel sets it, as iperf3's and nuttcp's servers leave
-        // theirs (docs/net.md).
-        if matches!(header.mode, Mode::Rr | Mode::Crr) && conn.set_nodelay().is_err() {
-            continue;
+        // Request/response without Nagle's delay and with Reno, as the
+        // client's connections (small segments are never limited by the
+        // congestion window; on loopback this socket's ACK processing runs
+        // in the client's context: docs/net.md); a stream's connection as
+        // the kernel sets it, as iperf3's and nuttcp's servers leave theirs.
+        if matches!(header.mode, Mode::Rr | Mode::Crr) {
+            if conn.set_nodelay().is_err() {
+                continue;
+            }
+            tare_engine::endpoint::cheap_congestion_control(conn.as_raw_fd());
         }
         if header.mode == Mode::Crr {
             // One transaction: served here, no thread for it.

@@ -1,5 +1,6 @@
 //! A whole run: rr, crr and udp-rr on `-t` event-loop threads sharing the
-//! connections (`crate::transactions`, connected before a start gate), a
+//! connections (`crate::transactions`, connected before a start gate; rr
+//! with one connection per thread blocks instead, `crate::blocking`), a
 //! stream on one blocking thread per connection; their records merged
 //! into one [`LoadResult`]; and [`Net`], the engine as the shared code
 //! (find-max, the command line's shared flags, the runner) sees it.
@@ -11,9 +12,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tare_engine::cpu::CpuTime;
 use tare_engine::load::Load;
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Endpoint, Engine, Recorder};
+use tare_engine::{workers, Clock, Endpoint, Engine, IoMode, Recorder};
 use tare_record::{LoadResult, NetDetails, Unit};
 
+use crate::blocking::BlockingRr;
 use crate::client::{self, Outcome, Plan, StreamTally};
 use crate::config::{Direction, NetConfig, Test};
 use crate::transactions::Transactions;
@@ -133,7 +135,13 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
     let mut server_cpu_ns = 0u64;
     let mut server_bytes = 0u64;
     let mut all_reported = true;
+    let mut client_io = "";
     for o in outcomes {
+        client_io = match client_io {
+            "" => o.io,
+            same if same == o.io => same,
+            _ => "mixed",
+        };
         cpu.add(&o.cpu);
         finished_ns = finished_ns.max(o.finished_ns);
         unsent += o.unsent;
@@ -165,6 +173,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         round_trip_us: (!stream && rec.requests > 0)
             .then(|| 1e6 * load.connections as f64 / throughput),
         lost,
+        client_io: client_io.into(),
         direction: if stream {
             direction.name().into()
         } else {
@@ -251,6 +260,25 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
     Ok(result)
 }
 
+/// A transactions thread: the event loop over its share of the
+/// connections, or one blocking rr connection.
+enum Worker<'p> {
+    Loop(Box<Transactions<'p>>),
+    Blocking(BlockingRr<'p>),
+}
+
+/// Whether each thread runs one rr connection with blocking calls: one
+/// connection per thread in a closed loop, and `--io` left to tare. Then
+/// a wait per round trip (epoll's or io_uring's) buys nothing; `--io
+/// epoll` or `--io io_uring` still runs the event loop.
+pub(crate) fn blocks(config: &NetConfig) -> bool {
+    let load = &config.load;
+    config.test == Test::Rr
+        && load.rate.is_none()
+        && load.io == IoMode::Auto
+        && config.workers() == load.connections
+}
+
 /// rr, crr and udp-rr: `config.workers()` event-loop threads, each with
 /// its share of the connections, opened before a common start. Returns
 /// the outcomes, the measured period's start on the run's clock, and that
@@ -264,24 +292,32 @@ fn transactions(
     let threads = config.workers();
     let conns = load.connections;
     let share = |i: usize| conns / threads + usize::from(i < conns % threads);
+    let blocking = blocks(config);
     let failure = std::sync::Mutex::new(None::<String>);
     let (started, outcomes) = workers::run_gated(
         Net::NAME,
         threads,
         load.cpus.as_ref(),
         |i, ticket| -> Option<Outcome> {
-            let setup = (|| -> Result<Transactions<'_>, String> {
+            let setup = (|| -> Result<Worker<'_>, String> {
                 if let Some(ns) = &plan.netns {
                     tare_engine::netns::enter(ns).map_err(|e| e.to_string())?;
+                }
+                if blocking {
+                    return Ok(Worker::Blocking(BlockingRr::connect(plan)));
                 }
                 let mut t = Transactions::new(plan, config.test, share(i)).map_err(|e| {
                     format!("setting up the worker's wait (epoll or io_uring): {e}")
                 })?;
                 t.connect_all();
-                Ok(t)
+                Ok(Worker::Loop(Box::new(t)))
             })();
             match setup {
-                Ok(t) => {
+                Ok(Worker::Blocking(b)) => {
+                    let origin = ticket.ready()?;
+                    Some(b.run(origin, &board.threads[i]))
+                }
+                Ok(Worker::Loop(t)) => {
                     let origin = ticket.ready()?;
                     // This thread's connections' share of the rate.
                     let rate = load.rate.map(|r| r * share(i) as f64 / conns as f64);

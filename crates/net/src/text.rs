@@ -108,9 +108,15 @@ pub fn text(r: &LoadResult) -> String {
             e.connect, e.read, e.write, e.timeout
         );
     }
+    // How the client waited, when it has a choice (rr, crr, udp-rr).
+    let io = if net.test == "stream" || net.client_io.is_empty() {
+        String::new()
+    } else {
+        format!(", {} client", net.client_io)
+    };
     let _ = writeln!(
         s,
-        "  generator CPU {:.3} s ({:.2} us per {})",
+        "  generator CPU {:.3} s ({:.2} us per {}{io})",
         r.generator_cpu_s,
         r.generator_cpu_us_per_request(),
         r.unit().noun()

@@ -348,6 +348,7 @@ impl<'p> Transactions<'p> {
             self.close(i);
         }
         self.out.cpu = CpuTime::thread().since(&cpu0);
+        self.out.io = self.io.name();
         let now = clock.now_ns();
         self.out.finished_ns = self.out.finished_ns.max(now.min(self.end_ns));
         self.out
@@ -591,7 +592,9 @@ impl<'p> Transactions<'p> {
                     s.phase = Phase::Idle;
                     self.idle.push_back(i);
                     s.deadline = u64::MAX;
-                    self.out.rec.bytes_read += n as u64;
+                    if s.intended >= self.start_ns {
+                        self.out.rec.bytes_read += n as u64;
+                    }
                     record(
                         (self.origin_ns, self.start_ns),
                         &mut self.out,
@@ -612,7 +615,9 @@ impl<'p> Transactions<'p> {
                     // More than was asked for: the stream is out of step.
                     return self.failed(i, Failure::Read);
                 }
-                self.out.rec.bytes_read += plan.response as u64;
+                if s.intended >= self.start_ns {
+                    self.out.rec.bytes_read += plan.response as u64;
+                }
                 if self.test == Test::Crr && s.intended >= self.start_ns {
                     if let Some(c) = self.out.rec.connect.as_mut() {
                         c.record_ns(s.connected - s.sent);
@@ -888,7 +893,7 @@ impl<'p> Transactions<'p> {
 
 /// Records one transaction intended at `intended`, sent at `sent`, done
 /// at `done`: in the summary when intended after the warm-up.
-fn record(
+pub(crate) fn record(
     (origin_ns, start_ns): (u64, u64),
     out: &mut Outcome,
     intended: u64,

@@ -212,9 +212,11 @@ fn an_open_loop_keeps_its_rate_and_counts_exactly() {
 /// before is kept.
 #[test]
 fn a_responder_gone_mid_run_ends_the_run_with_errors_counted_and_results_kept() {
-    for test in [Test::Rr, Test::Crr] {
+    // rr on one thread shares it (the event loop); on two, each blocks.
+    for (test, threads) in [(Test::Rr, 1), (Test::Rr, 2), (Test::Crr, 1)] {
         let r = responder(None);
-        let c = config(&r, test, 2, 10.0);
+        let mut c = config(&r, test, 2, 10.0);
+        c.load.threads = threads;
         let killer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(400));
             drop(r);
@@ -222,6 +224,7 @@ fn a_responder_gone_mid_run_ends_the_run_with_errors_counted_and_results_kept() 
         let t0 = std::time::Instant::now();
         let res = tare_net::run(&c).unwrap();
         killer.join().unwrap();
+        let test = format!("{test} on {threads} thread(s)");
         assert!(t0.elapsed() < Duration::from_secs(5), "{test}: ended early");
         assert!(res.requests > 0, "{test}: results kept");
         assert!(res.errors.connect >= 1, "{test}: {:?}", res.errors);
@@ -301,4 +304,132 @@ fn many_connections_share_few_threads_and_count_exactly() {
             assert!(l.p50 > 0.0 && l.p50 <= l.max, "{test} {io}: {l:?}");
         }
     }
+}
+
+/// rr with one connection per thread blocks in its send and receive, as
+/// netperf's TCP_RR (no wait per round trip to pay for); `--io` still
+/// asks for the event loop, and threads shared by connections need it.
+/// Every way counts exactly what the responder served, warm-up apart,
+/// and says how the client waited.
+#[test]
+fn one_connection_per_thread_blocks_unless_io_asks_for_the_event_loop() {
+    let r = responder(None);
+    let mut cases = vec![
+        (2, tare_engine::IoMode::Auto, "blocking"),
+        (2, tare_engine::IoMode::Epoll, "epoll"),
+        (1, tare_engine::IoMode::Epoll, "epoll"),
+    ];
+    if tare_engine::uring::Ring::available() {
+        cases.push((2, tare_engine::IoMode::Uring, "io_uring"));
+    }
+    for (threads, io, waited) in cases {
+        let mut c = config(&r, Test::Rr, 2, 0.5);
+        c.load.threads = threads;
+        c.load.io = io;
+        c.load.warmup = Duration::from_millis(200);
+        let before = r.served();
+        let res = tare_net::run(&c).unwrap();
+        let s = settled(&r);
+        let what = format!("{threads} thread(s), --io {io}");
+        assert_eq!(res.net.as_ref().unwrap().client_io, waited, "{what}");
+        assert_eq!(res.errors.total(), 0, "{what}: {:?}", res.errors);
+        assert_eq!(res.in_flight, 0, "{what}");
+        assert!(res.requests > 100, "{what}: {}", res.requests);
+        // The warm-up's transactions were served but not counted.
+        let served = s.transactions - before.transactions;
+        assert!(
+            served > res.requests,
+            "{what}: {served} vs {}",
+            res.requests
+        );
+        assert_eq!(res.timeline.iter().sum::<u64>(), res.requests, "{what}");
+        assert_eq!(res.bytes_read, res.requests * c.response as u64, "{what}");
+        assert!(res.latency_us.p50 > 0.0, "{what}");
+        assert!(res.duration_s < 1.0, "{what}: {}", res.duration_s);
+    }
+    // Without a warm-up, every transaction served was counted.
+    let mut c = config(&r, Test::Rr, 2, 0.3);
+    c.load.threads = 2;
+    let before = r.served();
+    let res = tare_net::run(&c).unwrap();
+    assert_eq!(settled(&r).transactions - before.transactions, res.requests);
+}
+
+/// A responder that takes requests and never answers: each transaction
+/// times out after `--timeout`, is counted as a timeout and the
+/// connection opened again, blocking or on the event loop, and the run
+/// ends on time with nothing counted done.
+#[test]
+fn unanswered_round_trips_time_out_and_reconnect() {
+    use std::io::Read;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let silent = {
+        let (stop, accepted) = (stop.clone(), accepted.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in l.incoming() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(mut conn) = conn else { continue };
+                accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut b = [0u8; 256];
+                conn.set_nonblocking(true).unwrap();
+                let _ = conn.read(&mut b);
+                held.push(conn);
+            }
+        })
+    };
+    for (threads, io) in [
+        (1, tare_engine::IoMode::Auto),
+        (1, tare_engine::IoMode::Epoll),
+    ] {
+        let mut c = NetConfig::new(Endpoint::Tcp(addr), Test::Rr);
+        c.load.threads = threads;
+        c.load.io = io;
+        c.load.duration = Some(Duration::from_millis(900));
+        c.load.timeout = Duration::from_millis(200);
+        let t0 = std::time::Instant::now();
+        let res = tare_net::run(&c).unwrap();
+        let took = t0.elapsed();
+        assert_eq!(res.requests, 0, "--io {io}");
+        assert!(
+            (3..=6).contains(&res.errors.timeout),
+            "--io {io}: {:?}",
+            res.errors
+        );
+        assert_eq!(res.errors.total(), res.errors.timeout, "--io {io}");
+        assert!(took < Duration::from_secs(3), "--io {io}: {took:?}");
+    }
+    // Every timeout opened a new connection (and the first, one each).
+    assert!(accepted.load(std::sync::atomic::Ordering::Relaxed) >= 8);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = std::net::TcpStream::connect(addr);
+    silent.join().unwrap();
+}
+
+/// A stop (Ctrl-C) ends a blocking run between transactions, with what
+/// it measured kept.
+#[test]
+fn a_stop_ends_a_blocking_run_with_its_results() {
+    let r = responder(None);
+    let c = config(&r, Test::Rr, 1, 30.0);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let setter = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        })
+    };
+    let t0 = std::time::Instant::now();
+    let res = tare_net::run_with_stop(&c, stop).unwrap();
+    setter.join().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(res.net.as_ref().unwrap().client_io, "blocking");
+    assert!(res.requests > 0 && res.duration_s < 3.0, "{res:?}");
+    assert_eq!(settled(&r).transactions, res.requests);
 }

@@ -447,6 +447,11 @@ pub struct NetDetails {
     /// (also counted in `errors.timeout`).
     #[serde(default)]
     pub lost: u64,
+    /// How the client's threads waited: `blocking` (a stream, or rr with
+    /// one connection per thread), `io_uring` or `epoll` (the event loop);
+    /// `mixed` if its threads differed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub client_io: String,
     /// Stream: `send`, `receive` or `both`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub direction: String,

@@ -1,0 +1,166 @@
+//! rr with one connection per thread, closed loop: a blocking send and a
+//! blocking receive, as netperf's TCP_RR, sockperf's ping-pong and qperf's
+//! tcp_lat run. With a single transaction in flight per thread, an event
+//! loop's wait is one more system call (and io_uring's submission and
+//! completion work) per round trip than a blocked `recv`: an interleaved
+//! comparison on loopback measured the event loop's client at 1.08x the
+//! CPU per transaction of this one (docs/net.md, "One connection per
+//! thread").
+//!
+//! It keeps the event loop's rules: the connection is opened and its
+//! header sent before the start gate; a failed transaction is counted by
+//! kind (write, read, timeout: the socket's receive timeout is
+//! `--timeout`) and the connection opened again; a refused connection
+//! ends it for the run; a transaction in flight at the end is finished,
+//! so the client's count equals the responder's; `stop` is seen between
+//! transactions (within `--timeout` at most).
+
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+
+use tare_engine::cpu::CpuTime;
+use tare_engine::progress::Counters;
+
+use crate::client::{is_timeout, Outcome, Plan};
+use crate::stream::Conn;
+use crate::transactions::record;
+use crate::wire::{Header, Mode};
+
+/// One thread's rr connection, opened before the start gate.
+pub(crate) struct BlockingRr<'p> {
+    plan: &'p Plan,
+    conn: Option<Conn>,
+    /// Connecting's errors, kept for the measured period's record.
+    connect_errors: u64,
+}
+
+enum Failure {
+    Write,
+    Read,
+    Timeout,
+}
+
+impl<'p> BlockingRr<'p> {
+    /// Connects and sends the header; a connection that cannot be opened
+    /// is a connect error, and the worker measures nothing.
+    pub(crate) fn connect(plan: &'p Plan) -> Self {
+        let conn = open(plan).ok();
+        BlockingRr {
+            plan,
+            connect_errors: u64::from(conn.is_none()),
+            conn,
+        }
+    }
+
+    /// The measured run from the common start `origin_ns` (the plan's
+    /// `start_ns` and `end_ns` count from it).
+    pub(crate) fn run(self, origin_ns: u64, stats: &Counters) -> Outcome {
+        let plan = self.plan;
+        let clock = plan.clock;
+        let cpu0 = CpuTime::thread();
+        let start_ns = origin_ns + plan.start_ns;
+        let end_ns = origin_ns + plan.end_ns;
+        let mut out = Outcome::new(
+            &Plan {
+                start_ns,
+                end_ns,
+                ..plan.clone()
+            },
+            false,
+        );
+        out.rec.errors.connect = self.connect_errors;
+        let mut conn = self.conn;
+        let request = vec![0u8; plan.request];
+        // One byte more than the response: a read that brings more than
+        // was asked for says the stream is out of step.
+        let mut buf = vec![0u8; plan.response + 1];
+        // One clock reading per transaction: the one that ends a
+        // transaction starts the next.
+        let mut now = clock.now_ns();
+        while let Some(c) = conn.as_mut() {
+            if now >= end_ns || plan.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let sent = now;
+            let outcome = transact(c, &request, &mut buf);
+            now = clock.now_ns();
+            match outcome {
+                Ok(()) => {
+                    if sent >= start_ns {
+                        out.rec.bytes_read += plan.response as u64;
+                    }
+                    record((origin_ns, start_ns), &mut out, sent, sent, now);
+                }
+                Err(why) => {
+                    let e = &mut out.rec.errors;
+                    match why {
+                        Failure::Write => e.write += 1,
+                        Failure::Read => e.read += 1,
+                        Failure::Timeout => e.timeout += 1,
+                    }
+                    // Out of step or gone: a new connection, unless the
+                    // run is over.
+                    conn = None;
+                    if now < end_ns && !plan.stop.load(Ordering::Relaxed) {
+                        conn = open(plan).ok();
+                        out.rec.errors.connect += u64::from(conn.is_none());
+                        now = clock.now_ns();
+                    }
+                }
+            }
+            stats.publish(out.rec.requests, out.rec.errors.total());
+        }
+        stats.publish(out.rec.requests, out.rec.errors.total());
+        out.cpu = CpuTime::thread().since(&cpu0);
+        out.finished_ns = out.finished_ns.max(clock.now_ns().min(end_ns));
+        out
+    }
+}
+
+/// Opens a connection without Nagle's delay, with Reno, with `--timeout`
+/// on each read and write, and sends the rr header.
+fn open(plan: &Plan) -> io::Result<Conn> {
+    let mut c = Conn::connect(&plan.endpoint, plan.timeout)?;
+    c.set_nodelay()?;
+    // As the event loop's connections (`Endpoint::connect`).
+    tare_engine::endpoint::cheap_congestion_control(c.as_raw_fd());
+    c.set_read_timeout(Some(plan.timeout))?;
+    c.set_write_timeout(Some(plan.timeout))?;
+    let header = Header {
+        mode: Mode::Rr,
+        request: plan.request as u32,
+        response: plan.response as u32,
+    };
+    c.write_all(&header.encode())?;
+    Ok(c)
+}
+
+/// One request and its whole response.
+fn transact(c: &mut Conn, request: &[u8], buf: &mut [u8]) -> Result<(), Failure> {
+    let response = buf.len() - 1;
+    let mut written = 0;
+    while written < request.len() {
+        match c.write(&request[written..]) {
+            Ok(0) => return Err(Failure::Write),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => return Err(Failure::Timeout),
+            Err(_) => return Err(Failure::Write),
+        }
+    }
+    let mut got = 0;
+    while got < response {
+        match c.read(&mut buf[got..]) {
+            Ok(0) => return Err(Failure::Read),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => return Err(Failure::Timeout),
+            Err(_) => return Err(Failure::Read),
+        }
+    }
+    if got > response {
+        return Err(Failure::Read);
+    }
+    Ok(())
+}
