@@ -5,7 +5,7 @@
 //! into one [`LoadResult`]; and [`Net`], the engine as the shared code
 //! (find-max, the command line's shared flags, the runner) sees it.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -15,7 +15,7 @@ use tare_engine::progress::{Board, Line};
 use tare_engine::{workers, Clock, Endpoint, Engine, IoMode, Recorder};
 use tare_record::{LoadResult, NetDetails, Unit};
 
-use crate::blocking::BlockingRr;
+use crate::blocking::{self, BlockingRr, Finished, Watch};
 use crate::client::{self, Outcome, Plan, StreamTally};
 use crate::config::{Direction, NetConfig, Test};
 use crate::transactions::Transactions;
@@ -293,18 +293,26 @@ fn transactions(
     let conns = load.connections;
     let share = |i: usize| conns / threads + usize::from(i < conns % threads);
     let blocking = blocks(config);
+    // Blocking workers: what the watchdog sees of each, and how many ended.
+    let watches: Vec<Watch> = (0..threads).map(|_| Watch::default()).collect();
+    let done = AtomicUsize::new(0);
+    let watchdog = std::thread::current();
     let failure = std::sync::Mutex::new(None::<String>);
     let (started, outcomes) = workers::run_gated(
         Net::NAME,
         threads,
         load.cpus.as_ref(),
         |i, ticket| -> Option<Outcome> {
+            let _finished = blocking.then(|| Finished {
+                done: &done,
+                watchdog: watchdog.clone(),
+            });
             let setup = (|| -> Result<Worker<'_>, String> {
                 if let Some(ns) = &plan.netns {
                     tare_engine::netns::enter(ns).map_err(|e| e.to_string())?;
                 }
                 if blocking {
-                    return Ok(Worker::Blocking(BlockingRr::connect(plan)));
+                    return Ok(Worker::Blocking(BlockingRr::connect(plan, &watches[i])));
                 }
                 let mut t = Transactions::new(plan, config.test, share(i)).map_err(|e| {
                     format!("setting up the worker's wait (epoll or io_uring): {e}")
@@ -340,6 +348,9 @@ fn transactions(
                 + load.warmup.as_secs_f64();
             let origin = plan.clock.now_ns();
             gate.open(Some(origin));
+            if blocking {
+                blocking::watch(&watches, plan.timeout, plan.clock, &done, threads);
+            }
             Some((origin, unix_s))
         },
     );

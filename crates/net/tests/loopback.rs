@@ -433,3 +433,68 @@ fn a_stop_ends_a_blocking_run_with_its_results() {
     assert!(res.requests > 0 && res.duration_s < 3.0, "{res:?}");
     assert_eq!(settled(&r).transactions, res.requests);
 }
+
+/// A late answer on a blocking connection: the watchdog shuts that
+/// connection down after `--timeout`, the transaction counts as a timeout,
+/// and the new connection it opens goes on (the shut-down never reaches
+/// it). The run ends on time: the watchdog stops with the workers.
+#[test]
+fn a_late_answer_times_out_and_the_next_connection_goes_on() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let accepted = Arc::new(AtomicU64::new(0));
+    // An rr responder whose first connection never answers.
+    let server = {
+        let (stop, accepted) = (stop.clone(), accepted.clone());
+        std::thread::spawn(move || {
+            let mut conns = Vec::new();
+            for conn in l.incoming() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let first = accepted.fetch_add(1, Ordering::Relaxed) == 0;
+                conns.push(std::thread::spawn(move || {
+                    let mut header = [0u8; 16];
+                    let mut req = [0u8; 100];
+                    if conn.read_exact(&mut header).is_err() {
+                        return;
+                    }
+                    while conn.read_exact(&mut req).is_ok() {
+                        if first {
+                            // Held until the client shuts it down.
+                            continue;
+                        }
+                        if conn.write_all(&[0u8; 200]).is_err() {
+                            return;
+                        }
+                    }
+                }));
+            }
+            for c in conns {
+                let _ = c.join();
+            }
+        })
+    };
+    let mut c = NetConfig::new(Endpoint::Tcp(addr), Test::Rr);
+    c.request = 100;
+    c.response = 200;
+    c.load.duration = Some(Duration::from_millis(800));
+    c.load.timeout = Duration::from_millis(150);
+    let t0 = std::time::Instant::now();
+    let res = tare_net::run(&c).unwrap();
+    let took = t0.elapsed();
+    assert_eq!(res.net.as_ref().unwrap().client_io, "blocking");
+    assert_eq!(res.errors.timeout, 1, "{:?}", res.errors);
+    assert_eq!(res.errors.total(), 1, "{:?}", res.errors);
+    assert!(res.requests > 100, "{}", res.requests);
+    assert_eq!(accepted.load(Ordering::Relaxed), 2);
+    assert!(took < Duration::from_millis(1800), "{took:?}");
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::net::TcpStream::connect(addr);
+    server.join().unwrap();
+}
