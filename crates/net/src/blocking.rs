@@ -43,8 +43,10 @@ use crate::wire::{Header, Mode};
 /// `Watch::sent` of a transaction the watchdog found late.
 const EXPIRED: u64 = u64::MAX;
 
-/// What the watchdog sees of one worker.
+/// What the watchdog sees of one worker; a cache line of its own, as the
+/// worker writes `sent` twice per round trip.
 #[derive(Default)]
+#[repr(align(64))]
 pub(crate) struct Watch {
     /// When the transaction in flight was sent (run clock, at least 1);
     /// 0 when none is; [`EXPIRED`] once the watchdog called it late.
