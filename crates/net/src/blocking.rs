@@ -147,14 +147,7 @@ impl<'p> BlockingRr<'p> {
         let cpu0 = CpuTime::thread();
         let start_ns = origin_ns + plan.start_ns;
         let end_ns = origin_ns + plan.end_ns;
-        let mut out = Outcome::new(
-            &Plan {
-                start_ns,
-                end_ns,
-                ..plan.clone()
-            },
-            false,
-        );
+        let mut out = Outcome::from_origin(plan, origin_ns, false);
         out.rec.errors.connect = self.connect_errors;
         let mut conn = self.conn;
         let request = vec![0u8; plan.request];

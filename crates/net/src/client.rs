@@ -77,7 +77,22 @@ pub(crate) struct StreamTally {
 
 impl Outcome {
     pub(crate) fn new(plan: &Plan, connect_timing: bool) -> Outcome {
-        let mut rec = Recorder::new(plan.start_ns, plan.end_ns - plan.start_ns, connect_timing);
+        Outcome::measuring(plan, plan.start_ns, plan.end_ns, connect_timing)
+    }
+
+    /// A gated worker's, from the common start `origin_ns` (the plan's
+    /// `start_ns` and `end_ns` count from it).
+    pub(crate) fn from_origin(plan: &Plan, origin_ns: u64, connect_timing: bool) -> Outcome {
+        Outcome::measuring(
+            plan,
+            origin_ns + plan.start_ns,
+            origin_ns + plan.end_ns,
+            connect_timing,
+        )
+    }
+
+    fn measuring(plan: &Plan, start_ns: u64, end_ns: u64, connect_timing: bool) -> Outcome {
+        let mut rec = Recorder::new(start_ns, end_ns - start_ns, connect_timing);
         if plan.rate.is_some() {
             rec.uncorrected = Some(Latency::new());
         }

@@ -279,14 +279,7 @@ impl<'p> Transactions<'p> {
         self.end_ns = origin_ns + plan.end_ns;
         // A recorder for the measured period; connecting's errors kept.
         let errors = self.out.rec.errors;
-        self.out = Outcome::new(
-            &Plan {
-                start_ns: self.start_ns,
-                end_ns: self.end_ns,
-                ..plan.clone()
-            },
-            self.test == Test::Crr,
-        );
+        self.out = Outcome::from_origin(plan, origin_ns, self.test == Test::Crr);
         self.out.rec.errors = errors;
         if self.test == Test::Crr {
             self.idle.extend(0..self.slots.len());

@@ -12,7 +12,7 @@ use crate::mock::MockExecutor;
 use crate::observer::{Observer, Quiet};
 use crate::provenance::Provenance;
 use crate::rundir::{RunDir, FACTS, FINDINGS, PLAN};
-use crate::schedule::Outcome;
+use crate::schedule::{Outcome, Summary};
 use crate::session::{self, Session};
 
 const THREE_CELLS: &str = r#"
@@ -346,6 +346,15 @@ fn precise(precision: &str, extra: &str) -> Experiment {
     experiment(&text)
 }
 
+/// Begins `exp` on `exec` and runs it to its end: the session (its run
+/// directory), the notes it printed and its summary.
+fn run_to_end(tmp: &Path, exp: Experiment, exec: &mut MockExecutor) -> (Session, Notes, Summary) {
+    let s = begin(tmp, exp, exec);
+    let mut notes = Notes::default();
+    let summary = s.run(exec, &mut notes, &AtomicBool::new(false)).unwrap();
+    (s, notes, summary)
+}
+
 /// Trials per cell in the run directory.
 fn per_cell(s: &Session) -> Vec<usize> {
     let records = s.dir.read_trials(false).unwrap();
@@ -381,11 +390,7 @@ fn scattered_then_steady() -> MockExecutor {
 fn rounds_continue_until_every_step_reaches_the_precision() {
     let tmp = tempfile::tempdir().unwrap();
     let mut exec = scattered_then_steady();
-    let s = begin(tmp.path(), precise("2%", "max = 40"), &mut exec);
-    let mut notes = Notes::default();
-    let summary = s
-        .run(&mut exec, &mut notes, &AtomicBool::new(false))
-        .unwrap();
+    let (s, notes, summary) = run_to_end(tmp.path(), precise("2%", "max = 40"), &mut exec);
     assert_eq!(summary.outcome, Outcome::Complete);
     let n = per_cell(&s);
     assert!(n.iter().all(|&k| k == n[0]), "rounds are whole: {n:?}");
@@ -406,11 +411,7 @@ fn rounds_continue_until_every_step_reaches_the_precision() {
 fn a_precision_in_points_is_met_on_the_shares_of_the_gap() {
     let tmp = tempfile::tempdir().unwrap();
     let mut exec = scattered_then_steady();
-    let s = begin(tmp.path(), precise("4 points", "max = 40"), &mut exec);
-    let mut notes = Notes::default();
-    let summary = s
-        .run(&mut exec, &mut notes, &AtomicBool::new(false))
-        .unwrap();
+    let (s, notes, summary) = run_to_end(tmp.path(), precise("4 points", "max = 40"), &mut exec);
     assert_eq!(summary.outcome, Outcome::Complete);
     let n = per_cell(&s);
     assert!(
@@ -444,10 +445,7 @@ fn an_unreachable_precision_stops_at_max_rounds() {
     let mut exec = MockExecutor::new();
     exec.jitter
         .insert("placement=lab-nat".into(), vec![0.0, 0.3, -0.3]);
-    let s = begin(tmp.path(), precise("1%", "max = 6"), &mut exec);
-    let summary = s
-        .run(&mut exec, &mut Notes::default(), &AtomicBool::new(false))
-        .unwrap();
+    let (s, _, summary) = run_to_end(tmp.path(), precise("1%", "max = 6"), &mut exec);
     assert_eq!(summary.trials_run, 18);
     assert_eq!(per_cell(&s), vec![6, 6, 6]);
 }
@@ -464,11 +462,7 @@ fn focused_rounds_run_only_the_chains_cells() {
     let mut exec = MockExecutor::new();
     exec.jitter
         .insert("placement=native".into(), vec![0.0, 0.3, -0.3]);
-    let s = begin(tmp.path(), experiment(&text), &mut exec);
-    let mut notes = Notes::default();
-    let summary = s
-        .run(&mut exec, &mut notes, &AtomicBool::new(false))
-        .unwrap();
+    let (s, notes, summary) = run_to_end(tmp.path(), experiment(&text), &mut exec);
     assert_eq!(summary.trials_run, 6 + 3 + 6);
     // native, lab-nat (off the chain), docker-host
     assert_eq!(per_cell(&s), vec![6, 3, 6]);
@@ -489,10 +483,7 @@ fn the_budget_ends_a_run_that_has_not_reached_its_precision() {
     let mut exec = MockExecutor::new();
     exec.jitter
         .insert("placement=lab-nat".into(), vec![0.0, 0.3, -0.3]);
-    let s = begin(tmp.path(), precise("1%", "budget = \"1ms\""), &mut exec);
-    let mut notes = Notes::default();
-    s.run(&mut exec, &mut notes, &AtomicBool::new(false))
-        .unwrap();
+    let (s, notes, _) = run_to_end(tmp.path(), precise("1%", "budget = \"1ms\""), &mut exec);
     assert_eq!(per_cell(&s), vec![3, 3, 3]);
     assert!(
         notes.0.iter().any(|l| l.starts_with("budget of")),
@@ -520,10 +511,7 @@ fn drift_shared_by_a_round_does_not_keep_the_run_going() {
         exec.jitter
             .insert(format!("placement={cell}"), vec![j, -j, 0.0]);
     }
-    let s = begin(tmp.path(), precise("3%", "max = 10"), &mut exec);
-    let mut notes = Notes::default();
-    s.run(&mut exec, &mut notes, &AtomicBool::new(false))
-        .unwrap();
+    let (s, notes, _) = run_to_end(tmp.path(), precise("3%", "max = 10"), &mut exec);
     assert_eq!(per_cell(&s), vec![3, 3, 3], "{:?}", notes.0);
     assert!(
         notes
