@@ -14,7 +14,9 @@ use std::io;
 
 use crate::analyzer::{self, Checks};
 use crate::glob;
-use crate::lexer::{self, Token, Tokens};
+use std::sync::mpsc;
+
+use crate::lexer::{self, Token};
 use crate::payload::{ConfigFile, FileError, Payload, PayloadError, Statement, Status};
 use crate::python;
 
@@ -92,11 +94,30 @@ fn located(reason: &str, file: &str, line: Option<u64>) -> String {
     }
 }
 
-/// The token stream of one file, failing where crossplane's generator raises.
+/// The token stream of one file, failing where crossplane's generator
+/// raises. The lexer runs on a thread of its own and hands tokens over in
+/// small batches as it cuts them, so a file's tokens are never all held at
+/// once: memory stays near the file's size whatever the file (50 MB of
+/// `{` once took 4.5 GB, docs/nginx.md).
 struct Stream {
-    tokens: std::vec::IntoIter<Token>,
-    error: Option<Fatal>,
+    batches: mpsc::Receiver<Lexed>,
+    batch: std::vec::IntoIter<Token>,
+    balance: lexer::Balance,
+    /// The file, named in errors.
+    path: String,
+    done: bool,
 }
+
+/// What the lexer's thread sends.
+enum Lexed {
+    Tokens(Vec<Token>),
+    /// The stream ended: with the lexer's error, if any.
+    End(Option<lexer::LexError>),
+}
+
+/// Tokens per batch, and batches in flight.
+const BATCH: usize = 512;
+const IN_FLIGHT: usize = 4;
 
 /// Why the stream gave no token.
 enum Stop {
@@ -106,35 +127,81 @@ enum Stop {
     End,
 }
 
-impl Stream {
-    fn open(path: &str) -> Result<Stream, Fatal> {
-        let bytes = fs::read(path).map_err(|e| Fatal {
-            error: os_error(&e, path),
-            line: None,
-        })?;
-        Ok(Stream::of_text(&String::from_utf8_lossy(&bytes), path))
-    }
+/// A file's text, read as crossplane reads it (UTF-8, U+FFFD for invalid
+/// bytes), copied only when it is not valid UTF-8.
+fn read_text(path: &str) -> Result<String, Fatal> {
+    let bytes = fs::read(path).map_err(|e| Fatal {
+        error: os_error(&e, path),
+        line: None,
+    })?;
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
 
-    /// The stream of `text`, read from `path` (named in its errors).
-    fn of_text(text: &str, path: &str) -> Stream {
-        let Tokens { tokens, error } = lexer::lex(text);
-        let error = error.map(|e| {
-            let file = if e.without_file { "None" } else { path };
-            Fatal {
-                error: located(&e.reason, file, e.line),
-                line: e.line,
+impl Stream {
+    /// The stream of `text`, read from `path` (named in its errors), its
+    /// lexer started on a thread of `scope`; it stops when the stream is
+    /// dropped.
+    fn spawn<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        text: &'scope str,
+        path: &str,
+    ) -> Stream {
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut open = true;
+            let error = lexer::lex_each(text, &mut |t| {
+                batch.push(t);
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    open = tx.send(Lexed::Tokens(full)).is_ok();
+                }
+                open
+            });
+            if open && tx.send(Lexed::Tokens(batch)).is_ok() {
+                let _ = tx.send(Lexed::End(error));
             }
         });
         Stream {
-            tokens: tokens.into_iter(),
-            error,
+            batches: rx,
+            batch: Vec::new().into_iter(),
+            balance: lexer::Balance::default(),
+            path: path.to_string(),
+            done: false,
+        }
+    }
+
+    fn fatal(&self, e: lexer::LexError) -> Fatal {
+        let file = if e.without_file { "None" } else { &self.path };
+        Fatal {
+            error: located(&e.reason, file, e.line),
+            line: e.line,
         }
     }
 
     fn next(&mut self) -> Result<Token, Stop> {
-        match self.tokens.next() {
-            Some(t) => Ok(t),
-            None => Err(self.error.take().map(Stop::Error).unwrap_or(Stop::End)),
+        loop {
+            if self.done {
+                return Err(Stop::End);
+            }
+            if let Some(t) = self.batch.next() {
+                if let Some(e) = self.balance.check(&t) {
+                    self.done = true;
+                    return Err(Stop::Error(self.fatal(e)));
+                }
+                return Ok(t);
+            }
+            match self.batches.recv() {
+                Ok(Lexed::Tokens(v)) => self.batch = v.into_iter(),
+                Ok(Lexed::End(error)) => {
+                    self.done = true;
+                    if let Some(e) = self.balance.end(error) {
+                        return Err(Stop::Error(self.fatal(e)));
+                    }
+                }
+                Err(_) => self.done = true,
+            }
         }
     }
 
@@ -191,14 +258,21 @@ fn parse_from(path: &str, main_text: Option<&str>, options: &ParseOptions) -> Pa
         let (file, ctx) = p.includes[i].clone();
         p.file = file.clone();
         p.file_errors = Vec::new();
-        let stream = match main_text {
-            Some(text) if i == 0 => Ok(Stream::of_text(text, &file)),
-            _ => Stream::open(&file),
+        let text = match main_text {
+            Some(text) if i == 0 => Ok(std::borrow::Cow::Borrowed(text)),
+            _ => read_text(&file).map(std::borrow::Cow::Owned),
         };
-        let parsed = match stream {
-            Ok(mut stream) => p.block(&mut stream, &ctx, false, 0),
-            Err(fatal) => Err(fatal),
+        let parsed = match &text {
+            Ok(text) => std::thread::scope(|scope| {
+                let mut stream = Stream::spawn(scope, text, &file);
+                p.block(&mut stream, &ctx, false, 0)
+            }),
+            Err(fatal) => Err(Fatal {
+                error: fatal.error.clone(),
+                line: fatal.line,
+            }),
         };
+        drop(text);
         let parsed = parsed.unwrap_or_else(|fatal| {
             p.error(fatal.error, fatal.line);
             Vec::new()

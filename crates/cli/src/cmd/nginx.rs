@@ -237,7 +237,7 @@ fn advise_cmd(a: AdviseArgs) -> anyhow::Result<ExitCode> {
     let payload = tare_nginx::parse(&a.file, &ParseOptions::default());
     if payload.status == tare_nginx::Status::Failed {
         for e in &payload.errors {
-            eprintln!("tare: {}", e.error);
+            eprintln!("tare: {}", e.describe());
         }
         bail!("{} has errors; fix them before tuning", a.file);
     }

@@ -21,7 +21,13 @@ type Result<T> = std::result::Result<T, ExperimentError>;
 
 /// Reads a file tare takes whole (an experiment, a config variant), at
 /// most [`MAX_FILE`] bytes of it: a bigger one is refused before it is read.
+/// A path that is not UTF-8 is refused: tare records paths as text.
 pub(crate) fn read_file(path: &Path) -> std::io::Result<String> {
+    if path.to_str().is_none() {
+        return Err(std::io::Error::other(
+            "not a UTF-8 path; tare records paths as text, so give one that is",
+        ));
+    }
     let file = std::fs::File::open(path)?;
     let too_big = || {
         std::io::Error::other(format!(
@@ -288,5 +294,9 @@ mod tests {
         assert!(e.to_string().contains("larger than 16m"), "{e}");
         std::fs::write(&p, "x = 1\n").unwrap();
         assert_eq!(read_file(&p).unwrap(), "x = 1\n");
+        use std::os::unix::ffi::OsStrExt;
+        let bad = dir.path().join(std::ffi::OsStr::from_bytes(b"e\xff.toml"));
+        std::fs::write(&bad, "x = 1\n").unwrap();
+        assert!(read_file(&bad).unwrap_err().to_string().contains("UTF-8"));
     }
 }
