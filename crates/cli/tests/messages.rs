@@ -275,7 +275,11 @@ fn a_full_disk_says_how_to_resume_and_leaves_no_temporary_file() {
         OsStr::new("--out"),
         run.as_os_str(),
     ]);
-    let err = refused(&out);
+    // The run's first line (what it runs, where), then the error's one line.
+    let all = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    let err = all.lines().last().unwrap_or_default();
+    assert!(err.starts_with("tare: the run stopped"), "{all}");
     assert!(
         err.contains(&format!(
             "resume with `tare run --resume {}`",

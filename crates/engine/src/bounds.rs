@@ -80,11 +80,11 @@ pub fn duration_at_most(d: Duration, max: Duration) -> Result<(), String> {
 /// A bound as people write it: `24h`, `1h`, `10s`, `7days`.
 pub fn show(d: Duration) -> String {
     let s = d.as_secs();
-    if s >= 2 * 86_400 && s % 86_400 == 0 {
+    if s >= 2 * 86_400 && s.is_multiple_of(86_400) {
         format!("{}days", s / 86_400)
-    } else if s >= 3600 && s % 3600 == 0 {
+    } else if s >= 3600 && s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")
@@ -94,7 +94,7 @@ pub fn show(d: Duration) -> String {
 /// A byte count as people write it: `16m`, `1024g`.
 pub fn show_bytes(b: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if b >= 1 << shift && b % (1 << shift) == 0 {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }

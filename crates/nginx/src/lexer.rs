@@ -297,14 +297,14 @@ pub(crate) fn lex_each(text: &str, emit: &mut dyn FnMut(Token) -> bool) -> Optio
         }
 
         if u.is('{') || u.is('}') || u.is(';') {
-            if !token.is_empty() {
-                if !emit(Token {
+            if !token.is_empty()
+                && !emit(Token {
                     text: std::mem::take(&mut token),
                     line: token_line,
                     quoted: false,
-                }) {
-                    return None;
-                }
+                })
+            {
+                return None;
             }
             if !emit(Token {
                 text: u.first.to_string(),
