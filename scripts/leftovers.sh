@@ -76,6 +76,14 @@ for entry in "${rootless_users[@]}"; do
   [[ $user != tare-rootless ]] && left "user $user"
 done
 
+# Podman's run state of a user that is gone (a removed test user's, which
+# the next user given its uid would inherit).
+for dir in "$tmp"/containers-user-* "$tmp"/podman-run-*; do
+  [[ -d $dir ]] || continue
+  uid=${dir##*-}
+  getent passwd "$uid" >/dev/null || left "podman run state $dir (uid $uid has no user)"
+done
+
 # The namespace lab: namespaces tare-<run>-<id>-srv|cli, links and taps
 # tr<8 hex><role>, nftables tables tare_<run>_<id>.
 if have ip; then
