@@ -390,14 +390,12 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         running.alive()
     };
     let probe = |timeout| server.probe(&endpoint, timeout);
-    if let Err((mut last, waited)) =
-        health::wait_healthy(
-            &probe,
-            site.client_netns(),
-            target.ready_within.unwrap_or(HEALTH_LIMIT),
-            alive,
-        )
-    {
+    if let Err((mut last, waited)) = health::wait_healthy(
+        &probe,
+        site.client_netns(),
+        target.ready_within.unwrap_or(HEALTH_LIMIT),
+        alive,
+    ) {
         let mut log = one_line(&running.log_tail(20));
         if let Some(c) = &companion {
             let tail = one_line(&c.running.log_tail(10));

@@ -55,10 +55,7 @@ pub(crate) fn tag_for(target: &Target, binary: &Path) -> Result<(String, String)
         recipe.push_str(&format!("\n{key}"));
     }
     let h = sha256_hex(recipe.as_bytes());
-    Ok((
-        format!("tare/{}:{}", target.image, &h[..16]),
-        bin_hash,
-    ))
+    Ok((format!("tare/{}:{}", target.image, &h[..16]), bin_hash))
 }
 
 /// Builds the image for `kind` from `binary` unless its tag exists (or `force`).

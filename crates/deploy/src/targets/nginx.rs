@@ -57,8 +57,11 @@ impl Recipe for Nginx {
         let spec = cx.spec;
         let (template, log) = template(&spec.variant.to_string(), spec.access_log)?;
         make_dirs(cx.dir).map_err(|e| DeployError::io("creating nginx directories", e))?;
-        std::fs::write(cx.dir.join("www/index.html"), index_html(spec.target.body_size))
-            .map_err(|e| DeployError::io("writing index.html", e))?;
+        std::fs::write(
+            cx.dir.join("www/index.html"),
+            index_html(spec.target.body_size),
+        )
+        .map_err(|e| DeployError::io("writing index.html", e))?;
         let config = Config {
             text: &template,
             extra: &[],

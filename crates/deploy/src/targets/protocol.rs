@@ -73,9 +73,7 @@ impl Protocol {
             Protocol::Http => health::http_get(endpoint, &server.resource, timeout),
             Protocol::Pg => super::postgres::ready(endpoint, timeout).map_err(Unready::from),
             Protocol::Redis => super::redis::ping(endpoint, timeout).map_err(Unready::from),
-            Protocol::Mysql => {
-                super::mariadb::select_one(endpoint, timeout).map_err(Unready::from)
-            }
+            Protocol::Mysql => super::mariadb::select_one(endpoint, timeout).map_err(Unready::from),
             Protocol::Net => super::net::round_trip(endpoint, timeout).map_err(Unready::from),
             Protocol::Tool => super::tool::ping_agent(endpoint, timeout).map_err(Unready::from),
         }
