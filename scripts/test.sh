@@ -12,5 +12,7 @@ if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 0 ]; th
 fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --profile ci -- -D warnings
+# The README's install line gives a working binary.
+bash scripts/install-check.sh
 # Every crate runs even after one fails, so one CI run shows every failure.
 cargo test --workspace --profile ci --no-fail-fast -- --test-threads 2

@@ -7,7 +7,12 @@ use clap::{Parser, Subcommand};
 use crate::cmd;
 
 #[derive(Parser, Debug)]
-#[command(name = "tare", version, about, propagate_version = true)]
+#[command(
+    name = "tare",
+    version = tare_runner::provenance::VERSION,
+    about,
+    propagate_version = true
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -48,6 +53,12 @@ pub(crate) enum Command {
     Doctor(cmd::doctor::DoctorArgs),
     /// Remove everything killed tare runs left behind (and nothing else).
     Cleanup(cmd::cleanup::CleanupArgs),
+    /// Write a commented starter experiment for a target kind (`tare init nginx`).
+    Init(cmd::init::InitArgs),
+    /// A shell completion script: `tare completions bash > /etc/bash_completion.d/tare`.
+    Completions(cmd::completions::CompletionsArgs),
+    /// The man page (`tare man | man -l -`), or one per subcommand with --dir.
+    Man(cmd::man::ManArgs),
     /// What a tare copied to a remote host runs there (started over ssh by tare itself).
     #[command(hide = true)]
     Agent(cmd::agent::AgentArgs),

@@ -17,6 +17,7 @@
 //! - [`remote`]: remote hosts in a run: generators and targets over SSH,
 //!   their records merged (`tare-remote` holds the SSH side).
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
+//! - [`starter`]: `tare init`'s commented starter experiments.
 
 mod adaptive;
 pub mod debug;
@@ -36,6 +37,7 @@ pub mod remote;
 mod rundir;
 mod schedule;
 pub mod session;
+pub mod starter;
 
 pub use executor::{ExecError, Executor, Finding, RunningCell};
 pub use experiment::{

@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+/// What `tare --version` prints: the version and, when tare was built from
+/// a git checkout, the commit (`git describe`, `-dirty` with local changes).
+pub const VERSION: &str = env!("TARE_VERSION_LINE");
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Provenance {
     pub tare_version: String,

@@ -3,11 +3,14 @@
 pub(crate) mod agent;
 pub(crate) mod cleanup;
 pub(crate) mod compare;
+pub(crate) mod completions;
 pub(crate) mod doctor;
 mod emit;
 pub(crate) mod http;
 pub(crate) mod image;
+pub(crate) mod init;
 mod load_args;
+pub(crate) mod man;
 pub(crate) mod mysql;
 pub(crate) mod net;
 pub(crate) mod nginx;
@@ -41,5 +44,8 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::run(args),
         Command::Cleanup(args) => cleanup::run(args),
         Command::Tune(args) => tune::run(args),
+        Command::Init(args) => init::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

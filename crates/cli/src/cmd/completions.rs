@@ -1,0 +1,19 @@
+//! `tare completions SHELL`: the shell's completion script, from the
+//! command line's own definition (clap_complete), on standard output.
+
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory as _};
+use clap_complete::Shell;
+
+#[derive(Args, Debug)]
+pub(crate) struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    pub shell: Shell,
+}
+
+pub(crate) fn run(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
+    let mut cmd = crate::cli::Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "tare", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}
