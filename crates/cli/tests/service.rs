@@ -34,7 +34,7 @@ fn a_failing_cell_keeps_the_others_results_and_names_its_cause() {
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    let script = "import ctypes, http.server, sys; ctypes.CDLL('libsqlite3.so.0'); \
+    let script = "import ctypes, http.server, sys; ctypes.CDLL('libpq.so.5'); \
                   http.server.test(HandlerClass=http.server.SimpleHTTPRequestHandler, \
                   port=int(sys.argv[1]), bind=sys.argv[2])";
     let exp = format!(
@@ -97,11 +97,11 @@ cooldown = "0s"
     if placements.contains("docker-host") {
         let failed = of("placement=docker-host");
         let error = failed["error"].as_str().unwrap_or_default();
-        assert!(error.contains("libsqlite3.so.0"), "{failed}");
+        assert!(error.contains("libpq.so.5"), "{failed}");
         assert!(!error.contains('\n'), "one line: {error}");
         let named = text
             .lines()
-            .any(|l| l.contains("placement=docker-host") && l.contains("libsqlite3"));
+            .any(|l| l.contains("placement=docker-host") && l.contains("libpq"));
         assert!(named, "the cell and its cause on one line:\n{text}");
     }
     assert_eq!(things(&format!("tare-r{name}-")), Vec::<String>::new());
