@@ -34,19 +34,38 @@ const SERVICE_KEYS: &[&str] = &[
 /// (`Target::service` is set); a built-in target refuses the keys.
 /// `base`: where relative `files` and a relative program are.
 pub(super) fn apply(loc: &Locator, t: &RawTarget, target: Target, base: &Path) -> Result<Target> {
-    let Some(_) = &target.service else {
-        if let Some((key, span)) = service_keys(t).into_iter().next() {
-            return Err(loc.error(
+    if target.service.is_none() {
+        return match service_keys(t).into_iter().next() {
+            Some((key, span)) => Err(loc.error(
                 span,
                 &format!("target.{key}"),
                 format!(
                     "`{key}` is for kind = \"command\" (your own service); {} has its own",
                     target.name()
                 ),
-            ));
-        }
-        return Ok(target);
-    };
+            )),
+            None => Ok(target),
+        };
+    }
+    let (words, binary) = command(loc, t, base)?;
+    let (system_files, app_files) = files(loc, t, base)?;
+    let mut target = Target::command(Service {
+        command: words,
+        env: env(loc, t)?,
+        workdir: t.workdir.as_ref().map(|w| w.get_ref().clone()),
+        system_files,
+        app_files,
+        path: path(loc, t)?,
+    });
+    target.binary = binary;
+    settings(loc, t, &mut target)?;
+    Ok(target)
+}
+
+/// `command`'s words, each placeholder known, and the program's path when
+/// it gives one (relative to this file); a bare name is looked up on PATH
+/// where it deploys.
+fn command(loc: &Locator, t: &RawTarget, base: &Path) -> Result<(Vec<String>, Option<PathBuf>)> {
     let command = t.command.as_ref().ok_or_else(|| {
         loc.error(
             t.kind.span(),
@@ -61,16 +80,16 @@ pub(super) fn apply(loc: &Locator, t: &RawTarget, target: Target, base: &Path) -
             "a command's program is its first word: leave `binary` out",
         ));
     }
+    for w in command.get_ref() {
+        Service::placeholders(w.get_ref())
+            .map_err(|e| loc.error(w.span(), "target.command", e.to_string()))?;
+    }
     let words: Vec<String> = command
         .get_ref()
         .iter()
         .map(|w| w.get_ref().clone())
         .collect();
-    for w in command.get_ref() {
-        Service::placeholders(w.get_ref())
-            .map_err(|e| loc.error(w.span(), "target.command", e.to_string()))?;
-    }
-    let program = words.first().cloned().unwrap_or_default();
+    let program = words.first().map(String::as_str).unwrap_or("");
     if program.trim().is_empty() {
         return Err(loc.error(
             command.span(),
@@ -78,50 +97,57 @@ pub(super) fn apply(loc: &Locator, t: &RawTarget, target: Target, base: &Path) -
             "needs at least its program",
         ));
     }
-    // A program given by its path is this file's neighbour (or absolute);
-    // a bare name is looked up on PATH where it deploys.
-    let binary = if program.contains('/') {
-        let path = base.join(&program);
-        if !path.is_file() {
-            let span = command.get_ref()[0].span();
-            return Err(loc.error(
-                span,
-                "target.command",
-                format!("no program at {}", path.display()),
-            ));
-        }
-        Some(path)
-    } else {
-        None
-    };
+    if !program.contains('/') {
+        return Ok((words, None));
+    }
+    let path = base.join(program);
+    if !path.is_file() {
+        let span = command.get_ref()[0].span();
+        return Err(loc.error(
+            span,
+            "target.command",
+            format!("no program at {}", path.display()),
+        ));
+    }
+    Ok((words, Some(path)))
+}
+
+/// `env`: names a shell can set, values with known placeholders; and
+/// `workdir`'s placeholders.
+fn env(loc: &Locator, t: &RawTarget) -> Result<Vec<(String, String)>> {
     let mut env = Vec::new();
     for (k, v) in t.env.iter().flat_map(|e| e.get_ref()) {
         let key = format!("target.env.{}", k.get_ref());
-        let ok = !k.get_ref().is_empty()
-            && !k.get_ref().contains('=')
-            && !k.get_ref().starts_with(|c: char| c.is_ascii_digit());
+        let name = k.get_ref();
+        let ok = !name.is_empty()
+            && !name.contains('=')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
         if !ok {
             return Err(loc.error(k.span(), &key, "not an environment variable name"));
         }
         Service::placeholders(v.get_ref()).map_err(|e| loc.error(v.span(), &key, e.to_string()))?;
-        env.push((k.get_ref().clone(), v.get_ref().clone()));
+        env.push((name.clone(), v.get_ref().clone()));
     }
     if let Some(w) = &t.workdir {
         Service::placeholders(w.get_ref())
             .map_err(|e| loc.error(w.span(), "target.workdir", e.to_string()))?;
     }
-    let (system_files, app_files) = files(loc, t, base)?;
-    let mut target = Target::command(Service {
-        command: words,
-        env,
-        workdir: t.workdir.as_ref().map(|w| w.get_ref().clone()),
-        system_files,
-        app_files,
-        path: String::new(),
-    });
-    target.binary = binary;
+    Ok(env)
+}
+
+/// `path`: the HTTP path load asks for (default `/`).
+fn path(loc: &Locator, t: &RawTarget) -> Result<String> {
+    match &t.path {
+        None => Ok("/".to_string()),
+        Some(p) if p.get_ref().starts_with('/') => Ok(p.get_ref().clone()),
+        Some(p) => Err(loc.error(p.span(), "target.path", "an HTTP path starts with /")),
+    }
+}
+
+/// `engine`, `ready`, `ready_timeout` and `port` onto the target.
+fn settings(loc: &Locator, t: &RawTarget, target: &mut Target) -> Result<()> {
     if let Some(e) = &t.engine {
-        let p: Protocol = e
+        target.protocol = e
             .get_ref()
             .parse()
             .ok()
@@ -142,13 +168,7 @@ pub(super) fn apply(loc: &Locator, t: &RawTarget, target: Target, base: &Path) -
                     ),
                 )
             })?;
-        target.protocol = p;
     }
-    let path = match &t.path {
-        None => "/".to_string(),
-        Some(p) if p.get_ref().starts_with('/') => p.get_ref().clone(),
-        Some(p) => return Err(loc.error(p.span(), "target.path", "an HTTP path starts with /")),
-    };
     if let Some(r) = &t.ready {
         target.ready = ready(r.get_ref()).map_err(|m| loc.error(r.span(), "target.ready", m))?;
     }
@@ -174,10 +194,7 @@ pub(super) fn apply(loc: &Locator, t: &RawTarget, target: Target, base: &Path) -
             .filter(|p| *p > 0)
             .ok_or_else(|| loc.error(p.span(), "target.port", "a port is 1 to 65535"))?;
     }
-    if let Some(s) = target.service.as_mut() {
-        s.path = path;
-    }
-    Ok(target)
+    Ok(())
 }
 
 /// `ready = "tcp"`, `"http:/path"` or `"engine"` (the engine's own probe).
