@@ -246,7 +246,7 @@ fn config(test: Test, secs: f64) -> NetConfig {
 
 fn net_target() -> TargetSpec {
     let mut t = TargetSpec::of(TargetKind::named("net").unwrap());
-    t.binary = Some(TARE.into());
+    t.target.binary = Some(TARE.into());
     t
 }
 

@@ -211,14 +211,14 @@ fn ready(text: &str) -> std::result::Result<Ready, String> {
     }
 }
 
+/// A service's files: the host's (absolute paths), and the app's (where
+/// each is, and its path under the deployment's `app/`).
+type Files = (Vec<PathBuf>, Vec<(PathBuf, PathBuf)>);
+
 /// `files`: absolute paths are the host's own (in the image at their
 /// paths); relative ones are the app's (copied into every deployment's
 /// `app/`). Each must exist now.
-fn files(
-    loc: &Locator,
-    t: &RawTarget,
-    base: &Path,
-) -> Result<(Vec<PathBuf>, Vec<(PathBuf, PathBuf)>)> {
+fn files(loc: &Locator, t: &RawTarget, base: &Path) -> Result<Files> {
     let mut system = Vec::new();
     let mut app = Vec::new();
     for f in t.files.iter().flat_map(|f| f.get_ref()) {
