@@ -132,3 +132,54 @@ fn version_names_the_version_and_the_commit() {
         );
     }
 }
+
+/// Regression: `tare run --check FILE | head -1` panicked with "failed
+/// printing to stdout: Broken pipe" and a backtrace; `tare completions
+/// powershell | head -c 10` printed "tare: Broken pipe" and exited 2.
+#[test]
+fn output_cut_short_by_its_reader_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    // 400 cells, a line each in --check's listing: more than a pipe holds
+    // (64 KiB), so tare is still writing when its reader goes away.
+    let mut text = String::from("[target]\nkind = \"tare-serve\"\n[factors]\nconnections = [");
+    text.push_str(
+        &(1..=400)
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    text.push_str("]\nplacement = [\"native\"]\n[load]\nthreads = 1\n");
+    std::fs::write(dir.path().join("many.toml"), text).unwrap();
+    cut_short(&["run", "--check", "many.toml"], dir.path());
+    cut_short(&["completions", "powershell"], dir.path());
+}
+
+/// Runs tare, reads a little of its output and goes away, as `head` does.
+fn cut_short(args: &[&str], dir: &Path) {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tare"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    out.read_exact(&mut first).unwrap();
+    drop(out);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(err.is_empty(), "tare {args:?} said: {err}");
+    assert!(
+        matches!(status.code(), Some(0) | Some(141)),
+        "tare {args:?}: {status:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! `tare completions SHELL`: the shell's completion script, from the
 //! command line's own definition (clap_complete), on standard output.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory as _};
@@ -14,6 +15,8 @@ pub(crate) struct CompletionsArgs {
 
 pub(crate) fn run(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut cmd = crate::cli::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "tare", &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "tare", &mut script);
+    std::io::stdout().write_all(&script)?;
     Ok(ExitCode::SUCCESS)
 }
