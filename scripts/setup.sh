@@ -39,6 +39,8 @@ packages=(
   sysbench           # the tool engine: sysbench cpu and memory
   openssh-client     # remote hosts ([hosts.NAME] ssh): tare drives ssh and scp
   openssh-server     # remote-host tests: sshd in namespaces stands for other machines
+  caddy              # kind = "command": a Go server as your own service (docs/your-service.md, crates/deploy/tests/service.rs)
+  python3-uvicorn    # kind = "command": a Python ASGI app under uvicorn, its interpreter and packages carried into images and guests
 )
 
 missing=()
@@ -59,7 +61,7 @@ fi
 # own servers on free ports, so stop the stock ones this script just installed
 # (and nothing that was running before).
 if ((${#missing[@]})); then
-  for svc in nginx postgresql redis-server mariadb; do
+  for svc in nginx postgresql redis-server mariadb caddy; do
     if [[ " ${missing[*]} " == *" ${svc}"* ]]; then
       (command -v systemctl >/dev/null && systemctl stop "$svc") 2>/dev/null \
         || service "$svc" stop 2>/dev/null || true

@@ -108,7 +108,7 @@ impl UserThings {
         // From a tare image, so it even inherits the image's `tare` label.
         let container = docker_ok().then(|| {
             let image = tare_deploy::build_image(
-                TargetKind::named("tare-serve").unwrap(),
+                &TargetKind::named("tare-serve").unwrap().target(),
                 std::path::Path::new(TARE),
                 false,
             )
@@ -347,9 +347,9 @@ fn tare_serve_in_every_supported_placement() {
     }
     for p in placements {
         let before = tare_things(&machine_state());
-        let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
-        target.binary = Some(TARE.into());
-        target.body_size = 100;
+        let mut target = TargetSpec::of(TargetKind::named("tare-serve").unwrap());
+        target.target.binary = Some(TARE.into());
+        target.target.body_size = 100;
         let spec = DeploySpec::new(
             format!(
                 "c{}{}",

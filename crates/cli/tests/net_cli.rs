@@ -245,8 +245,8 @@ fn config(test: Test, secs: f64) -> NetConfig {
 }
 
 fn net_target() -> TargetSpec {
-    let mut t = TargetSpec::new(TargetKind::named("net").unwrap());
-    t.binary = Some(TARE.into());
+    let mut t = TargetSpec::of(TargetKind::named("net").unwrap());
+    t.target.binary = Some(TARE.into());
     t
 }
 

@@ -61,8 +61,8 @@ fn tare_serve_in_every_podman_placement_counts_exactly() {
     let _store = one_at_a_time();
     for name in PODMAN {
         let before = podman_things();
-        let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
-        target.binary = Some(PathBuf::from(TARE));
+        let mut target = TargetSpec::of(TargetKind::named("tare-serve").unwrap());
+        target.target.binary = Some(PathBuf::from(TARE));
         let run = format!("c{}{}", std::process::id() % 100000, &name[7..]);
         let spec = DeploySpec::new(&run, target, PlacementKind::named(name).unwrap());
         let d = deploy(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));

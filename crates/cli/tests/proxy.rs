@@ -98,9 +98,14 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
     for placement in placements() {
         let run = format!("tp{}{}", std::process::id() % 100000, placement.name());
         let run = run.replace('-', "");
-        let mut target = TargetSpec::new(TargetKind::named("nginx-proxy").unwrap());
-        target.body_size = BODY;
-        target.backend_binary = Some(TARE.into());
+        let mut target = TargetSpec::of(TargetKind::named("nginx-proxy").unwrap());
+        target.target.body_size = BODY;
+        target
+            .target
+            .companion
+            .as_mut()
+            .expect("nginx-proxy has a backend")
+            .binary = Some(TARE.into());
         let d = deploy(&DeploySpec::new(&run, target, placement))
             .unwrap_or_else(|e| panic!("{placement}: {e}"));
 

@@ -255,7 +255,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     std::fs::create_dir_all(&run_dir).unwrap();
     let mut spec = DeploySpec::new(
         "rexact",
-        TargetSpec::new("nginx".parse::<TargetKind>().unwrap()),
+        TargetSpec::of("nginx".parse::<TargetKind>().unwrap()),
         PlacementKind::reference(),
     );
     spec.target.access_log = Some(AccessLog::On);

@@ -97,9 +97,9 @@ fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
     };
     for name in ["vm-bridge", "vm-publish", "vm-user"] {
         let before = guest_things();
-        let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
-        target.binary = Some(TARE.into());
-        target.body_size = 100;
+        let mut target = TargetSpec::of(TargetKind::named("tare-serve").unwrap());
+        target.target.binary = Some(TARE.into());
+        target.target.body_size = 100;
         let spec = DeploySpec::new(
             format!("v{}{}", std::process::id() % 10000, name.replace('-', "")),
             target,
@@ -158,7 +158,7 @@ fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
     let before = guest_things();
     let spec = DeploySpec::new(
         format!("v{}pg", std::process::id() % 10000),
-        TargetSpec::new(TargetKind::named("postgres").unwrap()),
+        TargetSpec::of(TargetKind::named("postgres").unwrap()),
         PlacementKind::named("vm-bridge").unwrap(),
     );
     let d = deploy(&spec).unwrap_or_else(|e| panic!("{e}"));
@@ -277,9 +277,14 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
     };
     let before = guest_things();
     const BODY: usize = 777;
-    let mut target = TargetSpec::new(TargetKind::named("nginx-proxy").unwrap());
-    target.body_size = BODY;
-    target.backend_binary = Some(TARE.into());
+    let mut target = TargetSpec::of(TargetKind::named("nginx-proxy").unwrap());
+    target.target.body_size = BODY;
+    target
+        .target
+        .companion
+        .as_mut()
+        .expect("nginx-proxy has a backend")
+        .binary = Some(TARE.into());
     let mut spec = DeploySpec::new(
         format!("v{}px", std::process::id() % 10000),
         target.clone(),

@@ -16,7 +16,7 @@ use crate::health;
 use crate::placements::{Context, Role, Running, SpecOption};
 use crate::procfs;
 use crate::spec::{DeploySpec, TargetSpec, Transport};
-use crate::targets::{self, Listen};
+use crate::targets::{self, Listen, Prepare};
 use crate::teardown::{Resource, Teardown};
 
 /// Prefix of every deployment directory (in the system temp dir) and every
@@ -213,16 +213,23 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             "vm_cpus must be at least 1 and vm_memory at least 64 MiB".into(),
         ));
     }
-    let kind = spec.target.kind;
-    if spec.target.access_log.is_some() && !kind.has_access_log() {
+    let target = &spec.target.target;
+    if spec.target.access_log.is_some() && !target.access_log {
         return Err(DeployError::Invalid(format!(
-            "access_log does not apply to {kind} (it applies to: {})",
+            "access_log does not apply to {} (it applies to: {})",
+            target.name(),
             crate::TargetKind::all()
-                .filter(|t| t.has_access_log())
+                .filter(|t| t.target().access_log)
                 .map(crate::TargetKind::name)
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
+    }
+    target
+        .check_variant(&spec.target.variant)
+        .map_err(DeployError::Invalid)?;
+    if let Some(s) = &target.service {
+        s.check(spec.transport).map_err(DeployError::Invalid)?;
     }
     Ok(())
 }
@@ -248,6 +255,31 @@ fn pinned_cpus(spec: &DeploySpec) -> Option<usize> {
     // SAFETY: sysconf reads a constant of the running system.
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     (n > 0 && (n as i64) < online as i64).then_some(n)
+}
+
+/// How many CPUs the server may use where it runs: the guest's vCPUs,
+/// the CPUs it is pinned to, else the machine's (a service's `{cpus}`).
+fn usable_cpus(spec: &DeploySpec) -> usize {
+    if spec.placement.accepts(SpecOption::Vm) {
+        if let Some(n) = spec.vm.cpus {
+            return n as usize;
+        }
+    }
+    let pinned = spec
+        .server_cpus
+        .as_deref()
+        .map(tare_engine::cpu::cpu_list_len)
+        .filter(|n| *n > 0);
+    pinned.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A server's last output lines as one line (an error is one line).
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 fn make_dir(run_id: &str, teardown: &Teardown) -> Result<PathBuf, DeployError> {
@@ -277,8 +309,7 @@ struct Companion {
 }
 
 fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployError> {
-    let kind = spec.target.kind;
-    let target = kind.get();
+    let target = &spec.target.target;
     let dir = make_dir(&spec.run_id, teardown)?;
     let owner = procfs::own_identity();
     let cx = Context {
@@ -291,35 +322,41 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
 
     // Where everything listens is known before anything starts: the
     // server's config names its companion's address.
-    let port = target.standard_port();
     let listen = match spec.transport {
-        Transport::Unix => Listen::Unix(target.unix_socket(&dir, port)),
-        Transport::Tcp => Listen::Tcp(site.listen(port)?),
+        Transport::Unix => Listen::Unix(dir.join("sock").join(&target.socket)),
+        Transport::Tcp => Listen::Tcp(site.listen(target.port)?),
     };
-    let companion_spec = target.companion(&spec.target);
+    let companion_spec = target.companion_spec();
     let companion_addr = match &companion_spec {
-        Some(c) => Some(site.companion(c.kind.get().standard_port())?),
+        Some(c) => Some(site.companion(c.target.port)?),
         None => None,
     };
     let target_spec = TargetSpec {
         cpus: pinned_cpus(spec),
         ..spec.target.clone()
     };
-    let server = target.prepare(
-        &target_spec,
-        targets::binary(&spec.target)?,
-        &dir,
-        &listen,
-        companion_addr,
-    )?;
+    let cpus = usable_cpus(spec);
+    let server = target.kind.get().prepare(&Prepare {
+        spec: &target_spec,
+        binary: targets::binary(target)?,
+        dir: &dir,
+        listen: &listen,
+        companion: companion_addr,
+        cpus,
+    })?;
     // The companion's config is written before anything starts: a guest
     // carries both in the archive it boots from.
     let companion_server = match (companion_spec, companion_addr) {
         (Some(c), Some(addr)) => Some((
             addr,
-            c.kind
-                .get()
-                .prepare(&c, targets::binary(&c)?, &dir, &Listen::Tcp(addr), None)?,
+            c.target.kind.get().prepare(&Prepare {
+                spec: &c,
+                binary: targets::binary(&c.target)?,
+                dir: &dir,
+                listen: &Listen::Tcp(addr),
+                companion: None,
+                cpus,
+            })?,
         )),
         _ => None,
     };
@@ -352,19 +389,32 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         }
         running.alive()
     };
-    let probe = |timeout| target.probe(&server, &endpoint, timeout);
-    if let Err((last, waited)) =
-        health::wait_healthy(&probe, site.client_netns(), HEALTH_LIMIT, alive)
-    {
-        let mut log = running.log_tail(20).trim().to_string();
+    let probe = |timeout| server.probe(&endpoint, timeout);
+    if let Err((mut last, waited)) = health::wait_healthy(
+        &probe,
+        site.client_netns(),
+        target.ready_within.unwrap_or(HEALTH_LIMIT),
+        alive,
+    ) {
+        let mut log = one_line(&running.log_tail(20));
         if let Some(c) = &companion {
-            let tail = c.running.log_tail(10);
-            if !tail.trim().is_empty() {
-                log = format!("{log}; {}: {}", Role::Companion.name(), tail.trim());
+            let tail = one_line(&c.running.log_tail(10));
+            if !tail.is_empty() {
+                log = format!("{log}; {}: {tail}", Role::Companion.name());
             }
         }
+        let told = match &listen {
+            Listen::Tcp(a) => Some(a.port()),
+            Listen::Unix(_) => None,
+        };
+        let elsewhere = told.and_then(|port| {
+            crate::helpers::listening_elsewhere(running.pid(), &server.binary, port)
+        });
+        if let Some(elsewhere) = elsewhere {
+            last = format!("{last} ({elsewhere})");
+        }
         return Err(DeployError::Unhealthy {
-            target: kind.to_string(),
+            target: target.name().to_string(),
             endpoint: endpoint.to_string(),
             waited_s: waited,
             last_error: last,
@@ -380,7 +430,7 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     if let Some(c) = &companion {
         c.running.settle();
     }
-    let url = target.url(&server, &endpoint);
+    let url = server.url(&endpoint);
     let mut facts = crate::facts::measure(spec, &server, &endpoint, running.as_ref());
     // Once the server answers, its helpers all exist (a published port's
     // proxy, the storage daemon): pinned now, they stay pinned, as threads

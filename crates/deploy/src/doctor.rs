@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::placements;
-use crate::spec::{PlacementKind, TargetKind, TargetSpec};
+use crate::spec::{PlacementKind, TargetKind};
 use crate::targets;
 
 #[derive(Debug, Clone, Serialize)]
@@ -55,16 +55,20 @@ pub fn doctor() -> DoctorReport {
             }
         })
         .collect();
-    for t in TargetKind::all() {
-        let spec = TargetSpec::new(t);
-        match targets::binary(&spec) {
+    // A user's service names its own program in its experiment.
+    for t in TargetKind::all().map(TargetKind::target) {
+        if t.service.is_some() {
+            continue;
+        }
+        match targets::binary(&t) {
             Ok(bin) => facts.push((
-                t.to_string(),
-                t.get()
+                t.name().to_string(),
+                t.kind
+                    .get()
                     .version(&bin)
                     .unwrap_or_else(|| bin.display().to_string()),
             )),
-            Err(e) => warnings.push(format!("the {t} target cannot run here: {e}")),
+            Err(e) => warnings.push(format!("the {} target cannot run here: {e}", t.name())),
         }
     }
 

@@ -186,7 +186,7 @@ impl ProcessFacts {
                 .then(|| targets::file_sha256(&server.binary).ok())
                 .flatten(),
             server_version: vouch
-                .then(|| server.kind.get().version(&server.binary))
+                .then(|| server.target.kind.get().version(&server.binary))
                 .flatten(),
             config_sha256: server.config_sha256.clone(),
             nofile_soft: l.nofile_soft,
@@ -474,9 +474,9 @@ pub(crate) fn measure(
         facts
     });
     Facts {
-        target: spec.target.kind.to_string(),
+        target: spec.target.target.name().to_string(),
         placement: spec.placement.to_string(),
-        variant: spec.target.variant.clone(),
+        variant: spec.target.variant.to_string(),
         transport: spec.transport.to_string(),
         endpoint: endpoint.to_string(),
         image: described.image,
@@ -508,7 +508,7 @@ impl BackendFacts {
             .guest
             .map(|(_, inside)| process.as_seen_in_guest(&inside));
         BackendFacts {
-            target: server.kind.to_string(),
+            target: server.target.name().to_string(),
             endpoint: addr.to_string(),
             image: described.image,
             process,

@@ -1,6 +1,7 @@
-//! Thin wrappers over the parsers of what tools print, for the cargo-fuzz
-//! target `podman_output` (crates/deploy/fuzz, docs/fuzzing.md); hidden, so
-//! the parsers stay private.
+//! Thin wrappers over the parsers of what tools print and users write,
+//! for the cargo-fuzz targets `podman_output` and `service_command`
+//! (crates/deploy/fuzz, docs/fuzzing.md); hidden, so the parsers stay
+//! private.
 
 use crate::placements::{podman, podman_rootless, podman_user};
 
@@ -30,4 +31,13 @@ pub fn podman_output(data: &[u8]) {
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
     let _ = podman_rootless::pasta_deployment(&args);
+}
+
+/// Reads `text` as a service's command-line word: the placeholders it
+/// names (or its mistake), and, when it is valid, the word a deployment
+/// fills in.
+pub fn service_command(text: &str) {
+    if crate::targets::Service::placeholders(text).is_ok() {
+        let _ = crate::targets::command::fill_for_fuzzing(text);
+    }
 }

@@ -1,7 +1,7 @@
 //! Health checks: poll until a real request succeeds, bounded in time.
 //! A listening socket is not enough (nginx binds before its workers run;
 //! postgres accepts before recovery ends), so each target's probe
-//! (`Target::probe`) speaks its protocol; HTTP targets share [`http_get`].
+//! (`Server::probe`: `Protocol::probe`) speaks its protocol; HTTP targets share [`http_get`].
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -135,6 +135,71 @@ fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
         .collect()
 }
 
+/// When a server that never answered listens on TCP ports, none of them
+/// `port` (the one it was told): where it does listen, as a clause for the
+/// health error. Read from its own network namespace's table; `None` when
+/// it listens nowhere, on `port` too, or is not the server's own process
+/// (a guest's QEMU).
+pub(crate) fn listening_elsewhere(
+    pid: libc::pid_t,
+    binary: &std::path::Path,
+    port: u16,
+) -> Option<String> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    if exe.file_name() != binary.file_name() && std::fs::canonicalize(binary).ok()? != exe {
+        return None;
+    }
+    let tree = crate::procfs::tree(pid);
+    let mut held = Vec::new();
+    for p in &tree {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{p}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let Ok(link) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            let link = link.to_string_lossy().into_owned();
+            if let Some(i) = link
+                .strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|i| i.parse::<u64>().ok())
+            {
+                held.push(i);
+            }
+        }
+    }
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(st), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else {
+                continue;
+            };
+            let listens = *st == "0A" && inode.parse().is_ok_and(|i: u64| held.contains(&i));
+            let at = local
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if let (true, Some(p)) = (listens, at) {
+                if !ports.contains(&p) {
+                    ports.push(p);
+                }
+            }
+        }
+    }
+    if ports.is_empty() || ports.contains(&port) {
+        return None;
+    }
+    let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+    Some(format!(
+        "it listens on port {}, not on {port}, the one it was told",
+        list.join(", ")
+    ))
+}
+
 /// Pins every thread of each helper to `cpus` and reads back where each
 /// may run. A helper that is gone by now is left out; one that cannot be
 /// pinned keeps the CPUs it has, which the facts then show.

@@ -2,8 +2,9 @@
 //! test, and saying how placements differ (the fairness check).
 //!
 //! - `spec`: what to deploy ([`DeploySpec`], [`TargetSpec`], [`PlacementKind`]…).
-//! - `targets`: one file per server tare can deploy, behind the `Target`
-//!   trait, in one registry ([`TargetKind`] names an entry).
+//! - `targets`: the server under test as a value ([`Target`]), made by a
+//!   recipe (one file each, in one registry: [`TargetKind`] names an
+//!   entry), or from a user's command line ([`Service`]).
 //! - `placements`: one file per placement behind the `Placement` trait, in
 //!   one registry ([`PlacementKind`]), on three mechanisms: plain processes,
 //!   tare's namespace [`lab`], and [`docker`].
@@ -45,14 +46,15 @@ pub use facts::{fairness, BackendFacts, Facts, Finding, GuestDisk, GuestFacts, P
 pub use helpers::HelperFacts;
 pub use placements::SpecOption;
 pub use spec::{
-    AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, TargetKind,
-    TargetSpec, Transport, VmOptions, VmPin,
+    AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, Target,
+    TargetKind, TargetSpec, Transport, Variant, VmOptions, VmPin,
 };
+pub use targets::{app_path, Placeholder, Protocol, Ready, Service, ServiceError};
 pub use teardown::{install_interrupt_handler, teardown_all};
 
 /// The host binary a target would run (and `tare image build` would copy).
 pub fn target_binary(spec: &TargetSpec) -> Result<std::path::PathBuf, DeployError> {
-    targets::binary(spec)
+    targets::binary(&spec.target)
 }
 
 /// Whether this machine can deploy `spec`, without deploying it: its
@@ -63,9 +65,9 @@ pub fn check(spec: &DeploySpec) -> Result<(), String> {
     if spec.netem.is_some() {
         lab::delay_available()?;
     }
-    targets::binary(&spec.target).map_err(|e| e.to_string())?;
-    if let Some(c) = spec.target.kind.get().companion(&spec.target) {
-        targets::binary(&c).map_err(|e| format!("{}: {e}", c.kind))?;
+    targets::binary(&spec.target.target).map_err(|e| e.to_string())?;
+    if let Some(c) = &spec.target.target.companion {
+        targets::binary(c).map_err(|e| format!("{}: {e}", c.kind))?;
     }
     Ok(())
 }

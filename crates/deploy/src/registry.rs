@@ -1,6 +1,6 @@
 //! Handles on registry entries: [`crate::TargetKind`] and
 //! [`crate::PlacementKind`] are each a `&'static` reference to one entry of
-//! their registry (`targets::TARGETS`, `placements::PLACEMENTS`), named,
+//! their registry (`targets::RECIPES`, `placements::PLACEMENTS`), named,
 //! compared, printed, parsed and serialized by the entry's name. Nothing
 //! outside an entry's own file spells its name: the registry is the list.
 

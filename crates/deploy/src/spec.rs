@@ -3,14 +3,13 @@
 //! experiment runner can build one per cell and record it.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::placements::PlacementKind;
-pub use crate::targets::TargetKind;
+pub use crate::targets::{Target, TargetKind, Variant};
 
 /// One deployment request: everything that decides how the server runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -72,24 +71,17 @@ impl DeploySpec {
     }
 }
 
-/// The server under test and its configuration.
+/// The server under test and the configuration one cell gives it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetSpec {
-    pub kind: TargetKind,
-    /// `default`, `tuned`, or the path of a user config file.
-    pub variant: String,
-    /// nginx only: overrides whatever the variant says about `access_log`.
+    /// The target, with the settings it owns (port, protocol, binary...).
+    pub target: Target,
+    /// Its config variant (checked against the target's own list).
+    #[serde(default)]
+    pub variant: Variant,
+    /// Overrides whatever the variant says about `access_log`, for a
+    /// target it applies to ([`Target::access_log`]).
     pub access_log: Option<AccessLog>,
-    /// Size in bytes of the file nginx serves / the body tare-serve answers.
-    pub body_size: usize,
-    /// The server binary. `None`: nginx and postgres from the host's install,
-    /// tare-serve from the running executable (`tare serve`).
-    #[serde(default)]
-    pub binary: Option<PathBuf>,
-    /// nginx-proxy: the tare binary whose `tare serve` is the backend behind
-    /// nginx. `None`: the running executable (as for the tare-serve target).
-    #[serde(default)]
-    pub backend_binary: Option<PathBuf>,
     /// How many CPUs the server may run on, when the deployment pins it to
     /// fewer than the machine has and the server cannot count them itself
     /// (a process or a container: nginx 1.22's `worker_processes auto`
@@ -101,16 +93,25 @@ pub struct TargetSpec {
 }
 
 impl TargetSpec {
-    pub fn new(kind: TargetKind) -> Self {
+    /// `target` in its default variant.
+    pub fn new(target: Target) -> Self {
         TargetSpec {
-            kind,
-            variant: "default".into(),
+            target,
+            variant: Variant::default(),
             access_log: None,
-            body_size: 612, // the size of nginx's stock index.html (Debian 1.22)
-            binary: None,
-            backend_binary: None,
             cpus: None,
         }
+    }
+
+    /// The built-in target `kind` with nothing changed, in its default variant.
+    pub fn of(kind: TargetKind) -> Self {
+        TargetSpec::new(kind.target())
+    }
+
+    /// A built-in variant by name (tests and the command line).
+    pub fn with_variant(mut self, name: &str) -> Self {
+        self.variant = Variant::Named(name.into());
+        self
     }
 }
 

@@ -21,7 +21,7 @@ fn skip_without_docker() -> bool {
     // The message a user gets instead names what needs Docker.
     let spec = DeploySpec::new(
         support::run_id("nodock"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("docker-host").unwrap(),
     );
     let e = deploy(&spec).unwrap_err().to_string();
@@ -71,8 +71,8 @@ fn nginx_in_every_docker_placement() {
             placement.name().trim_start_matches("docker-")
         ));
         let before = support::machine_state();
-        let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
-        target.body_size = 2048;
+        let mut target = TargetSpec::of(TargetKind::named("nginx").unwrap());
+        target.target.body_size = 2048;
         let mut spec = DeploySpec::new(&run, target, placement);
         // The server and the processes Docker runs for it on one CPU.
         let cpu = last_cpu();
@@ -95,9 +95,8 @@ fn nginx_in_every_docker_placement() {
             "{f:?}"
         );
         // The identical binary: same path and hash as the host's nginx.
-        let host =
-            tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap()))
-                .unwrap();
+        let host = tare_deploy::target_binary(&TargetSpec::of(TargetKind::named("nginx").unwrap()))
+            .unwrap();
         assert_eq!(f.process.binary_path, host.display().to_string());
         assert_eq!(f.storage, "image");
         assert_eq!(f.process.seccomp.as_deref(), Some("filter"), "{f:?}");
@@ -151,7 +150,7 @@ fn postgres_in_docker_over_tcp_and_unix() {
         let before = support::machine_state();
         let mut spec = DeploySpec::new(
             &run,
-            TargetSpec::new(TargetKind::named("postgres").unwrap()),
+            TargetSpec::of(TargetKind::named("postgres").unwrap()),
             placement,
         );
         spec.transport = transport;
@@ -203,13 +202,13 @@ fn storage_and_seccomp_are_measured_facts() {
     }
     let native = deploy(&DeploySpec::new(
         support::run_id("fnat"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
     let mut spec = DeploySpec::new(
         support::run_id("fimg"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("docker-host").unwrap(),
     );
     let image = deploy(&spec).unwrap();
@@ -258,7 +257,7 @@ fn cleanup_leaves_a_live_runs_resources_alone() {
     let run = support::run_id("live");
     let d = deploy(&DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("docker-bridge").unwrap(),
     ))
     .unwrap();
@@ -281,10 +280,14 @@ fn image_builds_are_cached_by_binary_hash() {
         return;
     }
     let bin =
-        tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap())).unwrap();
-    let first = tare_deploy::build_image(TargetKind::named("nginx").unwrap(), &bin, false).unwrap();
+        tare_deploy::target_binary(&TargetSpec::of(TargetKind::named("nginx").unwrap())).unwrap();
+    let first =
+        tare_deploy::build_image(&TargetKind::named("nginx").unwrap().target(), &bin, false)
+            .unwrap();
     assert!(first.tag.starts_with("tare/nginx:"), "{}", first.tag);
-    let again = tare_deploy::build_image(TargetKind::named("nginx").unwrap(), &bin, false).unwrap();
+    let again =
+        tare_deploy::build_image(&TargetKind::named("nginx").unwrap().target(), &bin, false)
+            .unwrap();
     assert!(!again.built, "the same binary must reuse its image");
     assert_eq!(again.tag, first.tag);
     assert_eq!(again.binary_sha256, first.binary_sha256);

@@ -1,4 +1,4 @@
-//! Runs the guest-console and Podman-output fuzz targets (crates/deploy/fuzz) for a bounded
+//! Runs the guest-console, Podman-output and service-command fuzz targets (crates/deploy/fuzz) for a bounded
 //! time, so every test run also fuzzes it (docs/fuzzing.md).
 
 #[test]
@@ -12,6 +12,16 @@ fn podman_output_reading_survives_bounded_fuzzing() {
         env!("CARGO_MANIFEST_DIR"),
         "podman_output",
         "seeds_podman",
+        5,
+    );
+}
+
+#[test]
+fn service_command_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(
+        env!("CARGO_MANIFEST_DIR"),
+        "service_command",
+        "seeds_service",
         5,
     );
 }

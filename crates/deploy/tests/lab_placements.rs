@@ -17,7 +17,7 @@ fn nginx_in_every_lab_placement() {
         // Not root or no ip/nft/tc: the error must say which placement and why.
         let spec = DeploySpec::new(
             support::run_id("labna"),
-            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            TargetSpec::of(TargetKind::named("nginx").unwrap()),
             PlacementKind::named("lab-veth").unwrap(),
         );
         let e = deploy(&spec).unwrap_err().to_string();
@@ -30,7 +30,7 @@ fn nginx_in_every_lab_placement() {
         let before = support::machine_state();
         let d = deploy(&DeploySpec::new(
             &run,
-            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            TargetSpec::of(TargetKind::named("nginx").unwrap()),
             placement,
         ))
         .unwrap();
@@ -58,7 +58,7 @@ fn postgres_in_a_lab_namespace() {
     let run = support::run_id("lpg");
     let d = deploy(&DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("postgres").unwrap()),
+        TargetSpec::of(TargetKind::named("postgres").unwrap()),
         PlacementKind::named("lab-bridge").unwrap(),
     ))
     .unwrap();
@@ -95,7 +95,7 @@ fn netem_without_kernel_support_is_a_clear_error() {
     }
     let mut spec = DeploySpec::new(
         support::run_id("lnetem"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("lab-veth").unwrap(),
     );
     spec.netem = Some(Duration::from_millis(1));

@@ -42,8 +42,8 @@ fn commits(ep: &Endpoint, netns: Option<&std::path::Path>) -> u64 {
 fn load_and_count(placement: &str, transport: Transport, variant: &str, storage: Storage) {
     let run = support::run_id(&format!("my{}", &placement[..placement.len().min(6)]));
     let before = support::machine_state();
-    let mut target = TargetSpec::new(TargetKind::named("mysql").unwrap());
-    target.variant = variant.into();
+    let mut target = TargetSpec::of(TargetKind::named("mysql").unwrap());
+    target.variant = tare_deploy::Variant::Named(variant.into());
     let mut spec = DeploySpec::new(&run, target, PlacementKind::named(placement).unwrap());
     spec.transport = transport;
     spec.container.storage = storage;

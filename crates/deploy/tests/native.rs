@@ -14,10 +14,10 @@ fn nginx_default_and_tuned_serve_the_file_and_leave_nothing() {
     for (variant, log) in [("default", None), ("tuned", Some(AccessLog::Buffered))] {
         let run = support::run_id(&format!("ng{variant}"));
         let before = support::machine_state();
-        let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
-        target.variant = variant.into();
+        let mut target = TargetSpec::of(TargetKind::named("nginx").unwrap());
+        target.variant = tare_deploy::Variant::Named(variant.into());
         target.access_log = log;
-        target.body_size = 1000;
+        target.target.body_size = 1000;
         let spec = DeploySpec::new(&run, target, PlacementKind::named("native").unwrap());
         let d = deploy(&spec).unwrap();
         let dir = d.dir().to_path_buf();
@@ -84,8 +84,8 @@ fn tuned_nginx_runs_one_worker_per_cpu_it_is_pinned_to() {
     );
     for pin in [None, Some("0")] {
         let run = support::run_id("ngpin");
-        let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
-        target.variant = "tuned".into();
+        let mut target = TargetSpec::of(TargetKind::named("nginx").unwrap());
+        target.variant = tare_deploy::Variant::Named("tuned".into());
         let mut spec = DeploySpec::new(&run, target, PlacementKind::named("native").unwrap());
         spec.server_cpus = pin.map(String::from);
         let d = deploy(&spec).unwrap();
@@ -118,7 +118,7 @@ fn nginx_over_a_unix_socket() {
     let run = support::run_id("ngunix");
     let mut spec = DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     );
     spec.transport = Transport::Unix;
@@ -134,13 +134,13 @@ fn nginx_over_a_unix_socket() {
 fn config_hash_ignores_where_the_deployment_lives() {
     let a = deploy(&DeploySpec::new(
         support::run_id("hasha"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
     let b = deploy(&DeploySpec::new(
         support::run_id("hashb"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     ))
     .unwrap();
@@ -163,7 +163,7 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
         let before = support::machine_state();
         let mut spec = DeploySpec::new(
             &run,
-            TargetSpec::new(TargetKind::named("postgres").unwrap()),
+            TargetSpec::of(TargetKind::named("postgres").unwrap()),
             PlacementKind::named("native").unwrap(),
         );
         spec.transport = transport;
@@ -216,7 +216,7 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
 fn bad_specs_are_clear_errors() {
     let mut spec = DeploySpec::new(
         "bad id!",
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     );
     assert!(deploy(&spec).unwrap_err().to_string().contains("run id"));
@@ -226,13 +226,16 @@ fn bad_specs_are_clear_errors() {
     assert!(e.contains("lab-nat") && e.contains("not native"), "{e}");
     spec.netem = None;
     spec.target.access_log = Some(tare_deploy::AccessLog::Off);
-    spec.target.kind = TargetKind::named("postgres").unwrap();
+    spec.target.target = TargetKind::named("postgres").unwrap().target();
     let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("access_log does not apply to postgres"), "{e}");
     spec.target.access_log = None;
-    spec.target.kind = TargetKind::named("nginx").unwrap();
+    spec.target.target = TargetKind::named("nginx").unwrap().target();
     spec.netem = None;
-    spec.target.variant = "/nonexistent.conf".into();
+    spec.target.variant = tare_deploy::Variant::File {
+        name: "missing".into(),
+        path: "/nonexistent.conf".into(),
+    };
     let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("nonexistent"), "{e}");
     // Nothing of the failed attempt is left.

@@ -18,7 +18,7 @@ fn unreachable_docker_is_named_and_native_still_works() {
     ] {
         let spec = DeploySpec::new(
             support::run_id("nd"),
-            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            TargetSpec::of(TargetKind::named("nginx").unwrap()),
             p,
         );
         let e = deploy(&spec).unwrap_err().to_string();
@@ -46,7 +46,7 @@ fn unreachable_docker_is_named_and_native_still_works() {
 
     let d = deploy(&DeploySpec::new(
         support::run_id("ndnat"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     ))
     .unwrap();

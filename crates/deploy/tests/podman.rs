@@ -27,7 +27,7 @@ fn skip_without_podman() -> bool {
     };
     let spec = DeploySpec::new(
         support::run_id("nopod"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         placement("podman-host"),
     );
     let e = deploy(&spec).unwrap_err().to_string();
@@ -48,8 +48,8 @@ fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, st
         &storage.to_string()[..1]
     ));
     let before = support::machine_state();
-    let mut t = TargetSpec::new(TargetKind::named(target).unwrap());
-    t.body_size = 2048;
+    let mut t = TargetSpec::of(TargetKind::named(target).unwrap());
+    t.target.body_size = 2048;
     let mut spec = DeploySpec::new(&run, t, placement(placement_name));
     spec.transport = transport;
     spec.container.storage = storage;
@@ -69,7 +69,7 @@ fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, st
     assert!(image.starts_with("tare/"), "{f:?}");
     // The identical binary: the host's, by path and hash.
     let host =
-        tare_deploy::target_binary(&TargetSpec::new(TargetKind::named(target).unwrap())).unwrap();
+        tare_deploy::target_binary(&TargetSpec::of(TargetKind::named(target).unwrap())).unwrap();
     assert_eq!(f.process.binary_path, host.display().to_string());
     assert_eq!(f.storage, storage.to_string());
     // A container's own cgroup, with tare's labels and the run id.
@@ -133,7 +133,7 @@ fn limits_and_seccomp_are_measured_facts() {
     let before = support::machine_state();
     let mut spec = DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         placement("podman-host"),
     );
     spec.container.seccomp_unconfined = true;
@@ -161,13 +161,13 @@ fn cleanup_removes_a_dead_runs_container_and_keeps_a_live_one() {
     let run = support::run_id("pmcln");
     let d = deploy(&DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         placement("podman-bridge"),
     ))
     .unwrap();
     let image = d.facts().image.clone().unwrap();
     let binary =
-        tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap())).unwrap();
+        tare_deploy::target_binary(&TargetSpec::of(TargetKind::named("nginx").unwrap())).unwrap();
     // What a SIGKILLed tare leaves: a container labelled with its run and
     // an owner that no longer runs (created, as a kill between create and
     // start leaves it; a started one is removed the same way, with force).

@@ -27,7 +27,7 @@ fn skip_without_rootless() -> bool {
     };
     let spec = DeploySpec::new(
         support::run_id("norl"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         placement("podman-rootless-pasta"),
     );
     let e = deploy(&spec).unwrap_err().to_string();
@@ -56,8 +56,8 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
     ));
     let before = support::machine_state();
     let user_before = rootless::things(DEFAULT_USER);
-    let mut t = TargetSpec::new(TargetKind::named("nginx").unwrap());
-    t.body_size = 2048;
+    let mut t = TargetSpec::of(TargetKind::named("nginx").unwrap());
+    t.target.body_size = 2048;
     let mut spec = DeploySpec::new(&run, t, placement(placement_name));
     spec.transport = transport;
     spec.container.storage = storage;
@@ -91,7 +91,7 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
         "{f:?}"
     );
     let host =
-        tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap())).unwrap();
+        tare_deploy::target_binary(&TargetSpec::of(TargetKind::named("nginx").unwrap())).unwrap();
     assert_eq!(f.process.binary_path, host.display().to_string());
     assert_eq!(f.storage, storage.to_string());
     // Pinned by affinity, as --cpuset-cpus pins a rootful container (the

@@ -29,7 +29,7 @@ fn load_and_count(placement: &str, transport: Transport) {
     let before = support::machine_state();
     let mut spec = DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("redis").unwrap()),
+        TargetSpec::of(TargetKind::named("redis").unwrap()),
         PlacementKind::named(placement).unwrap(),
     );
     spec.transport = transport;

@@ -84,7 +84,7 @@ fn nginx_in_vm_bridge_and_vm_publish() {
         let before = support::machine_state();
         let d = deploy(&DeploySpec::new(
             &run,
-            TargetSpec::new(TargetKind::named("nginx").unwrap()),
+            TargetSpec::of(TargetKind::named("nginx").unwrap()),
             placement,
         ))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -108,7 +108,7 @@ fn nginx_in_vm_bridge_and_vm_publish() {
         assert_eq!(f.placement, name);
         // The same binary as the host's, and the guest's own view of itself.
         let host_nginx =
-            tare_deploy::target_binary(&TargetSpec::new(TargetKind::named("nginx").unwrap()))
+            tare_deploy::target_binary(&TargetSpec::of(TargetKind::named("nginx").unwrap()))
                 .unwrap();
         assert_eq!(f.process.binary_path, host_nginx.display().to_string());
         assert_eq!(f.process.cpus_visible, Some(guest.cpus as usize));
@@ -129,7 +129,7 @@ fn postgres_in_vm_publish_answers_psql() {
     let before = support::machine_state();
     let d = deploy(&DeploySpec::new(
         &run,
-        TargetSpec::new(TargetKind::named("postgres").unwrap()),
+        TargetSpec::of(TargetKind::named("postgres").unwrap()),
         PlacementKind::named("vm-publish").unwrap(),
     ))
     .unwrap_or_else(|e| panic!("{e}"));
@@ -172,9 +172,9 @@ fn a_guest_whose_server_exits_fails_with_its_console_lines() {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
     let run = support::run_id("vmbad");
     let before = support::machine_state();
-    let mut target = TargetSpec::new(TargetKind::named("nginx").unwrap());
+    let mut target = TargetSpec::of(TargetKind::named("nginx").unwrap());
     // A "server" that exits with status 1 whatever it is asked.
-    target.binary = Some("/bin/false".into());
+    target.target.binary = Some("/bin/false".into());
     let started = std::time::Instant::now();
     let e = deploy(&DeploySpec::new(
         &run,
@@ -197,7 +197,7 @@ fn a_guest_whose_server_exits_fails_with_its_console_lines() {
 fn vm_options_apply_to_vm_placements_only() {
     let mut spec = DeploySpec::new(
         support::run_id("vmopt"),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("native").unwrap(),
     );
     spec.vm.cpus = Some(1);

@@ -22,7 +22,7 @@ fn run_id(tag: &str) -> String {
 fn cell(placement: PlacementKind) -> MonitorRecord {
     let spec = DeploySpec::new(
         run_id(placement.name().trim_start_matches("docker-")),
-        TargetSpec::new(TargetKind::named("nginx").unwrap()),
+        TargetSpec::of(TargetKind::named("nginx").unwrap()),
         placement,
     );
     let d = deploy(&spec).unwrap();

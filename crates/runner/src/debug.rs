@@ -145,14 +145,14 @@ fn facts(spec: &DeploySpec) -> Facts {
         .access_log
         .map_or_else(|| "default".to_string(), |l| l.to_string());
     Facts {
-        target: spec.target.kind.to_string(),
+        target: spec.target.target.name().to_string(),
         placement: spec.placement.to_string(),
-        variant: spec.target.variant.clone(),
+        variant: spec.target.variant.to_string(),
         transport: spec.transport.to_string(),
         endpoint: format!("mock:{}", spec.placement),
-        image: container.then(|| format!("tare/{}:debug", spec.target.kind)),
+        image: container.then(|| format!("tare/{}:debug", spec.target.target.name())),
         process: ProcessFacts {
-            binary_path: format!("/debug/{}", spec.target.kind),
+            binary_path: format!("/debug/{}", spec.target.target.name()),
             binary_sha256: Some("0".repeat(64)),
             server_version: Some("debug".into()),
             config_sha256: format!("{}/{access_log}", spec.target.variant),
@@ -220,9 +220,9 @@ mod tests {
 
     #[test]
     fn the_model_is_fixed_and_defaults_cost_nothing() {
-        let native = Cell::new(vec![("placement".into(), "native".into())]);
+        let native = Cell::new(vec![("placement".into(), "native".into())]).unwrap();
         assert_eq!(rate(&native), BASE_RATE);
-        let other = Cell::new(vec![("placement".into(), "docker-publish".into())]);
+        let other = Cell::new(vec![("placement".into(), "docker-publish".into())]).unwrap();
         let r = rate(&other);
         assert!((0.55 * BASE_RATE..0.98 * BASE_RATE).contains(&r), "{r}");
         assert_eq!(r, rate(&other));

@@ -13,14 +13,15 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tare_engine::splitmix::SplitMix64;
 
-use crate::experiment::{CpuPlan, Experiment, PlacementKind, StepSplit, TargetKind, TrialPolicy};
+use crate::experiment::{CpuPlan, Experiment, PlacementKind, StepSplit, TrialPolicy};
 
 /// Everything `--resume` needs besides the experiment file and the trials.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Plan {
     pub run_id: String,
     pub experiment: String,
-    pub target: TargetKind,
+    /// The target's name (its recipe's: `nginx`, `command`...).
+    pub target: String,
     /// The within-round shuffle seed.
     pub seed: u64,
     pub cells: Vec<PlannedCell>,
@@ -128,7 +129,7 @@ impl Plan {
         Plan {
             run_id: run_id.to_string(),
             experiment: exp.name.clone(),
-            target: exp.target.kind,
+            target: exp.target.kind().name().to_string(),
             seed,
             cells,
             rounds,

@@ -68,7 +68,7 @@ impl Provenance {
             memory_total_kib: meminfo_total(),
             docker_version: tool(&["docker", "version", "--format", "{{.Server.Version}}"]),
             server_versions: tare_deploy::TargetKind::all()
-                .map(|t| (t.name().to_string(), t.host_version()))
+                .map(|k| (k.name().to_string(), k.target().host_version()))
                 .collect(),
             hosts: serde_json::Value::Null,
             resumed: Vec::new(),

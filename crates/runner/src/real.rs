@@ -8,15 +8,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tare_deploy::{
-    AccessLog, ContainerOptions, DeploySpec, Deployment, Facts, SpecOption, Storage, TargetSpec,
-    Transport, VmOptions, VmPin,
+    ContainerOptions, DeploySpec, Deployment, Facts, SpecOption, TargetSpec, Variant, VmOptions,
 };
 use tare_record::LoadResult;
 
 use crate::engines::{self, Engine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
-use crate::experiment::factor::{parse_bytes, BUILTIN_CONFIGS};
-use crate::experiment::{Cell, CpuPlan, Experiment, FactorKind, LoadSettings};
+use crate::experiment::{Cell, CpuPlan, Experiment, LoadSettings};
 use crate::observer::LiveProgress;
 use crate::remote::Fleet;
 use tare_engine::cpu::CpuList;
@@ -55,51 +53,33 @@ impl RealExecutor {
         }
     }
 
-    /// The deployment spec of `cell`.
+    /// The deployment spec of `cell`, from its typed levels.
     pub fn spec(&self, cell: &Cell) -> Result<DeploySpec, ExecError> {
         let t = &self.exp.target;
-        let mut target = TargetSpec::new(t.kind);
-        target.binary = t.binary.clone();
-        target.backend_binary = t.backend_binary.clone();
-        if let Some(config) = cell.level(FactorKind::Config) {
-            let builtin =
-                BUILTIN_CONFIGS.contains(&config) || t.kind.builtin_variants().contains(&config);
-            target.variant = if builtin && !t.configs.iter().any(|c| c.name == config) {
-                config.to_string()
-            } else {
-                self.configs_dir.join(config).display().to_string()
-            };
-        }
-        target.access_log = match cell.level(FactorKind::AccessLog) {
-            Some("on") => Some(AccessLog::On),
-            Some("off") => Some(AccessLog::Off),
-            Some("buffered") => Some(AccessLog::Buffered),
-            _ => None,
+        let s = &cell.setup;
+        let mut target = TargetSpec::new(t.server.clone());
+        // A declared file is the user's; any other name is the target's own
+        // (both checked when the file was read).
+        target.variant = match t.configs.iter().find(|c| c.name == s.config) {
+            Some(c) => Variant::File {
+                name: c.name.clone(),
+                path: self.configs_dir.join(&c.name),
+            },
+            None => Variant::Named(s.config.clone()),
         };
-        let placement = cell.placement();
+        target.access_log = s.access_log;
+        let placement = s.placement;
         let mut spec = DeploySpec::new(self.run_id.clone(), target, placement);
         spec.server_cpus = self.cpus.server.as_ref().map(ToString::to_string);
         spec.helper_cpus = self.cpus.helpers.as_ref().map(ToString::to_string);
-        spec.transport = match cell.level(FactorKind::Transport) {
-            Some("unix") => Transport::Unix,
-            _ => Transport::Tcp,
-        };
+        spec.transport = s.transport;
         spec.reach = self.fleet.as_ref().and_then(|f| f.reach);
-        spec.netem = cell
-            .level(FactorKind::Delay)
-            .and_then(|d| humantime::parse_duration(d).ok())
-            .filter(|d| !d.is_zero());
+        spec.netem = s.delay;
         if placement.accepts(SpecOption::Vm) {
             spec.vm = VmOptions {
-                cpus: cell.level(FactorKind::VmCpus).and_then(|c| c.parse().ok()),
-                memory_mib: cell
-                    .level(FactorKind::VmMemory)
-                    .and_then(parse_bytes)
-                    .map(|b| (b >> 20) as u32),
-                pin: match cell.level(FactorKind::VmPin) {
-                    Some("vcpu") => VmPin::Vcpu,
-                    _ => VmPin::Process,
-                },
+                cpus: s.vm_cpus,
+                memory_mib: Some((s.vm_memory >> 20) as u32),
+                pin: s.vm_pin,
             };
         }
         if placement.accepts(SpecOption::Rootless) {
@@ -108,19 +88,14 @@ impl RealExecutor {
         if placement.accepts(SpecOption::Container) {
             spec.image = t.image.clone();
             spec.container = ContainerOptions {
-                seccomp_unconfined: cell.level(FactorKind::Seccomp) == Some("unconfined"),
-                cpus: cell.level(FactorKind::Cpus).and_then(|c| c.parse().ok()),
-                memory: cell.level(FactorKind::Memory).and_then(parse_bytes),
+                seccomp_unconfined: s.seccomp_unconfined,
+                cpus: s.cpus,
+                memory: s.memory,
                 ..ContainerOptions::default()
             };
         }
         if placement.accepts(SpecOption::Storage) {
-            spec.container.storage = match cell.level(FactorKind::Storage) {
-                Some("volume") => Storage::Volume,
-                Some("host-path") => Storage::HostPath,
-                Some("tmpfs") => Storage::Tmpfs,
-                _ => Storage::Image,
-            };
+            spec.container.storage = s.storage;
         }
         Ok(spec)
     }
@@ -132,7 +107,7 @@ impl RealExecutor {
             "{}/{}/{}",
             spec.placement.mechanism(),
             spec.netem.is_some(),
-            spec.target.kind
+            spec.target.target.name()
         );
         self.available
             .entry(key)
@@ -445,6 +420,7 @@ impl RealCell {
 mod tests {
     use super::*;
     use crate::experiment::ConfigSource;
+    use tare_deploy::{AccessLog, Storage, Transport};
 
     /// Every factor reaches the deployment spec (no Docker needed to check).
     #[test]
@@ -485,7 +461,7 @@ delay = "2ms"
         let docker = exec.spec(&exp.cells[0]).unwrap();
         assert_eq!(docker.run_id, "rabc123");
         assert_eq!(docker.placement.name(), "docker-host");
-        assert_eq!(docker.target.variant, "tuned");
+        assert_eq!(docker.target.variant, Variant::Named("tuned".into()));
         assert_eq!(docker.target.access_log, Some(AccessLog::Off));
         assert_eq!(docker.transport, Transport::Unix);
         assert_eq!(
@@ -501,7 +477,7 @@ delay = "2ms"
         let lab = exec.spec(&exp.cells[1]).unwrap();
         assert_eq!(lab.placement.name(), "lab-nat");
         assert_eq!(
-            lab.target.variant,
+            lab.target.variant.to_string(),
             "/runs/20261122T0300Z-vm-abc123/configs/mine"
         );
         assert_eq!(lab.target.access_log, Some(AccessLog::Buffered));
@@ -527,7 +503,7 @@ config = ["default", "baseline"]
             &ConfigSource::RelativeTo(".".into()),
         )
         .unwrap();
-        assert_eq!(exp.target.kind.name(), "nginx-proxy");
+        assert_eq!(exp.target.kind().name(), "nginx-proxy");
         assert_eq!(exp.load.engine.name(), "http");
         let exec = RealExecutor::new(
             &exp,
@@ -535,9 +511,14 @@ config = ["default", "baseline"]
             Arc::new(AtomicBool::new(false)),
         );
         let specs: Vec<DeploySpec> = exp.cells.iter().map(|c| exec.spec(c).unwrap()).collect();
-        assert!(specs.iter().all(|s| s.target.kind.name() == "nginx-proxy"));
-        assert_eq!(specs[0].target.variant, "default");
-        assert_eq!(specs[1].target.variant, "/runs/x-abc/configs/baseline");
+        assert!(specs
+            .iter()
+            .all(|s| s.target.target.name() == "nginx-proxy"));
+        assert_eq!(specs[0].target.variant, Variant::default());
+        assert_eq!(
+            specs[1].target.variant.to_string(),
+            "/runs/x-abc/configs/baseline"
+        );
         assert_eq!(specs[3].placement.name(), "docker-bridge");
     }
 

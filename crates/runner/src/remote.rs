@@ -447,8 +447,15 @@ fn load_text(exp: &Experiment) -> Result<String, ExecError> {
         .cloned()
         .unwrap_or_default();
     load.remove("hosts");
+    // The target's kind picks the engine; a service names its own, and a
+    // stand-in command (it cannot be read without one, and its own may
+    // name a file only the target's host has: a generator runs none).
     let mut target = toml::Table::new();
-    target.insert("kind".into(), exp.target.kind.name().into());
+    target.insert("kind".into(), exp.target.kind().name().into());
+    if exp.target.server.service.is_some() {
+        target.insert("engine".into(), exp.target.server.engine().into());
+        target.insert("command".into(), vec!["service", "{port}"].into());
+    }
     let mut out = toml::Table::new();
     out.insert("target".into(), target.into());
     out.insert("load".into(), load.into());

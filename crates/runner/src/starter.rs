@@ -13,6 +13,7 @@ const STARTERS: &[(&str, &str)] = &[
     ("mariadb", include_str!("starters/mariadb.toml")),
     ("net", include_str!("starters/net.toml")),
     ("tool", include_str!("starters/tool.toml")),
+    ("command", include_str!("starters/command.toml")),
 ];
 
 /// The starter experiment for `kind` (a target name, or an alias of one).
@@ -49,7 +50,7 @@ mod tests {
                 &ConfigSource::RelativeTo(PathBuf::from(".")),
             )
             .unwrap_or_else(|e| panic!("starter for {kind}: {e}"));
-            assert_eq!(exp.target.kind, kind, "starter for {kind}");
+            assert_eq!(exp.target.kind(), kind, "starter for {kind}");
             assert!(exp.cells.len() > 1, "starter for {kind} varies something");
         }
         assert_eq!(kinds().len(), tare_deploy::TargetKind::all().count());

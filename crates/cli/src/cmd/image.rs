@@ -36,10 +36,10 @@ pub(crate) fn run(args: ImageArgs) -> anyhow::Result<ExitCode> {
             binary,
             force,
         } => {
-            let mut spec = TargetSpec::new(target);
-            spec.binary = binary;
+            let mut spec = TargetSpec::of(target);
+            spec.target.binary = binary;
             let binary = tare_deploy::target_binary(&spec)?;
-            let info = tare_deploy::build_image(target, &binary, force)?;
+            let info = tare_deploy::build_image(&spec.target, &binary, force)?;
             if info.built {
                 println!(
                     "built {} from {} (sha256 {}, {} files, {:.1} MB context)",

@@ -70,8 +70,8 @@ fn tare_serve_in_every_rootless_placement_counts_exactly_and_is_monitored() {
     let _store = one_at_a_time();
     let user = TestUser::create(&format!("tare-t{}", std::process::id() % 100000));
     for (name, _) in ROOTLESS {
-        let mut target = TargetSpec::new(TargetKind::named("tare-serve").unwrap());
-        target.binary = Some(PathBuf::from(TARE));
+        let mut target = TargetSpec::of(TargetKind::named("tare-serve").unwrap());
+        target.target.binary = Some(PathBuf::from(TARE));
         let run = format!("c{}{}", std::process::id() % 100000, &name[16..]);
         let mut spec = DeploySpec::new(&run, target, PlacementKind::named(name).unwrap());
         spec.rootless_user = Some(user.name.clone());

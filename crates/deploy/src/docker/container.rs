@@ -121,7 +121,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             // A target that answers UDP too (net) has its UDP port
             // published as well: the IBM study's NAT cells are empty
             // because netperf's data port was not (docs/studies.md).
-            let protocols: &[&str] = if req.server.kind.uses_udp() {
+            let protocols: &[&str] = if req.server.target.udp {
                 &["tcp", "udp"]
             } else {
                 &["tcp"]
@@ -179,6 +179,14 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         image: Some(req.image.clone()),
         cmd: Some(cmd),
         user: req.server.run_as.map(|(u, g)| format!("{u}:{g}")),
+        env: (!req.server.env.is_empty()).then(|| {
+            req.server
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect()
+        }),
+        working_dir: req.server.workdir.as_ref().map(|w| w.display().to_string()),
         labels: Some(labels),
         exposed_ports: exposed,
         host_config: Some(host_config),
@@ -248,12 +256,12 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
 /// when the container starts, hiding whatever was copied there before: only
 /// a target that makes its content itself (the tool agent) can have it.
 pub(crate) fn tmpfs_over_content(server: &Server) -> Result<(), DeployError> {
-    if server.kind.get().fills_own_content() {
+    if server.target.fills_own_content {
         return Ok(());
     }
     Err(DeployError::Invalid(format!(
         "storage = tmpfs: {} serves files copied in before it starts, which a tmpfs mounted at start would hide; use image, volume or host-path",
-        server.kind
+        server.target.name()
     )))
 }
 

@@ -21,7 +21,7 @@ use futures_util::StreamExt;
 
 use super::{with, LABEL};
 use crate::error::DeployError;
-use crate::spec::TargetKind;
+use crate::spec::Target;
 use crate::targets::{self, sha256_hex};
 
 /// Bump when the image layout below changes, so old tags are not reused.
@@ -45,28 +45,25 @@ pub struct ImageInfo {
 /// The path is part of the image (files keep their host paths, and the
 /// container runs the binary by it): the same build in two checkouts must
 /// not share an image whose binary sits at the other one's path.
-pub(crate) fn tag_for(kind: TargetKind, binary: &Path) -> Result<(String, String), DeployError> {
+pub(crate) fn tag_for(target: &Target, binary: &Path) -> Result<(String, String), DeployError> {
     let bin_hash = targets::file_sha256(binary)?;
     // A target with more to its image than tare's binary (the tool
     // target's programs) adds its key; the others' tags stay as they were.
     let mut recipe = format!("{RECIPE}\n{bin_hash}\n{}", binary.display());
-    let key = kind.get().image_key();
+    let key = target.kind.get().image_key(target);
     if !key.is_empty() {
         recipe.push_str(&format!("\n{key}"));
     }
     let h = sha256_hex(recipe.as_bytes());
-    Ok((
-        format!("tare/{}:{}", kind.get().image_name(), &h[..16]),
-        bin_hash,
-    ))
+    Ok((format!("tare/{}:{}", target.image, &h[..16]), bin_hash))
 }
 
 /// Builds the image for `kind` from `binary` unless its tag exists (or `force`).
 /// A target that runs another's binary shares that one's image
-/// (`Target::image_name`).
-pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, DeployError> {
-    let image = kind.get().image_name();
-    let (tag, binary_sha256) = tag_for(kind, binary)?;
+/// (`Target::image`).
+pub fn build(target: &Target, binary: &Path, force: bool) -> Result<ImageInfo, DeployError> {
+    let image = target.image.as_str();
+    let (tag, binary_sha256) = tag_for(target, binary)?;
     let failed = |reason: String| DeployError::ImageBuild {
         target: image.into(),
         reason,
@@ -85,7 +82,7 @@ pub fn build(kind: TargetKind, binary: &Path, force: bool) -> Result<ImageInfo, 
         files,
         context,
         changes,
-    } = recipe(kind, binary, &binary_sha256).map_err(&failed)?;
+    } = recipe(target, binary, &binary_sha256).map_err(&failed)?;
     let context_bytes = context.len() as u64;
     let (repo, version) = tag.split_once(':').expect("tags are repo:version");
     let (repo, version) = (repo.to_string(), version.to_string());
@@ -130,12 +127,12 @@ pub(crate) struct Recipe {
 }
 
 pub(crate) fn recipe(
-    kind: TargetKind,
+    target: &Target,
     binary: &Path,
     binary_sha256: &str,
 ) -> Result<Recipe, String> {
-    let image = kind.get().image_name();
-    let files = closure(kind, binary)?;
+    let image = target.image.as_str();
+    let files = closure(target, binary)?;
     let context = rootfs_tar(&files).map_err(|e| format!("root filesystem: {e}"))?;
     let labels = [
         (LABEL, "1".to_string()),
@@ -196,7 +193,7 @@ pub(crate) fn exists(tag: &str) -> Result<bool, DeployError> {
 }
 
 /// Every host file the image needs, by absolute path.
-pub(crate) fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBuf>, String> {
+pub(crate) fn closure(target: &Target, binary: &Path) -> Result<BTreeSet<PathBuf>, String> {
     let mut files = BTreeSet::new();
     files.insert(binary.to_path_buf());
     files.extend(shared_libraries(binary)?);
@@ -210,7 +207,7 @@ pub(crate) fn closure(kind: TargetKind, binary: &Path) -> Result<BTreeSet<PathBu
             files.insert(f.into());
         }
     }
-    files.extend(kind.get().image_files(binary)?);
+    files.extend(target.kind.get().image_files(target, binary)?);
     Ok(files)
 }
 
@@ -343,12 +340,12 @@ mod tests {
             std::fs::create_dir(p).unwrap();
             std::fs::write(p.join("tare"), b"same bytes").unwrap();
         }
-        let kind = TargetKind::default_target();
-        let ta = tag_for(kind, &a.join("tare")).unwrap();
-        let tb = tag_for(kind, &b.join("tare")).unwrap();
+        let target = crate::TargetKind::default_target().target();
+        let ta = tag_for(&target, &a.join("tare")).unwrap();
+        let tb = tag_for(&target, &b.join("tare")).unwrap();
         assert_eq!(ta.1, tb.1, "same content hash");
         assert_ne!(ta.0, tb.0);
-        assert_eq!(ta, tag_for(kind, &a.join("tare")).unwrap());
+        assert_eq!(ta, tag_for(&target, &a.join("tare")).unwrap());
     }
 
     #[test]

@@ -147,8 +147,8 @@ impl ContainerSite {
         let image = match &spec.image {
             Some(i) => i.clone(),
             None => {
-                let binary = targets::binary(&spec.target)?;
-                image::build(spec.target.kind, &binary, false)?.tag
+                let binary = targets::binary(&spec.target.target)?;
+                image::build(&spec.target.target, &binary, false)?.tag
             }
         };
         let reach = spec.reach;
@@ -229,7 +229,7 @@ impl Site for ContainerSite {
                     seccomp_unconfined: spec.container.seccomp_unconfined,
                     ..ContainerOptions::default()
                 };
-                let image = image::build(server.kind, &server.binary, false)?.tag;
+                let image = image::build(&server.target, &server.binary, false)?.tag;
                 let name = format!("{dir_name}-{}", role.name());
                 (name, image, network, options, Storage::Image)
             }

@@ -310,18 +310,18 @@ pub(super) fn remove_volume(cli: &Cli, name: &str) -> Result<(), DeployError> {
 /// binary; the tag says which binary, so a cached tag is the same image).
 pub(super) fn ensure_image(
     cli: &Cli,
-    server_kind: crate::spec::TargetKind,
+    target: &crate::spec::Target,
     binary: &std::path::Path,
 ) -> Result<String, DeployError> {
-    let (tag, sha) = image::tag_for(server_kind, binary)?;
+    let (tag, sha) = image::tag_for(target, binary)?;
     if cli.run(&["image", "exists", &tag]).is_ok() {
         return Ok(tag);
     }
     let failed = |reason: String| DeployError::ImageBuild {
-        target: server_kind.get().image_name().into(),
+        target: target.image.clone(),
         reason,
     };
-    let recipe = image::recipe(server_kind, binary, &sha).map_err(failed)?;
+    let recipe = image::recipe(target, binary, &sha).map_err(failed)?;
     let mut args: Vec<String> = vec!["import".into(), "--quiet".into()];
     for c in &recipe.changes {
         args.push("--change".into());

@@ -93,8 +93,8 @@ impl PodmanSite {
         let image = match &spec.image {
             Some(i) => i.clone(),
             None => {
-                let binary = targets::binary(&spec.target)?;
-                ensure_image(&cli, spec.target.kind, &binary)?
+                let binary = targets::binary(&spec.target.target)?;
+                ensure_image(&cli, &spec.target.target, &binary)?
             }
         };
         let host_port = net.shape().host_port()?;
@@ -231,7 +231,7 @@ impl Site for PodmanSite {
                         ))
                     }
                 }
-                let image = ensure_image(&self.cli, server.kind, &server.binary)?;
+                let image = ensure_image(&self.cli, &server.target, &server.binary)?;
                 (
                     format!("{dir_name}-{}", role.name()),
                     image,
@@ -271,6 +271,12 @@ impl Site for PodmanSite {
         push(&["--ulimit", &format!("nproc={soft}:{hard}")]);
         if let Some((u, g)) = server.run_as {
             push(&["--user", &format!("{u}:{g}")]);
+        }
+        for (k, v) in &server.env {
+            push(&["--env", &format!("{k}={v}")]);
+        }
+        if let Some(w) = &server.workdir {
+            push(&["--workdir", &w.display().to_string()]);
         }
         match storage {
             Storage::HostPath => {

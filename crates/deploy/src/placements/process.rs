@@ -208,7 +208,8 @@ pub(crate) fn spawn(
 
     let mut cmd = Command::new(&server.binary);
     cmd.args(&server.args)
-        .current_dir(dir)
+        .envs(server.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(server.workdir.as_deref().unwrap_or(dir))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -318,6 +318,8 @@ fn program<'a>(s: &'a Server, at: &Listen) -> init::Program<'a> {
     init::Program {
         binary: &s.binary,
         args: &s.args,
+        env: &s.env,
+        workdir: s.workdir.as_deref(),
         run_as: s.run_as,
         port: tcp_port(at),
     }
@@ -354,11 +356,11 @@ impl VmSite {
         let failed = |what: &str, e: String| {
             DeployError::Invalid(format!("{}: {what}: {e}", self.placement))
         };
-        let mut files = crate::docker::image::closure(server.kind, &server.binary)
+        let mut files = crate::docker::image::closure(&server.target, &server.binary)
             .map_err(|e| failed("the server's files", e))?;
         if let Some((c, _)) = companion {
             files.extend(
-                crate::docker::image::closure(c.kind, &c.binary)
+                crate::docker::image::closure(&c.target, &c.binary)
                     .map_err(|e| failed("the companion's files", e))?,
             );
         }

@@ -17,18 +17,15 @@
 //! deployment gets a copy in its own directory ([`data_dir`]): the copy,
 //! not the template, is what the `storage` factor places.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use tare_engine::Endpoint;
 
-use super::{sha256_hex, Listen, Server, Target};
+use super::{Listen, Prepare, Protocol, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
 use crate::health;
-use crate::health::Unready;
-use crate::spec::TargetSpec;
 
 pub(crate) struct MariaDb;
 
@@ -72,7 +69,7 @@ fn total_memory() -> u64 {
         .map_or(8 << 30, |kb| kb * 1024)
 }
 
-impl Target for MariaDb {
+impl Recipe for MariaDb {
     fn name(&self) -> &'static str {
         "mariadb"
     }
@@ -85,33 +82,25 @@ impl Target for MariaDb {
         "MariaDB, a throw-away data directory; variants default and tuned (alias ibm: seed 002's InnoDB settings, docs/studies.md)"
     }
 
-    fn engine(&self) -> &'static str {
-        "mysql"
+    fn target(&self) -> Target {
+        Target {
+            socket: "mysqld.sock".into(),
+            variants: vec!["default".into(), "tuned".into(), "ibm".into()],
+            config_files: true,
+            ..Target::of(TargetKind(&MariaDb), Protocol::Mysql, 3306)
+        }
     }
 
-    fn standard_port(&self) -> u16 {
-        3306
-    }
-
-    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
-        dir.join("sock").join("mysqld.sock")
-    }
-
-    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+    fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
         super::which("mariadbd").ok_or_else(|| DeployError::MissingBinary {
             binary: "mariadbd".into(),
             hint: "install mariadb-server (scripts/setup.sh)".into(),
         })
     }
 
-    /// `mariadbd --version`: `mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 for ...`.
-    fn version(&self, binary: &Path) -> Option<String> {
-        super::version_line(binary, "--version")
-    }
-
     /// Its error messages and character sets (mariadbd will not start
     /// without `english/errmsg.sys`).
-    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+    fn image_files(&self, _target: &Target, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         let mut files = std::collections::BTreeSet::new();
         for d in ["/usr/share/mysql/english", "/usr/share/mysql/charsets"] {
             crate::docker::image::walk(Path::new(d), &mut files);
@@ -122,27 +111,17 @@ impl Target for MariaDb {
         Ok(files.into_iter().collect())
     }
 
-    fn prepare(
-        &self,
-        spec: &TargetSpec,
-        binary: PathBuf,
-        dir: &Path,
-        listen: &Listen,
-        _companion: Option<SocketAddr>,
-    ) -> Result<Server, DeployError> {
-        let extra = match spec.variant.as_str() {
-            "default" => String::new(),
+    fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {
+        let variant = &cx.spec.variant;
+        let dir = cx.dir;
+        let extra = match variant.builtin() {
+            Some("default") => String::new(),
             // `tuned` is the name every target's second built-in variant
             // has in experiment files (`config = "tuned"`).
-            "tuned" | "ibm" => ibm(),
-            path => std::fs::read_to_string(path).map_err(|e| {
-                DeployError::io(
-                    format!("mariadb config {path:?} (variants: default, tuned or ibm, or a file)"),
-                    e,
-                )
-            })?,
+            Some("tuned" | "ibm") => ibm(),
+            _ => variant.read_file("mariadb", "default, tuned or ibm")?,
         };
-        let text = format!("{COMMON}# tare variant {}\n{extra}", spec.variant);
+        let text = format!("{COMMON}# tare variant {variant}\n{extra}");
         let conf = dir.join("my.cnf");
         std::fs::write(&conf, &text).map_err(|e| DeployError::io("writing my.cnf", e))?;
         std::fs::write(dir.join("init.sql"), INIT)
@@ -154,7 +133,7 @@ impl Target for MariaDb {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(|e| DeployError::io(format!("creating {sub}/"), e))?;
         }
-        data_dir(&cache_dir(), &binary, &text, &conf, &dir.join("data"))?;
+        data_dir(&cache_dir(), &cx.binary, &text, &conf, &dir.join("data"))?;
         let mut args = vec![
             format!("--defaults-file={}", conf.display()),
             format!("--datadir={}", dir.join("data").display()),
@@ -164,11 +143,14 @@ impl Target for MariaDb {
             format!("--pid-file={}", dir.join("mariadb.pid").display()),
             "--user=root".into(),
         ];
-        match listen {
+        match cx.listen {
             Listen::Tcp(a) => args.extend([
                 format!("--bind-address={}", a.ip()),
                 format!("--port={}", a.port()),
-                format!("--socket={}", self.unix_socket(dir, a.port()).display()),
+                format!(
+                    "--socket={}",
+                    dir.join("sock").join(&cx.target().socket).display()
+                ),
             ]),
             Listen::Unix(p) => args.extend([
                 "--skip-networking".into(),
@@ -176,39 +158,17 @@ impl Target for MariaDb {
             ]),
         }
         Ok(Server {
-            args,
-            kind: spec.kind,
-            binary,
-            run_as: None,
-            resource: String::new(),
-            config_sha256: sha256_hex(text.as_bytes()),
-            access_log: "n/a".into(),
             log_path: dir.join("mariadb.log"),
             content_path: dir.join("data"),
+            ..Server::new(cx, args, text.as_bytes())
         })
-    }
-
-    /// A login as `sbtest` to database `sbtest` and `SELECT 1` answered
-    /// with a result set: the server is up, its init file has run.
-    fn probe(
-        &self,
-        _server: &Server,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> Result<(), Unready> {
-        select_one(endpoint, timeout).map_err(Unready::from)
-    }
-
-    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
-        match endpoint {
-            Endpoint::Tcp(a) => format!("mysql://sbtest@{a}/sbtest"),
-            Endpoint::Unix(p) => format!("unix:{}?user=sbtest&db=sbtest", p.display()),
-        }
     }
 }
 
-/// One readiness check of the mariadb target (`Target::probe`).
-fn select_one(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+/// A login as `sbtest` to database `sbtest` and `SELECT 1` answered
+/// with a result set (the server is up, its init file has run): the mysql
+/// protocol's readiness check (`Protocol::probe`).
+pub(super) fn select_one(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
     let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
     let hello = read_packet(&mut s)?;
     if hello.first() == Some(&0xFF) {
@@ -266,7 +226,7 @@ fn data_dir(
     conf: &Path,
     data: &Path,
 ) -> Result<(), DeployError> {
-    let key = sha256_hex(format!("{}\n{text}", super::file_sha256(binary)?).as_bytes());
+    let key = super::sha256_hex(format!("{}\n{text}", super::file_sha256(binary)?).as_bytes());
     let template = cache.join(format!("datadir-{}", &key[..16]));
     if !template.is_dir() {
         std::fs::create_dir_all(cache)
@@ -394,13 +354,13 @@ fn err_text(p: &[u8]) -> String {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use crate::targets::Target;
+    use crate::targets::Recipe;
 
     /// The first deployment makes the template, the next copies it; each
     /// data directory is its own, and nothing half-made stays in the cache.
     #[test]
     fn a_data_directory_is_a_copy_of_one_template_per_binary_and_config() {
-        let Ok(binary) = super::MariaDb.default_binary() else {
+        let Ok(binary) = super::MariaDb.default_binary(&super::MariaDb.target()) else {
             eprintln!("no mariadbd here: skipped");
             return;
         };

@@ -13,21 +13,16 @@
 //! placeholders so the config hash compares the configuration, not where a
 //! deployment lives.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use tare_engine::Endpoint;
-
-use super::{http_url, sha256_hex, Listen, Server, Target};
+use super::{Prepare, Protocol, Ready, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
-use crate::health;
-use crate::spec::{AccessLog, TargetKind, TargetSpec};
+use crate::spec::AccessLog;
 
 /// nginx serving one static file.
 pub(crate) struct Nginx;
 
-impl Target for Nginx {
+impl Recipe for Nginx {
     fn name(&self) -> &'static str {
         "nginx"
     }
@@ -36,49 +31,37 @@ impl Target for Nginx {
         "nginx serving one static file (docs/studies.md, seed 000)"
     }
 
-    fn engine(&self) -> &'static str {
-        "http"
+    fn target(&self) -> Target {
+        Target {
+            ready: Ready::Protocol,
+            variants: vec!["default".into(), "tuned".into()],
+            config_files: true,
+            access_log: true,
+            ..Target::of(TargetKind(&Nginx), Protocol::Http, 80)
+        }
     }
 
-    fn standard_port(&self) -> u16 {
-        80
-    }
-
-    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
-        dir.join("sock").join("nginx.sock")
-    }
-
-    fn default_binary(&self) -> Result<PathBuf, DeployError> {
-        super::which("nginx").ok_or_else(|| DeployError::MissingBinary {
-            binary: "nginx".into(),
-            hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
-        })
+    fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
+        default_binary()
     }
 
     fn version(&self, binary: &Path) -> Option<String> {
         version(binary)
     }
 
-    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+    fn image_files(&self, _target: &Target, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         Ok(image_files())
     }
 
-    fn has_access_log(&self) -> bool {
-        true
-    }
-
-    fn prepare(
-        &self,
-        spec: &TargetSpec,
-        binary: PathBuf,
-        dir: &Path,
-        listen: &Listen,
-        _companion: Option<SocketAddr>,
-    ) -> Result<Server, DeployError> {
-        let (template, log) = template(&spec.variant, spec.access_log)?;
-        make_dirs(dir).map_err(|e| DeployError::io("creating nginx directories", e))?;
-        std::fs::write(dir.join("www/index.html"), index_html(spec.body_size))
-            .map_err(|e| DeployError::io("writing index.html", e))?;
+    fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {
+        let spec = cx.spec;
+        let (template, log) = template(&spec.variant.to_string(), spec.access_log)?;
+        make_dirs(cx.dir).map_err(|e| DeployError::io("creating nginx directories", e))?;
+        std::fs::write(
+            cx.dir.join("www/index.html"),
+            index_html(spec.target.body_size),
+        )
+        .map_err(|e| DeployError::io("writing index.html", e))?;
         let config = Config {
             text: &template,
             extra: &[],
@@ -86,21 +69,16 @@ impl Target for Nginx {
             resource: "/index.html",
             cpus: spec.cpus,
         };
-        server(spec.kind, binary, dir, listen, &config)
+        server(cx, &config)
     }
+}
 
-    fn probe(
-        &self,
-        server: &Server,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> Result<(), crate::health::Unready> {
-        health::http_get(endpoint, &server.resource, timeout)
-    }
-
-    fn url(&self, server: &Server, endpoint: &Endpoint) -> String {
-        http_url(&server.resource, endpoint)
-    }
+/// nginx on PATH (nginx-proxy runs the same binary).
+pub(super) fn default_binary() -> Result<PathBuf, DeployError> {
+    super::which("nginx").ok_or_else(|| DeployError::MissingBinary {
+        binary: "nginx".into(),
+        hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
+    })
 }
 
 /// `nginx -v` without its prefix (nginx-proxy runs the same binary).
@@ -136,13 +114,7 @@ pub(super) struct Config<'a> {
 /// nginx with `config` filled in for this deployment. The config hash is
 /// the template's: paths, listen address and backend port are the
 /// placement's, not the config's.
-pub(super) fn server(
-    kind: TargetKind,
-    binary: PathBuf,
-    dir: &Path,
-    listen: &Listen,
-    config: &Config<'_>,
-) -> Result<Server, DeployError> {
+pub(super) fn server(cx: &Prepare<'_>, config: &Config<'_>) -> Result<Server, DeployError> {
     let Config {
         text: template,
         extra,
@@ -150,10 +122,11 @@ pub(super) fn server(
         resource,
         cpus,
     } = *config;
+    let dir = cx.dir;
     let d = dir.display().to_string();
     let mut text = template
         .replace("{{dir}}", &d)
-        .replace("{{listen}}", &listen.nginx_text());
+        .replace("{{listen}}", &cx.listen.nginx_text());
     for (placeholder, value) in extra.iter() {
         text = text.replace(placeholder, value);
     }
@@ -162,23 +135,20 @@ pub(super) fn server(
     }
     let conf = dir.join("nginx.conf");
     std::fs::write(&conf, text).map_err(|e| DeployError::io("writing nginx.conf", e))?;
+    let args = vec![
+        "-p".into(),
+        d.clone(),
+        "-c".into(),
+        conf.display().to_string(),
+        "-e".into(),
+        dir.join("log/error.log").display().to_string(),
+    ];
     Ok(Server {
-        args: vec![
-            "-p".into(),
-            d.clone(),
-            "-c".into(),
-            conf.display().to_string(),
-            "-e".into(),
-            dir.join("log/error.log").display().to_string(),
-        ],
-        kind,
-        binary,
-        run_as: None,
         resource: resource.into(),
-        config_sha256: sha256_hex(template.as_bytes()),
         access_log: log.to_string(),
         log_path: dir.join("log"),
         content_path: dir.join("www"),
+        ..Server::new(cx, args, template.as_bytes())
     })
 }
 

@@ -10,18 +10,15 @@
 //! the deployment). The backend's address is a placeholder so the config
 //! hash compares configs, not the port a placement gave the backend.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use tare_engine::Endpoint;
 use tare_nginx::{BuildOptions, ParseOptions, Status};
 
 use super::nginx::{self, builtin_template, user_template};
-use super::{http_url, Listen, Server, Target};
+use super::tare_serve::TareServe;
+use super::{Prepare, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
-use crate::health;
-use crate::spec::{AccessLog, TargetSpec};
+use crate::spec::AccessLog;
 
 /// nginx as a reverse proxy in front of a `tare serve` backend that tare
 /// starts beside it, on nginx's own loopback, in every placement: the
@@ -31,7 +28,7 @@ use crate::spec::{AccessLog, TargetSpec};
 /// described by the same /proc facts as the server.
 pub(crate) struct NginxProxy;
 
-impl Target for NginxProxy {
+impl Recipe for NginxProxy {
     fn name(&self) -> &'static str {
         "nginx-proxy"
     }
@@ -40,52 +37,36 @@ impl Target for NginxProxy {
         "nginx as a reverse proxy in front of a tare serve backend (docs/studies.md, seed 003)"
     }
 
-    fn engine(&self) -> &'static str {
-        nginx::Nginx.engine()
+    /// nginx's settings and image, with the backend: `tare serve` with the
+    /// proxy's body size, from the running tare unless a binary is named.
+    fn target(&self) -> Target {
+        let nginx = nginx::Nginx.target();
+        Target {
+            kind: TargetKind(&NginxProxy),
+            companion: Some(Box::new(TargetKind(&TareServe).target())),
+            ..nginx
+        }
     }
 
-    fn standard_port(&self) -> u16 {
-        nginx::Nginx.standard_port()
-    }
-
-    fn unix_socket(&self, dir: &Path, port: u16) -> PathBuf {
-        nginx::Nginx.unix_socket(dir, port)
-    }
-
-    fn default_binary(&self) -> Result<PathBuf, DeployError> {
-        nginx::Nginx.default_binary()
+    fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
+        nginx::default_binary()
     }
 
     fn version(&self, binary: &Path) -> Option<String> {
         nginx::version(binary)
     }
 
-    /// nginx-proxy runs nginx: its image is nginx's.
-    fn image_name(&self) -> &'static str {
-        nginx::Nginx.name()
-    }
-
-    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+    fn image_files(&self, _target: &Target, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         Ok(nginx::image_files())
     }
 
-    fn has_access_log(&self) -> bool {
-        true
-    }
-
-    fn prepare(
-        &self,
-        spec: &TargetSpec,
-        binary: PathBuf,
-        dir: &Path,
-        listen: &Listen,
-        companion: Option<SocketAddr>,
-    ) -> Result<Server, DeployError> {
-        let t = template(&spec.variant, spec.access_log)?;
-        let backend = companion.ok_or_else(|| {
+    fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {
+        let spec = cx.spec;
+        let t = template(&spec.variant.to_string(), spec.access_log)?;
+        let backend = cx.companion.ok_or_else(|| {
             DeployError::Invalid("nginx-proxy needs its backend's address".into())
         })?;
-        nginx::make_dirs(dir).map_err(|e| DeployError::io("creating nginx directories", e))?;
+        nginx::make_dirs(cx.dir).map_err(|e| DeployError::io("creating nginx directories", e))?;
         let extra = [(BACKEND, backend.to_string())];
         let config = nginx::Config {
             text: &t.text,
@@ -94,29 +75,7 @@ impl Target for NginxProxy {
             resource: &t.path,
             cpus: spec.cpus,
         };
-        nginx::server(spec.kind, binary, dir, listen, &config)
-    }
-
-    fn probe(
-        &self,
-        server: &Server,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> Result<(), crate::health::Unready> {
-        health::http_get(endpoint, &server.resource, timeout)
-    }
-
-    fn url(&self, server: &Server, endpoint: &Endpoint) -> String {
-        http_url(&server.resource, endpoint)
-    }
-
-    /// The backend: `tare serve` with the proxy's body size, from
-    /// `backend_binary` (default: the running tare).
-    fn companion(&self, spec: &TargetSpec) -> Option<TargetSpec> {
-        let mut backend = TargetSpec::new(super::TargetKind(&super::tare_serve::TareServe));
-        backend.binary = spec.backend_binary.clone();
-        backend.body_size = spec.body_size;
-        Some(backend)
+        nginx::server(cx, &config)
     }
 }
 

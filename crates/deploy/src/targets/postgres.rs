@@ -4,23 +4,20 @@
 use std::collections::BTreeSet;
 use std::ffi::CString;
 use std::io::{Read, Write};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use tare_engine::Endpoint;
 
-use super::{sha256_hex, Listen, Server, Target};
+use super::{Listen, Prepare, Protocol, Recipe, Server, Target, TargetKind, Variant};
 use crate::error::DeployError;
 use crate::health;
-use crate::health::Unready;
-use crate::spec::TargetSpec;
 
 /// PostgreSQL, a throw-away cluster per deployment (docs/studies.md, seed 001).
 pub(crate) struct Postgres;
 
-impl Target for Postgres {
+impl Recipe for Postgres {
     fn name(&self) -> &'static str {
         "postgres"
     }
@@ -29,26 +26,23 @@ impl Target for Postgres {
         "PostgreSQL, a throw-away cluster (docs/studies.md, seed 001)"
     }
 
-    fn engine(&self) -> &'static str {
-        "pg"
+    fn target(&self) -> Target {
+        Target {
+            socket: ".s.PGSQL.5432".into(),
+            variants: vec!["default".into(), "tuned".into()],
+            config_files: true,
+            ..Target::of(TargetKind(&Postgres), Protocol::Pg, 5432)
+        }
     }
 
-    fn standard_port(&self) -> u16 {
-        5432
-    }
-
-    fn unix_socket(&self, dir: &Path, port: u16) -> PathBuf {
-        dir.join("sock").join(format!(".s.PGSQL.{port}"))
-    }
-
-    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+    fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
         Ok(bin_dir()?.join("postgres"))
     }
 
     /// The share files of its major version, its loadable modules (plpgsql
     /// is loaded by every database; llvmjit is JIT only and pulls in 100 MB
     /// of LLVM) with their libraries, and the UTC zone file.
-    fn image_files(&self, binary: &Path) -> Result<Vec<PathBuf>, String> {
+    fn image_files(&self, _target: &Target, binary: &Path) -> Result<Vec<PathBuf>, String> {
         // /usr/lib/postgresql/15/bin/postgres → version dir /usr/lib/postgresql/15
         let version_dir = binary
             .parent()
@@ -81,59 +75,25 @@ impl Target for Postgres {
         Ok(files.into_iter().collect())
     }
 
-    fn prepare(
-        &self,
-        spec: &TargetSpec,
-        binary: PathBuf,
-        dir: &Path,
-        listen: &Listen,
-        _companion: Option<SocketAddr>,
-    ) -> Result<Server, DeployError> {
+    fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {
+        let dir = cx.dir;
         let owner = postgres_user()?;
-        let text = init_cluster(&binary, dir, &spec.variant, owner)?;
-        let (addr, port) = match listen {
+        let text = init_cluster(&cx.binary, dir, &cx.spec.variant, owner)?;
+        let (addr, port) = match cx.listen {
             Listen::Tcp(a) => (a.ip().to_string(), a.port()),
             Listen::Unix(p) => (String::new(), socket_port(p).unwrap_or(5432)),
         };
         Ok(Server {
-            args: args(dir, &addr, port),
-            kind: spec.kind,
-            binary,
             run_as: Some(owner),
-            resource: String::new(),
-            config_sha256: sha256_hex(text.as_bytes()),
-            access_log: "n/a".into(),
             log_path: dir.join("pgdata"),
             content_path: dir.join("pgdata"),
+            ..Server::new(cx, args(dir, &addr, port), text.as_bytes())
         })
-    }
-
-    fn probe(
-        &self,
-        _server: &Server,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> Result<(), Unready> {
-        ready(endpoint, timeout).map_err(Unready::from)
-    }
-
-    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
-        match endpoint {
-            Endpoint::Tcp(a) => format!("postgres://postgres@{a}/postgres"),
-            Endpoint::Unix(p) => {
-                let dir = p
-                    .parent()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default();
-                let port = socket_port(p).unwrap_or(5432);
-                format!("postgres://postgres@/postgres?host={dir}&port={port}")
-            }
-        }
     }
 }
 
 /// The port in a socket's name (`.s.PGSQL.5432`).
-fn socket_port(p: &Path) -> Option<u16> {
+pub(super) fn socket_port(p: &Path) -> Option<u16> {
     p.file_name()?
         .to_str()?
         .strip_prefix(".s.PGSQL.")?
@@ -143,7 +103,7 @@ fn socket_port(p: &Path) -> Option<u16> {
 
 /// A v3 startup as user postgres to database postgres; Ok at ReadyForQuery.
 /// A listening socket is not enough: postgres accepts before recovery ends.
-fn ready(ep: &Endpoint, timeout: Duration) -> Result<(), String> {
+pub(super) fn ready(ep: &Endpoint, timeout: Duration) -> Result<(), String> {
     let mut s = health::connect(ep, timeout).map_err(|e| e.to_string())?;
     let mut body = Vec::new();
     body.extend_from_slice(&196608u32.to_be_bytes()); // protocol 3.0
@@ -226,7 +186,7 @@ pub(crate) fn bin_dir() -> Result<PathBuf, DeployError> {
 pub(crate) fn init_cluster(
     binary: &Path,
     dir: &Path,
-    variant: &str,
+    variant: &Variant,
     owner: (u32, u32),
 ) -> Result<String, DeployError> {
     let initdb = binary.with_file_name("initdb");
@@ -252,15 +212,10 @@ pub(crate) fn init_cluster(
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    let extra = match variant {
-        "default" => String::new(),
-        "tuned" => TUNED.to_string(),
-        path => std::fs::read_to_string(path).map_err(|e| {
-            DeployError::io(
-                format!("postgres config {path:?} (variants: default, tuned, or a file)"),
-                e,
-            )
-        })?,
+    let extra = match variant.builtin() {
+        Some("default") => String::new(),
+        Some("tuned") => TUNED.to_string(),
+        _ => variant.read_file("postgres", "default, tuned")?,
     };
     let conf = pgdata.join("postgresql.conf");
     append(&conf, &format!("\n# tare variant {variant}\n{extra}"))?;

@@ -6,17 +6,14 @@
 //! and keeps its files are arguments.
 
 use std::io::{Read, Write};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tare_engine::Endpoint;
 
-use super::{sha256_hex, Listen, Server, Target};
+use super::{Listen, Prepare, Protocol, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
 use crate::health;
-use crate::health::Unready;
-use crate::spec::TargetSpec;
 
 pub(crate) struct Redis;
 
@@ -37,7 +34,7 @@ appendonly yes
 appendfsync everysec
 ";
 
-impl Target for Redis {
+impl Recipe for Redis {
     fn name(&self) -> &'static str {
         "redis"
     }
@@ -46,56 +43,37 @@ impl Target for Redis {
         "Redis, throw-away, persistence off (docs/studies.md, seed 002)"
     }
 
-    fn engine(&self) -> &'static str {
-        "redis"
+    fn target(&self) -> Target {
+        Target {
+            variants: vec!["default".into(), "appendonly".into()],
+            config_files: true,
+            ..Target::of(TargetKind(&Redis), Protocol::Redis, 6379)
+        }
     }
 
-    fn standard_port(&self) -> u16 {
-        6379
-    }
-
-    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
-        dir.join("sock").join("redis.sock")
-    }
-
-    fn default_binary(&self) -> Result<PathBuf, DeployError> {
+    fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
         super::which("redis-server").ok_or_else(|| DeployError::MissingBinary {
             binary: "redis-server".into(),
             hint: "install redis-server (scripts/setup.sh)".into(),
         })
     }
 
-    /// `redis-server --version`'s line: `Redis server v=7.0.15 sha=...`.
-    fn version(&self, binary: &Path) -> Option<String> {
-        super::version_line(binary, "--version")
-    }
-
-    fn prepare(
-        &self,
-        spec: &TargetSpec,
-        binary: PathBuf,
-        dir: &Path,
-        listen: &Listen,
-        _companion: Option<SocketAddr>,
-    ) -> Result<Server, DeployError> {
-        let extra = match spec.variant.as_str() {
-            "default" => String::new(),
-            "appendonly" => APPENDONLY.to_string(),
-            path => std::fs::read_to_string(path).map_err(|e| {
-                DeployError::io(
-                    format!("redis config {path:?} (variants: default, appendonly, or a file)"),
-                    e,
-                )
-            })?,
+    fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {
+        let variant = &cx.spec.variant;
+        let extra = match variant.builtin() {
+            Some("default") => String::new(),
+            Some("appendonly") => APPENDONLY.to_string(),
+            _ => variant.read_file("redis", "default, appendonly")?,
         };
-        let text = format!("{DEFAULT}# tare variant {}\n{extra}", spec.variant);
+        let dir = cx.dir;
+        let text = format!("{DEFAULT}# tare variant {variant}\n{extra}");
         let conf = dir.join("redis.conf");
         std::fs::write(&conf, &text).map_err(|e| DeployError::io("writing redis.conf", e))?;
         std::fs::create_dir_all(dir.join("data"))
             .and_then(|()| std::fs::create_dir_all(dir.join("sock")))
             .map_err(|e| DeployError::io("creating redis directories", e))?;
         let mut args = vec![conf.display().to_string()];
-        match listen {
+        match cx.listen {
             Listen::Tcp(a) => args.extend([
                 "--bind".into(),
                 a.ip().to_string(),
@@ -118,38 +96,16 @@ impl Target for Redis {
             dir.join("redis.log").display().to_string(),
         ]);
         Ok(Server {
-            args,
-            kind: spec.kind,
-            binary,
-            run_as: None,
-            resource: String::new(),
-            config_sha256: sha256_hex(text.as_bytes()),
-            access_log: "n/a".into(),
             log_path: dir.join("redis.log"),
             content_path: dir.join("data"),
+            ..Server::new(cx, args, text.as_bytes())
         })
-    }
-
-    /// `PING` answered by `+PONG`.
-    fn probe(
-        &self,
-        _server: &Server,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> Result<(), Unready> {
-        ping(endpoint, timeout).map_err(Unready::from)
-    }
-
-    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
-        match endpoint {
-            Endpoint::Tcp(a) => format!("redis://{a}/0"),
-            Endpoint::Unix(p) => format!("unix:{}", p.display()),
-        }
     }
 }
 
-/// One readiness check of the redis target (`Target::probe`).
-fn ping(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
+/// `PING` answered by `+PONG`: the redis protocol's readiness check
+/// (`Protocol::probe`).
+pub(super) fn ping(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
     let mut s = health::connect(endpoint, timeout).map_err(|e| e.to_string())?;
     s.write_all(b"*1\r\n$4\r\nPING\r\n")
         .map_err(|e| e.to_string())?;

@@ -7,7 +7,6 @@
 //! image beside tare, so every placement runs the same programs.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -16,11 +15,9 @@ use tare_engine::Endpoint;
 use tare_tool::wire::Request;
 use tare_tool::{Job, ToolKind};
 
-use super::{sha256_hex, Listen, Server, Target};
+use super::{tare_listen_args, Prepare, Protocol, Recipe, Server, Target, TargetKind};
 use crate::docker::image::{shared_libraries, walk};
 use crate::error::DeployError;
-use crate::health::Unready;
-use crate::spec::TargetSpec;
 
 pub(crate) struct Tool;
 
@@ -37,7 +34,7 @@ const MPI_TREES: &[&str] = &[
     "/usr/share/openmpi",
 ];
 
-impl Target for Tool {
+impl Recipe for Tool {
     fn name(&self) -> &'static str {
         "tool"
     }
@@ -46,22 +43,24 @@ impl Target for Tool {
         "a benchmark program (fio, hpcc, sysbench) run by tare's agent inside the placement"
     }
 
-    fn engine(&self) -> &'static str {
-        "tool"
-    }
-
-    fn standard_port(&self) -> u16 {
-        PORT
-    }
-
-    fn unix_socket(&self, dir: &Path, _port: u16) -> PathBuf {
-        dir.join("sock").join("tool.sock")
+    /// The config variant is the job: `default` or a built-in's name
+    /// (`fio-randread`, `hpcc`, ...), or a job file.
+    fn target(&self) -> Target {
+        let mut variants = vec!["default".to_string()];
+        variants.extend(tare_tool::BUILTIN.iter().map(|v| v.to_string()));
+        variants.dedup();
+        Target {
+            variants,
+            config_files: true,
+            fills_own_content: true,
+            image: "tare-tool".into(),
+            ..Target::of(TargetKind(&Tool), Protocol::Tool, PORT)
+        }
     }
 
     /// The running tare: its agent runs the job.
-    fn default_binary(&self) -> Result<PathBuf, DeployError> {
-        std::env::current_exe()
-            .map_err(|e| DeployError::io("locating the running tare executable", e))
+    fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
+        super::running_tare()
     }
 
     /// The version of each tool installed here (`fio-3.33, hpcc, sysbench 1.0.20`).
@@ -79,12 +78,8 @@ impl Target for Tool {
         Some(v.join(", "))
     }
 
-    fn image_name(&self) -> &'static str {
-        "tare-tool"
-    }
-
     /// The tools' paths and sizes: an upgraded fio makes a new image.
-    fn image_key(&self) -> String {
+    fn image_key(&self, _target: &Target) -> String {
         ToolKind::ALL
             .iter()
             .filter_map(|t| t.find().ok())
@@ -96,7 +91,7 @@ impl Target for Tool {
             .join(",")
     }
 
-    fn image_files(&self, _binary: &Path) -> Result<Vec<PathBuf>, String> {
+    fn image_files(&self, _target: &Target, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         let mut files = BTreeSet::new();
         let mut elf = Vec::new();
         for t in ToolKind::ALL {
@@ -121,23 +116,11 @@ impl Target for Tool {
         Ok(files.into_iter().collect())
     }
 
-    fn builtin_variants(&self) -> &'static [&'static str] {
-        tare_tool::BUILTIN
-    }
-
-    fn fills_own_content(&self) -> bool {
-        true
-    }
-
-    fn prepare(
-        &self,
-        spec: &TargetSpec,
-        binary: PathBuf,
-        dir: &Path,
-        listen: &Listen,
-        _companion: Option<SocketAddr>,
-    ) -> Result<Server, DeployError> {
-        let mut job = Job::named(&spec.variant).map_err(DeployError::Invalid)?;
+    fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {
+        let dir = cx.dir;
+        // A job file's path, or a built-in's name (`default` is one).
+        let named = cx.spec.variant.to_string();
+        let mut job = Job::named(&named).map_err(DeployError::Invalid)?;
         if job.binary.is_none() {
             job.binary = Some(job.tool.find().map_err(|hint| DeployError::MissingBinary {
                 binary: job.tool.name().into(),
@@ -153,10 +136,7 @@ impl Target for Tool {
         std::fs::create_dir_all(&data)
             .map_err(|e| DeployError::io(format!("making {}", data.display()), e))?;
         let mut args = vec!["tool".to_string(), "serve".to_string()];
-        match listen {
-            Listen::Tcp(a) => args.extend(["--listen".into(), a.to_string()]),
-            Listen::Unix(p) => args.extend(["--unix".into(), p.display().to_string()]),
-        }
+        args.extend(tare_listen_args(cx.listen));
         args.extend([
             "--job".into(),
             job_file.display().to_string(),
@@ -164,35 +144,16 @@ impl Target for Tool {
             data.display().to_string(),
         ]);
         Ok(Server {
-            args,
-            kind: spec.kind,
-            binary,
-            run_as: None,
-            resource: String::new(),
-            config_sha256: sha256_hex(text.as_bytes()),
             access_log: "off".into(),
-            log_path: dir.to_path_buf(),
             content_path: data,
+            ..Server::new(cx, args, text.as_bytes())
         })
-    }
-
-    /// A `ping`: the agent answers with its job.
-    fn probe(
-        &self,
-        _server: &Server,
-        endpoint: &Endpoint,
-        timeout: Duration,
-    ) -> Result<(), Unready> {
-        ping_agent(endpoint, timeout).map_err(Unready::from)
-    }
-
-    fn url(&self, _server: &Server, endpoint: &Endpoint) -> String {
-        endpoint.to_string()
     }
 }
 
-/// One readiness check of the tool target (`Target::probe`).
-fn ping_agent(endpoint: &Endpoint, _timeout: Duration) -> Result<(), String> {
+/// A `ping` the agent answers with its job: the tool protocol's
+/// readiness check (`Protocol::probe`).
+pub(super) fn ping_agent(endpoint: &Endpoint, _timeout: Duration) -> Result<(), String> {
     tare_tool::run::ask(endpoint, None, &Request::Ping, &AtomicBool::new(false))
         .map(|_| ())
         .map_err(|e| e.to_string())

@@ -24,6 +24,10 @@ const FACTS: &str = "tare-vm: facts ";
 pub(crate) struct Program<'a> {
     pub binary: &'a Path,
     pub args: &'a [String],
+    /// Environment it gets beside the init's.
+    pub env: &'a [(String, String)],
+    /// Its working directory; `None`: the deployment directory.
+    pub workdir: Option<&'a Path>,
     /// uid:gid to run as (postgres refuses root).
     pub run_as: Option<(u32, u32)>,
     /// The TCP port it listens on: the init says the server started only
@@ -59,9 +63,14 @@ pub(crate) struct Plan<'a> {
     pub data: Data<'a>,
 }
 
-/// The shell words that run `p`.
+/// The shell words that run `p`: in its working directory, with its
+/// environment, the shell replaced by it (so `$!` is its pid).
 fn command(p: &Program<'_>) -> String {
     let mut command: Vec<String> = Vec::new();
+    if !p.env.is_empty() {
+        command.push("env".into());
+        command.extend(p.env.iter().map(|(k, v)| format!("{k}={v}")));
+    }
     if let Some((uid, gid)) = p.run_as {
         // busybox's setpriv cannot change ids; its start-stop-daemon
         // without -b sets them (and the user's groups) and execs.
@@ -78,11 +87,15 @@ fn command(p: &Program<'_>) -> String {
         command.push(p.binary.display().to_string());
     }
     command.extend(p.args.iter().cloned());
-    command
+    let words = command
         .iter()
         .map(|w| quote(w))
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    match p.workdir {
+        Some(w) => format!("( cd {} && exec {words} )", quote(&w.display().to_string())),
+        None => words,
+    }
 }
 
 /// The shell lines that mount `data` before the server starts. A mount
@@ -316,12 +329,16 @@ mod tests {
             server: Program {
                 binary: Path::new("/usr/bin/postgres"),
                 args: &args,
+                env: &[],
+                workdir: None,
                 run_as: Some((104, 111)),
                 port: Some(5432),
             },
             companion: Some(Program {
                 binary: Path::new("/usr/bin/tare"),
                 args: &backend,
+                env: &[],
+                workdir: None,
                 run_as: None,
                 port: Some(8080),
             }),
@@ -348,6 +365,8 @@ mod tests {
             server: Program {
                 binary: Path::new("/usr/bin/tare"),
                 args: &args,
+                env: &[],
+                workdir: None,
                 run_as: None,
                 port: Some(9876),
             },

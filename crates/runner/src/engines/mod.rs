@@ -389,8 +389,16 @@ mod tests {
     /// be registered, or loading an experiment for it would fail.
     #[test]
     fn every_target_speaks_a_registered_engine() {
-        for t in tare_deploy::TargetKind::all() {
-            assert!(by_name(t.engine()).is_some(), "{t}: {}", t.engine());
+        for t in tare_deploy::TargetKind::all().map(tare_deploy::TargetKind::target) {
+            assert!(
+                by_name(t.engine()).is_some(),
+                "{}: {}",
+                t.name(),
+                t.engine()
+            );
+        }
+        for p in tare_deploy::Protocol::ALL {
+            assert!(by_name(p.engine()).is_some(), "{p}");
         }
     }
 

@@ -11,12 +11,6 @@ use std::time::Duration;
 use tare_deploy::{PlacementKind, SpecOption};
 use tare_engine::bounds;
 
-/// Config variants every target has without a `[target.configs]` entry
-/// (tare-deploy ships them per target: for nginx, nginx.org's stock config
-/// and seed 000's tuned one; for nginx-proxy, seed 003's baseline and tuned
-/// configs; docs/studies.md, docs/placements.md).
-pub(crate) const BUILTIN_CONFIGS: &[&str] = &["default", "tuned"];
-
 /// A factor the experiment file may vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FactorKind {
@@ -110,7 +104,9 @@ impl FactorKind {
     }
 
     /// Checks one level and returns its canonical text. `configs` are the
-    /// target's config variant names (for the `config` factor).
+    /// target's config variant names, its own then `[target.configs]`'s
+    /// (for the `config` factor: each target lists its own, so a variant
+    /// another target has is refused when the file is read).
     pub fn canonical(self, level: &str, configs: &[String]) -> Result<String, String> {
         let one_of = |allowed: &[&str]| -> Result<String, String> {
             if allowed.contains(&level) {
@@ -137,17 +133,12 @@ impl FactorKind {
                     )
                 }),
             FactorKind::Config => {
-                if configs.iter().any(|c| c == level) || BUILTIN_CONFIGS.contains(&level) {
+                if configs.iter().any(|c| c == level) {
                     Ok(level.to_string())
                 } else {
-                    let known: Vec<&str> = BUILTIN_CONFIGS
-                        .iter()
-                        .copied()
-                        .chain(configs.iter().map(String::as_str))
-                        .collect();
                     Err(format!(
                         "config `{level}` is not defined: add [target.configs.{level}] (known: {})",
-                        known.join(", ")
+                        configs.join(", ")
                     ))
                 }
             }
@@ -320,8 +311,7 @@ mod tests {
     fn config_levels_must_be_defined() {
         let configs = vec!["default".to_string(), "tuned".to_string()];
         assert!(FactorKind::Config.canonical("tuned", &configs).is_ok());
-        assert!(FactorKind::Config.canonical("default", &[]).is_ok());
-        let configs = vec!["mine".to_string()];
+        let configs = vec!["default".into(), "tuned".into(), "mine".to_string()];
         let err = FactorKind::Config.canonical("fast", &configs).unwrap_err();
         assert!(err.contains("default, tuned, mine"), "{err}");
     }

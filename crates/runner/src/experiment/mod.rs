@@ -9,7 +9,9 @@ pub(crate) mod factor;
 mod hosts;
 mod limits;
 mod raw;
+mod service;
 mod settings;
+mod setup;
 mod split;
 mod validate;
 
@@ -27,6 +29,7 @@ pub use cpus::{CpuChoice, CpuPlan, CpuPolicy, HelperChoice};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
 pub use hosts::Hosts;
+pub(crate) use setup::Setup;
 pub(crate) use split::StepSplit;
 pub(crate) use tare_deploy::{PlacementKind, TargetKind};
 
@@ -106,23 +109,25 @@ impl Experiment {
     }
 }
 
-/// The server under test.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The server under test, as `[target]` makes it.
+#[derive(Clone, Debug)]
 pub struct Target {
-    pub kind: TargetKind,
-    /// Server binary; `None`: the placement finds it.
-    pub binary: Option<PathBuf>,
-    /// Container image; `None`: the placement's default for this kind.
+    /// The target as a value: its recipe and every setting it owns (its
+    /// binary, port, protocol, variants, a user's command line).
+    pub server: tare_deploy::Target,
+    /// Container image; `None`: the image tare builds from the binary.
     pub image: Option<String>,
-    /// nginx-proxy's backend: the `tare` binary run as `tare serve`;
-    /// `None`: the running `tare`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend_binary: Option<PathBuf>,
     /// The user rootless Podman runs as; `None`: tare's own `tare-rootless`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rootless_user: Option<String>,
     /// Config variants, in file order; empty: the target's defaults.
     pub configs: Vec<ConfigVariant>,
+}
+
+impl Target {
+    /// Its recipe: what records name it by.
+    pub fn kind(&self) -> TargetKind {
+        self.server.kind
+    }
 }
 
 /// One named config of the target, its text read when the file is loaded
@@ -250,22 +255,29 @@ pub enum DeploymentPolicy {
 }
 
 /// One combination of factor levels.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
     /// `key=value` joined by `,` in the experiment's factor order.
     pub id: String,
-    /// The same levels, in order.
+    /// The same levels, in order, as their canonical text (what ids,
+    /// records and reports show).
     pub levels: Vec<(String, String)>,
+    /// The same levels typed, with the defaults of the factors the cell
+    /// does not name: what the runner deploys and loads.
+    pub setup: Setup,
 }
 
 impl Cell {
-    pub fn new(levels: Vec<(String, String)>) -> Cell {
+    /// A cell of canonical levels (`FactorKind::canonical`); `Err` when one
+    /// does not parse into its type.
+    pub fn new(levels: Vec<(String, String)>) -> Result<Cell, String> {
         let id = levels
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
-        Cell { id, levels }
+        let setup = Setup::of(&levels)?;
+        Ok(Cell { id, levels, setup })
     }
 
     /// The level of `kind`, or its default when the experiment does not vary it.
@@ -277,11 +289,9 @@ impl Cell {
             .or(kind.default_level())
     }
 
-    /// The cell's placement (its levels are checked, so the name is known).
+    /// The cell's placement.
     pub fn placement(&self) -> PlacementKind {
-        self.level(FactorKind::Placement)
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(PlacementKind::reference)
+        self.setup.placement
     }
 
     /// The load settings for this cell: the `connections` and `workload`
@@ -289,14 +299,13 @@ impl Cell {
     /// file was read).
     pub fn load_settings(&self, load: &LoadSettings) -> LoadSettings {
         let mut out = load.clone();
-        if let Some(c) = self
-            .level(FactorKind::Connections)
-            .and_then(|c| c.parse().ok())
-        {
+        if let Some(c) = self.setup.connections {
             out.shared.connections = c;
         }
         if let Some(t) = self
-            .level(FactorKind::Workload)
+            .setup
+            .workload
+            .as_deref()
             .and_then(|w| load.table.with_workload(w).ok())
         {
             out.table = t;

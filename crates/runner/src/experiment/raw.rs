@@ -67,7 +67,7 @@ pub(super) struct RawCpus {
 pub(super) struct RawTarget {
     pub kind: Spanned<String>,
     /// Server binary (nginx, postgres); default: found on PATH by the placement.
-    pub binary: Option<String>,
+    pub binary: Option<Spanned<String>>,
     /// Docker image for container placements.
     pub image: Option<String>,
     /// The user rootless Podman runs as (podman-rootless-* placements).
@@ -79,6 +79,26 @@ pub(super) struct RawTarget {
     pub host: Option<Spanned<String>>,
     #[serde(default)]
     pub configs: IndexMap<Spanned<String>, Spanned<RawConfig>>,
+    /// kind = "command": the program and its arguments, with placeholders
+    /// (`experiment::service`).
+    pub command: Option<Spanned<Vec<Spanned<String>>>>,
+    /// kind = "command": the load engine that speaks its protocol.
+    pub engine: Option<Spanned<String>>,
+    /// kind = "command": `tcp`, `http:/path` or `engine`.
+    pub ready: Option<Spanned<String>>,
+    /// kind = "command": how long it may take to answer first.
+    pub ready_timeout: Option<Spanned<String>>,
+    /// kind = "command": environment variables.
+    pub env: Option<Spanned<IndexMap<Spanned<String>, Spanned<String>>>>,
+    /// kind = "command": its working directory.
+    pub workdir: Option<Spanned<String>>,
+    /// kind = "command": the host's files (absolute) and the app's
+    /// (relative to this file) it needs in every placement.
+    pub files: Option<Spanned<Vec<Spanned<String>>>>,
+    /// kind = "command": the HTTP path load asks for.
+    pub path: Option<Spanned<String>>,
+    /// kind = "command": its port in a namespace of its own.
+    pub port: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

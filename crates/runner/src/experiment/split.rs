@@ -80,7 +80,7 @@ pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String>
                 ));
             }
         }
-        let new = Cell::new(ordered(levels, &exp.factors));
+        let new = Cell::new(ordered(levels, &exp.factors))?;
         if new.id != cell.id {
             renamed.push((cell.id.clone(), new.id.clone()));
             *cell = new;
@@ -121,7 +121,7 @@ pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String>
                     continue;
                 }
                 slot.1 = (*level).into();
-                let cell = Cell::new(levels.clone());
+                let cell = Cell::new(levels.clone())?;
                 at = match find(exp, &cell.id) {
                     Some(existing) => existing,
                     None => {

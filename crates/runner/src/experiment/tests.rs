@@ -98,6 +98,17 @@ fn mistakes_are_named_with_file_line_and_key() {
         ("too many cells", format!("{HEAD}[factors]\nconnections = [1,2,3,4,5,6,7,8,9]\ncpus = [1,2,3,4,5,6,7,8]\nplacement = [\"docker-host\", \"docker-bridge\", \"docker-publish\"]\nmemory = [\"1g\", \"2g\", \"3g\"]\n")),
         ("missing config file", "[target]\nkind = \"nginx\"\n[target.configs.mine]\nfile = \"no/such.conf\"\n[load]\n".into()),
         ("bad rootless user", "[target]\nkind = \"nginx\"\nrootless_user = \"-rf /\"\n[load]\n".into()),
+        ("another target's variant", "[target]\nkind = \"redis\"\n[factors]\nconfig = [\"default\", \"tuned\"]\n[load]\n".into()),
+        ("a config file for a target without one", "[target]\nkind = \"tare-serve\"\n[target.configs.mine]\ntext = \"x\"\n[load]\n".into()),
+        ("command without a command", "[target]\nkind = \"command\"\n[load]\n".into()),
+        ("unknown placeholder", "[target]\nkind = \"command\"\ncommand = [\"caddy\", \"--listen\", \":{prot}\"]\n[load]\n".into()),
+        ("command never told its port", "[target]\nkind = \"command\"\ncommand = [\"caddy\", \"run\"]\n[load]\n".into()),
+        ("command never told its socket", "[target]\nkind = \"command\"\ncommand = [\"caddy\", \"--listen\", \":{port}\"]\n[factors]\ntransport = [\"tcp\", \"unix\"]\n[load]\n".into()),
+        ("service engine tare has none of", "[target]\nkind = \"command\"\ncommand = [\"x\", \"{port}\"]\nengine = \"smtp\"\n[load]\n".into()),
+        ("bad readiness", "[target]\nkind = \"command\"\ncommand = [\"x\", \"{port}\"]\nready = \"http:health\"\n[load]\n".into()),
+        ("missing app file", "[target]\nkind = \"command\"\ncommand = [\"x\", \"{port}\"]\nfiles = [\"no/such/app.py\"]\n[load]\n".into()),
+        ("app file outside", "[target]\nkind = \"command\"\ncommand = [\"x\", \"{port}\"]\nfiles = [\"../x\"]\n[load]\n".into()),
+        ("service key on a built-in", "[target]\nkind = \"nginx\"\ncommand = [\"nginx\"]\n[load]\n".into()),
     ];
     let out: Vec<String> = cases
         .iter()
@@ -182,7 +193,8 @@ fn http_coalesce_is_checked_and_kept() {
 fn a_backend_binary_is_nginx_proxys_alone() {
     let proxy = "[target]\nkind = \"nginx-proxy\"\nbackend_binary = \"/opt/tare\"\n[load]\nduration = \"2s\"\n";
     let e = parse(proxy).unwrap();
-    assert_eq!(e.target.backend_binary, Some("/opt/tare".into()));
+    let backend = e.target.server.companion.as_ref().unwrap();
+    assert_eq!(backend.binary, Some("/opt/tare".into()));
     let err = parse(&proxy.replace("nginx-proxy", "nginx"))
         .unwrap_err()
         .to_string();
@@ -588,4 +600,42 @@ fn host_mistakes_are_named_at_their_line() {
     assert!(e.contains("load.slo"), "{e}");
     let e = with("[hosts.gen]\nssh = \"r@c\"\naddress = \"nope\"\n", "");
     assert!(e.contains("hosts.gen.address"), "{e}");
+}
+
+/// Regression: `config = "tuned"` for redis passed `--check` and failed in
+/// `prepare` reading a file named `tuned`, and redis's documented
+/// `appendonly` was refused: each target lists its own variants.
+#[test]
+fn redis_has_appendonly_and_not_tuned() {
+    let text =
+        "[target]\nkind = \"redis\"\n[factors]\nconfig = [\"default\", \"appendonly\"]\n[load]\n";
+    let e = parse(text).unwrap();
+    assert_eq!(e.cells[1].setup.config, "appendonly");
+    let err = parse(&text.replace("appendonly", "tuned"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("known: default, appendonly"), "{err}");
+}
+
+#[test]
+fn a_command_target_is_read_into_its_service() {
+    let text =
+        "[target]\nkind = \"command\"\ncommand = [\"/bin/sh\", \"-c\", \"exec x --port {port}\"]\n\
+                engine = \"redis\"\nready = \"tcp\"\nport = 7000\nenv = { HOME = \"{data}\" }\n\
+                files = [\"/etc/hostname\"]\n[load]\n";
+    let e = parse(text).unwrap();
+    let t = &e.target.server;
+    assert_eq!(t.name(), "command");
+    assert_eq!(t.engine(), "redis");
+    assert_eq!(e.load.engine.name(), "redis");
+    assert_eq!(t.port, 7000);
+    assert_eq!(t.ready, tare_deploy::Ready::Tcp);
+    assert_eq!(t.binary, Some("/bin/sh".into()));
+    let s = t.service.as_ref().unwrap();
+    assert_eq!(s.env, vec![("HOME".to_string(), "{data}".to_string())]);
+    assert_eq!(
+        s.system_files,
+        vec![std::path::PathBuf::from("/etc/hostname")]
+    );
+    assert_eq!(s.path, "/");
 }

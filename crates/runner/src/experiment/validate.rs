@@ -28,20 +28,21 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     super::limits::names(&loc, &raw)?;
 
     let target = target(&loc, &raw, configs)?;
-    // Declared variants, and the target's own named ones beyond default
-    // and tuned (the tool target's built-in jobs).
+    // The target's own variants, then the files [target.configs] declares.
     let config_names: Vec<String> = target
-        .configs
+        .server
+        .variants
         .iter()
-        .map(|c| c.name.clone())
-        .chain(target.kind.builtin_variants().iter().map(|v| v.to_string()))
+        .cloned()
+        .chain(target.configs.iter().map(|c| c.name.clone()))
         .collect();
     let (factors, cells) = cells(&loc, &raw, &config_names)?;
     super::limits::levels(&loc, &raw, &factors)?;
     check_cells_apply(&loc, &raw, &cells)?;
+    check_service_transport(&loc, &raw, &target, &cells)?;
     let no_load = Spanned::new(0..0, Default::default());
     let raw_load = raw.load.as_ref().unwrap_or(&no_load);
-    let load = load(&loc, raw_load, target.kind.engine(), target.kind.name())?;
+    let load = load(&loc, raw_load, target.server.engine(), target.server.name())?;
     check_workloads(&loc, &raw, &factors, &load)?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
@@ -100,6 +101,10 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
 }
 
 fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<Target> {
+    let base = match source {
+        ConfigSource::RelativeTo(dir) => dir.clone(),
+        ConfigSource::RunDir(_) => std::path::PathBuf::from("."),
+    };
     let t = raw.target.get_ref();
     let kind: TargetKind = t.kind.get_ref().parse().map_err(|_| {
         let names: Vec<&str> = TargetKind::all().map(TargetKind::name).collect();
@@ -113,6 +118,7 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
             ),
         )
     })?;
+    let mut server = kind.target();
     let mut configs = Vec::new();
     for (name, cfg) in &t.configs {
         let key = format!("target.configs.{}", name.get_ref());
@@ -140,15 +146,30 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
                 ))
             }
         };
+        if !server.config_files {
+            return Err(loc.error(
+                name.span(),
+                &key,
+                format!(
+                    "{kind} takes no config file; its variants: {}",
+                    server.variants.join(", ")
+                ),
+            ));
+        }
         configs.push(ConfigVariant {
             name: name.get_ref().clone(),
             text,
         });
     }
+    if let Some(b) = &t.binary {
+        server.binary = Some(b.get_ref().into());
+    }
     if let Some(b) = &t.backend_binary {
-        if !kind.has_companion() {
+        if let Some(c) = server.companion.as_mut() {
+            c.binary = Some(b.get_ref().into());
+        } else {
             let with: Vec<&str> = TargetKind::all()
-                .filter(|k| k.has_companion())
+                .filter(|k| k.target().companion.is_some())
                 .map(TargetKind::name)
                 .collect();
             return Err(loc.error(
@@ -180,11 +201,10 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
             ));
         }
     }
+    let server = super::service::apply(loc, t, server, &base)?;
     Ok(Target {
-        kind,
-        binary: t.binary.as_ref().map(Into::into),
+        server,
         image: t.image.clone(),
-        backend_binary: t.backend_binary.as_ref().map(|b| b.get_ref().into()),
         rootless_user: t.rootless_user.as_ref().map(|u| u.get_ref().clone()),
         configs,
     })
@@ -208,7 +228,8 @@ fn cells(loc: &Locator, raw: &RawExperiment, configs: &[String]) -> Result<(Fact
             let reference = PlacementKind::reference().name().to_string();
             Ok((
                 vec![(FactorKind::Placement, vec![reference.clone()])],
-                vec![Cell::new(vec![("placement".into(), reference)])],
+                vec![Cell::new(vec![("placement".into(), reference)])
+                    .map_err(|m| loc.error(0..0, "placement", m))?],
             ))
         }
     }
@@ -285,7 +306,10 @@ fn product(loc: &Locator, raw: &RawFactors, configs: &[String]) -> Result<(Facto
     // are one cell: native is not `storage=image` and `storage=volume`.
     let mut out: Vec<Cell> = Vec::new();
     for levels in cells {
-        let cell = Cell::new(applicable(levels));
+        let cell = Cell::new(applicable(levels)).map_err(|m| {
+            let span = raw.keys().next().map(|k| k.span()).unwrap_or(0..0);
+            loc.error(span, "factors", m)
+        })?;
         if !out.iter().any(|c| c.id == cell.id) {
             out.push(cell);
         }
@@ -321,7 +345,7 @@ fn product(loc: &Locator, raw: &RawFactors, configs: &[String]) -> Result<(Facto
 
 /// `levels` without the factors its placement does not take.
 fn applicable(levels: Vec<(String, String)>) -> Vec<(String, String)> {
-    let placement = Cell::new(levels.clone()).placement();
+    let placement = placement_of(&levels);
     levels
         .into_iter()
         .filter(|(name, _)| {
@@ -365,13 +389,12 @@ fn explicit(loc: &Locator, list: &RawCells, configs: &[String]) -> Result<(Facto
     // something other than the default, which `check_cells_apply` refuses.
     let mut cells: Vec<Cell> = Vec::new();
     for (i, (span, levels)) in parsed.into_iter().enumerate() {
-        let placement = Cell::new(
-            levels
+        let placement = placement_of(
+            &levels
                 .iter()
                 .map(|(k, l)| (k.name().to_string(), l.clone()))
-                .collect(),
-        )
-        .placement();
+                .collect::<Vec<_>>(),
+        );
         let mut full = Vec::new();
         for (kind, _) in &factors {
             let set = levels.iter().find(|(k, _)| k == kind);
@@ -397,7 +420,8 @@ fn explicit(loc: &Locator, list: &RawCells, configs: &[String]) -> Result<(Facto
             };
             full.push((kind.name().to_string(), level));
         }
-        let cell = Cell::new(full);
+        let cell =
+            Cell::new(full).map_err(|m| loc.error(span.clone(), &format!("cells[{i}]"), m))?;
         if cells.iter().any(|c| c.id == cell.id) {
             return Err(loc.error(
                 span,
@@ -411,6 +435,36 @@ fn explicit(loc: &Locator, list: &RawCells, configs: &[String]) -> Result<(Facto
         return Err(loc.error(list.span(), "cells", format!("more than {MAX_CELLS} cells")));
     }
     Ok((factors, cells))
+}
+
+/// The placement levels name (checked canonical), else the reference.
+fn placement_of(levels: &[(String, String)]) -> PlacementKind {
+    levels
+        .iter()
+        .find(|(k, _)| k == FactorKind::Placement.name())
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or_else(PlacementKind::reference)
+}
+
+/// A service is told where to listen on each transport its cells use: a
+/// command without `{socket}` cannot be a `transport = "unix"` cell.
+fn check_service_transport(
+    loc: &Locator,
+    raw: &RawExperiment,
+    target: &Target,
+    cells: &[Cell],
+) -> Result<()> {
+    let Some(service) = &target.server.service else {
+        return Ok(());
+    };
+    for cell in cells {
+        if let Err(m) = service.check(cell.setup.transport) {
+            let t = raw.target.get_ref();
+            let span = t.command.as_ref().map_or(raw.target.span(), |c| c.span());
+            return Err(loc.error(span, "target.command", format!("cell `{}`: {m}", cell.id)));
+        }
+    }
+    Ok(())
 }
 
 /// A factor that sets a deployment option needs a placement that honours
