@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
+# Last, whatever happened before: nothing the tests made may outlive them
+# (scripts/leftovers.sh lists what it finds and fails the suite).
+trap 'rc=$?; bash scripts/leftovers.sh || rc=1; exit $rc' EXIT
 # io_uring is tare's default wait: its tests must not skip quietly where
 # the kernel allows it.
 if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 0 ]; then

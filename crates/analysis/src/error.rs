@@ -16,12 +16,6 @@ pub enum AnalysisError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} line {line}: not a trial record: {reason}")]
-    BadTrial {
-        path: PathBuf,
-        line: usize,
-        reason: String,
-    },
     #[error(transparent)]
     Attribution(#[from] AttributionError),
 }

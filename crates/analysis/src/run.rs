@@ -2,12 +2,13 @@
 //! [`TrialRecord`] per line, appended as each trial ends), and beside it the
 //! runner's `plan.json`, `provenance.json` and `findings.json`.
 //!
-//! Reading is forgiving where an interrupted run leaves marks and strict
-//! where the data would be wrong: a truncated *last* line (the runner was
-//! killed mid-write) is skipped with a warning; a corrupt line *inside* the
-//! file is an error, because skipping it would silently drop a trial; a
-//! missing or unreadable side file is a warning, since the trials alone
-//! still make a report.
+//! Reading is forgiving where a run leaves marks, and says so: a truncated
+//! *last* line (the runner was killed mid-write) is skipped with a warning;
+//! a torn or corrupt line *inside* the file is skipped with a warning naming
+//! its line, so the trial it held is not dropped silently and every other
+//! trial still counts (one bad line never costs the whole run; `tare run
+//! --resume` measures that trial again); a missing or unreadable side file
+//! is a warning, since the trials alone still make a report.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -67,7 +68,7 @@ pub fn load_run(dir: impl AsRef<Path>) -> Result<Run, AnalysisError> {
     }
     let text = read(&trials_path)?;
     let mut warnings = Vec::new();
-    let trials = parse_trials(&text, &trials_path, &mut warnings)?;
+    let trials = parse_trials(&text, &mut warnings)?;
 
     let plan = side_file(dir, "plan.json", &mut warnings).and_then(|v| {
         serde_json::from_value::<PlanView>(v)
@@ -281,14 +282,10 @@ fn side_file(dir: &Path, name: &str, warnings: &mut Vec<String>) -> Option<serde
         .ok()
 }
 
-/// Parses JSON lines: blank lines are ignored, an unparsable last line is a
-/// warning, any other unparsable line an error; a (cell, trial) recorded
-/// twice keeps its later line (a resumed run re-measured it).
-fn parse_trials(
-    text: &str,
-    path: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<TrialRecord>, AnalysisError> {
+/// Parses JSON lines: blank lines are ignored, an unparsable line is a
+/// warning naming it (the last: incomplete; any other: torn); a (cell,
+/// trial) recorded twice keeps its later line (a resumed run re-measured it).
+fn parse_trials(text: &str, warnings: &mut Vec<String>) -> Result<Vec<TrialRecord>, AnalysisError> {
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -315,13 +312,9 @@ fn parse_trials(
             Err(e) if k + 1 == lines.len() => warnings.push(format!(
                 "trials.jsonl line {line} is incomplete (an interrupted run?); skipped: {e}"
             )),
-            Err(e) => {
-                return Err(AnalysisError::BadTrial {
-                    path: path.to_path_buf(),
-                    line: *line,
-                    reason: e.to_string(),
-                })
-            }
+            Err(e) => warnings.push(format!(
+                "trials.jsonl line {line} is torn (not a trial record: {e}); skipped, the other trials kept"
+            )),
         }
     }
     Ok(trials)

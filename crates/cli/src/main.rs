@@ -22,11 +22,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // One line, as every other error: clap's first line, then where to look.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("tare: {first} (see tare --help)");
+            eprintln!("tare: {}", usage_error(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -34,8 +30,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if broken_pipe(&err) => ExitCode::from(141),
         Err(err) => {
-            // One line, the chain joined: no backtrace, no panic.
-            eprintln!("tare: {err:#}");
+            eprintln!("tare: {}", one_line(&err));
             ExitCode::from(2)
         }
     }
@@ -76,4 +71,102 @@ fn quiet_panics() {
             eprintln!("tare: internal error (a bug, please report it): {msg}{at}");
         }
     }));
+}
+
+/// clap's error as one line, as every other error: its first paragraph
+/// (which, for a missing argument, is the message and the arguments'
+/// names on the lines after it), then where to look.
+fn usage_error(text: &str) -> String {
+    let first: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let first = first.join(" ");
+    let first = first.strip_prefix("error: ").unwrap_or(&first);
+    // `Usage: tare report [OPTIONS] <DIR>` names the subcommand to ask.
+    let command: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|u| {
+            u.split_whitespace()
+                .take_while(|w| !w.starts_with(['[', '<', '-']))
+                .collect()
+        })
+        .unwrap_or_default();
+    let command = if command.is_empty() {
+        "tare".to_string()
+    } else {
+        command.join(" ")
+    };
+    let first = if first.is_empty() {
+        "invalid arguments"
+    } else {
+        first
+    };
+    format!("{first} (see {command} --help)")
+}
+
+/// The error and its causes on one line, joined as anyhow's `{:#}` does,
+/// without a cause its message already holds (a `path: {source}` message
+/// whose source is that OS error would print it twice): no backtrace, no
+/// panic.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_argument_is_named() {
+        let clap = "error: the following required arguments were not provided:\n  <DIR>\n\nUsage: tare report <DIR>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_error(clap),
+            "the following required arguments were not provided: <DIR> (see tare report --help)"
+        );
+        assert_eq!(
+            usage_error("error: unexpected argument '-x' found\n\nUsage: tare [OPTIONS]\n"),
+            "unexpected argument '-x' found (see tare --help)"
+        );
+    }
+
+    #[test]
+    fn an_os_error_is_printed_once() {
+        /// As thiserror makes `#[error("/x: {source}")]`.
+        #[derive(Debug)]
+        struct Io {
+            source: std::io::Error,
+        }
+        impl std::fmt::Display for Io {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "/x: {}", self.source)
+            }
+        }
+        impl std::error::Error for Io {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let err = anyhow::Error::new(Io {
+            source: std::io::Error::from_raw_os_error(2),
+        })
+        .context("cannot start");
+        assert_eq!(
+            one_line(&err),
+            "cannot start: /x: No such file or directory (os error 2)"
+        );
+    }
 }

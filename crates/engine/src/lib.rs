@@ -22,6 +22,8 @@
 //!   "machine" tare's namespace lab built).
 //! - [`limits`]: open files, local ports and the listen backlog: raised,
 //!   checked before a run, and connections spread over source addresses.
+//! - [`bounds`]: the largest value of every setting a person types, one
+//!   definition each for the command line and experiment files.
 //! - [`load`]: [`Load`], the settings every engine shares, checked once.
 //! - `engine`: the [`Engine`] trait every load engine implements.
 //! - [`workers`]: worker threads started, gated and joined once for every
@@ -29,6 +31,7 @@
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
 //!   [`Engine`].
 
+pub mod bounds;
 pub mod child;
 mod clock;
 pub mod coalesce;

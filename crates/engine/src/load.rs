@@ -17,11 +17,8 @@ use crate::find_max::Slo;
 use crate::schedule::Arrivals;
 use crate::{Coalesce, IoMode};
 
-/// Most connections one run may open: beyond this a typo, not a test.
-pub const MAX_CONNECTIONS: usize = 1_000_000;
-/// Highest open-loop rate: a schedule this dense is already below the
-/// clock's useful resolution per thread.
-pub const MAX_RATE: f64 = 10_000_000.0;
+use crate::bounds::{self, duration_at_most};
+pub use crate::bounds::{MAX_CONNECTIONS, MAX_RATE};
 
 /// The shared settings of one load run.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,6 +165,12 @@ impl Load {
         if self.threads == 0 {
             return Err(LoadError::new(K::Threads, "must be at least 1"));
         }
+        if self.threads > bounds::MAX_THREADS {
+            return Err(LoadError::new(
+                K::Threads,
+                format!("must be at most {}", bounds::MAX_THREADS),
+            ));
+        }
         if self.connections == 0 {
             return Err(LoadError::new(K::Connections, "must be at least 1"));
         }
@@ -188,6 +191,18 @@ impl Load {
         }
         if self.timeout.is_zero() {
             return Err(LoadError::new(K::Timeout, "must be greater than zero"));
+        }
+        // Upper bounds (docs/experiments.md, "Limits"): the same whether
+        // the value came from a flag or an experiment file.
+        for (key, value, max) in [
+            (K::Duration, self.duration, bounds::MAX_DURATION),
+            (K::Warmup, Some(self.warmup), bounds::MAX_WARMUP),
+            (K::Ramp, Some(self.ramp), bounds::MAX_RAMP),
+            (K::Timeout, Some(self.timeout), bounds::MAX_TIMEOUT),
+        ] {
+            if let Some(d) = value {
+                duration_at_most(d, max).map_err(|m| LoadError::new(key, m))?;
+            }
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
@@ -313,6 +328,38 @@ mod tests {
             (closed(1, 0), LoadKey::Connections),
             (closed(4, 2), LoadKey::Connections),
             (closed(1, MAX_CONNECTIONS + 1), LoadKey::Connections),
+            (
+                closed(bounds::MAX_THREADS + 1, MAX_CONNECTIONS),
+                LoadKey::Threads,
+            ),
+            (
+                Load {
+                    duration: Some(Duration::from_secs(1_000_000 * 3600)),
+                    ..closed(1, 1)
+                },
+                LoadKey::Duration,
+            ),
+            (
+                Load {
+                    warmup: bounds::MAX_WARMUP + Duration::from_secs(1),
+                    ..closed(1, 1)
+                },
+                LoadKey::Warmup,
+            ),
+            (
+                Load {
+                    ramp: Duration::from_secs(1 << 40),
+                    ..closed(1, 1)
+                },
+                LoadKey::Ramp,
+            ),
+            (
+                Load {
+                    timeout: Duration::from_secs(86_400),
+                    ..closed(1, 1)
+                },
+                LoadKey::Timeout,
+            ),
             (
                 Load {
                     duration: Some(Duration::ZERO),

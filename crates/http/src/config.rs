@@ -64,6 +64,12 @@ impl HttpConfig {
             _ => {}
         }
         crate::request::check_method(&self.method).map_err(HttpError::Config)?;
+        if self.body.len() > tare_engine::bounds::MAX_BODY {
+            return Err(HttpError::Config(format!(
+                "--body must be at most {} bytes",
+                tare_engine::bounds::MAX_BODY
+            )));
+        }
         Ok(())
     }
 }

@@ -124,6 +124,18 @@ pub(crate) fn check_tables(tables: u32, table_size: u32) -> Result<(), MysqlErro
     if table_size == 0 {
         return Err(MysqlError::Config("--table-size must be at least 1".into()));
     }
+    // `prepare` writes every row (docs/experiments.md, "Limits").
+    use tare_engine::bounds::{MAX_TABLES, MAX_TABLE_SIZE};
+    if tables > MAX_TABLES {
+        return Err(MysqlError::Config(format!(
+            "--tables must be at most {MAX_TABLES}"
+        )));
+    }
+    if table_size > MAX_TABLE_SIZE {
+        return Err(MysqlError::Config(format!(
+            "--table-size must be at most {MAX_TABLE_SIZE}"
+        )));
+    }
     Ok(())
 }
 

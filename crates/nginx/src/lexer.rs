@@ -36,6 +36,7 @@ pub(crate) struct LexError {
 }
 
 /// All tokens of a file, then the error (if any) the stream ends with.
+#[cfg(test)]
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tokens {
     pub tokens: Vec<Token>,
@@ -88,51 +89,76 @@ impl Unit {
 }
 
 /// Universal newlines, escape pairing and line counting
-/// (`_iterescape` and `_iterlinecount`). A lone trailing backslash is dropped.
-fn units(text: &str) -> Vec<Unit> {
-    let text = text.replace("\r\n", "\n").replace('\r', "\n");
-    let mut out = Vec::with_capacity(text.len());
-    let mut chars = text.chars();
-    let mut line = 1;
-    while let Some(c) = chars.next() {
-        let escaped = if c == '\\' {
-            match chars.next() {
-                Some(e) => Some(e),
-                None => break,
+/// (`_iterescape` and `_iterlinecount`), one unit at a time: the text is
+/// never copied, so a file's tokens cost memory only while they are held.
+/// A lone trailing backslash is dropped.
+struct Units<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    line: u64,
+}
+
+impl Units<'_> {
+    /// The next character, `\r\n` and `\r` read as `\n`.
+    fn char(&mut self) -> Option<char> {
+        match self.chars.next()? {
+            '\r' => {
+                self.chars.next_if_eq(&'\n');
+                Some('\n')
             }
-        } else {
-            None
-        };
+            c => Some(c),
+        }
+    }
+}
+
+impl Iterator for Units<'_> {
+    type Item = Unit;
+
+    fn next(&mut self) -> Option<Unit> {
+        let c = self.char()?;
+        let escaped = if c == '\\' { Some(self.char()?) } else { None };
         let unit = Unit {
             first: c,
             escaped,
-            line,
+            line: self.line,
         };
-        let line_after = if unit.ends_line() { line + 1 } else { line };
-        out.push(Unit {
-            line: line_after,
+        if unit.ends_line() {
+            self.line += 1;
+        }
+        Some(Unit {
+            line: self.line,
             ..unit
-        });
-        line = line_after;
+        })
     }
-    out
 }
 
-struct Cursor {
-    units: Vec<Unit>,
-    pos: usize,
+/// The units of a text, with one unit of look-back (`unread`).
+struct Cursor<'a> {
+    units: Units<'a>,
+    last: Option<Unit>,
+    again: Option<Unit>,
 }
 
-impl Cursor {
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor {
+            units: Units {
+                chars: text.chars().peekable(),
+                line: 1,
+            },
+            last: None,
+            again: None,
+        }
+    }
     fn next(&mut self) -> Option<Unit> {
-        let u = self.units.get(self.pos).copied();
+        let u = self.again.take().or_else(|| self.units.next());
         if u.is_some() {
-            self.pos += 1;
+            self.last = u;
         }
         u
     }
+    /// Gives back the unit `next` returned last.
     fn unread(&mut self) {
-        self.pos -= 1;
+        self.again = self.last.take();
     }
 }
 
@@ -145,17 +171,21 @@ enum LuaEnd {
 }
 
 /// Tokenizes a whole file's text, then checks brace balance.
+#[cfg(test)]
 pub(crate) fn lex(text: &str) -> Tokens {
-    let (tokens, error) = lex_raw(text);
+    let mut tokens = Vec::new();
+    let error = lex_each(text, &mut |t| {
+        tokens.push(t);
+        true
+    });
     balance(tokens, error)
 }
 
-fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
-    let mut cur = Cursor {
-        units: units(text),
-        pos: 0,
-    };
-    let mut out: Vec<Token> = Vec::new();
+/// Tokenizes `text`, handing each token to `emit` as it is cut (`emit`
+/// returning `false` stops it there): the syntax error the stream ends
+/// with, if any. Brace balance is the caller's ([`Balance`]).
+pub(crate) fn lex_each(text: &str, emit: &mut dyn FnMut(Token) -> bool) -> Option<LexError> {
+    let mut cur = Cursor::new(text);
     let mut token = String::new();
     let mut token_line = 0;
     let mut next_is_directive = true;
@@ -164,7 +194,7 @@ fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
         () => {
             match cur.next() {
                 Some(u) => u,
-                None => return (out, None),
+                None => return None,
             }
         };
     }
@@ -175,11 +205,15 @@ fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
                 if !lua.is_empty() {
                     next_is_directive = true;
                 }
-                out.extend(lua);
+                for t in lua {
+                    if !emit(t) {
+                        return None;
+                    }
+                }
                 match end {
                     LuaEnd::Done => {}
-                    LuaEnd::Eof => return (out, None),
-                    LuaEnd::Error(e) => return (out, Some(e)),
+                    LuaEnd::Eof => return None,
+                    LuaEnd::Error(e) => return Some(e),
                 }
             } else {
                 next_is_directive = false;
@@ -190,11 +224,13 @@ fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
     while let Some(mut u) = cur.next() {
         if u.is_space() {
             if !token.is_empty() {
-                out.push(Token {
+                if !emit(Token {
                     text: token.clone(),
                     line: token_line,
                     quoted: false,
-                });
+                }) {
+                    return None;
+                }
                 after_token!(false);
                 token.clear();
             }
@@ -209,11 +245,13 @@ fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
                 u.push_to(&mut token);
                 u = next_or_end!();
             }
-            out.push(Token {
+            if !emit(Token {
                 text: std::mem::take(&mut token),
                 line,
                 quoted: false,
-            });
+            }) {
+                return None;
+            }
             continue;
         }
 
@@ -246,36 +284,42 @@ fn lex_raw(text: &str) -> (Vec<Token>, Option<LexError>) {
                 }
                 u = next_or_end!();
             }
-            out.push(Token {
+            if !emit(Token {
                 text: token.clone(),
                 line: token_line,
                 quoted: true,
-            });
+            }) {
+                return None;
+            }
             after_token!(true);
             token.clear();
             continue;
         }
 
         if u.is('{') || u.is('}') || u.is(';') {
-            if !token.is_empty() {
-                out.push(Token {
+            if !token.is_empty()
+                && !emit(Token {
                     text: std::mem::take(&mut token),
                     line: token_line,
                     quoted: false,
-                });
+                })
+            {
+                return None;
             }
-            out.push(Token {
+            if !emit(Token {
                 text: u.first.to_string(),
                 line: u.line,
                 quoted: false,
-            });
+            }) {
+                return None;
+            }
             next_is_directive = true;
             continue;
         }
 
         u.push_to(&mut token);
     }
-    (out, None)
+    None
 }
 
 /// The body of a `*_by_lua_block`, as one quoted token and a `;`
@@ -372,48 +416,61 @@ fn lex_lua(cur: &mut Cursor, directive: &str) -> (Vec<Token>, LuaEnd) {
     (out, LuaEnd::Eof)
 }
 
-/// `_balance_braces`: an unexpected `}` cuts the stream there; a missing `}` is
-/// reported after the last token, on its line.
-fn balance(tokens: Vec<Token>, error: Option<LexError>) -> Tokens {
-    let mut depth: i64 = 0;
-    for (i, t) in tokens.iter().enumerate() {
+/// `_balance_braces`, as tokens are pulled: an unexpected `}` ends the
+/// stream there with an error; a missing `}` is reported after the last
+/// token, on its line.
+#[derive(Default)]
+pub(crate) struct Balance {
+    depth: i64,
+    last_line: Option<u64>,
+}
+
+impl Balance {
+    /// The error `t` is, if it closes more blocks than were opened.
+    pub(crate) fn check(&mut self, t: &Token) -> Option<LexError> {
         if !t.quoted && t.text == "}" {
-            depth -= 1;
+            self.depth -= 1;
         } else if !t.quoted && t.text == "{" {
-            depth += 1;
+            self.depth += 1;
         }
-        if depth < 0 {
-            let error = LexError {
-                reason: "unexpected \"}\"".into(),
-                line: Some(t.line),
-                without_file: false,
-            };
-            let mut tokens = tokens;
-            tokens.truncate(i);
-            return Tokens {
-                tokens,
-                error: Some(error),
-            };
-        }
-    }
-    if error.is_some() {
-        return Tokens { tokens, error };
-    }
-    if depth > 0 {
-        let line = tokens.last().map(|t| t.line);
-        let error = LexError {
-            reason: "unexpected end of file, expecting \"}\"".into(),
-            line,
+        self.last_line = Some(t.line);
+        (self.depth < 0).then(|| LexError {
+            reason: "unexpected \"}\"".into(),
+            line: Some(t.line),
             without_file: false,
-        };
-        return Tokens {
-            tokens,
-            error: Some(error),
-        };
+        })
+    }
+
+    /// The error the stream ends with: the lexer's, else a block left open.
+    pub(crate) fn end(&self, error: Option<LexError>) -> Option<LexError> {
+        if error.is_some() {
+            return error;
+        }
+        (self.depth > 0).then(|| LexError {
+            reason: "unexpected end of file, expecting \"}\"".into(),
+            line: self.last_line,
+            without_file: false,
+        })
+    }
+}
+
+/// The whole stream, balanced (for tests).
+#[cfg(test)]
+fn balance(tokens: Vec<Token>, error: Option<LexError>) -> Tokens {
+    let mut b = Balance::default();
+    let mut out = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        if let Some(e) = b.check(&t) {
+            return Tokens {
+                tokens: out,
+                error: Some(e),
+            };
+        }
+        out.push(t);
     }
     Tokens {
-        tokens,
-        error: None,
+        tokens: out,
+        error: b.end(error),
     }
 }
 

@@ -11,6 +11,8 @@
 //! - [`glob`]: include patterns expanded as Python's `glob` does.
 //! - [`relocate`]: a parsed configuration moved to another directory before building.
 //! - [`retarget`]: a reverse proxy's upstreams pointed at another backend before building.
+//! - [`stream`]: `tare nginx parse`'s JSON and summary written as the files are
+//!   parsed, without the configuration in memory.
 //! - [`python`]: Python's `repr` and `json.dumps`, which crossplane's output inherits.
 //! - [`advise`]: the tuning lists of seeds 000 and 003 (docs/studies.md) as rules
 //!   over a parsed configuration, each with a machine-applicable [`advise::Change`].
@@ -26,6 +28,7 @@ mod payload;
 mod python;
 pub mod relocate;
 pub mod retarget;
+pub mod stream;
 
 pub use builder::{build, build_file, build_files, BuildOptions};
 pub use parser::{parse, parse_text, ParseOptions};

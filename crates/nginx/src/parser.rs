@@ -14,7 +14,9 @@ use std::io;
 
 use crate::analyzer::{self, Checks};
 use crate::glob;
-use crate::lexer::{self, Token, Tokens};
+use std::sync::mpsc;
+
+use crate::lexer::{self, Token};
 use crate::payload::{ConfigFile, FileError, Payload, PayloadError, Statement, Status};
 use crate::python;
 
@@ -92,11 +94,30 @@ fn located(reason: &str, file: &str, line: Option<u64>) -> String {
     }
 }
 
-/// The token stream of one file, failing where crossplane's generator raises.
+/// The token stream of one file, failing where crossplane's generator
+/// raises. The lexer runs on a thread of its own and hands tokens over in
+/// small batches as it cuts them, so a file's tokens are never all held at
+/// once: memory stays near the file's size whatever the file (50 MB of
+/// `{` once took 4.5 GB, docs/nginx.md).
 struct Stream {
-    tokens: std::vec::IntoIter<Token>,
-    error: Option<Fatal>,
+    batches: mpsc::Receiver<Lexed>,
+    batch: std::vec::IntoIter<Token>,
+    balance: lexer::Balance,
+    /// The file, named in errors.
+    path: String,
+    done: bool,
 }
+
+/// What the lexer's thread sends.
+enum Lexed {
+    Tokens(Vec<Token>),
+    /// The stream ended: with the lexer's error, if any.
+    End(Option<lexer::LexError>),
+}
+
+/// Tokens per batch, and batches in flight.
+const BATCH: usize = 512;
+const IN_FLIGHT: usize = 4;
 
 /// Why the stream gave no token.
 enum Stop {
@@ -106,35 +127,81 @@ enum Stop {
     End,
 }
 
-impl Stream {
-    fn open(path: &str) -> Result<Stream, Fatal> {
-        let bytes = fs::read(path).map_err(|e| Fatal {
-            error: os_error(&e, path),
-            line: None,
-        })?;
-        Ok(Stream::of_text(&String::from_utf8_lossy(&bytes), path))
-    }
+/// A file's text, read as crossplane reads it (UTF-8, U+FFFD for invalid
+/// bytes), copied only when it is not valid UTF-8.
+fn read_text(path: &str) -> Result<String, Fatal> {
+    let bytes = fs::read(path).map_err(|e| Fatal {
+        error: os_error(&e, path),
+        line: None,
+    })?;
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
 
-    /// The stream of `text`, read from `path` (named in its errors).
-    fn of_text(text: &str, path: &str) -> Stream {
-        let Tokens { tokens, error } = lexer::lex(text);
-        let error = error.map(|e| {
-            let file = if e.without_file { "None" } else { path };
-            Fatal {
-                error: located(&e.reason, file, e.line),
-                line: e.line,
+impl Stream {
+    /// The stream of `text`, read from `path` (named in its errors), its
+    /// lexer started on a thread of `scope`; it stops when the stream is
+    /// dropped.
+    fn spawn<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        text: &'scope str,
+        path: &str,
+    ) -> Stream {
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut open = true;
+            let error = lexer::lex_each(text, &mut |t| {
+                batch.push(t);
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    open = tx.send(Lexed::Tokens(full)).is_ok();
+                }
+                open
+            });
+            if open && tx.send(Lexed::Tokens(batch)).is_ok() {
+                let _ = tx.send(Lexed::End(error));
             }
         });
         Stream {
-            tokens: tokens.into_iter(),
-            error,
+            batches: rx,
+            batch: Vec::new().into_iter(),
+            balance: lexer::Balance::default(),
+            path: path.to_string(),
+            done: false,
+        }
+    }
+
+    fn fatal(&self, e: lexer::LexError) -> Fatal {
+        let file = if e.without_file { "None" } else { &self.path };
+        Fatal {
+            error: located(&e.reason, file, e.line),
+            line: e.line,
         }
     }
 
     fn next(&mut self) -> Result<Token, Stop> {
-        match self.tokens.next() {
-            Some(t) => Ok(t),
-            None => Err(self.error.take().map(Stop::Error).unwrap_or(Stop::End)),
+        loop {
+            if self.done {
+                return Err(Stop::End);
+            }
+            if let Some(t) = self.batch.next() {
+                if let Some(e) = self.balance.check(&t) {
+                    self.done = true;
+                    return Err(Stop::Error(self.fatal(e)));
+                }
+                return Ok(t);
+            }
+            match self.batches.recv() {
+                Ok(Lexed::Tokens(v)) => self.batch = v.into_iter(),
+                Ok(Lexed::End(error)) => {
+                    self.done = true;
+                    if let Some(e) = self.balance.end(error) {
+                        return Err(Stop::Error(self.fatal(e)));
+                    }
+                }
+                Err(_) => self.done = true,
+            }
         }
     }
 
@@ -151,15 +218,117 @@ impl Stream {
     }
 }
 
-struct Parser<'a> {
+/// Where the parser puts what it finds, as it finds it: the statements of
+/// each file in order (a block's statements between its `open` and
+/// `close`), and the errors. A [`Tree`] builds the [`Payload`]; the writers
+/// of `crate::stream` print crossplane's JSON from it without holding the
+/// configuration.
+pub(crate) trait Sink {
+    /// File `index` of the payload begins.
+    fn file(&mut self, index: usize, name: &str);
+    /// A statement of the current block; `opens`: its block's statements
+    /// follow, up to the matching `close`.
+    fn statement(&mut self, stmt: Statement, opens: bool);
+    fn close(&mut self);
+    /// An error of the file being parsed (`file` names it).
+    fn error(&mut self, file: &str, error: &str, line: Option<u64>);
+    /// An error ended the file: its statements are dropped (crossplane
+    /// leaves its `parsed` empty).
+    fn fatal(&mut self);
+}
+
+/// The [`Payload`], built in memory.
+#[derive(Default)]
+pub(crate) struct Tree {
+    payload: Payload,
+    /// The current file's errors; its statements, one list per open block.
+    errors: Vec<FileError>,
+    open: Vec<(Statement, Vec<Statement>)>,
+    parsed: Vec<Statement>,
+}
+
+impl Tree {
+    /// Ends the current file, if any.
+    fn end_file(&mut self) {
+        let Some(last) = self.payload.config.last_mut() else {
+            return;
+        };
+        last.status = if self.errors.is_empty() {
+            Status::Ok
+        } else {
+            Status::Failed
+        };
+        last.errors = std::mem::take(&mut self.errors);
+        last.parsed = std::mem::take(&mut self.parsed);
+        self.open.clear();
+    }
+
+    fn into_payload(mut self) -> Payload {
+        self.end_file();
+        self.payload
+    }
+}
+
+impl Sink for Tree {
+    fn file(&mut self, _index: usize, name: &str) {
+        self.end_file();
+        self.payload.config.push(ConfigFile {
+            file: name.to_string(),
+            status: Status::Ok,
+            errors: Vec::new(),
+            parsed: Vec::new(),
+        });
+    }
+    fn statement(&mut self, stmt: Statement, opens: bool) {
+        if opens {
+            self.open.push((stmt, Vec::new()));
+        } else {
+            match self.open.last_mut() {
+                Some((_, inner)) => inner.push(stmt),
+                None => self.parsed.push(stmt),
+            }
+        }
+    }
+    fn close(&mut self) {
+        if let Some((mut stmt, inner)) = self.open.pop() {
+            stmt.block = Some(inner);
+            self.statement(stmt, false);
+        }
+    }
+    fn error(&mut self, file: &str, error: &str, line: Option<u64>) {
+        self.errors.push(FileError {
+            error: error.to_string(),
+            line,
+        });
+        self.payload.status = Status::Failed;
+        self.payload.errors.push(PayloadError {
+            file: file.to_string(),
+            error: error.to_string(),
+            line,
+        });
+    }
+    fn fatal(&mut self) {
+        self.open.clear();
+        self.parsed.clear();
+    }
+}
+
+/// A file in the order it was first included, and the context it was
+/// included in.
+pub(crate) type Include = (String, Vec<String>);
+
+pub(crate) struct Parser<'a> {
     options: &'a ParseOptions,
     config_dir: String,
     /// `(file, context)` of every file to parse, in order; grows while parsing.
-    includes: Vec<(String, Vec<String>)>,
-    payload: Payload,
-    /// The file being parsed and its errors so far.
+    pub(crate) includes: Vec<Include>,
+    /// The main file's text, when given rather than read.
+    main_text: Option<&'a str>,
+    /// The file being parsed.
     file: String,
-    file_errors: Vec<FileError>,
+    /// Whether any error was found (the payload's status).
+    pub(crate) failed: bool,
+    sink: &'a mut dyn Sink,
 }
 
 /// Parses `path` and everything it includes.
@@ -177,66 +346,77 @@ pub fn parse_text(path: &str, text: &str, options: &ParseOptions) -> Payload {
 
 /// [`parse`], with the main file's text given (`Some`) or read from `path`.
 fn parse_from(path: &str, main_text: Option<&str>, options: &ParseOptions) -> Payload {
-    let (config_dir, _) = glob::split(path);
-    let mut p = Parser {
-        options,
-        config_dir: config_dir.to_string(),
-        includes: vec![(path.to_string(), Vec::new())],
-        payload: Payload::default(),
-        file: String::new(),
-        file_errors: Vec::new(),
-    };
-    let mut i = 0;
-    while i < p.includes.len() {
-        let (file, ctx) = p.includes[i].clone();
-        p.file = file.clone();
-        p.file_errors = Vec::new();
-        let stream = match main_text {
-            Some(text) if i == 0 => Ok(Stream::of_text(text, &file)),
-            _ => Stream::open(&file),
-        };
-        let parsed = match stream {
-            Ok(mut stream) => p.block(&mut stream, &ctx, false, 0),
-            Err(fatal) => Err(fatal),
-        };
-        let parsed = parsed.unwrap_or_else(|fatal| {
-            p.error(fatal.error, fatal.line);
-            Vec::new()
-        });
-        let status = if p.file_errors.is_empty() {
-            Status::Ok
-        } else {
-            Status::Failed
-        };
-        let errors = std::mem::take(&mut p.file_errors);
-        p.payload.config.push(ConfigFile {
-            file,
-            status,
-            errors,
-            parsed,
-        });
-        i += 1;
-    }
+    let mut tree = Tree::default();
+    let mut p = Parser::new(path, main_text, options, &mut tree);
+    p.parse_all();
+    let payload = tree.into_payload();
     if options.combine {
-        crate::combine::combine(p.payload)
+        crate::combine::combine(payload)
     } else {
-        p.payload
+        payload
+    }
+}
+
+impl<'a> Parser<'a> {
+    pub(crate) fn new(
+        path: &str,
+        main_text: Option<&'a str>,
+        options: &'a ParseOptions,
+        sink: &'a mut dyn Sink,
+    ) -> Self {
+        let (config_dir, _) = glob::split(path);
+        Parser {
+            options,
+            config_dir: config_dir.to_string(),
+            includes: vec![(path.to_string(), Vec::new())],
+            main_text,
+            file: String::new(),
+            failed: false,
+            sink,
+        }
+    }
+
+    /// Every file, the main one first, then each include as first met.
+    pub(crate) fn parse_all(&mut self) {
+        let mut i = 0;
+        while i < self.includes.len() {
+            self.parse_file(i);
+            i += 1;
+        }
+    }
+
+    /// Parses file `i` of `includes` into the sink.
+    pub(crate) fn parse_file(&mut self, i: usize) {
+        let (file, ctx) = self.includes[i].clone();
+        self.file = file.clone();
+        self.sink.file(i, &file);
+        let text = match self.main_text {
+            Some(text) if i == 0 => Ok(std::borrow::Cow::Borrowed(text)),
+            _ => read_text(&file).map(std::borrow::Cow::Owned),
+        };
+        let parsed = match &text {
+            Ok(text) => std::thread::scope(|scope| {
+                let mut stream = Stream::spawn(scope, text, &file);
+                self.block(&mut stream, &ctx, false, 0)
+            }),
+            Err(fatal) => Err(Fatal {
+                error: fatal.error.clone(),
+                line: fatal.line,
+            }),
+        };
+        drop(text);
+        if let Err(fatal) = parsed {
+            self.error(fatal.error, fatal.line);
+            self.sink.fatal();
+        }
     }
 }
 
 impl Parser<'_> {
     /// `_handle_error`.
     fn error(&mut self, error: String, line: Option<u64>) {
-        self.file_errors.push(FileError {
-            error: error.clone(),
-            line,
-        });
-        self.payload.status = Status::Failed;
-        self.payload.errors.push(PayloadError {
-            file: self.file.clone(),
-            error,
-            line,
-        });
+        self.failed = true;
+        self.sink.error(&self.file, &error, line);
     }
 
     /// `_parse`: the statements up to the `}` closing this block (or the end).
@@ -246,7 +426,7 @@ impl Parser<'_> {
         ctx: &[String],
         consume: bool,
         depth: usize,
-    ) -> Result<Vec<Statement>, Fatal> {
+    ) -> Result<(), Fatal> {
         if depth > MAX_NESTING {
             // crossplane dies of Python's recursion limit here; tare ends the file.
             return Err(Fatal {
@@ -254,7 +434,6 @@ impl Parser<'_> {
                 line: None,
             });
         }
-        let mut parsed = Vec::new();
         // crossplane's `fname`: the file being parsed, until an `include` in this
         // block rebinds it to the last file matched (its loop variable has the same
         // name); later statements of the block then carry that file in their error
@@ -263,7 +442,7 @@ impl Parser<'_> {
         loop {
             let tok = match s.next() {
                 Ok(t) => t,
-                Err(Stop::End) => return Ok(parsed),
+                Err(Stop::End) => return Ok(()),
                 Err(Stop::Error(f)) => return Err(f),
             };
             if tok.text == "}" && !tok.quoted {
@@ -286,7 +465,7 @@ impl Parser<'_> {
                 if self.options.comments {
                     stmt.directive = "#".into();
                     stmt.comment = Some(tok.text[1..].to_string());
-                    parsed.push(stmt);
+                    self.sink.statement(stmt, false);
                 }
                 continue;
             }
@@ -347,23 +526,28 @@ impl Parser<'_> {
                 stmt.includes = Some(indexes);
             }
 
+            let line = stmt.line;
             if opens_block {
                 let inner = analyzer::enter_block(&stmt.directive, ctx);
-                stmt.block = Some(self.block(s, &inner, false, depth + 1)?);
+                self.sink.statement(stmt, true);
+                self.block(s, &inner, false, depth + 1)?;
+                self.sink.close();
+            } else {
+                self.sink.statement(stmt, false);
             }
-
-            let line = stmt.line;
-            parsed.push(stmt);
             for comment in comments_in_args {
-                parsed.push(Statement {
-                    directive: "#".into(),
-                    line,
-                    comment: Some(comment),
-                    ..Statement::default()
-                });
+                self.sink.statement(
+                    Statement {
+                        directive: "#".into(),
+                        line,
+                        comment: Some(comment),
+                        ..Statement::default()
+                    },
+                    false,
+                );
             }
         }
-        Ok(parsed)
+        Ok(())
     }
 
     /// Resolves an `include`: the indexes of the files it names, queued for parsing

@@ -115,10 +115,26 @@ fn count(stmts: &[Statement]) -> usize {
         .sum()
 }
 
+impl PayloadError {
+    /// The error for people. crossplane's message for a statement still
+    /// open at the end of a file is empty (`str(StopIteration())`), and the
+    /// JSON keeps it so; a person is told what happened.
+    pub fn describe(&self) -> String {
+        if self.error.is_empty() {
+            format!(
+                "unexpected end of file, the last statement is not finished (no \";\" or \"{{\") in {}",
+                self.file
+            )
+        } else {
+            self.error.clone()
+        }
+    }
+}
+
 impl Payload {
     /// Every error of the payload, one line each, for people.
     pub fn error_lines(&self) -> Vec<String> {
-        self.errors.iter().map(|e| e.error.clone()).collect()
+        self.errors.iter().map(PayloadError::describe).collect()
     }
 
     /// A summary for people: each file read, its directive count and status,
@@ -137,7 +153,7 @@ impl Payload {
             ));
         }
         for e in &self.errors {
-            out.push_str(&format!("error: {}\n", e.error));
+            out.push_str(&format!("error: {}\n", e.describe()));
         }
         out.push_str(&format!(
             "{} files, {} errors\n",
@@ -145,5 +161,27 @@ impl Payload {
             self.errors.len()
         ));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{parse_text, ParseOptions};
+
+    /// Regression: an unfinished statement printed `error: ` and nothing
+    /// else; the JSON keeps crossplane's empty message.
+    #[test]
+    fn an_unfinished_statement_is_described() {
+        let p = parse_text(
+            "/nowhere/n.conf",
+            "events {}\nworker_processes 1\n",
+            &ParseOptions::default(),
+        );
+        assert_eq!(p.errors[0].error, "");
+        let text = p.to_text();
+        assert!(
+            text.contains("error: unexpected end of file, the last statement is not finished (no \";\" or \"{\") in /nowhere/n.conf\n"),
+            "{text}"
+        );
     }
 }

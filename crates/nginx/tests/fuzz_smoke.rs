@@ -5,10 +5,9 @@
 
 #[test]
 fn config_parser_and_builder_survive_bounded_fuzzing() {
-    fuzz("config", "seeds", 10);
+    tare_testbed::fuzz::run_within(env!("CARGO_MANIFEST_DIR"), "config", "seeds", 10, MEMORY_MB);
 }
 
-/// This crate's fuzz target `target` for `seconds` (`tare_testbed::fuzz::run`).
-fn fuzz(target: &str, seeds: &str, seconds: u32) {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), target, seeds, seconds);
-}
+/// The parser of a person's file runs within a memory limit: 384 MB for
+/// the process, 96 MB for one allocation (`tare_testbed::fuzz::run_within`).
+const MEMORY_MB: u32 = 384;

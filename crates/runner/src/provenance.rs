@@ -58,7 +58,7 @@ impl Provenance {
             tare_commit: option_env!("TARE_COMMIT")
                 .filter(|s| !s.is_empty())
                 .map(String::from),
-            command_line: std::env::args().collect(),
+            command_line: crate::provenance::command_line(),
             started_utc: now_utc(),
             hostname: hostname(),
             kernel: read_trim("/proc/sys/kernel/osrelease"),
@@ -74,6 +74,14 @@ impl Provenance {
             resumed: Vec::new(),
         }
     }
+}
+
+/// The command line as text: an argument that is not UTF-8 (a path) is
+/// recorded lossily, never a panic (`std::env::args` panics on one).
+pub fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 pub fn now_utc() -> String {

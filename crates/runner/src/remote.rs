@@ -93,7 +93,9 @@ impl Fleet {
             hosts: used.clone(),
         };
         let text = serde_json::to_vec_pretty(&file).map_err(ExecError::new)?;
-        std::fs::write(run_dir.join(HOSTS_FILE), text).map_err(ExecError::new)?;
+        crate::rundir::RunDir::at(run_dir.to_path_buf())
+            .write_file(HOSTS_FILE, &text)
+            .map_err(ExecError::new)?;
         let fleet = Fleet::install(hosts, &used, run_id, specs);
         if fleet.is_err() {
             // Nothing stays on the hosts already reached.

@@ -66,7 +66,11 @@ enum TrialEnd {
 impl Schedule<'_> {
     pub fn run(mut self) -> Result<Summary, RunDirError> {
         let t0 = Instant::now();
-        let mut records = self.dir.read_trials(true)?;
+        let mut torn = Vec::new();
+        let mut records = self.dir.read_trials_noting(true, &mut torn)?;
+        for note in &torn {
+            self.observer.note(note);
+        }
         let mut writer = self.dir.trials_writer()?;
         let mut next_order = records.iter().map(|r| r.order + 1).max().unwrap_or(0);
         let runnable = self.plan.runnable();

@@ -78,7 +78,7 @@ pub fn resume(path: &Path) -> Result<Session, SessionError> {
     let mut prov: Provenance = dir.read_json(PROVENANCE).unwrap_or_default();
     prov.resumed.push(Resume {
         started_utc: now_utc(),
-        command_line: std::env::args().collect(),
+        command_line: crate::provenance::command_line(),
         tare_version: env!("CARGO_PKG_VERSION").to_string(),
     });
     dir.write_json(PROVENANCE, &prov)?;

@@ -5,7 +5,13 @@
 
 #[test]
 fn experiment_parser_survives_bounded_fuzzing() {
-    fuzz("experiment", "seeds", 10);
+    tare_testbed::fuzz::run_within(
+        env!("CARGO_MANIFEST_DIR"),
+        "experiment",
+        "seeds",
+        10,
+        MEMORY_MB,
+    );
 }
 
 /// `tare_record::merge` of records as remote generators send them: fuzzed
@@ -14,6 +20,10 @@ fn experiment_parser_survives_bounded_fuzzing() {
 fn merging_remote_records_survives_bounded_fuzzing() {
     fuzz("merge", "merge-seeds", 5);
 }
+
+/// The parser of a person's file runs within a memory limit: 384 MB for
+/// the process, 96 MB for one allocation (`tare_testbed::fuzz::run_within`).
+const MEMORY_MB: u32 = 384;
 
 /// This crate's fuzz target `target` for `seconds` (`tare_testbed::fuzz::run`).
 fn fuzz(target: &str, seeds: &str, seconds: u32) {

@@ -23,8 +23,15 @@ pub fn user(name: &str) -> Option<(u32, u32, String)> {
 }
 
 /// `podman ARGS` as `name`, as tare runs it: stdout, or `None` on failure.
+/// Its runtime directory is made first, as tare makes it: run with a
+/// missing `XDG_RUNTIME_DIR`, Podman puts the store's run state in
+/// `/tmp/containers-user-UID` and `/tmp/podman-run-UID` and records that in
+/// the store, so every later `podman` of the user (tare's too) kept it
+/// there, and a removed user's state outlived it for the next user given
+/// its uid.
 pub fn podman_as(name: &str, args: &[&str]) -> Option<String> {
     let (uid, gid, home) = user(name)?;
+    runtime_dir(uid, gid);
     let out = Command::new("podman")
         .args(args)
         .uid(uid)
@@ -39,6 +46,18 @@ pub fn podman_as(name: &str, args: &[&str]) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `/run/user/UID`, the user's and private, as a login session makes it.
+fn runtime_dir(uid: u32, gid: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = format!("/run/user/{uid}");
+    if std::path::Path::new(&dir).is_dir() {
+        return;
+    }
+    let _ = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::os::unix::fs::chown(&dir, Some(uid), Some(gid)))
+        .and_then(|()| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)));
 }
 
 /// What `name` has in its Podman store and runs, as lines (`container X`,
@@ -151,7 +170,14 @@ impl Drop for TestUser {
                 let _ = Command::new("userdel")
                     .args(["--remove", &self.name])
                     .output();
-                let _ = std::fs::remove_dir_all(format!("/run/user/{uid}"));
+                // Podman's run state, wherever it was put (see `podman_as`).
+                for dir in [
+                    format!("/run/user/{uid}"),
+                    format!("/tmp/containers-user-{uid}"),
+                    format!("/tmp/podman-run-{uid}"),
+                ] {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
             }
         }
         if let Ok(text) = std::fs::read_to_string(RECORD) {

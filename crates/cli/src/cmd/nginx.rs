@@ -161,20 +161,32 @@ fn parse(a: ParseArgs) -> anyhow::Result<ExitCode> {
         combine: a.combine,
         ..ParseOptions::default()
     };
-    let payload = tare_nginx::parse(&a.file, &options);
+    // Written as the files are parsed, never held whole: memory stays near
+    // the largest file's size (docs/nginx.md, "Memory").
     let json = a.json || a.out.is_some() || a.indent.is_some();
-    let text = if json {
-        tare_nginx::to_json(&payload, a.indent) + "\n"
-    } else {
-        payload.to_text()
+    let write = |out: &mut dyn Write| -> std::io::Result<bool> {
+        let failed = if json {
+            let failed = tare_nginx::stream::write_json(&a.file, None, &options, a.indent, out)?;
+            out.write_all(b"\n")?;
+            failed
+        } else {
+            tare_nginx::stream::write_summary(&a.file, &options, out)?
+        };
+        out.flush()?;
+        Ok(failed)
     };
-    match &a.out {
+    let failed = match &a.out {
         Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            write(&mut std::io::BufWriter::new(file))
+                .with_context(|| format!("writing {}", path.display()))?
         }
-        None => std::io::stdout().write_all(text.as_bytes())?,
-    }
-    let failed = payload.status == tare_nginx::Status::Failed;
+        None => match write(&mut std::io::BufWriter::new(std::io::stdout().lock())) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => false,
+            r => r.context("writing to stdout")?,
+        },
+    };
     Ok(if failed && (a.check || !json) {
         ExitCode::from(1)
     } else {
@@ -237,7 +249,7 @@ fn advise_cmd(a: AdviseArgs) -> anyhow::Result<ExitCode> {
     let payload = tare_nginx::parse(&a.file, &ParseOptions::default());
     if payload.status == tare_nginx::Status::Failed {
         for e in &payload.errors {
-            eprintln!("tare: {}", e.error);
+            eprintln!("tare: {}", e.describe());
         }
         bail!("{} has errors; fix them before tuning", a.file);
     }

@@ -103,9 +103,15 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Box::new(Bars::new())
     };
-    let summary = session.run(exec.as_mut(), observer.as_mut(), &interrupt)?;
-    drop(observer);
     let dir = session.dir.path.display().to_string();
+    // A run that stops on an error (a full disk) keeps every trial it
+    // wrote: say how to go on once the cause is fixed.
+    let summary = session
+        .run(exec.as_mut(), observer.as_mut(), &interrupt)
+        .with_context(|| {
+            format!("the run stopped; its trials are kept: resume with `tare run --resume {dir}` once this is fixed")
+        })?;
+    drop(observer);
     if summary.outcome == Outcome::Interrupted {
         eprintln!(
             "tare run: interrupted; {} trials are on disk in {dir}\n  resume with: tare run --resume {dir}",
@@ -120,7 +126,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         summary.wall_time.as_secs_f64(),
         summary.load_time.as_secs_f64()
     );
-    report(&session)?;
+    report(&session).with_context(|| {
+        format!("the run is complete, its report is not: `tare report {dir}` makes it once this is fixed")
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

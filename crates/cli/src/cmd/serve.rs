@@ -42,6 +42,7 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    check(&args)?;
     let config = ServeConfig {
         listen: args.listen,
         unix: args.unix,
@@ -61,4 +62,28 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     server.wait();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bounds every setting a person types has (docs/experiments.md, "Limits").
+fn check(args: &ServeArgs) -> anyhow::Result<()> {
+    use tare_engine::bounds::{self, duration_at_most};
+    if !(1..=bounds::MAX_THREADS).contains(&args.threads) {
+        anyhow::bail!("--threads must be between 1 and {}", bounds::MAX_THREADS);
+    }
+    if args.body_size > bounds::MAX_BODY {
+        anyhow::bail!(
+            "--body-size must be at most {}",
+            bounds::show_bytes(bounds::MAX_BODY as u64)
+        );
+    }
+    for (flag, d) in [
+        ("--delay", Some(args.delay)),
+        ("--stall", Some(args.stall)),
+        ("--stall-every", args.stall_every),
+    ] {
+        if let Some(d) = d {
+            duration_at_most(d, bounds::MAX_PAUSE).map_err(|m| anyhow::anyhow!("{flag} {m}"))?;
+        }
+    }
+    Ok(())
 }

@@ -101,6 +101,7 @@ pub(crate) fn run(args: ToolArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ToolCommand::Run(a) => {
+            check(&a)?;
             let job = load_job(&a.job)?;
             let mut config = ToolConfig::new(Place::Local { job, dir: a.dir });
             config.load.duration = (!a.duration.is_zero()).then_some(a.duration);
@@ -185,4 +186,25 @@ fn fmt(v: f64) -> String {
     } else {
         format!("{v:.4}")
     }
+}
+
+/// The bounds `[load.tool]` has too (docs/experiments.md, "Limits").
+fn check(a: &ToolRunArgs) -> anyhow::Result<()> {
+    use tare_engine::bounds::{self, duration_at_most};
+    let size = a.size as u64;
+    if !(bounds::MIN_TOOL_FILE..=bounds::MAX_TOOL_FILE).contains(&size) {
+        anyhow::bail!(
+            "--size must be from {} to {}",
+            bounds::show_bytes(bounds::MIN_TOOL_FILE),
+            bounds::show_bytes(bounds::MAX_TOOL_FILE)
+        );
+    }
+    duration_at_most(a.duration, bounds::MAX_DURATION)
+        .map_err(|m| anyhow::anyhow!("--duration {m}"))?;
+    duration_at_most(a.limit, bounds::MAX_TOOL_LIMIT)
+        .map_err(|m| anyhow::anyhow!("--limit {m}"))?;
+    if !(1..=bounds::MAX_THREADS).contains(&a.threads) {
+        anyhow::bail!("--threads must be between 1 and {}", bounds::MAX_THREADS);
+    }
+    Ok(())
 }

@@ -58,6 +58,22 @@ pub(crate) fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     if args.trials < 2 {
         anyhow::bail!("--trials must be at least 2 (5 or more to ever be significant)");
     }
+    // The bounds an experiment file has (tune writes one per round), checked
+    // before anything runs (docs/experiments.md, "Limits").
+    use tare_engine::bounds::{self, duration_at_most};
+    if args.trials > bounds::MAX_TRIALS {
+        anyhow::bail!("--trials must be at most {}", bounds::MAX_TRIALS);
+    }
+    if args.rounds > bounds::MAX_TUNE_ROUNDS {
+        anyhow::bail!("--rounds must be at most {}", bounds::MAX_TUNE_ROUNDS);
+    }
+    for (flag, d, max) in [
+        ("--duration", args.duration, bounds::MAX_DURATION),
+        ("--warmup", args.warmup, bounds::MAX_WARMUP),
+        ("--cooldown", args.cooldown, bounds::MAX_COOLDOWN),
+    ] {
+        duration_at_most(d, max).map_err(|m| anyhow::anyhow!("{flag} {m}"))?;
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let stem = args
             .config

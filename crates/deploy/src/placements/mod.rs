@@ -24,6 +24,7 @@ mod native;
 pub(crate) mod podman;
 mod podman_bridge;
 mod podman_host;
+mod podman_orphans;
 mod podman_publish;
 pub(crate) mod podman_rootless;
 mod podman_rootless_pasta;

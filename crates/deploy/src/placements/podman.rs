@@ -84,6 +84,7 @@ impl Mechanism for Podman {
             return;
         }
         clean_labelled(&Cli::Rootful, "podman", report);
+        super::podman_orphans::clean(&Cli::Rootful, 0, "podman", report);
     }
 }
 
@@ -138,11 +139,29 @@ pub(super) enum Cli {
 }
 
 impl Cli {
+    /// `podman`, as root or as the rootless user, killed when the tare
+    /// thread that runs it dies: a `podman start` that outlives a killed
+    /// `tare run` races `tare cleanup`'s `podman rm` and can leave a
+    /// running container with no record (`podman_orphans`). Every `podman`
+    /// tare runs is waited for by the thread that started it.
     fn command(&self) -> Command {
-        match self {
+        use std::os::unix::process::CommandExt;
+        let mut c = match self {
             Cli::Rootful => Command::new("podman"),
             Cli::Rootless(u) => u.command("podman"),
+        };
+        // SAFETY: prctl is async-signal-safe; it runs in the child after
+        // fork (and after its uid change, which would clear it) and
+        // before exec.
+        unsafe {
+            c.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
+        c
     }
 
     /// Runs `podman ARGS`; its stdout, or an error with its last stderr line.

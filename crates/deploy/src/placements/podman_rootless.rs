@@ -208,7 +208,7 @@ impl Undo for Helper {
 
 /// TERM, a bounded wait, KILL: a process that is not our child, named by
 /// its identity so a reused pid is never signalled.
-fn stop(identity: &str) {
+pub(super) fn stop(identity: &str) {
     let Some(pid) = identity.split_once(':').and_then(|(p, _)| p.parse().ok()) else {
         return;
     };
@@ -237,6 +237,7 @@ fn clean_user(user: RootlessUser, report: &mut CleanupReport) {
     // serves nothing.
     let helpers = helpers_of(uid);
     clean_labelled(&cli, &who, report);
+    super::podman_orphans::clean(&cli, uid, &who, report);
     for (identity, name, args) in &helpers {
         if !name.starts_with("pas") {
             continue;

@@ -1,7 +1,8 @@
 //! Fuzzes the nginx configuration parser and what reads its output: any
 //! text (invalid UTF-8 becomes U+FFFD, as when a file is read) parses to a
 //! payload under every option set without panicking; the payload prints as
-//! crossplane JSON, retargets, relocates and gets advice; and building it
+//! crossplane JSON (and `tare nginx parse`'s streamed JSON is the same
+//! bytes), retargets, relocates and gets advice; and building it
 //! back to text is a fixed point: the built text parses and builds to
 //! itself.
 //!
@@ -59,7 +60,12 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     for (i, options) in options().iter().enumerate() {
         let payload = parse_text(PATH, &text, options);
-        let _ = tare_nginx::to_json(&payload, Some(2));
+        let json = tare_nginx::to_json(&payload, Some(2));
+        // `tare nginx parse` streams the same bytes without the payload.
+        let mut streamed = Vec::new();
+        tare_nginx::stream::write_json(PATH, Some(&text), options, Some(2), &mut streamed)
+            .expect("writing to memory");
+        assert_eq!(String::from_utf8_lossy(&streamed), json, "streamed JSON (options {i})");
         let _ = tare_nginx::is_proxy(&payload);
         let _ = tare_nginx::retarget(&payload, "127.0.0.1:8080");
         let _ = tare_nginx::relocate(&payload, "/nonexistent", "/elsewhere");

@@ -111,6 +111,15 @@ impl Engine for HttpEngine {
         }
         if let Some(b) = &raw.body {
             no_nul(loc, b, "load.http.body")?;
+            // The bound `tare http --body` has too.
+            let max = tare_engine::bounds::MAX_BODY;
+            if b.get_ref().len() > max {
+                return Err(loc.error(
+                    b.span(),
+                    "load.http.body",
+                    format!("must be at most {max} bytes"),
+                ));
+            }
         }
         if let Some(c) = &raw.coalesce {
             load.coalesce = c

@@ -22,6 +22,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tare_engine::bounds;
+
 use serde::{Deserialize, Serialize};
 use tare_engine::load::Load;
 use tare_mysql::admin::Admin;
@@ -116,12 +118,14 @@ impl Engine for MysqlEngine {
             },
             None => true,
         };
-        let int = |v: &Option<Spanned<i64>>, key: &str, default: u32| {
+        // The bounds `tare mysql --tables --table-size` has too.
+        let int = |v: &Option<Spanned<i64>>, key: &str, default: u32, max: u32| {
             v.as_ref().map_or(Ok(default), |v| {
                 let n = *v.get_ref();
-                u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
-                    loc.error(v.span(), key, format!("must be between 1 and {}", u32::MAX))
-                })
+                u32::try_from(n)
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| loc.error(v.span(), key, format!("must be between 1 and {max}")))
             })
         };
         let text = |v: &Option<Spanned<String>>, key: &str, default: &str| match v {
@@ -130,11 +134,12 @@ impl Engine for MysqlEngine {
         };
         Ok(Arc::new(MysqlTable {
             test: workload.name().into(),
-            tables: int(&raw.tables, "load.mysql.tables", 1)?,
+            tables: int(&raw.tables, "load.mysql.tables", 1, bounds::MAX_TABLES)?,
             table_size: int(
                 &raw.table_size,
                 "load.mysql.table_size",
                 tare_mysql::config::DEFAULT_TABLE_SIZE,
+                bounds::MAX_TABLE_SIZE,
             )?,
             protocol: if prepared { "prepared" } else { "text" }.into(),
             rand_type: rand.name().into(),

@@ -18,6 +18,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tare_engine::bounds;
+
 use serde::{Deserialize, Serialize};
 use tare_engine::load::Load;
 use tare_record::LoadResult;
@@ -86,12 +88,16 @@ impl Engine for ToolEngine {
         };
         if let Some(s) = &raw.size {
             let bytes = crate::experiment::factor::parse_bytes(s.get_ref())
-                .filter(|b| (4096..=1 << 40).contains(b))
+                .filter(|b| (bounds::MIN_TOOL_FILE..=bounds::MAX_TOOL_FILE).contains(b))
                 .ok_or_else(|| {
                     loc.error(
                         s.span(),
                         "load.tool.size",
-                        "must be a size from 4k to 1024g (e.g. 256m, 1g)",
+                        format!(
+                            "must be a size from {} to {} (e.g. 256m, 1g)",
+                            bounds::show_bytes(bounds::MIN_TOOL_FILE),
+                            bounds::show_bytes(bounds::MAX_TOOL_FILE)
+                        ),
                     )
                 })?;
             t.file_bytes = bytes;
@@ -105,12 +111,15 @@ impl Engine for ToolEngine {
         if let Some(l) = &raw.limit {
             let d = humantime::parse_duration(l.get_ref())
                 .ok()
-                .filter(|d| !d.is_zero() && d.as_secs() <= 86_400)
+                .filter(|d| !d.is_zero() && *d <= bounds::MAX_TOOL_LIMIT)
                 .ok_or_else(|| {
                     loc.error(
                         l.span(),
                         "load.tool.limit",
-                        "must be a duration up to 24h (e.g. 10m)",
+                        format!(
+                            "must be a duration up to {} (e.g. 10m)",
+                            bounds::show(bounds::MAX_TOOL_LIMIT)
+                        ),
                     )
                 })?;
             t.limit_s = d.as_secs_f64();

@@ -75,11 +75,14 @@ impl Locator<'_> {
             .find('\n')
             .map_or(self.text.len(), |i| start + i);
         let line = &self.text[line_start..line_end];
+        let message = err.message().trim().replace('\n', " ");
+        // A missing key is missing from a table, not from the line the
+        // table starts on: naming that line's key (`description`) misleads.
         let key = match line.split_once('=') {
+            _ if message.starts_with("missing field") => "",
             Some((k, _)) if !k.trim_start().starts_with('[') => k.trim().trim_matches('"'),
             _ => "",
         };
-        let message = err.message().trim().replace('\n', " ");
         self.error(span, key, message)
     }
 }

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use tare_deploy::{PlacementKind, SpecOption};
+use tare_engine::bounds;
 
 /// A factor the experiment file may vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -184,8 +185,11 @@ impl FactorKind {
             },
             FactorKind::VmCpus => match level.parse::<u32>() {
                 _ if level == "auto" => Ok(level.into()),
-                Ok(n) if (1..=256).contains(&n) => Ok(n.to_string()),
-                _ => Err(format!("`{level}` is not a vCPU count (1 to 256, or auto)")),
+                Ok(n) if (1..=bounds::MAX_VCPUS).contains(&n) => Ok(n.to_string()),
+                _ => Err(format!(
+                    "`{level}` is not a vCPU count (1 to {}, or auto)",
+                    bounds::MAX_VCPUS
+                )),
             },
             // The engine checks the words (`validate::check_workloads`);
             // here only the spelling a cell id can carry.
@@ -205,9 +209,13 @@ impl FactorKind {
                 }
             }
             FactorKind::VmMemory => match parse_bytes(level) {
-                Some(b) if (64 << 20..=1 << 40).contains(&b) => Ok(level.to_string()),
+                Some(b) if (bounds::MIN_GUEST_MEMORY..=bounds::MAX_GUEST_MEMORY).contains(&b) => {
+                    Ok(level.to_string())
+                }
                 _ => Err(format!(
-                    "`{level}` is not a guest memory size (64m to 1024g, e.g. 512m, 2g)"
+                    "`{level}` is not a guest memory size ({} to {}, e.g. 512m, 2g)",
+                    bounds::show_bytes(bounds::MIN_GUEST_MEMORY),
+                    bounds::show_bytes(bounds::MAX_GUEST_MEMORY)
                 )),
             },
             FactorKind::VmPin => match level {

@@ -143,7 +143,8 @@ pub(super) fn hosts(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -
         ))
     };
     let mut generators = Vec::new();
-    if let Some(list) = &raw.load.get_ref().hosts {
+    let load = raw.load.as_ref().map(|l| l.get_ref());
+    if let Some(list) = load.and_then(|l| l.hosts.as_ref()) {
         if list.get_ref().is_empty() {
             return Err(loc.error(
                 list.span(),
@@ -158,7 +159,7 @@ pub(super) fn hosts(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -
             }
             generators.push(name);
         }
-        if let Some(slo) = &raw.load.get_ref().slo {
+        if let Some(slo) = load.and_then(|l| l.slo.as_ref()) {
             return Err(loc.error(
                 slo.span(),
                 "load.slo",

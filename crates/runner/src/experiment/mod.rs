@@ -7,6 +7,7 @@ mod cpus;
 pub(crate) mod error;
 pub(crate) mod factor;
 mod hosts;
+mod limits;
 mod raw;
 mod service;
 mod settings;
@@ -76,7 +77,7 @@ pub enum ConfigSource {
 impl Experiment {
     /// Reads and checks an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ExperimentError::Read {
+        let text = limits::read_file(path).map_err(|cause| ExperimentError::Read {
             path: path.to_path_buf(),
             cause,
         })?;

@@ -22,7 +22,10 @@ pub(super) struct RawExperiment {
     pub factors: Option<Spanned<RawFactors>>,
     #[serde(default)]
     pub cells: Option<Spanned<Vec<Spanned<RawCell>>>>,
-    pub load: Spanned<RawLoad>,
+    /// Optional: absent, every shared setting and the engine's table take
+    /// their defaults (docs/experiments.md).
+    #[serde(default)]
+    pub load: Option<Spanned<RawLoad>>,
     #[serde(default)]
     pub trials: Option<Spanned<RawTrials>>,
     #[serde(default)]
@@ -111,7 +114,7 @@ pub(super) struct RawConfig {
 /// (`[load.http]`, read by `crate::engines`); any key that is neither is
 /// refused by `settings::load` with its line (so no `deny_unknown_fields`
 /// here: serde cannot know the registry).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(super) struct RawLoad {
     pub engine: Option<Spanned<String>>,
     pub threads: Option<Spanned<i64>>,

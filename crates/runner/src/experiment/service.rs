@@ -175,7 +175,8 @@ fn settings(loc: &Locator, t: &RawTarget, target: &mut Target) -> Result<()> {
     if let Some(r) = &t.ready_timeout {
         let d = humantime::parse_duration(r.get_ref())
             .ok()
-            .filter(|d| (Duration::from_millis(100)..=Duration::from_secs(3600)).contains(d))
+            // A readiness wait is a timeout (docs/experiments.md, "Limits").
+            .filter(|d| (Duration::from_millis(100)..=tare_engine::bounds::MAX_TIMEOUT).contains(d))
             .ok_or_else(|| {
                 loc.error(
                     r.span(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde::de::IgnoredAny;
+use tare_engine::bounds;
 use tare_engine::load::LoadKey;
 use toml::Spanned;
 
@@ -108,12 +109,23 @@ pub(super) fn load(
     let mut shared = engine.defaults();
     let mut spans = Spans::new(raw.span());
     if let Some(v) = &l.threads {
-        shared.threads = positive(loc, &l.threads, "load.threads", 1, 1024)? as usize;
+        shared.threads = positive(
+            loc,
+            &l.threads,
+            "load.threads",
+            1,
+            bounds::MAX_THREADS as u32,
+        )? as usize;
         spans.set(LoadKey::Threads, v.span(), "load.threads");
     }
     if let Some(v) = &l.connections {
-        shared.connections =
-            positive(loc, &l.connections, "load.connections", 1, 1_000_000)? as usize;
+        shared.connections = positive(
+            loc,
+            &l.connections,
+            "load.connections",
+            1,
+            bounds::MAX_CONNECTIONS as u32,
+        )? as usize;
         spans.set(LoadKey::Connections, v.span(), "load.connections");
     }
     let default_duration = shared.duration.unwrap_or(Duration::from_secs(3));
@@ -249,7 +261,7 @@ fn precision_target(raw: &RawFraction) -> Option<(f64, PrecisionUnit)> {
 pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<TrialPolicy> {
     let empty = RawTrials::default();
     let t = raw.map(|r| r.get_ref()).unwrap_or(&empty);
-    let count = positive(loc, &t.count, "trials.count", 3, 1000)?;
+    let count = positive(loc, &t.count, "trials.count", 3, bounds::MAX_TRIALS)?;
     let target = t
         .precision
         .as_ref()
@@ -282,13 +294,27 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
                 "is the time limit of trials.precision: set a precision too",
             ))
         }
-        (Some(_), Some(_)) => Some(duration(loc, &t.budget, "trials.budget", Duration::ZERO)?),
+        (Some(_), Some(_)) => {
+            let d = duration(loc, &t.budget, "trials.budget", Duration::ZERO)?;
+            let max = bounds::MAX_BUDGET;
+            Some(super::limits::duration(
+                loc,
+                &t.budget,
+                "trials.budget",
+                d,
+                max,
+            )?)
+        }
         (None, Some(_)) => Some(DEFAULT_BUDGET),
         (None, None) => None,
     };
     // With a precision, `max` is only a backstop: the budget ends the run.
-    let default_max = if precision.is_some() { 1000 } else { count };
-    let max = positive(loc, &t.max, "trials.max", default_max, 1000)?;
+    let default_max = if precision.is_some() {
+        bounds::MAX_TRIALS
+    } else {
+        count
+    };
+    let max = positive(loc, &t.max, "trials.max", default_max, bounds::MAX_TRIALS)?;
     if max < count {
         let span = t.max.as_ref().map(|m| m.span()).unwrap_or(0..0);
         return Err(loc.error(
@@ -348,11 +374,17 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
         precision,
         budget,
         seed,
-        cooldown: duration(
+        cooldown: super::limits::duration(
             loc,
             &t.cooldown,
             "trials.cooldown",
-            Duration::from_millis(500),
+            duration(
+                loc,
+                &t.cooldown,
+                "trials.cooldown",
+                Duration::from_millis(500),
+            )?,
+            bounds::MAX_COOLDOWN,
         )?,
         deployment,
         exclude_disturbed: t.exclude_disturbed.as_ref().is_some_and(|b| *b.get_ref()),

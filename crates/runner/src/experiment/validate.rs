@@ -17,15 +17,15 @@ use super::{
     Cell, ConfigSource, ConfigVariant, Experiment, Focus, PlacementKind, Target, TargetKind,
 };
 
-/// Most cells a file may declare: a product that explodes (5 factors of 5
-/// levels = 3125 cells) is almost always a mistake, and would run for days.
-const MAX_CELLS: usize = 512;
+use tare_engine::bounds::MAX_CELLS;
 
 type Result<T> = std::result::Result<T, ExperimentError>;
 
 pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Experiment> {
     let loc = Locator { file: path, text };
     let raw: RawExperiment = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
+    super::limits::cell_count(&loc, &raw)?;
+    super::limits::names(&loc, &raw)?;
 
     let target = target(&loc, &raw, configs)?;
     // The target's own variants, then the files [target.configs] declares.
@@ -37,14 +37,12 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
         .chain(target.configs.iter().map(|c| c.name.clone()))
         .collect();
     let (factors, cells) = cells(&loc, &raw, &config_names)?;
+    super::limits::levels(&loc, &raw, &factors)?;
     check_cells_apply(&loc, &raw, &cells)?;
     check_service_transport(&loc, &raw, &target, &cells)?;
-    let load = load(
-        &loc,
-        &raw.load,
-        target.server.engine(),
-        target.server.name(),
-    )?;
+    let no_load = Spanned::new(0..0, Default::default());
+    let raw_load = raw.load.as_ref().unwrap_or(&no_load);
+    let load = load(&loc, raw_load, target.server.engine(), target.server.name())?;
     check_workloads(&loc, &raw, &factors, &load)?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
@@ -131,7 +129,7 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
                     ConfigSource::RelativeTo(dir) => dir.join(file.get_ref()),
                     ConfigSource::RunDir(dir) => dir.join("configs").join(name.get_ref()),
                 };
-                std::fs::read_to_string(&p).map_err(|e| {
+                super::limits::read_file(&p).map_err(|e| {
                     loc.error(
                         file.span(),
                         &format!("{key}.file"),
