@@ -186,7 +186,7 @@ mod tests {
         super::super::parse_with_table("nginx", "http", table)
     }
 
-    /// Item 8 of issue 14: the experiment path silently dropped a malformed
+    /// Regression: the experiment path silently dropped a malformed
     /// header. Each mistake is now an error with file, line and key, found
     /// by tare http's own parser.
     #[test]
