@@ -117,7 +117,10 @@ fn prepare_run_json_cleanup_and_bad_input() {
     // The progress lines on stdout, as sysbench prints them, before the
     // statistics.
     let progress = stdout.find("[ 1s ] thds: 2 tps: ").expect(&stdout);
-    assert!(progress < stdout.find("SQL statistics:").unwrap(), "{stdout}");
+    assert!(
+        progress < stdout.find("SQL statistics:").unwrap(),
+        "{stdout}"
+    );
     assert!(stdout.contains("lat (ms,95%): "), "{stdout}");
 
     // --json: the common contract, exact statement counts, under each wait.
