@@ -128,7 +128,7 @@ impl Preparation<'_> {
         while left > 0 {
             let n = per.min(left);
             let mut args: Vec<&str> = vec!["LPUSH", "mylist"];
-            args.extend(std::iter::repeat(value.as_str()).take(n));
+            args.extend(std::iter::repeat_n(value.as_str(), n));
             expect_ok(s.command(&args)?, "LPUSH")?;
             left -= n;
         }

@@ -226,7 +226,7 @@ pub fn idle(
     // Bounded by the deadline, or by the user's Ctrl+C (redis-benchmark
     // waits forever).
     while !stop.load(std::sync::atomic::Ordering::Relaxed)
-        && !deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        && deadline.is_none_or(|d| std::time::Instant::now() < d)
     {
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
