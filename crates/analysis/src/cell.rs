@@ -108,14 +108,13 @@ impl CellStats {
     /// `None` when no trial of the cell succeeded (the report lists it as
     /// failed, with its errors).
     pub fn from_trials(cell: &str, trials: &[&TrialRecord]) -> Option<CellStats> {
-        let ok: Vec<_> = trials.iter().filter_map(|t| t.result.as_ref()).collect();
+        let ok: Vec<_> = trials.iter().filter_map(|t| t.usable()).collect();
         let failures = trials
             .iter()
-            .filter(|t| t.result.is_none())
+            .filter(|t| t.usable().is_none())
             .map(|t| {
-                t.error
-                    .clone()
-                    .unwrap_or_else(|| "no result recorded".into())
+                let why = t.error.as_deref().unwrap_or("nothing completed");
+                format!("#{}: {why}", t.trial)
             })
             .collect();
         let primary = ok.first().map(|r| r.primary());
@@ -172,7 +171,7 @@ impl CellStats {
             rounds: Some(
                 trials
                     .iter()
-                    .filter(|t| t.result.is_some())
+                    .filter(|t| t.usable().is_some())
                     .map(|t| t.trial)
                     .collect(),
             ),

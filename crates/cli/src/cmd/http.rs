@@ -92,5 +92,17 @@ pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    // Every response an error status measured an error page, not the
+    // service (docs/http.md, "Errors").
+    if result.errors.status == result.requests {
+        let codes: Vec<String> = (result.status_codes.iter())
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        eprintln!(
+            "tare: every response had an error status ({})",
+            codes.join(", ")
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
