@@ -26,6 +26,7 @@ mod connect;
 mod latency;
 pub mod merge;
 mod metrics;
+pub mod named;
 mod result;
 mod schedule;
 pub mod splitmix;
@@ -36,6 +37,7 @@ pub use connect::ConnectReport;
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use merge::GeneratorPart;
 pub use metrics::{Better, Metric, ToolDetails};
+pub use named::NamedResult;
 pub use result::{
     Errors, LoadResult, MysqlDetails, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary,
     RedisDetails, StatementLatency, Unit,

@@ -9,7 +9,16 @@
 //! body = "..."
 //! keepalive = true            # false: a new connection per request
 //! coalesce = "off"            # off, auto or a pause such as 100us (closed loop)
+//! urls = "urls/site.urls"     # a URL file (http_load's): its paths, drawn at random
+//! requests = "mix.toml"       # or a requests file: named requests drawn by weight
+//! seed = 1                    # the draws' seed (default: a fixed one)
 //! ```
+//!
+//! A mix's file is read when the experiment is, copied into the run
+//! directory (`inputs/load.http.urls`, `inputs/load.http.requests`) and
+//! hashed in the provenance; a resumed run reads the copy. A URL file's
+//! host part is replaced by each cell's address: only its paths and
+//! queries are sent (docs/http.md, "Request mixes").
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -17,6 +26,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::Coalesce;
+use tare_http::mix::{Mix, Named};
 use tare_http::request::{check_method, parse_header};
 use tare_http::{Http, HttpConfig, Target};
 use tare_record::LoadResult;
@@ -25,6 +35,7 @@ use toml::Spanned;
 use super::{experiment_defaults, measure, no_nul, table_of, Engine, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
+use crate::experiment::InputFile;
 
 pub(super) struct HttpEngine;
 
@@ -39,6 +50,9 @@ struct RawHttp {
     body: Option<Spanned<String>>,
     keepalive: Option<bool>,
     coalesce: Option<Spanned<String>>,
+    urls: Option<Spanned<String>>,
+    requests: Option<Spanned<String>>,
+    seed: Option<Spanned<i64>>,
 }
 
 /// `[load.http]`, checked.
@@ -53,6 +67,29 @@ struct HttpTable {
     body: Option<String>,
     /// `false`: a new connection per request (ab / http_load style).
     keepalive: bool,
+    /// A request mix (`urls` or `requests`), in place of `path`, `method`
+    /// and `body`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mix: Option<MixTable>,
+}
+
+/// `urls` or `requests`, read and checked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct MixTable {
+    /// `urls` or `requests`: the key it was given by.
+    from: &'static str,
+    /// The file as written, and its copy in the run directory.
+    #[serde(skip)]
+    input: InputFile,
+    file: String,
+    seed: u64,
+    /// The requests' names and weights (the file holds the rest).
+    #[serde(serialize_with = "names_of")]
+    requests: Vec<Named>,
+}
+
+fn names_of<S: serde::Serializer>(r: &[Named], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(r.iter().map(|n| format!("{} x{}", n.name, n.weight)))
 }
 
 impl Engine for HttpEngine {
@@ -128,14 +165,108 @@ impl Engine for HttpEngine {
                 .map_err(|e| loc.error(c.span(), "load.http.coalesce", e))?;
             spans.set(LoadKey::Coalesce, c.span(), "load.http.coalesce");
         }
+        let mix = mix_of(loc, &raw, &method, &headers)?;
         Ok(Arc::new(HttpTable {
             path,
             method,
             headers,
             body: raw.body.map(Spanned::into_inner),
             keepalive: raw.keepalive.unwrap_or(true),
+            mix,
         }))
     }
+}
+
+/// `urls` or `requests`: the file read (beside the experiment, or its
+/// run-directory copy when resuming) and parsed by `tare http`'s own
+/// parsers, so the command line and the file accept the same; each
+/// mistake an error at the key's line.
+fn mix_of(
+    loc: &Locator<'_>,
+    raw: &RawHttp,
+    method: &str,
+    headers: &[(String, String)],
+) -> Result<Option<MixTable>, ExperimentError> {
+    let (from, written) = match (&raw.urls, &raw.requests) {
+        (None, None) => {
+            if let Some(s) = &raw.seed {
+                return Err(loc.error(
+                    s.span(),
+                    "load.http.seed",
+                    "seeds a request mix: give `urls` or `requests` too",
+                ));
+            }
+            return Ok(None);
+        }
+        (Some(_), Some(r)) => {
+            return Err(loc.error(
+                r.span(),
+                "load.http.requests",
+                "give `urls` or `requests`, not both",
+            ))
+        }
+        (Some(u), None) => ("urls", u),
+        (None, Some(r)) => ("requests", r),
+    };
+    let key = format!("load.http.{from}");
+    let refuse = |span: Option<std::ops::Range<usize>>, what: &str| match span {
+        Some(span) => Err(loc.error(
+            span,
+            &key,
+            format!("a requests file names each request's {what}: leave `{what}` out"),
+        )),
+        None => Ok(()),
+    };
+    if from == "requests" {
+        refuse(raw.method.as_ref().map(|m| m.span()), "method")?;
+        refuse(raw.body.as_ref().map(|b| b.span()), "body")?;
+    }
+    if let Some(p) = &raw.path {
+        return Err(loc.error(
+            p.span(),
+            "load.http.path",
+            format!("`{from}` gives the paths: leave `path` out"),
+        ));
+    }
+    no_nul(loc, written, &key)?;
+    let copy = format!("inputs/{key}");
+    let path = loc.input_path(written.get_ref(), &copy);
+    let at = |e: String| loc.error(written.span(), &key, e);
+    let text = tare_http::mix::read(&path).map_err(at)?;
+    let body = raw.body.as_ref().map(|b| b.get_ref().as_bytes()).unwrap_or(b"");
+    let requests = if from == "urls" {
+        // The cell's address replaces the file's host: its paths are sent.
+        let file = tare_http::mix::parse_urls(&text)
+            .map_err(|e| at(format!("{}: {e}", path.display())))?;
+        file.mix(method, headers, body)
+    } else {
+        let mut r = tare_http::mix::parse_requests(&text)
+            .map_err(|e| at(format!("{}: {e}", path.display())))?;
+        for n in &mut r {
+            for (k, v) in headers {
+                if !n.headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
+                    n.headers.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        r
+    };
+    let seed = match &raw.seed {
+        None => tare_http::mix::DEFAULT_SEED,
+        Some(s) if *s.get_ref() >= 0 => *s.get_ref() as u64,
+        Some(s) => return Err(loc.error(s.span(), "load.http.seed", "must be 0 or more")),
+    };
+    Ok(Some(MixTable {
+        from,
+        input: InputFile {
+            name: copy,
+            written: written.get_ref().clone(),
+            text,
+        },
+        file: written.get_ref().clone(),
+        seed,
+        requests,
+    }))
 }
 
 fn as_lines<S: serde::Serializer>(headers: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
@@ -145,6 +276,10 @@ fn as_lines<S: serde::Serializer>(headers: &[(String, String)], s: S) -> Result<
 impl Table for HttpTable {
     fn snapshot(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn inputs(&self) -> Vec<InputFile> {
+        self.mix.iter().map(|m| m.input.clone()).collect()
     }
 
     fn run(
@@ -173,6 +308,10 @@ impl Table for HttpTable {
         cfg.headers = self.headers.clone();
         cfg.body = self.body.clone().unwrap_or_default().into_bytes();
         cfg.keepalive = self.keepalive;
+        cfg.mix = self.mix.as_ref().map(|m| Mix {
+            requests: m.requests.clone(),
+            seed: m.seed,
+        });
         cfg.progress = false;
         measure::<Http>(&cfg, stop)
     }
