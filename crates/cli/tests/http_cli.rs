@@ -438,3 +438,57 @@ fn bad_mix_files_are_one_line_each() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `tare run` with a URL file end to end, against a real nginx: every
+/// trial's record counts by path, the names add up to its requests, the
+/// run directory keeps the file and the provenance its hash, and the JSON,
+/// text and HTML reports show the names.
+#[test]
+fn an_experiment_with_a_url_file_records_and_reports_its_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = "http://127.0.0.1/index.html\nhttp://127.0.0.1/index.html\nhttp://127.0.0.1/\n/nowhere.html\n";
+    std::fs::write(dir.path().join("site.urls"), urls).unwrap();
+    let exp = dir.path().join("mix.toml");
+    std::fs::write(
+        &exp,
+        "[target]\nkind = \"nginx\"\n[factors]\nplacement = [\"native\"]\n\
+         [load]\nthreads = 1\nconnections = 4\nduration = \"500ms\"\nwarmup = \"100ms\"\n\
+         [load.http]\nurls = \"site.urls\"\n[trials]\ncount = 2\n",
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let out = tare(&["run", "-q", exp.to_str().unwrap(), "--out", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trials = std::fs::read_to_string(run.join("trials.jsonl")).unwrap();
+    let mut seen = 0;
+    for line in trials.lines() {
+        let t: serde_json::Value = serde_json::from_str(line).unwrap();
+        let r = &t["result"];
+        let names = r["by_name"].as_array().expect("by_name in every record");
+        let got: Vec<&str> = names.iter().map(|n| n["name"].as_str().unwrap()).collect();
+        assert_eq!(got, ["/index.html", "/", "/nowhere.html"]);
+        let sum: u64 = names.iter().map(|n| n["requests"].as_u64().unwrap()).sum();
+        assert_eq!(sum, r["requests"].as_u64().unwrap());
+        assert!(sum > 0);
+        // nginx serves one page: the missing one's 404s are its errors.
+        assert_eq!(
+            names[2]["errors"]["status"].as_u64().unwrap(),
+            names[2]["requests"].as_u64().unwrap()
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+    assert_eq!(std::fs::read_to_string(run.join("inputs/load.http.urls")).unwrap(), urls);
+    let prov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("provenance.json")).unwrap())
+            .unwrap();
+    let hash = prov["inputs"]["inputs/load.http.urls"].as_str().unwrap();
+    assert_eq!(hash.len(), 64);
+    assert!(prov["inputs"]["experiment.toml"].is_string());
+    let json = std::fs::read_to_string(run.join("report.json")).unwrap();
+    assert!(json.contains("\"by_name\"") && json.contains("/nowhere.html"), "{json}");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("Requests by name") && html.contains("/nowhere.html"));
+    let text = std::fs::read_to_string(run.join("report.txt")).unwrap();
+    assert!(text.contains("requests by name") && text.contains("/nowhere.html"), "{text}");
+}

@@ -362,4 +362,69 @@ mod tests {
         assert_eq!(snap["http"]["headers"][0], "X-A: 1");
         assert_eq!(snap["http"]["method"], "POST");
     }
+
+    /// An experiment in `dir` whose `[load.http]` is `table`.
+    fn parse_in(dir: &std::path::Path, table: &str) -> Result<Experiment, String> {
+        let text = format!(
+            "[target]\nkind = \"nginx\"\n[load]\nduration = \"2s\"\n[load.http]\n{table}"
+        );
+        Experiment::parse(
+            &text,
+            &dir.join("exp.toml"),
+            &crate::experiment::ConfigSource::RelativeTo(dir.to_path_buf()),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_mix_file_is_read_beside_the_experiment_and_kept_as_an_input() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("site.urls"), "http://x:1/a\n/b\n/a\n").unwrap();
+        let e = parse_in(dir.path(), "urls = \"site.urls\"\nseed = 3\n").unwrap();
+        let snap = e.load.snapshot();
+        assert_eq!(snap["http"]["mix"]["requests"][0], "/a x2");
+        assert_eq!(snap["http"]["mix"]["seed"], 3);
+        let inputs = e.load.table.inputs();
+        assert_eq!(inputs.len(), 1);
+        assert_eq!(inputs[0].name, "inputs/load.http.urls");
+        assert_eq!(inputs[0].text, "http://x:1/a\n/b\n/a\n");
+        // A resumed run reads the run directory's copy, not the original.
+        let run = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(run.path().join("inputs")).unwrap();
+        std::fs::write(run.path().join("inputs/load.http.urls"), "/c\n").unwrap();
+        let resumed = Experiment::parse(
+            &e.text,
+            &run.path().join("experiment.toml"),
+            &crate::experiment::ConfigSource::RunDir(run.path().to_path_buf()),
+        )
+        .unwrap();
+        assert_eq!(resumed.load.snapshot()["http"]["mix"]["requests"][0], "/c x1");
+    }
+
+    #[test]
+    fn mix_mistakes_are_errors_at_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("two.urls"), "http://a/x\nhttp://b/y\n").unwrap();
+        std::fs::write(d.join("empty.urls"), "").unwrap();
+        std::fs::write(d.join("zero.toml"), "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n").unwrap();
+        std::fs::write(d.join("ok.toml"), "[[request]]\nname = \"a\"\npath = \"/\"\n").unwrap();
+        for (table, key, says) in [
+            ("urls = \"missing.urls\"\n", "load.http.urls", "No such file"),
+            ("urls = \"empty.urls\"\n", "load.http.urls", "no URL"),
+            ("urls = \"two.urls\"\n", "load.http.urls", "line 2: names b"),
+            ("requests = \"zero.toml\"\n", "load.http.requests", "weight 0"),
+            ("requests = \"ok.toml\"\nmethod = \"POST\"\n", "load.http.requests", "leave `method` out"),
+            ("requests = \"ok.toml\"\nurls = \"two.urls\"\n", "load.http.requests", "not both"),
+            ("urls = \"empty.urls\"\npath = \"/x\"\n", "load.http.path", "leave `path` out"),
+            ("seed = 1\n", "load.http.seed", "give `urls` or `requests`"),
+            ("requests = \"ok.toml\"\nseed = -1\n", "load.http.seed", "0 or more"),
+        ] {
+            let e = parse_in(d, table).unwrap_err();
+            assert!(
+                e.contains(&format!("`{key}`")) && e.contains(says) && !e.contains('\n'),
+                "{table}: {e}"
+            );
+        }
+    }
 }
