@@ -88,6 +88,11 @@ pub struct CellStats {
     /// ([`CellStats::round_trip_us`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip_connections: Option<u64>,
+    /// A request mix's counts and latency by request name, added over the
+    /// successful trials (histograms merged, so percentiles are exact);
+    /// empty without a mix (docs/http.md, "Request mixes").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_name: Vec<tare_record::NamedResult>,
 }
 
 /// One secondary metric of a cell.
@@ -150,7 +155,17 @@ impl CellStats {
         let unit = primary
             .as_ref()
             .map_or(Unit::Requests.rate_label().to_string(), |p| p.unit.clone());
+        let mut by_name = Vec::new();
+        for r in &ok {
+            // An unreadable histogram (a damaged record) loses only the
+            // names' breakdown, never the cell.
+            if tare_record::named::add_named(&mut by_name, &r.by_name).is_err() {
+                by_name.clear();
+                break;
+            }
+        }
         Some(CellStats {
+            by_name,
             cell: cell.to_string(),
             factors: trials.first()?.factors.clone(),
             unit,

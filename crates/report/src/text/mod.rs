@@ -32,6 +32,10 @@ pub(crate) fn report(r: &Report) -> String {
         out.push_str(&m);
         out.push('\n');
     }
+    if let Some(m) = cells::names(r) {
+        out.push_str(&m);
+        out.push('\n');
+    }
     out.push_str(&waterfall::section(r, &mut notes));
     out.push('\n');
     if let Some(res) = &r.resources {
