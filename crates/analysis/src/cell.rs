@@ -314,10 +314,14 @@ mod tests {
 
     /// Regression: `tare report` computed attempts as requests + errors -
     /// errors.status, http's rule, for pg too: 900 ok + 100 failed showed
-    /// 11.1%, and a cell where every transaction failed showed 0%.
+    /// 11.1%, and a cell where every transaction failed showed 0% (now it
+    /// has no statistics at all: nothing completed, nothing measured).
     #[test]
     fn report_pg_error_rate_counts_failed_transactions_once() {
-        for (ok, failed, want) in [(900, 100, 0.10), (0, 1000, 1.0)] {
+        let none = pg_trials(0, 1000);
+        let refs: Vec<&TrialRecord> = none.iter().collect();
+        assert_eq!(CellStats::from_trials("c", &refs), None);
+        for (ok, failed, want) in [(900, 100, 0.10)] {
             let trials = pg_trials(ok, failed);
             let refs: Vec<&TrialRecord> = trials.iter().collect();
             let s = CellStats::from_trials("c", &refs).unwrap();

@@ -150,7 +150,7 @@ fn run_with_fault(
     let run_id = format!("r{tag}");
     let out = tmp.join(format!("faults-{tag}"));
     let exp = experiment(tmp, placement, policy, trials);
-    let mut run = Command::new(env!("CARGO_BIN_EXE_tare"))
+    let run = Command::new(env!("CARGO_BIN_EXE_tare"))
         .args(["run", "-q", "--out"])
         .arg(&out)
         .arg(&exp)
