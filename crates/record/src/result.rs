@@ -220,7 +220,6 @@ pub struct LoadResult {
     pub tare_version: String,
 }
 
-
 /// For `skip_serializing_if`: a count that was not recorded.
 pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0

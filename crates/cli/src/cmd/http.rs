@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use tare_engine::units::parse_duration;
-use tare_http::request::parse_header;
 use tare_http::mix::{self, Mix};
+use tare_http::request::parse_header;
 use tare_http::{Http, HttpConfig, Target};
 
 use super::load_args::{self, LoadArgs};

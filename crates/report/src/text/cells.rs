@@ -254,11 +254,16 @@ pub(super) fn names(r: &Report) -> Option<String> {
     if with.is_empty() {
         return None;
     }
-    let mut out = String::from("requests by name (all successful trials; latency p50 / p99)
-");
+    let mut out = String::from(
+        "requests by name (all successful trials; latency p50 / p99)
+",
+    );
     for c in with {
-        out.push_str(&format!("  {}
-", c.cell));
+        out.push_str(&format!(
+            "  {}
+",
+            c.cell
+        ));
         let width = c
             .by_name
             .iter()
