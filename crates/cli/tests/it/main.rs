@@ -4,25 +4,27 @@
 
 // Shared helpers, kept beside `it/` (tests/<helper>/mod.rs).
 #[path = "../../../pg/tests/pgserver/mod.rs"]
-mod pgserver;
-#[path = "../support/mod.rs"]
-mod support;
-
 mod cleanup;
 mod debug_mode;
 mod examples;
+mod faults;
 mod http_cli;
 mod messages;
 mod mysql_cli;
 mod net_cli;
+mod peer_redis_benchmark;
+mod peer_sysbench;
 mod pg_cli;
+mod pgserver;
 mod podman;
 mod proxy;
+mod readme;
 mod redis_cli;
 mod remote;
 mod remote_docker;
 mod service;
 mod starters;
+mod support;
 mod tool;
 mod tune_proxy;
 mod vm;
