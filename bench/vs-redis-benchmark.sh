@@ -12,7 +12,7 @@
 # default 2 s, which in a count-bounded run closes the connection for good.
 # Generator CPU is the kernel's rusage of the child process (getrusage
 # RUSAGE_CHILDREN), the same measure for both tools. Prints per-run numbers
-# and median ratios. Goals (issue 19): with the server the bottleneck,
+# and median ratios. Goals (bench/README.md): with the server the bottleneck,
 # requests/s ratio tare/redis-benchmark >= 1.0 and CPU per request ratio
 # <= 0.5; with -P 16 requests/s >= 1.0.
 #

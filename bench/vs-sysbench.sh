@@ -9,7 +9,7 @@
 # seconds of the same test against the same tables. Generator CPU is the
 # kernel's rusage of the child process (getrusage RUSAGE_CHILDREN), the
 # same measure for both tools. Prints per-run numbers and median ratios.
-# Goals (issue 21): transactions/s ratio tare/sysbench >= 1.0 and CPU per
+# Goals (bench/README.md): transactions/s ratio tare/sysbench >= 1.0 and CPU per
 # transaction ratio <= 0.6.
 #
 # WORKERS=N sets tare's worker threads (default: one per CPU and at least

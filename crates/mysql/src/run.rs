@@ -490,6 +490,7 @@ fn assemble(
             untimed_commands: untimed,
             server_version,
         }),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -355,6 +355,20 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
         super::emit::result(Some(json), &r, String::new)?;
     }
     let e = &r.errors;
+    // A run in which no transaction succeeded measured nothing: the
+    // server's error codes, and a non-zero exit (docs/mysql.md, "Errors").
+    if r.requests == 0 && e.status > 0 {
+        let codes: Vec<String> = (r.mysql.iter())
+            .flat_map(|d| &d.errors_by_code)
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        eprintln!(
+            "tare: error: every transaction failed ({}; errors by code: {})",
+            e.status,
+            codes.join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
     if e.read + e.write + e.timeout + e.connect > 0 {
         eprintln!(
             "tare: error: {} transactions lost with their connections, {} timed out ({}); the results above are incomplete",

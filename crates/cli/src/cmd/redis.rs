@@ -327,6 +327,29 @@ pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
         };
         super::emit::result(Some(json), &value, String::new)?;
     }
+    // A test in which no command succeeded measured nothing: its error
+    // replies by kind, and a non-zero exit (docs/redis.md, "Errors").
+    if let Some((title, r)) = results.iter().find(|(_, r)| r.requests == 0) {
+        let kinds = r
+            .redis
+            .as_ref()
+            .map(|d| {
+                let k: Vec<String> = (d.errors_by_kind.iter())
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                k.join(", ")
+            })
+            .unwrap_or_default();
+        let e = &r.errors;
+        eprintln!(
+            "tare: error: {title}: no command succeeded ({} error replies{}{}, {} connects failed)",
+            e.status,
+            if kinds.is_empty() { "" } else { ": " },
+            kinds,
+            e.connect
+        );
+        return Ok(ExitCode::from(2));
+    }
     let lost: u64 = results
         .iter()
         .map(|(_, r)| r.errors.total() - r.errors.status)
