@@ -777,7 +777,10 @@ mod tests {
         // Header, command, id, cursor, iterations, null bitmap, bound flag.
         let head = 4 + 1 + 4 + 1 + 4 + 1;
         assert_eq!(first[head], 1);
-        assert_eq!(&first[head + 1..head + 5], &[TYPE_LONGLONG, 0, TYPE_STRING, 0]);
+        assert_eq!(
+            &first[head + 1..head + 5],
+            &[TYPE_LONGLONG, 0, TYPE_STRING, 0]
+        );
         assert_eq!(next[head], 0);
         assert_eq!(&next[head + 1..], &first[head + 5..]);
         assert_eq!(next.len() + 4, first.len());
