@@ -570,6 +570,7 @@ fn assemble(
         primary: None,
         tool: None,
         generators: Vec::new(),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -29,6 +29,7 @@ mod judge;
 mod latency;
 pub mod merge;
 mod metrics;
+pub mod named;
 mod result;
 mod schedule;
 pub mod splitmix;
@@ -40,6 +41,7 @@ pub use judge::{judge, Failure};
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use merge::GeneratorPart;
 pub use metrics::{Better, Metric, ToolDetails};
+pub use named::NamedResult;
 pub use result::{
     Errors, LoadResult, MysqlDetails, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary,
     RedisDetails, StatementLatency, Unit,

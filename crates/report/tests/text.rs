@@ -177,7 +177,7 @@ fn skipped_cells_and_a_chain_around_them_are_explained() {
     );
 }
 
-/// Regression (issue 15, item 7): a chain whose two ends do not differ
+/// Regression: a chain whose two ends do not differ
 /// printed a share of the gap anyway (1032% [-3040%, 8954%] once). When
 /// the gap itself is not significant, no step gets a share.
 #[test]
@@ -216,7 +216,7 @@ fn shares_of_a_gap_that_is_not_there_are_not_printed() {
     assert!(text.contains("no step has a share of it"), "{text}");
 }
 
-/// Issue 15, item 6: a step whose two cells differ in a fact a split
+/// A step whose two cells differ in a fact a split
 /// measures (the findings' per-cell values say so) gets the suggestion;
 /// with the plan's split, the step is shown in parts instead, each part
 /// with its change, interval and share of the step, the placement's own

@@ -401,7 +401,7 @@ impl Schedule<'_> {
                 .map(Some)
                 .map_err(|e| format!("load: {e}"));
             rec.monitor = running.take_monitor();
-            // Noise is named in the record and kept (issue 15, item 4):
+            // Noise is named in the record and kept (docs/monitor.md, "Noise"):
             // analysis drops flagged trials only when asked.
             rec.disturbed = rec
                 .monitor

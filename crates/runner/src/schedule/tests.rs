@@ -579,7 +579,7 @@ fn monitor_with_steal(steal_s: f64) -> serde_json::Value {
     r.to_json()
 }
 
-/// Issue 15, item 4: a trial the monitor calls disturbed is flagged in its
+/// A trial the monitor calls disturbed is flagged in its
 /// record with the monitor's reasons and kept; clean and unmonitored
 /// trials carry no flag.
 #[test]
