@@ -126,7 +126,11 @@ fn compare_refuses_runs_that_are_not_comparable_unless_forced() {
     };
     let same = compare(&[&dir("a1"), &dir("a2")]);
     assert_eq!(same.status.code(), Some(0));
-    assert!(same.stderr.is_empty(), "{}", String::from_utf8_lossy(&same.stderr));
+    assert!(
+        same.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
     for (other, says) in [
         ("b", "different loads (connections 4 vs 8)"),
         ("real", "is a --debug-mode run"),
@@ -135,12 +139,18 @@ fn compare_refuses_runs_that_are_not_comparable_unless_forced() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains("are not comparable") && err.contains(says), "{err}");
+        assert!(
+            err.contains("are not comparable") && err.contains(says),
+            "{err}"
+        );
         assert!(out.stdout.is_empty());
         let forced = compare(&["--force", &dir("a1"), &dir(other)]);
         let err = String::from_utf8_lossy(&forced.stderr);
         assert_eq!(forced.status.code(), Some(0), "{err}");
-        assert!(err.contains("warning: compared anyway (--force)") && err.contains(says), "{err}");
+        assert!(
+            err.contains("warning: compared anyway (--force)") && err.contains(says),
+            "{err}"
+        );
         assert!(!forced.stdout.is_empty());
     }
 }

@@ -234,7 +234,9 @@ fn every_transaction_failing_exits_2_with_the_servers_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("every transaction failed (")
-            && err.contains("the server said: ERROR: syntax error at or near \"SELEC\" (SQLSTATE 42601)"),
+            && err.contains(
+                "the server said: ERROR: syntax error at or near \"SELEC\" (SQLSTATE 42601)"
+            ),
         "{err}"
     );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
