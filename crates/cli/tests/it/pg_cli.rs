@@ -211,3 +211,46 @@ fn find_max_prints_the_table_and_writes_the_search() {
     assert_eq!(value["bracket"].as_array().unwrap().len(), 2);
     assert_eq!(value["best"]["engine"], "pg");
 }
+
+/// A script whose every transaction fails measured nothing: the results,
+/// then one line with the server's own words, and exit status 2 (as
+/// pgbench exits 2); the JSON keeps the first failure too.
+#[test]
+fn every_transaction_failing_exits_2_with_the_servers_error() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = PgServer::start("");
+    let file = script(&server, "typo.sql", "SELEC 1;\n");
+    let json = server.dir.join("typo.json");
+    let mut args: Vec<String> = vec!["pg".into()];
+    args.extend(conn(&server));
+    for a in ["-f", &file, "-c", "2", "-T", "1", "--json"] {
+        args.push(a.into());
+    }
+    args.push(json.display().to_string());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tare(&refs);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("every transaction failed (")
+            && err.contains(
+                "the server said: ERROR: syntax error at or near \"SELEC\" (SQLSTATE 42601)"
+            ),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["requests"], 0);
+    assert!(
+        v["pg"]["first_failure"].as_str().unwrap().contains("SELEC"),
+        "{v}"
+    );
+    let ok = script(&server, "ok.sql", "select 1;\n");
+    let mut args: Vec<String> = vec!["pg".into()];
+    args.extend(conn(&server));
+    for a in ["-f", &ok, "-c", "2", "-T", "1"] {
+        args.push(a.into());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tare(&refs);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
