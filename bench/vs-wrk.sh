@@ -4,7 +4,7 @@
 # nginx (Debian's, one worker, access_log off) pinned to CPU 1; the generator
 # pinned to CPU 0; 1 thread, 50 connections; ROUNDS interleaved runs of each
 # tool (wrk, tare, wrk, tare, ...). Prints per-run numbers and the median
-# ratios tare/wrk. Goals (issue 2): rps ratio >= 1.0, CPU/request ratio <= 0.8.
+# ratios tare/wrk. Goals (bench/README.md): rps ratio >= 1.0, CPU/request ratio <= 0.8.
 # tare runs with its default wait (io_uring where the kernel allows it); also
 # with --io epoll (the fallback), with batched wake-ups (--coalesce $COALESCE,
 # opt-in: a little think time per request, none of it visible in latency;

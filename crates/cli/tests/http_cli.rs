@@ -370,12 +370,18 @@ fn a_url_file_alone_is_the_target_and_its_names_are_shown() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let names = v["by_name"].as_array().unwrap();
     assert_eq!(names.len(), 2);
-    assert_eq!((names[0]["name"].as_str(), names[0]["weight"].as_u64()), (Some("/a"), Some(2)));
+    assert_eq!(
+        (names[0]["name"].as_str(), names[0]["weight"].as_u64()),
+        (Some("/a"), Some(2))
+    );
     let sum: u64 = names.iter().map(|n| n["requests"].as_u64().unwrap()).sum();
     assert_eq!(sum, v["requests"].as_u64().unwrap());
     let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json-schema.json"))
-            .unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/json-schema.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
@@ -405,27 +411,52 @@ fn bad_mix_files_are_one_line_each() {
         .unwrap();
     let missing = dir.path().join("missing.urls");
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["--urls".into(), missing.display().to_string()], "No such file"),
-        (vec!["--urls".into(), file("empty.urls", "")], "no URL in it"),
         (
-            vec!["--urls".into(), file("other.urls", "http://127.0.0.1:1/x\n"), url.clone()],
+            vec!["--urls".into(), missing.display().to_string()],
+            "No such file",
+        ),
+        (
+            vec!["--urls".into(), file("empty.urls", "")],
+            "no URL in it",
+        ),
+        (
+            vec![
+                "--urls".into(),
+                file("other.urls", "http://127.0.0.1:1/x\n"),
+                url.clone(),
+            ],
             "not the target",
         ),
         (
-            vec!["--urls".into(), file("two.urls", "http://127.0.0.1:1/x\nhttp://127.0.0.2:1/y\n")],
+            vec![
+                "--urls".into(),
+                file("two.urls", "http://127.0.0.1:1/x\nhttp://127.0.0.2:1/y\n"),
+            ],
             "line 2: names 127.0.0.2:1",
         ),
-        (vec!["--urls".into(), file("bad.urls", "/ok\nhttps://x/\n")], "line 2"),
+        (
+            vec!["--urls".into(), file("bad.urls", "/ok\nhttps://x/\n")],
+            "line 2",
+        ),
         (
             vec![
                 "--requests-file".into(),
-                file("zero.toml", "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n"),
+                file(
+                    "zero.toml",
+                    "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n",
+                ),
                 url.clone(),
             ],
             "weight 0",
         ),
-        (vec!["--urls".into(), huge.display().to_string()], "larger than 16m"),
-        (vec!["--requests-file".into(), file("none.toml", ""), url.clone()], "no [[request]]"),
+        (
+            vec!["--urls".into(), huge.display().to_string()],
+            "larger than 16m",
+        ),
+        (
+            vec!["--requests-file".into(), file("none.toml", ""), url.clone()],
+            "no [[request]]",
+        ),
     ];
     for (extra, says) in cases {
         let mut args = vec!["http".to_string(), "-d300ms".into()];
@@ -457,7 +488,13 @@ fn an_experiment_with_a_url_file_records_and_reports_its_names() {
     )
     .unwrap();
     let run = dir.path().join("run");
-    let out = tare(&["run", "-q", exp.to_str().unwrap(), "--out", run.to_str().unwrap()]);
+    let out = tare(&[
+        "run",
+        "-q",
+        exp.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let trials = std::fs::read_to_string(run.join("trials.jsonl")).unwrap();
     let mut seen = 0;
@@ -478,7 +515,10 @@ fn an_experiment_with_a_url_file_records_and_reports_its_names() {
         seen += 1;
     }
     assert_eq!(seen, 2);
-    assert_eq!(std::fs::read_to_string(run.join("inputs/load.http.urls")).unwrap(), urls);
+    assert_eq!(
+        std::fs::read_to_string(run.join("inputs/load.http.urls")).unwrap(),
+        urls
+    );
     let prov: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("provenance.json")).unwrap())
             .unwrap();
@@ -486,9 +526,15 @@ fn an_experiment_with_a_url_file_records_and_reports_its_names() {
     assert_eq!(hash.len(), 64);
     assert!(prov["inputs"]["experiment.toml"].is_string());
     let json = std::fs::read_to_string(run.join("report.json")).unwrap();
-    assert!(json.contains("\"by_name\"") && json.contains("/nowhere.html"), "{json}");
+    assert!(
+        json.contains("\"by_name\"") && json.contains("/nowhere.html"),
+        "{json}"
+    );
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(html.contains("Requests by name") && html.contains("/nowhere.html"));
     let text = std::fs::read_to_string(run.join("report.txt")).unwrap();
-    assert!(text.contains("requests by name") && text.contains("/nowhere.html"), "{text}");
+    assert!(
+        text.contains("requests by name") && text.contains("/nowhere.html"),
+        "{text}"
+    );
 }

@@ -92,8 +92,7 @@ pub fn parse_urls(text: &str) -> Result<UrlFile, String> {
             check_path(line).map_err(|e| format!("line {n}: {e}"))?;
             line.to_string()
         } else {
-            let (authority, _, _, path) =
-                split_url(line).map_err(|e| format!("line {n}: {e}"))?;
+            let (authority, _, _, path) = split_url(line).map_err(|e| format!("line {n}: {e}"))?;
             let authority = authority.to_ascii_lowercase();
             match &file.server {
                 None => {
@@ -114,9 +113,7 @@ pub fn parse_urls(text: &str) -> Result<UrlFile, String> {
             Some(&i) => file.paths[i].1 += 1,
             None => {
                 if file.paths.len() == MAX_REQUESTS {
-                    return Err(format!(
-                        "line {n}: more than {MAX_REQUESTS} distinct URLs"
-                    ));
+                    return Err(format!("line {n}: more than {MAX_REQUESTS} distinct URLs"));
                 }
                 index.insert(path.clone(), file.paths.len());
                 file.paths.push((path, 1));

@@ -79,10 +79,22 @@ fn url_file_counts_per_path_equal_access_log_lines() {
     let share = |p: &str| {
         r.by_name.iter().find(|n| n.name == p).unwrap().requests as f64 / r.requests as f64
     };
-    assert!((0.3..0.5).contains(&share("/a.html")), "{}", share("/a.html"));
-    assert!((0.12..0.28).contains(&share("/b.html")), "{}", share("/b.html"));
+    assert!(
+        (0.3..0.5).contains(&share("/a.html")),
+        "{}",
+        share("/a.html")
+    );
+    assert!(
+        (0.12..0.28).contains(&share("/b.html")),
+        "{}",
+        share("/b.html")
+    );
     // The missing page's 404s are its errors, and only its.
-    let missing = r.by_name.iter().find(|n| n.name == "/missing.html").unwrap();
+    let missing = r
+        .by_name
+        .iter()
+        .find(|n| n.name == "/missing.html")
+        .unwrap();
     assert_eq!(missing.errors.status, missing.requests);
     assert_eq!(r.errors.status, missing.requests);
     assert_eq!(r.errors.total(), missing.requests, "{:?}", r.errors);
@@ -111,7 +123,10 @@ fn requests_file_names_add_up_to_the_total_and_to_the_log() {
     );
     let mut errors = tare_record::Errors::default();
     r.by_name.iter().for_each(|n| errors.add(&n.errors));
-    assert_eq!(errors, r.errors, "no connect error: the names hold them all");
+    assert_eq!(
+        errors, r.errors,
+        "no connect error: the names hold them all"
+    );
     assert_names_match_log(&r, &log);
     // nginx refuses POST to a file (405): that name's errors, no other's.
     let by = |n: &str| r.by_name.iter().find(|x| x.name == n).unwrap();

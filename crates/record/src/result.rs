@@ -220,7 +220,6 @@ pub struct LoadResult {
     pub tare_version: String,
 }
 
-
 /// For `skip_serializing_if`: a count that was not recorded.
 pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -430,6 +429,11 @@ pub struct PgDetails {
     /// The first client abort, in pgbench's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_error: Option<String>,
+    /// The first failed transaction's error, in the server's words
+    /// (`ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)`);
+    /// absent when none failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
     /// `server_version` as the server reported it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_version: String,

@@ -165,6 +165,15 @@ fn tool(argv: &[&str]) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
+/// sha256 of `bytes`, in hex (the provenance's `inputs`).
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,13 +195,4 @@ mod tests {
         assert_eq!(tool(&["tare-no-such-tool-xyz"]), None);
         assert_eq!(tool(&["/no/such/path", "-v"]), None);
     }
-}
-
-/// sha256 of `bytes`, in hex (the provenance's `inputs`).
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use tare_engine::units::parse_duration;
-use tare_http::request::parse_header;
 use tare_http::mix::{self, Mix};
+use tare_http::request::parse_header;
 use tare_http::{Http, HttpConfig, Target};
 
 use super::load_args::{self, LoadArgs};
@@ -108,6 +108,18 @@ pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "tare: {}",
             tare_http::verdict::nothing_completed(&result, &target)
+        );
+        return Ok(ExitCode::from(1));
+    }
+    // Every response an error status measured an error page, not the
+    // service (docs/http.md, "Errors").
+    if result.errors.status == result.requests {
+        let codes: Vec<String> = (result.status_codes.iter())
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        eprintln!(
+            "tare: every response had an error status ({})",
+            codes.join(", ")
         );
         return Ok(ExitCode::from(1));
     }

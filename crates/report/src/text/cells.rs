@@ -96,12 +96,18 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
         }
         if !c.failures.is_empty() {
             flags.push(format!("{} failed", c.failures.len()));
+            // Which trials, and why: a dead server is named, never measured
+            // (docs/report.md, "Failed trials").
+            let mut which: Vec<&str> = c.failures.iter().take(3).map(String::as_str).collect();
+            if c.failures.len() > 3 {
+                which.push("...");
+            }
             notes.add(format!(
-                "{}: {} of {} trials failed (first: {}); the statistics use the rest",
+                "{}: {} of {} trials failed ({}); the statistics use the rest",
                 c.cell,
                 c.failures.len(),
                 c.trials,
-                c.failures[0]
+                which.join("; ")
             ));
         }
         row.extend([
@@ -248,11 +254,16 @@ pub(super) fn names(r: &Report) -> Option<String> {
     if with.is_empty() {
         return None;
     }
-    let mut out = String::from("requests by name (all successful trials; latency p50 / p99)
-");
+    let mut out = String::from(
+        "requests by name (all successful trials; latency p50 / p99)
+",
+    );
     for c in with {
-        out.push_str(&format!("  {}
-", c.cell));
+        out.push_str(&format!(
+            "  {}
+",
+            c.cell
+        ));
         let width = c
             .by_name
             .iter()

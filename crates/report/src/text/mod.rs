@@ -445,7 +445,7 @@ mod tests {
         }
     }
 
-    /// Issue 23: a target on another host is monitored there, and the
+    /// A target on another host is monitored there, and the
     /// report says where.
     #[test]
     fn cells_monitored_on_another_host_name_it() {

@@ -233,7 +233,11 @@ fn mix_of(
     let path = loc.input_path(written.get_ref(), &copy);
     let at = |e: String| loc.error(written.span(), &key, e);
     let text = tare_http::mix::read(&path).map_err(at)?;
-    let body = raw.body.as_ref().map(|b| b.get_ref().as_bytes()).unwrap_or(b"");
+    let body = raw
+        .body
+        .as_ref()
+        .map(|b| b.get_ref().as_bytes())
+        .unwrap_or(b"");
     let requests = if from == "urls" {
         // The cell's address replaces the file's host: its paths are sent.
         let file = tare_http::mix::parse_urls(&text)
@@ -325,7 +329,7 @@ mod tests {
         super::super::parse_with_table("nginx", "http", table)
     }
 
-    /// Item 8 of issue 14: the experiment path silently dropped a malformed
+    /// Regression: the experiment path silently dropped a malformed
     /// header. Each mistake is now an error with file, line and key, found
     /// by tare http's own parser.
     #[test]
@@ -365,9 +369,8 @@ mod tests {
 
     /// An experiment in `dir` whose `[load.http]` is `table`.
     fn parse_in(dir: &std::path::Path, table: &str) -> Result<Experiment, String> {
-        let text = format!(
-            "[target]\nkind = \"nginx\"\n[load]\nduration = \"2s\"\n[load.http]\n{table}"
-        );
+        let text =
+            format!("[target]\nkind = \"nginx\"\n[load]\nduration = \"2s\"\n[load.http]\n{table}");
         Experiment::parse(
             &text,
             &dir.join("exp.toml"),
@@ -398,7 +401,10 @@ mod tests {
             &crate::experiment::ConfigSource::RunDir(run.path().to_path_buf()),
         )
         .unwrap();
-        assert_eq!(resumed.load.snapshot()["http"]["mix"]["requests"][0], "/c x1");
+        assert_eq!(
+            resumed.load.snapshot()["http"]["mix"]["requests"][0],
+            "/c x1"
+        );
     }
 
     #[test]
@@ -407,18 +413,50 @@ mod tests {
         let d = dir.path();
         std::fs::write(d.join("two.urls"), "http://a/x\nhttp://b/y\n").unwrap();
         std::fs::write(d.join("empty.urls"), "").unwrap();
-        std::fs::write(d.join("zero.toml"), "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n").unwrap();
-        std::fs::write(d.join("ok.toml"), "[[request]]\nname = \"a\"\npath = \"/\"\n").unwrap();
+        std::fs::write(
+            d.join("zero.toml"),
+            "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("ok.toml"),
+            "[[request]]\nname = \"a\"\npath = \"/\"\n",
+        )
+        .unwrap();
         for (table, key, says) in [
-            ("urls = \"missing.urls\"\n", "load.http.urls", "No such file"),
+            (
+                "urls = \"missing.urls\"\n",
+                "load.http.urls",
+                "No such file",
+            ),
             ("urls = \"empty.urls\"\n", "load.http.urls", "no URL"),
             ("urls = \"two.urls\"\n", "load.http.urls", "line 2: names b"),
-            ("requests = \"zero.toml\"\n", "load.http.requests", "weight 0"),
-            ("requests = \"ok.toml\"\nmethod = \"POST\"\n", "load.http.requests", "leave `method` out"),
-            ("requests = \"ok.toml\"\nurls = \"two.urls\"\n", "load.http.requests", "not both"),
-            ("urls = \"empty.urls\"\npath = \"/x\"\n", "load.http.path", "leave `path` out"),
+            (
+                "requests = \"zero.toml\"\n",
+                "load.http.requests",
+                "weight 0",
+            ),
+            (
+                "requests = \"ok.toml\"\nmethod = \"POST\"\n",
+                "load.http.requests",
+                "leave `method` out",
+            ),
+            (
+                "requests = \"ok.toml\"\nurls = \"two.urls\"\n",
+                "load.http.requests",
+                "not both",
+            ),
+            (
+                "urls = \"empty.urls\"\npath = \"/x\"\n",
+                "load.http.path",
+                "leave `path` out",
+            ),
             ("seed = 1\n", "load.http.seed", "give `urls` or `requests`"),
-            ("requests = \"ok.toml\"\nseed = -1\n", "load.http.seed", "0 or more"),
+            (
+                "requests = \"ok.toml\"\nseed = -1\n",
+                "load.http.seed",
+                "0 or more",
+            ),
         ] {
             let e = parse_in(d, table).unwrap_err();
             assert!(

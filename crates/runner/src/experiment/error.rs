@@ -49,11 +49,7 @@ impl Locator<'_> {
         match self.inputs {
             Some(super::ConfigSource::RelativeTo(dir)) => dir.join(written),
             Some(super::ConfigSource::RunDir(dir)) => dir.join(copy),
-            None => self
-                .file
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(written),
+            None => self.file.parent().unwrap_or(Path::new(".")).join(written),
         }
     }
 
