@@ -324,6 +324,18 @@ mod tests {
     }
 
     #[test]
+    fn a_url_file_holds_at_most_max_requests_paths_repeated_at_will() {
+        let many: String = (0..=MAX_REQUESTS).map(|i| format!("/p{i}\n")).collect();
+        let e = parse_urls(&many).unwrap_err();
+        assert!(e.contains("more than 1000 distinct"), "{e}");
+        let repeated = "/same\n".repeat(50_000);
+        assert_eq!(
+            parse_urls(&repeated).unwrap().paths,
+            vec![("/same".into(), 50_000)]
+        );
+    }
+
+    #[test]
     fn requests_files_are_typed_and_checked() {
         let r = parse_requests(
             "[[request]]\nname = \"home\"\npath = \"/\"\n\n[[request]]\nname = \"post\"\nmethod = \"POST\"\npath = \"/p?q\"\nheaders = [\"X-A: 1\"]\nbody = \"b\"\nweight = 3\n",
