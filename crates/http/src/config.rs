@@ -78,7 +78,7 @@ impl HttpConfig {
         }
         if let Some(m) = &self.mix {
             if m.requests.is_empty() || m.requests.len() > crate::mix::MAX_REQUESTS {
-                return bad("a request mix holds 1 to 100000 requests");
+                return bad("a request mix holds 1 to 1000 requests");
             }
         }
         Ok(())

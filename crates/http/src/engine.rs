@@ -282,7 +282,9 @@ fn by_name(
         .enumerate()
         .map(|(i, n)| {
             let s = names.get(i);
-            let latency = s.map(|s| s.latency.clone()).unwrap_or_default();
+            let latency = s
+                .and_then(|s| s.latency.clone())
+                .unwrap_or_else(tare_record::Latency::coarse);
             tare_record::NamedResult {
                 name: n.name.clone(),
                 request: format!("{} {}", n.method, n.path),

@@ -18,9 +18,12 @@ use serde::Deserialize;
 use crate::request::{check_method, parse_header};
 use crate::target::split_url;
 
-/// The most named requests a mix holds (distinct URL-file lines, or
-/// `[[request]]` tables): every one is serialized once and kept for the run.
-pub const MAX_REQUESTS: usize = 100_000;
+/// The most named requests a mix holds (distinct URL-file paths, or
+/// `[[request]]` tables): every one is serialized once and counted by
+/// name, with a latency histogram per name and thread (36 KB each, made
+/// when the name is first drawn), so a thousand names cost at most 36 MB
+/// a thread. A URL file may repeat a path any number of times.
+pub const MAX_REQUESTS: usize = 1000;
 /// The largest weight of one request.
 pub const MAX_WEIGHT: u64 = 1_000_000;
 /// The longest request name (it is a column of the reports).
@@ -318,6 +321,18 @@ mod tests {
             let e = parse_urls(text).unwrap_err();
             assert!(e.contains(says) && !e.contains('\n'), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_url_file_holds_at_most_max_requests_paths_repeated_at_will() {
+        let many: String = (0..=MAX_REQUESTS).map(|i| format!("/p{i}\n")).collect();
+        let e = parse_urls(&many).unwrap_err();
+        assert!(e.contains("more than 1000 distinct"), "{e}");
+        let repeated = "/same\n".repeat(50_000);
+        assert_eq!(
+            parse_urls(&repeated).unwrap().paths,
+            vec![("/same".into(), 50_000)]
+        );
     }
 
     #[test]

@@ -103,7 +103,9 @@ pub(crate) struct NameStats {
     pub requests: u64,
     pub in_flight: u64,
     pub errors: tare_record::Errors,
-    pub latency: tare_record::Latency,
+    /// Made at its first completion ([`tare_record::Latency::coarse`]):
+    /// a name never drawn costs no histogram.
+    pub latency: Option<tare_record::Latency>,
 }
 
 impl NameStats {
@@ -111,7 +113,19 @@ impl NameStats {
         self.requests += o.requests;
         self.in_flight += o.in_flight;
         self.errors.add(&o.errors);
-        self.latency.merge(&o.latency);
+        if let Some(l) = &o.latency {
+            self.latency
+                .get_or_insert_with(tare_record::Latency::coarse)
+                .merge(l);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn record(&mut self, latency_ns: u64) {
+        self.requests += 1;
+        self.latency
+            .get_or_insert_with(tare_record::Latency::coarse)
+            .record_ns(latency_ns);
     }
 }
 

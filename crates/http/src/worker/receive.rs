@@ -124,8 +124,7 @@ impl Worker<'_> {
             }
             self.last_completion_ns = done;
             if let Some(n) = self.names.get_mut(c.req as usize) {
-                n.requests += 1;
-                n.latency.record_ns(latency);
+                n.record(latency);
                 n.errors.status += u64::from(c.parser.status >= 400);
                 n.errors.read += u64::from(junk);
             }
