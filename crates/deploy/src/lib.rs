@@ -38,7 +38,7 @@ mod teardown;
 pub mod vm;
 
 pub use cleanup::{cleanup, CleanupReport};
-pub use deployment::{deploy, Deployment, Scope, Watch};
+pub use deployment::{deploy, image_runs_in, Deployment, Scope, Watch};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
@@ -49,7 +49,10 @@ pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, Target,
     TargetKind, TargetSpec, Transport, Variant, VmOptions, VmPin,
 };
-pub use targets::{app_path, Placeholder, Protocol, Ready, Service, ServiceError};
+pub use targets::{
+    app_path, tree_sha256, Oci, OciConfig, OciSource, Placeholder, Protocol, Ready, Service,
+    ServiceError,
+};
 pub use teardown::{install_interrupt_handler, teardown_all};
 
 /// The host binary a target would run (and `tare image build` would copy).

@@ -146,6 +146,8 @@ impl ContainerSite {
         let spec = cx.spec;
         let image = match &spec.image {
             Some(i) => i.clone(),
+            // A user's image, read when it deployed.
+            None if spec.target.target.oci.is_some() => spec.target.target.image.clone(),
             None => {
                 let binary = targets::binary(&spec.target.target)?;
                 image::build(&spec.target.target, &binary, false)?.tag
