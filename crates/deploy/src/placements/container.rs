@@ -71,6 +71,16 @@ impl Mechanism for Docker {
                 Err(e) => report.notes.push(format!("container {}: {e}", c.name)),
             }
         }
+        for i in docker::list_built_images().unwrap_or_default() {
+            if i.owner.as_deref().is_some_and(procfs::owner_alive) {
+                report.live.push(format!("image {}", i.name));
+                continue;
+            }
+            match crate::targets::image::remove_image(&i.id) {
+                Ok(()) => report.removed.push(format!("image {}", i.name)),
+                Err(e) => report.notes.push(format!("image {}: {e}", i.name)),
+            }
+        }
         for v in volumes {
             if v.owner.as_deref().is_some_and(procfs::owner_alive) {
                 report.live.push(format!("volume {}", v.name));

@@ -109,7 +109,7 @@ pub(super) fn check_cells(
     for cell in cells {
         if let Err(m) = tare_deploy::image_runs_in(cell.setup.placement, cell.setup.transport) {
             return Err(loc.error(
-                raw.target.span(),
+                raw.target.get_ref().kind.span(),
                 "target.kind",
                 format!("cell `{}`: {m}", cell.id),
             ));
