@@ -56,6 +56,7 @@ impl Program {
         let scale_id = vars.intern("scale");
         let client_id = vars.intern("client_id");
         let seed_id = vars.intern("random_seed");
+        let default_seed_id = vars.intern("default_seed");
         let default_spec = [crate::config::ScriptSpec {
             source: ScriptSource::Builtin("tpcb-like".into()),
             weight: 1,
@@ -84,6 +85,9 @@ impl Program {
                 ScriptSource::Text { name, text } => (name.clone(), text.clone(), false),
             };
             let parsed = script::parse(&name, &text, spec.weight, &mut vars)?;
+            if cfg.mode != QueryMode::Simple {
+                too_many_arguments(&parsed)?;
+            }
             scripts.push((parsed, is_builtin));
         }
         let total_weight: u64 = scripts.iter().map(|(s, _)| s.weight as u64).sum();
@@ -104,7 +108,9 @@ impl Program {
             initial[id.0] = Some(Value::Text(Arc::from(value.as_str())));
         }
         initial[scale_id.0].get_or_insert(Value::Int(scale as i64));
-        initial[seed_id.0] = Some(Value::Int(seed as i64));
+        initial[seed_id.0].get_or_insert(Value::Int(seed as i64));
+        let seeds = crate::script::random::Seeds::derive(seed, cfg.load.connections, 0);
+        initial[default_seed_id.0].get_or_insert(Value::Int(seeds.default_seed as i64));
 
         let mut statements = 0;
         let mut compiled = Vec::new();
@@ -132,6 +138,9 @@ impl Program {
                                     b.extend_from_slice(&parse);
                                 }
                                 protocol::bind(&mut b, &name, 0, |_, _| {});
+                                if sql.gset.is_some() {
+                                    b.extend_from_slice(&protocol::DESCRIBE_PORTAL);
+                                }
                                 b.extend_from_slice(&protocol::EXECUTE);
                                 b.extend_from_slice(&protocol::SYNC);
                                 b
@@ -182,6 +191,22 @@ impl Program {
     pub(crate) fn uses_builtin(&self) -> bool {
         self.scripts.iter().any(|s| s.builtin)
     }
+}
+
+/// pgbench's `MAX_ARGS - 1`: parameters of one statement in the extended
+/// and prepared modes.
+fn too_many_arguments(script: &Script) -> Result<(), PgError> {
+    for c in &script.commands {
+        if let CommandKind::Sql(sql) = &c.kind {
+            if sql.params.len() > 255 {
+                return Err(PgError::Config(format!(
+                    "statement has too many arguments (maximum is 255): {}",
+                    c.first_line
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

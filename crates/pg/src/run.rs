@@ -87,7 +87,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         board: Board::new(threads),
         lat: Arc::new((0..threads).map(|_| LatCounters::default()).collect()),
         failure: Mutex::new(None),
-        seed,
+        seeds: crate::script::random::Seeds::derive(seed, load.connections, threads),
         stop,
     });
     // pgbench's split: the first `clients % threads` threads get one more.

@@ -80,6 +80,12 @@ pub(crate) struct Client {
     /// Arrival of the last read's data (kernel receive timestamp), when
     /// replies are stamped (`--coalesce`).
     pub rx_ns: Option<u64>,
+    /// The last ReadyForQuery said a transaction block is open.
+    pub in_tx: bool,
+    /// `\gset`/`\aset`: the results of the statement in flight.
+    pub results: super::gset::Results,
+    /// The server answered with COPY (pgbench refuses it).
+    pub copy: bool,
 }
 
 /// Initial read buffer: a `select 1` response is ~60 bytes and a pgbench
@@ -121,6 +127,9 @@ impl Client {
             done_txs: 0,
             epoch: 0,
             rx_ns: None,
+            in_tx: false,
+            results: Default::default(),
+            copy: false,
         }
     }
 
