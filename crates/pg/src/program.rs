@@ -75,10 +75,7 @@ impl Program {
                 }
                 ScriptSource::File(path) => {
                     let text = std::fs::read_to_string(path).map_err(|e| {
-                        PgError::Config(format!(
-                            "could not read script file \"{}\": {e}",
-                            path.display()
-                        ))
+                        PgError::Config(format!("could not open file \"{}\": {e}", path.display()))
                     })?;
                     (path.display().to_string(), text, false)
                 }

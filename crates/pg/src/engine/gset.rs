@@ -36,13 +36,7 @@ impl Results {
 
     /// A DataRow: `\aset` stores it now (the last row wins), `\gset`
     /// keeps the first row of the result.
-    pub(crate) fn row(
-        &mut self,
-        body: &[u8],
-        g: &Gset,
-        vars: &mut [Option<Value>],
-        names: &Vars,
-    ) {
+    pub(crate) fn row(&mut self, body: &[u8], g: &Gset, vars: &mut [Option<Value>], names: &Vars) {
         let values = protocol::row_values(body).unwrap_or_default();
         self.rows += 1;
         if g.all {

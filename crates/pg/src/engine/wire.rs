@@ -289,7 +289,11 @@ impl Ctx<'_> {
                         // pgbench: "COPY is not supported"; the server waits
                         // for data that never comes, so the client stops.
                         c.copy = true;
-                        return self.abort(c, AbortKind::Script, "COPY is not supported in pgbench, aborting");
+                        return self.abort(
+                            c,
+                            AbortKind::Script,
+                            "COPY is not supported in pgbench, aborting",
+                        );
                     }
                     tag::READY => {
                         // Only this message's body: an empty one must not

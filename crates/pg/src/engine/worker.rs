@@ -20,10 +20,10 @@ use super::client::{Client, Phase};
 use super::schedule::{ClosedLoop, Paced, Schedule};
 use super::{CmdStat, LiveStats, ScriptStat};
 use crate::config::PgConfig;
-use crate::script::expr::Env;
-use crate::script::random::Rng;
 use crate::program::Program;
 use crate::protocol;
+use crate::script::expr::Env;
+use crate::script::random::Rng;
 use crate::script::{CommandKind, SleepAmount};
 
 /// What a worker hands back when it ends.
@@ -341,9 +341,7 @@ impl<'a> Ctx<'a> {
                     // pgbench draws only when there is a choice.
                     c.script = if program.scripts.len() > 1 {
                         program.choose(
-                            self.choose_rng
-                                .uniform(0, program.total_weight as i64 - 1)
-                                as u64,
+                            self.choose_rng.uniform(0, program.total_weight as i64 - 1) as u64
                         )
                     } else {
                         0
@@ -498,12 +496,6 @@ impl<'a> Ctx<'a> {
     }
 
     fn transaction_done(&mut self, c: &mut Client, token: usize) {
-        if c.in_tx {
-            let why = format!(
-                "{WHOLE}end of script reached without completing the last transaction"
-            );
-            return self.abort(c, AbortKind::Script, &why);
-        }
         let now = self.arrived(c, c.tx_start);
         let lat = now.saturating_sub(c.tx_start);
         self.coalescer.observe(lat);
@@ -523,6 +515,12 @@ impl<'a> Ctx<'a> {
             // The ramp: per second in the timeline, not in the summary.
             self.rec.complete_early(now.saturating_sub(self.origin_ns));
             self.early += 1;
+        }
+        // pgbench counts the transaction, then aborts the client.
+        if c.in_tx {
+            let why =
+                format!("{WHOLE}end of script reached without completing the last transaction");
+            return self.abort(c, AbortKind::Script, &why);
         }
         self.end_transaction(c, token);
     }
@@ -567,7 +565,9 @@ fn atoi(s: &str) -> i64 {
     let n = digits
         .bytes()
         .take_while(u8::is_ascii_digit)
-        .fold(0i64, |n, d| n.wrapping_mul(10).wrapping_add((d - b'0') as i64));
+        .fold(0i64, |n, d| {
+            n.wrapping_mul(10).wrapping_add((d - b'0') as i64)
+        });
     if neg {
         -n
     } else {

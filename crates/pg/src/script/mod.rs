@@ -182,16 +182,33 @@ impl Sql {
 }
 
 /// Splits `spec` (`file@weight`) into its parts; no `@N` suffix means weight 1.
+/// The built-in scripts: (name, description), as `-b list` shows them.
+pub fn builtins() -> Vec<(&'static str, &'static str)> {
+    builtin::BUILTINS.iter().map(|b| (b.name, b.desc)).collect()
+}
+
+/// A built-in script by name or unambiguous prefix: (name, description, text).
+pub fn builtin(name: &str) -> Result<(&'static str, &'static str, &'static str), String> {
+    builtin::find(name).map(|b| (b.name, b.desc, b.script))
+}
+
+/// pgbench's messages: `invalid weight specification: @x`, and a weight
+/// outside 0..=2147483647 is out of range.
 pub fn split_weight(spec: &str) -> Result<(&str, u32), String> {
-    if let Some((name, w)) = spec.rsplit_once('@') {
-        if !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit()) {
-            let weight: u32 = w
-                .parse()
-                .map_err(|_| format!("invalid weight specification: {spec}"))?;
-            return Ok((name, weight));
-        }
+    let Some((name, w)) = spec.rsplit_once('@') else {
+        return Ok((spec, 1));
+    };
+    let n: i64 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid weight specification: @{w}"))?;
+    if !(0..=i32::MAX as i64).contains(&n) {
+        return Err(format!(
+            "weight specification out of range (0 .. {}): {n}",
+            i32::MAX
+        ));
     }
-    Ok((spec, 1))
+    Ok((name, n as u32))
 }
 
 /// Parses a whole script. `name` is used in errors and in the report.
@@ -298,10 +315,8 @@ impl IfStack {
                 *seen_else = is_else;
             }
             CommandKind::Endif => {
-                let (pending, branches, _) = self
-                    .open
-                    .pop()
-                    .ok_or("\\endif without matching \\if")?;
+                let (pending, branches, _) =
+                    self.open.pop().ok_or("\\endif without matching \\if")?;
                 set_next(commands, pending);
                 for b in branches {
                     if let CommandKind::Elif { endif, .. } | CommandKind::Else { endif } =
@@ -438,12 +453,22 @@ fn meta_command(meta: &str, vars: &mut Vars) -> Result<Meta, String> {
                 "\\{cmd} is not supported by tare (pipelines: docs/pg.md)"
             ))
         }
-        _ => return Err(format!("invalid command in command \"{}\"", words.first().unwrap_or(&""))),
+        _ => {
+            return Err(format!(
+                "invalid command in command \"{}\"",
+                words.first().unwrap_or(&"")
+            ))
+        }
     };
     Ok(Meta::Kind(kind))
 }
 
 fn sleep_command(words: &[&str], vars: &mut Vars) -> Result<CommandKind, String> {
+    if let Some(extra) = words.get(3) {
+        return Err(format!(
+            "too many arguments in command \"sleep\" (\"{extra}\")"
+        ));
+    }
     let amount = *words
         .get(1)
         .ok_or("missing argument in command \"sleep\"")?;
@@ -552,8 +577,7 @@ impl Lexer<'_> {
                     self.pos -= 1;
                     break;
                 }
-                b'$' if self.pos >= 2
-                    && is_name_byte(self.src.as_bytes()[self.pos - 2]) => {}
+                b'$' if self.pos >= 2 && is_name_byte(self.src.as_bytes()[self.pos - 2]) => {}
                 b'$' => self.dollar_quote()?,
                 b'\'' | b'"' => {
                     let open = self.line;
@@ -726,7 +750,10 @@ mod tests {
             ("\\if 1", "\\if without matching \\endif"),
             ("\\elif 1", "\\elif without matching \\if"),
             ("\\if 1\n\\else\n\\else\n\\endif", "\\else after \\else"),
-            ("\\if 0\n\\endif BAD", "unexpected argument in command \"endif\""),
+            (
+                "\\if 0\n\\endif BAD",
+                "unexpected argument in command \"endif\"",
+            ),
             ("\\shell", "missing command"),
             ("\\setshell var", "missing argument"),
             ("", "empty command list for script"),
@@ -738,7 +765,9 @@ mod tests {
 
     #[test]
     fn if_blocks_link_their_branches() {
-        let (s, _) = parse_ok("\\if 0\nselect 1;\n\\elif 1\nselect 2;\n\\else\nselect 3;\n\\endif\nselect 4;");
+        let (s, _) = parse_ok(
+            "\\if 0\nselect 1;\n\\elif 1\nselect 2;\n\\else\nselect 3;\n\\endif\nselect 4;",
+        );
         match &s.commands[0].kind {
             CommandKind::If { next, .. } => assert_eq!(*next, 2),
             k => panic!("{k:?}"),
@@ -768,7 +797,12 @@ mod tests {
     fn weights() {
         assert_eq!(split_weight("a.sql@5").unwrap(), ("a.sql", 5));
         assert_eq!(split_weight("a.sql").unwrap(), ("a.sql", 1));
-        assert_eq!(split_weight("me@host.sql").unwrap(), ("me@host.sql", 1));
+        // pgbench splits at the last `@` too.
+        assert_eq!(
+            split_weight("select-only@one").unwrap_err(),
+            "invalid weight specification: @one"
+        );
+        assert!(split_weight("s@-1").unwrap_err().contains("out of range"));
     }
 
     #[test]

@@ -292,7 +292,11 @@ mod tests {
         for size in [1, 2, 3, 5, 16, 100] {
             let mut seen: Vec<i64> = (0..size).map(|v| permute(v, size, 99)).collect();
             seen.sort();
-            let want: Vec<i64> = if size < 2 { vec![0] } else { (0..size).collect() };
+            let want: Vec<i64> = if size < 2 {
+                vec![0]
+            } else {
+                (0..size).collect()
+            };
             assert_eq!(seen, want);
         }
     }

@@ -210,7 +210,10 @@ mod tests {
         assert!(fails("(1<<62) + (1<<62)").contains("int add out"));
         assert!(fails("int(1E32)").contains("double to int overflow for 100"));
         let m = [("m", Value::Text("-9223372036854775808".into()))];
-        assert!(eval_with(":m / -1", &m).unwrap_err().0.contains("bigint div out of range"));
+        assert!(eval_with(":m / -1", &m)
+            .unwrap_err()
+            .0
+            .contains("bigint div out of range"));
     }
 
     #[test]

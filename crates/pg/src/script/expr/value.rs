@@ -33,13 +33,14 @@ impl fmt::Display for Value {
     }
 }
 
-/// C's `printf("%.15g", d)` (pgbench prints doubles with `DBL_DIG` digits).
+/// `printf("%.15g", d)` as PostgreSQL's own `snprintf` writes it (pgbench
+/// prints doubles with `DBL_DIG` digits; infinities as `Infinity`).
 pub(crate) fn format_g15(d: f64) -> String {
     if d.is_nan() {
-        return if d.is_sign_negative() { "-nan" } else { "nan" }.into();
+        return "NaN".into();
     }
     if d.is_infinite() {
-        return if d < 0.0 { "-inf" } else { "inf" }.into();
+        return if d < 0.0 { "-Infinity" } else { "Infinity" }.into();
     }
     const P: i32 = 15;
     let sci = format!("{:.*e}", (P - 1) as usize, d);
@@ -154,7 +155,7 @@ mod tests {
         assert_eq!(format_g15(8.507059173023462e37), "8.50705917302346e+37");
         assert_eq!(format_g15(1e30), "1e+30");
         assert_eq!(format_g15(-0.5421), "-0.5421");
-        assert_eq!(format_g15(f64::INFINITY), "inf");
+        assert_eq!(format_g15(f64::INFINITY), "Infinity");
         assert_eq!(format_g15(0.0001), "0.0001");
         assert_eq!(format_g15(0.00001), "1e-05");
     }
