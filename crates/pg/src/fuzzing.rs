@@ -70,6 +70,13 @@ pub fn backend(data: &[u8]) {
             tag::READY => {
                 let _ = protocol::ready_status(body);
             }
+            // What `\gset`/`\aset` read: column names and row values.
+            tag::ROW_DESCRIPTION => {
+                let _ = protocol::column_names(body);
+            }
+            tag::DATA_ROW => {
+                let _ = protocol::row_values(body);
+            }
             _ => {}
         }
         match reply.on_message(*t, body) {
@@ -181,7 +188,9 @@ fn run_once(program: &Arc<Program>) {
                 | CommandKind::Else { .. }
                 | CommandKind::Endif
                 | CommandKind::Shell { .. }
-                | CommandKind::Fail(_) => {}
+                | CommandKind::Fail(_)
+                | CommandKind::StartPipeline
+                | CommandKind::EndPipeline => {}
                 CommandKind::Sql(sql) => {
                     let text = sql.text.as_bytes();
                     let mut buf = Vec::new();

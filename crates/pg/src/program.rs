@@ -84,6 +84,14 @@ impl Program {
             let parsed = script::parse(&name, &text, spec.weight, &mut vars)?;
             if cfg.mode != QueryMode::Simple {
                 too_many_arguments(&parsed)?;
+            } else if parsed
+                .commands
+                .iter()
+                .any(|c| matches!(c.kind, CommandKind::StartPipeline))
+            {
+                return Err(PgError::Config(format!(
+                    "{name}: cannot use pipeline mode with the simple query protocol"
+                )));
             }
             scripts.push((parsed, is_builtin));
         }

@@ -86,6 +86,8 @@ pub(crate) struct Client {
     pub results: super::gset::Results,
     /// The server answered with COPY (pgbench refuses it).
     pub copy: bool,
+    /// Inside `\startpipeline`: the statements batched so far (no Sync).
+    pub pipeline: Option<Vec<u8>>,
 }
 
 /// Initial read buffer: a `select 1` response is ~60 bytes and a pgbench
@@ -130,6 +132,7 @@ impl Client {
             in_tx: false,
             results: Default::default(),
             copy: false,
+            pipeline: None,
         }
     }
 
@@ -146,6 +149,9 @@ impl Client {
         self.want_write = false;
         self.prepared.iter_mut().for_each(|p| *p = false);
         self.handshake = Handshake::new();
+        self.in_tx = false;
+        self.pipeline = None;
+        self.results.clear();
     }
 
     /// One `read` into the free part of the buffer, growing it first when a

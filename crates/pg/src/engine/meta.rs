@@ -29,7 +29,11 @@ pub(crate) fn run(kind: &CommandKind, c: &mut Client, program: &Program) -> Resu
             c.cmd += 1;
         }
         CommandKind::Fail(why) => return Err(why.clone()),
-        CommandKind::Sql(_) | CommandKind::Set { .. } | CommandKind::Sleep { .. } => {
+        CommandKind::Sql(_)
+        | CommandKind::Set { .. }
+        | CommandKind::Sleep { .. }
+        | CommandKind::StartPipeline
+        | CommandKind::EndPipeline => {
             unreachable!("run by the worker")
         }
     }

@@ -410,6 +410,33 @@ impl Ctx<'_> {
                 }
             }
         }
+        if let Some(batch) = &mut c.pipeline {
+            if sql.gset.is_some() {
+                let why = "\\gset is not allowed in pipeline mode";
+                return self.abort(c, AbortKind::Script, why);
+            }
+            // Without its Sync: \endpipeline sends one for the batch.
+            let end = c.wbuf.len().saturating_sub(protocol::SYNC.len());
+            batch.extend_from_slice(&c.wbuf[..end]);
+            c.wbuf.clear();
+            c.cmd += 1;
+            return self.advance(c, token);
+        }
+        if self.cfg.per_statement {
+            c.cmd_start = self.clock.now_ns();
+        }
+        c.phase = Phase::Waiting;
+        self.flush(c, token);
+    }
+
+    /// `\endpipeline`: the batch and one Sync; its ReadyForQuery ends it.
+    pub(super) fn end_pipeline(&mut self, c: &mut Client, token: usize) {
+        let Some(batch) = c.pipeline.take() else {
+            return self.abort(c, AbortKind::Script, "not in pipeline mode");
+        };
+        c.wbuf.clear();
+        c.wbuf.extend_from_slice(&batch);
+        c.wbuf.extend_from_slice(&protocol::SYNC);
         if self.cfg.per_statement {
             c.cmd_start = self.clock.now_ns();
         }

@@ -413,6 +413,15 @@ impl<'a> Ctx<'a> {
                             return;
                         }
                         CommandKind::Sql(_) => return self.send_statement(c, token),
+                        CommandKind::StartPipeline => {
+                            if c.pipeline.is_some() {
+                                let why = "already in pipeline mode";
+                                return self.abort(c, AbortKind::Script, why);
+                            }
+                            c.pipeline = Some(Vec::new());
+                            c.cmd += 1;
+                        }
+                        CommandKind::EndPipeline => return self.end_pipeline(c, token),
                         other => {
                             if let Err(why) = super::meta::run(other, c, program) {
                                 return self.abort(c, AbortKind::Script, &why);
@@ -517,6 +526,10 @@ impl<'a> Ctx<'a> {
             self.early += 1;
         }
         // pgbench counts the transaction, then aborts the client.
+        if c.pipeline.take().is_some() {
+            let why = format!("{WHOLE}end of script reached with pipeline open");
+            return self.abort(c, AbortKind::Script, &why);
+        }
         if c.in_tx {
             let why =
                 format!("{WHOLE}end of script reached without completing the last transaction");

@@ -87,6 +87,10 @@ pub(crate) enum CommandKind {
         into: Option<VarId>,
         words: Vec<ShellWord>,
     },
+    /// `\startpipeline`, `\endpipeline`: the SQL between is sent in one
+    /// batch, one Sync at the end (extended and prepared modes only).
+    StartPipeline,
+    EndPipeline,
     /// A command pgbench accepts when parsing and refuses when run
     /// (`\set . 1`: the name is checked when assigned).
     Fail(String),
@@ -449,9 +453,14 @@ fn meta_command(meta: &str, vars: &mut Vars) -> Result<Meta, String> {
         }
         "sleep" => sleep_command(&words, vars)?,
         "startpipeline" | "endpipeline" => {
-            return Err(format!(
-                "\\{cmd} is not supported by tare (pipelines: docs/pg.md)"
-            ))
+            if words.len() > 1 {
+                return Err(format!("unexpected argument in command \"{cmd}\""));
+            }
+            if cmd == "startpipeline" {
+                CommandKind::StartPipeline
+            } else {
+                CommandKind::EndPipeline
+            }
         }
         _ => {
             return Err(format!(

@@ -88,12 +88,23 @@ pub(super) fn call(f: Func, args: &[Expr], env: &mut Env<'_>) -> Result<Value, E
             "too many function arguments, maximum is {MAX_FARGS}"
         ));
     }
-    // A fixed array, not a Vec: nothing is allocated per transaction.
-    let mut buf: [Value; MAX_FARGS] = std::array::from_fn(|_| Value::Null);
-    for (slot, a) in buf.iter_mut().zip(args) {
-        *slot = a.eval(env)?;
+    // Up to 4 arguments (every function but greatest/least) in a small
+    // array: nothing is allocated per transaction.
+    if args.len() <= 4 {
+        let mut buf = [Value::Null, Value::Null, Value::Null, Value::Null];
+        for (slot, a) in buf.iter_mut().zip(args) {
+            *slot = a.eval(env)?;
+        }
+        return apply(f, &buf[..args.len()], env);
     }
-    let v = &buf[..args.len()];
+    let v = args
+        .iter()
+        .map(|a| a.eval(env))
+        .collect::<Result<Vec<_>, _>>()?;
+    apply(f, &v, env)
+}
+
+fn apply(f: Func, v: &[Value], env: &mut Env<'_>) -> Result<Value, EvalError> {
     if f == Func::Debug {
         debug(env.at, &v[0]);
         return Ok(v[0].clone());
