@@ -9,6 +9,12 @@ use crate::script::expr::Value;
 use crate::script::vars::{is_name_byte, Vars};
 use crate::script::Gset;
 
+/// A row's values, `None` for SQL NULL.
+type Row = Vec<Option<String>>;
+
+/// A finished result: its columns, first row and row count.
+type Finished = (Vec<String>, Option<Row>, usize);
+
 /// The results of the statement in flight (several under `\;`).
 #[derive(Default, Debug)]
 pub(crate) struct Results {
@@ -16,9 +22,9 @@ pub(crate) struct Results {
     /// Rows of the current result.
     rows: usize,
     /// The first row of the current result (`\gset`).
-    first: Option<Vec<Option<String>>>,
-    /// The last finished result: its columns, first row and row count.
-    last: Option<(Vec<String>, Option<Vec<Option<String>>>, usize)>,
+    first: Option<Row>,
+    /// The last finished result.
+    last: Option<Finished>,
     /// The first failure to store a value.
     pub failure: Option<String>,
 }

@@ -53,7 +53,7 @@ pub(crate) fn format_g15(d: f64) -> String {
             s.to_string()
         }
     };
-    if exp < -4 || exp >= P {
+    if !(-4..P).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
     } else {
