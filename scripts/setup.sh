@@ -18,7 +18,7 @@ packages=(
   netavark           # Podman's network backend: the bridge and the published port's DNAT
   aardvark-dns       # netavark's DNS (Podman expects it beside netavark)
   iptables           # netavark 1.4 writes its port-forwarding rules with iptables
-  slirp4netns        # rootless Podman's user-space network (issue 22, rootless part)
+  slirp4netns        # rootless Podman's user-space network
   passt              # pasta, the newer rootless user-space network
   uidmap             # newuidmap/newgidmap for rootless Podman's subuid/subgid ranges
   strace             # syscall counts in bench/

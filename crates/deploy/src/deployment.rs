@@ -13,6 +13,7 @@ use tare_engine::Endpoint;
 use crate::error::DeployError;
 use crate::facts::{BackendFacts, Facts};
 use crate::health;
+use crate::liveness::Liveness;
 use crate::placements::{Context, Role, Running, SpecOption};
 use crate::procfs;
 use crate::spec::{DeploySpec, TargetSpec, Transport};
@@ -55,6 +56,7 @@ pub struct Deployment {
     facts: Facts,
     watch: Watch,
     dir: PathBuf,
+    liveness: Liveness,
     teardown: Arc<Teardown>,
 }
 
@@ -99,6 +101,14 @@ impl Deployment {
         &self.dir
     }
 
+    /// `Ok` while the server (and its companion) still runs, is not
+    /// stopped, and answers its readiness probe; else why not, one line:
+    /// `server exited with signal 9`, `server stopped (SIGSTOP)`. Asked
+    /// before and after each trial (docs/experiments.md, "Failed trials").
+    pub fn check(&self) -> Result<(), String> {
+        self.liveness.check()
+    }
+
     /// Stops and removes everything, reporting the first failure.
     pub fn stop(self) -> Result<(), DeployError> {
         self.teardown.run()
@@ -123,6 +133,7 @@ pub fn deploy(spec: &DeploySpec) -> Result<Deployment, DeployError> {
             facts: parts.facts,
             watch: parts.watch,
             dir: parts.dir,
+            liveness: parts.liveness,
             teardown,
         }),
         Err(e) => {
@@ -241,6 +252,7 @@ struct Parts {
     facts: Facts,
     watch: Watch,
     dir: PathBuf,
+    liveness: Liveness,
 }
 
 /// How many CPUs a pinned server may use, when that is fewer than the
@@ -461,6 +473,13 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
             .chain(running.parts())
             .collect(),
     };
+    let liveness = Liveness {
+        running,
+        companion: companion.map(|c| c.running),
+        server,
+        endpoint: endpoint.clone(),
+        netns: site.client_netns().map(Path::to_path_buf),
+    };
     Ok(Parts {
         endpoint,
         url,
@@ -468,5 +487,6 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         facts,
         watch,
         dir,
+        liveness,
     })
 }

@@ -337,7 +337,7 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
 }
 
 /// Cells whose server ran in a TCG guest: their numbers say the guest
-/// works, not how fast a virtual machine is (issue 16).
+/// works, not how fast a virtual machine is (docs/placements.md).
 fn emulated(cells: &[(String, Facts)]) -> Option<Finding> {
     let tcg: Vec<&str> = cells
         .iter()

@@ -29,6 +29,7 @@ pub mod fuzzing;
 mod health;
 mod helpers;
 pub mod lab;
+mod liveness;
 mod placements;
 mod procfs;
 mod registry;

@@ -42,7 +42,10 @@ impl Workload {
         }
     }
 
+    /// A test by name, or by the path of its sysbench script
+    /// (`/usr/share/sysbench/oltp_read_only.lua` is `oltp_read_only`).
     pub fn parse(s: &str) -> Result<Workload, String> {
+        let s = s.rsplit('/').next().unwrap_or(s);
         let s = s.strip_suffix(".lua").unwrap_or(s);
         Workload::ALL
             .into_iter()
@@ -512,9 +515,42 @@ impl Plan {
 
 /// `CREATE TABLE sbtestN` as `oltp_common.lua` writes it for MySQL
 /// (auto-increment id, InnoDB).
-pub fn create_table_sql(t: u32, engine: &str) -> String {
+/// How `prepare` lays out a table: `oltp_common.lua`'s `--auto_inc`,
+/// `--secondary` and `--create_secondary`, with its defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// `id` is AUTO_INCREMENT (else `prepare` writes ids 1..N itself).
+    pub auto_inc: bool,
+    /// `id` has a plain index `xid` instead of the PRIMARY KEY.
+    pub secondary: bool,
+    /// The index `k_N` on `k` is made after the rows.
+    pub create_secondary: bool,
+}
+
+impl Default for Schema {
+    fn default() -> Schema {
+        Schema {
+            auto_inc: true,
+            secondary: false,
+            create_secondary: true,
+        }
+    }
+}
+
+/// `oltp_common.lua`'s CREATE TABLE for MySQL.
+pub fn create_table_sql(t: u32, engine: &str, schema: Schema) -> String {
+    let id = if schema.auto_inc {
+        "INTEGER NOT NULL AUTO_INCREMENT"
+    } else {
+        "INTEGER NOT NULL"
+    };
+    let key = if schema.secondary {
+        "KEY xid"
+    } else {
+        "PRIMARY KEY"
+    };
     format!(
-        "CREATE TABLE sbtest{t}(\n  id INTEGER NOT NULL AUTO_INCREMENT,\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  PRIMARY KEY (id)\n) /*! ENGINE = {engine} */"
+        "CREATE TABLE sbtest{t}(\n  id {id},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  {key} (id)\n) /*! ENGINE = {engine} */"
     )
 }
 

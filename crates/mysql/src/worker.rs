@@ -585,7 +585,7 @@ impl<'a> Worker<'a> {
                 self.end_transaction(i, now);
             }
             Reply::Err(code) => {
-                let retry = RETRIED.contains(&code);
+                let retry = self.sh.cfg.ignore_errors.contains(code);
                 if measured {
                     let map = if retry {
                         &mut self.ignored

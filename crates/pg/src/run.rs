@@ -397,6 +397,7 @@ fn assemble(
         first.result.aborted,
         first.result.abort_message,
     );
+    let mut first_failure = first.result.first_failure;
     let mut end_ns = first.result.end_ns;
     let mut unsent = first.result.unsent;
     let mut wakeups = first.result.wakeups;
@@ -421,6 +422,7 @@ fn assemble(
         conn_total += o.result.conn_total_ns;
         aborted += o.result.aborted;
         abort_msg = abort_msg.or(o.result.abort_message);
+        first_failure = first_failure.or(o.result.first_failure);
         end_ns = end_ns.max(o.result.end_ns);
         unsent += o.result.unsent;
         wakeups.add(&o.result.wakeups);
@@ -567,6 +569,7 @@ fn assemble(
             },
             aborted_clients: aborted,
             abort_error: abort_msg,
+            first_failure: first_failure.filter(|_| failed > 0),
             server_version,
             script_results,
         }),
@@ -577,6 +580,7 @@ fn assemble(
         primary: None,
         tool: None,
         generators: Vec::new(),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -235,6 +235,18 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::from(2));
         }
+        // A run in which no transaction succeeded measured nothing: say the
+        // server's words and exit as pgbench does (docs/pg.md, "Errors").
+        if result.requests == 0 {
+            match &pg.first_failure {
+                Some(why) => eprintln!(
+                    "tare: error: every transaction failed ({}); the server said: {why}",
+                    pg.failed
+                ),
+                None => eprintln!("tare: error: no transaction completed"),
+            }
+            return Ok(ExitCode::from(2));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -307,9 +307,8 @@ pub(crate) fn state(id: &str) -> Result<(), String> {
         if st.running == Some(true) {
             return Ok(Ok(()));
         }
-        Ok(Err(format!(
-            "container exited with code {}",
-            st.exit_code.unwrap_or(-1)
+        Ok(Err(crate::placements::container_exit(
+            st.exit_code.unwrap_or(-1),
         )))
     });
     match r {

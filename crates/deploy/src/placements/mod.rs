@@ -400,6 +400,15 @@ fn names_where(keep: impl Fn(&dyn Placement) -> bool) -> String {
         .join(", ")
 }
 
+/// A container's exit code as its state says it: 128 + N is how a
+/// runtime records its process killed by signal N (`137`: SIGKILL).
+pub(crate) fn container_exit(code: i64) -> String {
+    match code {
+        129..=192 => format!("container exited with code {code} (signal {})", code - 128),
+        _ => format!("container exited with code {code}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,7 +136,7 @@ impl Running for ProcessRun {
     fn alive(&self) -> Result<(), String> {
         match procfs::stat(self.pid) {
             Some(s) if s.state != 'Z' => Ok(()),
-            _ => Err("the process exited".into()),
+            _ => Err(exit_status(self.pid)),
         }
     }
 
@@ -155,6 +155,25 @@ impl Running for ProcessRun {
             storage: Storage::HostPath.to_string(),
             ..Described::default()
         }
+    }
+}
+
+/// How a child that ended did (`exited with signal 9`, `exited with
+/// code 3`), read without reaping it (`WNOWAIT`): its `Child` in the
+/// teardown still waits for it.
+fn exit_status(pid: i32) -> String {
+    // SAFETY: a zeroed siginfo_t is valid; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: `info` outlives the call.
+    let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    // SAFETY: waitid filled `info` for a child that changed state.
+    let (code, status) = unsafe { (info.si_code, info.si_status()) };
+    match code {
+        _ if r != 0 || unsafe { info.si_pid() } == 0 => "exited".into(),
+        libc::CLD_EXITED => format!("exited with code {status}"),
+        libc::CLD_KILLED | libc::CLD_DUMPED => format!("exited with signal {status}"),
+        _ => "exited".into(),
     }
 }
 

@@ -279,7 +279,17 @@ impl Ctx<'_> {
                 }
                 Phase::Waiting | Phase::RollingBack => match msg_tag {
                     tag::ERROR if c.error.is_none() => {
-                        c.error = Some(protocol::sqlstate(&c.rbuf[start..end]))
+                        let body = &c.rbuf[start..end];
+                        c.error = Some(protocol::sqlstate(body));
+                        // Once per worker, off the hot path: what a run in
+                        // which every transaction fails says (docs/pg.md).
+                        if self.first_failure.is_none() {
+                            let e = protocol::ServerError::parse(body);
+                            self.first_failure = Some(format!(
+                                "{}: {} (SQLSTATE {})",
+                                e.severity, e.message, e.code
+                            ));
+                        }
                     }
                     tag::ROW_DESCRIPTION
                     | tag::DATA_ROW

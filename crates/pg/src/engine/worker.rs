@@ -36,6 +36,8 @@ pub(crate) struct WorkerResult {
     pub conn_total_ns: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
+    /// The first failed transaction's error, in the server's words.
+    pub first_failure: Option<String>,
     /// Clock reading at which this worker stopped measuring.
     pub end_ns: u64,
     /// Open loop: arrivals due before the run ended that never started.
@@ -68,6 +70,9 @@ pub(crate) struct Ctx<'a> {
     pub conn_total_ns: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
+    /// The first failed transaction's error, in the server's words
+    /// (`ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)`).
+    pub first_failure: Option<String>,
     /// Clients that reached Done or Aborted.
     pub finished: usize,
     pub failed: u64,
@@ -118,6 +123,7 @@ impl<'a> Ctx<'a> {
             conn_total_ns: 0,
             aborted: 0,
             abort_message: None,
+            first_failure: None,
             finished: 0,
             failed: 0,
             lat_sum_ns: 0,
@@ -205,6 +211,7 @@ impl<'a> Ctx<'a> {
             conn_total_ns: self.conn_total_ns,
             aborted: self.aborted,
             abort_message: self.abort_message,
+            first_failure: self.first_failure,
             end_ns,
             unsent,
             wakeups: tare_record::WakeupReport {

@@ -138,6 +138,18 @@ pub struct ConfigVariant {
     pub text: String,
 }
 
+/// A file the experiment names beyond configs (a request mix's URL or
+/// requests file), read when the experiment is: the run directory keeps
+/// a copy at `name` and the provenance its sha256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFile {
+    /// Its place in the run directory (`inputs/load.http.urls`).
+    pub name: String,
+    /// The path as the experiment wrote it.
+    pub written: String,
+    pub text: String,
+}
+
 /// How load is applied in every trial (a cell's `connections` factor
 /// overrides `connections`; see [`Cell::load_settings`]).
 #[derive(Clone, Debug)]

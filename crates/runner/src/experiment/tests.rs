@@ -407,7 +407,7 @@ fn precision_and_budget_are_checked_and_kept() {
     }
 }
 
-/// Regression (issue 15): cells named factors that do not apply to them
+/// Regression: cells named factors that do not apply to them
 /// (`placement=native,storage=image`), and a product with a container
 /// factor was refused. Such a factor is left out of the cells it does not
 /// apply to, and the cells that leaves the same are one.

@@ -22,7 +22,11 @@ use tare_engine::bounds::MAX_CELLS;
 type Result<T> = std::result::Result<T, ExperimentError>;
 
 pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Experiment> {
-    let loc = Locator { file: path, text };
+    let loc = Locator {
+        file: path,
+        text,
+        inputs: Some(configs),
+    };
     let raw: RawExperiment = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
     super::limits::cell_count(&loc, &raw)?;
     super::limits::names(&loc, &raw)?;

@@ -1,0 +1,108 @@
+//! `tare tune` on a real nginx with a deliberately bad config (docs/tune.md):
+//! worker_connections 64 under 200 connections, keep-alive off, an
+//! unbuffered access log. The session must find and keep the changes that
+//! matter (more worker connections: the errors go; keep-alive: throughput
+//! multiplies), keep nothing that costs throughput, and leave no nginx behind.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tare_tune::{run_experiment, tune, TuneOptions};
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn nginx_processes() -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-x", "nginx"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn tune_keeps_the_changes_that_matter() {
+    assert!(
+        std::path::Path::new("/usr/sbin/nginx").exists(),
+        "nginx is not installed: run scripts/setup.sh"
+    );
+    let nginx_before = nginx_processes();
+    let dir = TempDir(std::env::temp_dir().join(format!("tare-tune-test-{}", std::process::id())));
+    let www = dir.0.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("index.html"), "hello\n").unwrap();
+    let conf = dir.0.join("bad.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "worker_processes 1;\nevents {{\n    worker_connections 64;\n}}\nhttp {{\n    keepalive_timeout 0;\n    \
+             access_log {d}/access.log;\n    server {{\n        listen 8080;\n        root {d}/www;\n    }}\n}}\n",
+            d = dir.0.display()
+        ),
+    )
+    .unwrap();
+    let opts = TuneOptions {
+        config: conf,
+        target: tare_tune::TargetChoice::Auto,
+        placement: "native".into(),
+        connections: 200,
+        threads: 2,
+        duration: Duration::from_millis(600),
+        warmup: Duration::from_millis(200),
+        trials: 5,
+        cooldown: Duration::from_millis(100),
+        max_rounds: 2,
+        out: dir.0.join("out"),
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let mut exec =
+        |t: &std::path::Path, d: &std::path::Path| run_experiment(t, d, interrupt.clone());
+    let mut notes = Vec::new();
+    let tuning = tune(&opts, &mut exec, &mut |l| notes.push(l.to_string())).unwrap();
+    let table = tare_tune::table::render(&tuning);
+
+    for rule in ["worker-connections", "keepalive-timeout"] {
+        assert!(
+            tuning.kept.iter().any(|k| k == rule),
+            "{rule} not kept:\n{table}"
+        );
+    }
+    for round in &tuning.rounds {
+        for v in &round.verdicts {
+            if let Some(t) = &v.throughput {
+                assert!(
+                    !(v.kept && t.is_significant() && t.ratio < 1.0),
+                    "kept a change that lowers throughput: {}\n{table}",
+                    v.rule
+                );
+            }
+        }
+    }
+    let tuned = std::fs::read_to_string(tuning.tuned.as_ref().expect("a tuned config")).unwrap();
+    assert!(tuned.contains("worker_connections 4096;"), "{tuned}");
+    assert!(!tuned.contains("keepalive_timeout 0;"), "{tuned}");
+    // The tuned config is valid nginx.
+    let payload = tare_nginx::parse(
+        tuning.tuned.as_ref().unwrap().to_str().unwrap(),
+        &tare_nginx::ParseOptions::default(),
+    );
+    assert_eq!(payload.status, tare_nginx::Status::Ok, "{tuned}");
+    // Every run is an ordinary run directory, and nothing is left running.
+    assert!(tuning.rounds[0]
+        .runs
+        .iter()
+        .all(|r| r.join("trials.jsonl").exists()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        nginx_processes(),
+        nginx_before,
+        "nginx processes left behind"
+    );
+}
