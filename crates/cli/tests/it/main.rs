@@ -19,6 +19,7 @@ mod net_cli;
 mod peer_redis_benchmark;
 mod peer_sysbench;
 mod pg_cli;
+mod pgbench_tap;
 mod podman;
 mod proxy;
 mod readme;

@@ -47,10 +47,10 @@ fn script(server: &PgServer, name: &str, sql: &str) -> String {
     path.display().to_string()
 }
 
-/// Mistakes end before any load with one line and exit status 2. No
-/// server: every check comes before connecting.
+/// Mistakes end before any load with one line and exit status 1 (as
+/// pgbench's do). No server: every check comes before connecting.
 #[test]
-fn open_loop_mistakes_are_one_line_and_exit_2() {
+fn open_loop_mistakes_are_one_line_and_exit_1() {
     let conn = ["-h", "127.0.0.1", "-p", "1", "-U", "postgres"];
     for (args, says) in [
         (&["--find-max", "-T", "2"][..], "--slo"),
@@ -92,7 +92,7 @@ fn open_loop_mistakes_are_one_line_and_exit_2() {
         all.extend_from_slice(args);
         let out = tare(&all);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
