@@ -4,6 +4,10 @@
 
 // Shared helpers, kept beside `it/` (tests/<helper>/mod.rs).
 #[path = "../../../pg/tests/pgserver/mod.rs"]
+mod pgserver;
+#[path = "../support/mod.rs"]
+mod support;
+
 mod cleanup;
 mod debug_mode;
 mod examples;
@@ -15,7 +19,6 @@ mod net_cli;
 mod peer_redis_benchmark;
 mod peer_sysbench;
 mod pg_cli;
-mod pgserver;
 mod podman;
 mod proxy;
 mod readme;
@@ -24,7 +27,6 @@ mod remote;
 mod remote_docker;
 mod service;
 mod starters;
-mod support;
 mod tool;
 mod tune_proxy;
 mod vm;
