@@ -28,7 +28,7 @@ packages=(
   fonts-dejavu-core  # a font for chromium's report screenshots
   qemu-system-x86    # vm-* placements: the guest's machine (KVM or TCG)
   linux-image-amd64  # vm-* placements: the guest kernel and its virtio modules
-  busybox-static     # vm-* placements: the guest's /init shell and tools
+  busybox-static     # vm-* placements: the guest's /init shell and tools; kind = "image" tests: httpd in an image FROM scratch
   e2fsprogs          # vm-* placements: mkfs.ext4 formats a guest's data disk (storage = "volume")
   sockperf           # bench/vs-net.sh: ping-pong latency, the reference for tare net rr
   qperf              # bench/vs-net.sh: tcp_lat

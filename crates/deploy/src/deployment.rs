@@ -242,6 +242,26 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
     if let Some(s) = &target.service {
         s.check(spec.transport).map_err(DeployError::Invalid)?;
     }
+    if target.oci.is_some() {
+        image_runs_in(spec.placement, spec.transport).map_err(DeployError::Invalid)?;
+    }
+    Ok(())
+}
+
+/// Whether a user's image can run in `spec`'s placement: containers run
+/// it, a plain process (native, lab-*) chroots into its files; it is
+/// reached over TCP at the port its config exposes.
+pub fn image_runs_in(placement: crate::PlacementKind, transport: Transport) -> Result<(), String> {
+    if !matches!(placement.mechanism(), "process" | "lab" | "docker") {
+        return Err(format!(
+            "kind = \"image\" runs in native, lab-* and docker-* placements, not {placement} (yet)"
+        ));
+    }
+    if transport == Transport::Unix {
+        return Err(
+            "kind = \"image\" is reached over TCP: an image cannot be told a socket".into(),
+        );
+    }
     Ok(())
 }
 
@@ -321,9 +341,21 @@ struct Companion {
 }
 
 fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployError> {
-    let target = &spec.target.target;
     let dir = make_dir(&spec.run_id, teardown)?;
     let owner = procfs::own_identity();
+    // A user's image: built and read first, its port and entrypoint
+    // decide where it listens and what runs.
+    let resolved;
+    let spec = match &spec.target.target.oci {
+        Some(_) => {
+            let mut s = spec.clone();
+            s.target.target = targets::image::resolve(&s.target.target, &dir, teardown, &owner)?;
+            resolved = s;
+            &resolved
+        }
+        None => spec,
+    };
+    let target = &spec.target.target;
     let cx = Context {
         spec,
         dir: &dir,
@@ -336,6 +368,11 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     // server's config names its companion's address.
     let listen = match spec.transport {
         Transport::Unix => Listen::Unix(dir.join("sock").join(&target.socket)),
+        // An image listens where its config says, on the host's network too.
+        Transport::Tcp if target.oci.is_some() => {
+            let at = site.listen(target.port)?;
+            Listen::Tcp(std::net::SocketAddr::new(at.ip(), target.port))
+        }
         Transport::Tcp => Listen::Tcp(site.listen(target.port)?),
     };
     let companion_spec = target.companion_spec();

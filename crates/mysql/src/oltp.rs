@@ -441,12 +441,13 @@ impl Plan {
     }
 
     /// Writes statement `p` as one command into `out`: COM_STMT_EXECUTE of
-    /// `ids[slot]` when `ids` is given, else COM_QUERY with values inlined.
-    /// `scratch` holds the random strings.
+    /// `ids[slot]` when `ids` is given (its parameters' types only the
+    /// first time, `typed[slot]` false, which it sets), else COM_QUERY
+    /// with values inlined. `scratch` holds the random strings.
     pub fn encode(
         &self,
         p: &Planned,
-        ids: Option<&[u32]>,
+        ids: Option<(&[u32], &mut [bool])>,
         r: &mut Rand,
         scratch: &mut Vec<u8>,
         out: &mut Vec<u8>,
@@ -462,8 +463,11 @@ impl Plan {
         }
         let (c, pad) = scratch.split_at(scratch.len().min(C_TEMPLATE.len()));
         let (a, b) = (p.a as i64, p.b as i64);
-        if let Some(ids) = ids {
-            let id = ids[self.slot(p)];
+        if let Some((ids, typed)) = ids {
+            let slot = self.slot(p);
+            let id = ids[slot];
+            let types = !typed[slot];
+            typed[slot] = true;
             let params: &[Param<'_>] = match p.kind {
                 Kind::Begin | Kind::Commit => &[],
                 Kind::PointSelect | Kind::IndexUpdate | Kind::Delete => &[Param::Int(a)],
@@ -473,7 +477,7 @@ impl Plan {
                 Kind::NonIndexUpdate => &[Param::Str(c), Param::Int(a)],
                 Kind::Insert => &[Param::Int(a), Param::Int(b), Param::Str(c), Param::Str(pad)],
             };
-            protocol::stmt_execute(out, id, params);
+            protocol::stmt_execute(out, id, params, types);
             return;
         }
         let at = protocol::begin_packet(out, 0);

@@ -12,7 +12,9 @@
 //!   running sshd (remote-host tests).
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
 //! - [`fuzz::run`]: a crate's cargo-fuzz target, run briefly by its tests.
+//! - [`alone::in_child`]: a test run in a process of its own.
 
+pub mod alone;
 pub mod fuzz;
 pub mod machine;
 mod mariadb;

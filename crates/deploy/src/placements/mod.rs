@@ -11,6 +11,7 @@
 //! [`Running`]: alive or not, its log, what the monitor follows and what it
 //! adds to the fairness facts.
 
+mod chroot;
 mod container;
 mod docker_bridge;
 mod docker_host;

@@ -224,11 +224,29 @@ pub(crate) fn spawn(
         .map_err(DeployError::Invalid)?
         .map(|l| l.to_cpu_set());
     let run_as = server.run_as;
+    // An image's files: its entrypoint runs chrooted into them, starting
+    // in its working directory there.
+    let chroot = server
+        .root
+        .as_ref()
+        .map(|r| {
+            super::chroot::Chroot::new(&r.dir, server.workdir.as_deref().unwrap_or(Path::new("/")))
+        })
+        .transpose()
+        .map_err(|e| DeployError::io("preparing the image's root filesystem", e))?;
+    let cwd = match chroot {
+        Some(_) => dir,
+        None => server.workdir.as_deref().unwrap_or(dir),
+    };
 
     let mut cmd = Command::new(&server.binary);
+    if chroot.is_some() {
+        // Only the image's environment, as in its container.
+        cmd.env_clear();
+    }
     cmd.args(&server.args)
         .envs(server.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(server.workdir.as_deref().unwrap_or(dir))
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -248,6 +266,9 @@ pub(crate) fn spawn(
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            if let Some(c) = &chroot {
+                c.enter()?;
+            }
             if let Some((uid, gid)) = run_as {
                 let groups = [gid];
                 if libc::setgroups(1, groups.as_ptr()) != 0
@@ -260,9 +281,14 @@ pub(crate) fn spawn(
             Ok(())
         })
     };
-    let child = cmd
-        .spawn()
-        .map_err(|e| DeployError::io(format!("starting {}", server.binary.display()), e))?;
+    let child = cmd.spawn().map_err(|e| {
+        let place = if server.root.is_some() {
+            " in the image's root filesystem (chroot)"
+        } else {
+            ""
+        };
+        DeployError::io(format!("starting {}{place}", server.binary.display()), e)
+    })?;
     if let Some(id) = procfs::identity(child.id() as libc::pid_t) {
         use std::io::Write;
         let _ = std::fs::OpenOptions::new()

@@ -7,6 +7,7 @@ mod cpus;
 pub(crate) mod error;
 pub(crate) mod factor;
 mod hosts;
+mod image;
 mod limits;
 mod raw;
 mod service;

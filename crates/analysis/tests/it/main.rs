@@ -1,0 +1,9 @@
+//! tare-analysis's integration tests: one test binary, one module per area
+//! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
+//! line here; one binary links once, where one per file linked each.
+
+mod attribution;
+mod compare;
+mod coverage;
+mod lower_is_better;
+mod run_dir;

@@ -1,0 +1,33 @@
+//! Runs the guest-console, Podman-output, service-command and image-config
+//! fuzz targets (crates/deploy/fuzz) for a bounded time, so every test run
+//! also fuzzes them (docs/fuzzing.md).
+
+#[test]
+fn guest_console_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "vm_console", "seeds", 10);
+}
+
+#[test]
+fn podman_output_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(
+        env!("CARGO_MANIFEST_DIR"),
+        "podman_output",
+        "seeds_podman",
+        5,
+    );
+}
+
+#[test]
+fn service_command_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(
+        env!("CARGO_MANIFEST_DIR"),
+        "service_command",
+        "seeds_service",
+        5,
+    );
+}
+
+#[test]
+fn image_config_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "image_config", "seeds_image", 5);
+}

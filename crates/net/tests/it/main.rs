@@ -1,0 +1,7 @@
+//! tare-net's integration tests: one test binary, one module per area
+//! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
+//! line here; one binary links once, where one per file linked each.
+
+mod fuzz_smoke;
+mod loopback;
+mod responder_idle;

@@ -1,0 +1,8 @@
+//! tare-nginx's integration tests: one test binary, one module per area
+//! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
+//! line here; one binary links once, where one per file linked each.
+
+mod advise;
+mod crossplane;
+mod fuzz_smoke;
+mod nginx_check;

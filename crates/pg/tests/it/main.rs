@@ -1,0 +1,14 @@
+//! tare-pg's integration tests: one test binary, one module per area
+//! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
+//! line here; one binary links once, where one per file linked each.
+
+// Shared helpers, kept beside `it/` (tests/<helper>/mod.rs).
+#[path = "../pgserver/mod.rs"]
+mod pgserver;
+
+mod auth;
+mod coalesce;
+mod failures;
+mod fuzz_smoke;
+mod load;
+mod open_loop;

@@ -1,0 +1,9 @@
+//! tare-runner's integration tests: one test binary, one module per area
+//! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
+//! line here; one binary links once, where one per file linked each.
+
+mod fuzz_smoke;
+mod interrupt;
+mod live_progress;
+mod noise;
+mod real_run;

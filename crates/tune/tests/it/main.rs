@@ -1,0 +1,5 @@
+//! tare-tune's integration tests: one test binary, one module per area
+//! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
+//! line here; one binary links once, where one per file linked each.
+
+mod tune;
