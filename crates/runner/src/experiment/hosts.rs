@@ -143,7 +143,7 @@ pub(super) fn hosts(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -
         ))
     };
     let mut generators = Vec::new();
-    let load = raw.load.as_ref().map(|l| l.get_ref());
+    let load = raw.load.as_ref();
     if let Some(list) = load.and_then(|l| l.hosts.as_ref()) {
         if list.get_ref().is_empty() {
             return Err(loc.error(

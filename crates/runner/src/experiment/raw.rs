@@ -23,9 +23,11 @@ pub(super) struct RawExperiment {
     #[serde(default)]
     pub cells: Option<Spanned<Vec<Spanned<RawCell>>>>,
     /// Optional: absent, every shared setting and the engine's table take
-    /// their defaults (docs/experiments.md).
+    /// their defaults (docs/experiments.md). Not `Spanned`: toml cannot
+    /// give the span of a table made only by `[load.http]`'s dotted
+    /// header, and failed on it; `validate` finds the header instead.
     #[serde(default)]
-    pub load: Option<Spanned<RawLoad>>,
+    pub load: Option<RawLoad>,
     #[serde(default)]
     pub trials: Option<Spanned<RawTrials>>,
     #[serde(default)]

@@ -58,11 +58,11 @@ fn positive(
 /// its line and key.
 pub(super) fn load(
     loc: &Locator,
-    raw: &Spanned<RawLoad>,
+    l: &RawLoad,
+    table: std::ops::Range<usize>,
     default_engine: &str,
     target: &str,
 ) -> Result<LoadSettings> {
-    let l = raw.get_ref();
     check_keys(loc)?;
     let natural = engines::by_name(default_engine).expect("targets name registered engines");
     let engine = match &l.engine {
@@ -107,7 +107,7 @@ pub(super) fn load(
     }
 
     let mut shared = engine.defaults();
-    let mut spans = Spans::new(raw.span());
+    let mut spans = Spans::new(table.clone());
     if let Some(v) = &l.threads {
         shared.threads = positive(
             loc,
@@ -131,7 +131,11 @@ pub(super) fn load(
     let default_duration = shared.duration.unwrap_or(Duration::from_secs(3));
     let d = duration(loc, &l.duration, "load.duration", default_duration)?;
     if d < Duration::from_millis(100) {
-        let span = l.duration.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+        let span = l
+            .duration
+            .as_ref()
+            .map(|d| d.span())
+            .unwrap_or(table.clone());
         return Err(loc.error(span, "load.duration", "must be at least 100ms"));
     }
     shared.duration = Some(d);

@@ -662,3 +662,17 @@ fn an_image_target_is_read_into_its_source_and_is_no_container_option() {
     let e = parse(&text.replace("port = 8081\n", "")).unwrap();
     assert_eq!(e.target.server.oci.as_ref().unwrap().port, None);
 }
+
+/// `[load.http]` alone makes `[load]` as a dotted header: read like an
+/// explicit one (toml's span of such a table failed with "invalid type:
+/// string \"http\", expected a borrowed string"), and its mistakes named
+/// at their line.
+#[test]
+fn an_engine_table_without_its_load_table_is_read() {
+    let text = "[target]\nkind = \"nginx\"\n[load.http]\npath = \"/x\"\n";
+    let e = parse(text).unwrap();
+    assert_eq!(e.load.engine.name(), "http");
+    let bad = "[target]\nkind = \"nginx\"\n[load.http]\npath = \"/x\"\nnope = 1\n";
+    let msg = parse(bad).unwrap_err().to_string();
+    assert!(msg.contains("exp.toml:5"), "{msg}");
+}

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
 use super::factor::FactorKind;
-use super::raw::{RawCell, RawExperiment, RawFactors};
+use super::raw::{RawCell, RawExperiment, RawFactors, RawLoad};
 use super::settings::{load, trials};
 use super::{
     Cell, ConfigSource, ConfigVariant, Experiment, Focus, PlacementKind, Target, TargetKind,
@@ -45,9 +45,14 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     check_cells_apply(&loc, &raw, &cells)?;
     check_service_transport(&loc, &raw, &target, &cells)?;
     super::image::check_cells(&loc, &raw, &target.server, &cells)?;
-    let no_load = Spanned::new(0..0, Default::default());
-    let raw_load = raw.load.as_ref().unwrap_or(&no_load);
-    let load = load(&loc, raw_load, target.server.engine(), target.server.name())?;
+    let no_load = RawLoad::default();
+    let load = load(
+        &loc,
+        raw.load.as_ref().unwrap_or(&no_load),
+        load_header(loc.text),
+        target.server.engine(),
+        target.server.name(),
+    )?;
     check_workloads(&loc, &raw, &factors, &load)?;
     let trials = trials(&loc, raw.trials.as_ref())?;
     let attribution = attribution(&loc, &raw, &cells)?;
@@ -677,4 +682,19 @@ fn chain(
         }
     }
     Ok(out)
+}
+
+/// Where `[load]` (or the first `[load.ENGINE]`) starts in the file, for
+/// the errors that point at the table itself; 0..0 when there is none.
+fn load_header(text: &str) -> std::ops::Range<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with("[load]") || t.starts_with("[load.") {
+            let start = at + (line.len() - t.len());
+            return start..start + t.trim_end().len();
+        }
+        at += line.len();
+    }
+    0..0
 }
