@@ -25,6 +25,16 @@ phase clippy cargo clippy --workspace --all-targets --profile ci -- -D warnings
 # The README's install line gives a working binary.
 phase install-check bash scripts/install-check.sh
 phase build cargo nextest run --workspace --cargo-profile ci --profile ci --no-run
+# The fuzz targets the smoke tests run (tare_testbed::fuzz), built here into
+# their shared target/fuzz with the same flags, so no test's timeout is
+# spent compiling (a fuzz build takes minutes on a loaded machine).
+fuzz_build() {
+  local fuzz_target=${CARGO_TARGET_DIR:-$PWD/target}/fuzz dir
+  for dir in crates/*/fuzz; do
+    (cd "${dir%/fuzz}" && RUSTC_BOOTSTRAP=1 cargo fuzz build --dev -s none --target-dir "$fuzz_target")
+  done
+}
+phase fuzz-build fuzz_build
 # nextest runs no doc tests.
 phase doc-tests cargo test --doc --workspace --profile ci
 # Every test in a process of its own, in the groups of .config/nextest.toml
