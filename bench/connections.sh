@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Many connections: tare http vs wrk against nginx and against tare serve
-# at 1k, 10k and the most the open-files limit allows (issue 17).
+# at 1k, 10k and the most the open-files limit allows.
 #
 # Each server (nginx: one worker; tare serve: one thread) on CPU 1, the
 # generator (-t$THREADS) on CPU 0; for every level, ROUNDS interleaved runs

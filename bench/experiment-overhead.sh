@@ -3,7 +3,7 @@
 # time against the load it applied (warm-up + measured periods of the trials
 # that ran, from plan.json and trials.jsonl). The difference is deploying,
 # the fairness check, cool-downs and recording. Prints the ratio; exits 1
-# when the overhead is 25% of the load or more (the bound of issue 4).
+# when the overhead is 25% of the load or more (bench/README.md's goal).
 #
 #   bench/experiment-overhead.sh [EXPERIMENT.toml]    # default: the quick experiment
 set -euo pipefail

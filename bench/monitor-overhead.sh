@@ -3,7 +3,7 @@
 # process, 1 thread) loaded by tare http (1 thread, 32 connections, 0.5 s
 # warm-up + 2 s), with and without the monitor sampling every 100 ms,
 # alternating, ROUNDS rounds. Prints the ratio of median req/s
-# with/without; exits 1 when monitoring costs more than 2% (issue 9).
+# with/without; exits 1 when monitoring costs more than 2% (bench/README.md).
 #
 # Usage: bench/monitor-overhead.sh [ROUNDS] [INTERVAL_MS]
 # Run it on a quiet machine: other load moves req/s more than the monitor does.

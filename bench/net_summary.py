@@ -3,7 +3,7 @@
 ratio tare/reference as the median of the ratios within each round with a
 distribution-free 95% interval, beside the same for A/A (tare against a
 second run of the same client in the same round), and whether each goal of
-issue 18 is met, missed, or not resolved at this noise.
+bench/README.md is met, missed, or not resolved at this noise.
 
 Usage: net_summary.py RUNS_FILE
 
@@ -95,7 +95,7 @@ def main():
                    if has(ref, "p50_us") and has("tare-rr", "p50_us") else "")
             print(f"tare/{ref}: round trip {show(rtt)}{p50}, CPU per transaction {show(cpu)}")
             if ref in ("sockperf", "qperf"):
-                # Within 3% or faster; CPU no higher (issue 18).
+                # Within 3% or faster; CPU no higher (bench/README.md).
                 goals.append(f"  round trip vs {ref} <= 1.03x: {verdict(rtt, 0, 1.03)}; "
                              f"CPU per transaction <= 1.00x: {verdict(cpu, 0, 1.0)}")
         for g in goals:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tare net vs the reference network benchmarks on loopback (issue 18):
+# tare net vs the reference network benchmarks on loopback:
 # round trips (100-byte request and response) against sockperf ping-pong
 # and qperf tcp_lat, and one TCP stream against nuttcp and iperf3.
 #
@@ -15,7 +15,7 @@
 # tare-stream-again): an A/A comparison, how far apart two identical
 # clients land on this machine in the same round, printed beside every
 # ratio. Each ratio is the median of the ratios within each round with a
-# distribution-free 95% interval, and each goal of issue 18 (round trip
+# distribution-free 95% interval, and each goal of bench/README.md (round trip
 # within 3% of each reference or faster, CPU per transaction no higher,
 # stream at least 0.97x) is said met, missed or not resolved at this noise
 # (bench/net_summary.py).

@@ -7,7 +7,7 @@
 # nginx. ROUNDS interleaved runs: pgbench tcp, tare tcp, pgbench unix,
 # tare unix, ... Generator CPU is the kernel's rusage of the child process
 # (getrusage RUSAGE_CHILDREN), the same measure for both tools.
-# Prints per-run numbers and median ratios. Goals (issue 5): tps ratio
+# Prints per-run numbers and median ratios. Goals (bench/README.md): tps ratio
 # tare/pgbench >= 1.0, CPU per transaction ratio <= 0.8. tare runs with its
 # default wait (io_uring where the kernel allows it); also over TCP with
 # --io epoll (the fallback), and with batched wake-ups (--coalesce $COALESCE, opt-in: a little think time

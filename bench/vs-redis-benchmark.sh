@@ -12,7 +12,7 @@
 # default 2 s, which in a count-bounded run closes the connection for good.
 # Generator CPU is the kernel's rusage of the child process (getrusage
 # RUSAGE_CHILDREN), the same measure for both tools. Prints per-run numbers
-# and median ratios. Goals (issue 19): with the server the bottleneck,
+# and median ratios. Goals (bench/README.md): with the server the bottleneck,
 # requests/s ratio tare/redis-benchmark >= 1.0 and CPU per request ratio
 # <= 0.5; with -P 16 requests/s >= 1.0.
 #
@@ -21,10 +21,14 @@
 # flag and its value), interleaved with the rest: the waits (io_uring,
 # epoll, batched wake-ups) compared on the same server at the same time.
 #
+# BASELINE=/path/to/another/tare (an older build) measures that build's
+# default run too in every round, interleaved, as `baseline`: before and
+# after a change on the same server at the same time.
+#
 # RAW=path keeps the per-run lines (bench/redis_summary.py reads them
 # again: `python3 bench/redis_summary.py path`).
 #
-# Usage: [TARE=path] [VARIANTS=...] [RAW=path] bench/vs-redis-benchmark.sh [ROUNDS] [REQUESTS]      (as root)
+# Usage: [TARE=path] [BASELINE=path] [VARIANTS=...] [RAW=path] bench/vs-redis-benchmark.sh [ROUNDS] [REQUESTS]      (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -94,13 +98,16 @@ for i in $(seq "$ROUNDS"); do
     common=(-p "$PORT" -c 50 -n "$n" -d 50 -r 100000 -P "$p" -t get)
     # The order turns every round (redis-benchmark first, then last), so
     # neither tool always runs on the machine the other has just warmed.
-    who=(redis-benchmark "" "${variants[@]}")
-    if [ $((i % 2)) = 0 ]; then who=("" "${variants[@]}" redis-benchmark); fi
+    who=(redis-benchmark "" ${BASELINE:+baseline} "${variants[@]}")
+    if [ $((i % 2)) = 0 ]; then who=(${BASELINE:+baseline} "" "${variants[@]}" redis-benchmark); fi
     line="round $i -P $p:"
     for v in "${who[@]}"; do
       if [ "$v" = redis-benchmark ]; then
         t=$(measure redis-benchmark "$n" $gen_cpu redis-benchmark --csv "${common[@]}")
         label=redis-benchmark
+      elif [ "$v" = baseline ]; then
+        t=$(measure tare "$n" $gen_cpu "$BASELINE" redis --json - --timeout 60s "${common[@]}")
+        label=baseline
       else
         t=$(measure tare "$n" $gen_cpu "$TARE" redis --json - --timeout 60s "${common[@]}" ${v//=/ })
         label=tare; [ -n "$v" ] && label="tare[$v]"

@@ -9,7 +9,7 @@
 # seconds of the same test against the same tables. Generator CPU is the
 # kernel's rusage of the child process (getrusage RUSAGE_CHILDREN), the
 # same measure for both tools. Prints per-run numbers and median ratios.
-# Goals (issue 21): transactions/s ratio tare/sysbench >= 1.0 and CPU per
+# Goals (bench/README.md): transactions/s ratio tare/sysbench >= 1.0 and CPU per
 # transaction ratio <= 0.6.
 #
 # WORKERS=N sets tare's worker threads (default: one per CPU and at least
@@ -18,7 +18,11 @@
 # io_uring where the kernel allows it). The load average is printed before
 # and after: on a shared machine it says how much to trust the ratios.
 #
-# Usage: [TARE=path] [THREADS=8] [WORKERS=N] [IO=MODE] bench/vs-sysbench.sh [ROUNDS] [TIME]      (as root)
+# BASELINE=/path/to/another/tare (an older build) measures that build too
+# in every round, interleaved (sysbench, tare, baseline; the order turning
+# each round): before and after a change at the same time.
+#
+# Usage: [TARE=path] [BASELINE=path] [THREADS=8] [WORKERS=N] [IO=MODE] bench/vs-sysbench.sh [ROUNDS] [TIME]      (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -81,14 +85,24 @@ PY
 }
 
 echo "before: $(uptime)"
-tps_sb=(); tps_tare=(); cpu_sb=(); cpu_tare=()
+tps_sb=(); tps_tare=(); cpu_sb=(); cpu_tare=(); tps_base=(); cpu_base=()
+BASELINE=${BASELINE:-}
 for i in $(seq "$ROUNDS"); do
   common=(--threads="$THREADS" --time="$TIME" --tables=1 --table-size=10000)
-  s=$(measure sysbench $gen_cpu sysbench oltp_read_only "${conn[@]}" "${common[@]}" run)
-  t=$(measure tare $gen_cpu "$TARE" mysql oltp_read_only "${conn[@]}" "${common[@]}" ${WORKERS:+--workers $WORKERS} ${IO:+--io $IO} --json - run)
-  echo "round $i: sysbench $s | tare $t"
-  for who in sb tare; do
-    line=$s; [ $who = tare ] && line=$t
+  run_sb() { s=$(measure sysbench $gen_cpu sysbench oltp_read_only "${conn[@]}" "${common[@]}" run); }
+  run_tare() { t=$(measure tare $gen_cpu "$TARE" mysql oltp_read_only "${conn[@]}" "${common[@]}" ${WORKERS:+--workers $WORKERS} ${IO:+--io $IO} --json - run); }
+  run_base() { b=$(measure tare $gen_cpu "$BASELINE" mysql oltp_read_only "${conn[@]}" "${common[@]}" --json - run); }
+  # The order turns every round, so no tool always runs on a machine
+  # another has just warmed.
+  if [ $((i % 2)) = 1 ]; then
+    run_sb; run_tare; [ -n "$BASELINE" ] && run_base
+  else
+    [ -n "$BASELINE" ] && run_base; run_tare; run_sb
+  fi
+  echo "round $i: sysbench $s | tare $t${BASELINE:+ | baseline $b}"
+  whos="sb tare"; [ -n "$BASELINE" ] && whos="sb tare base"
+  for who in $whos; do
+    line=$s; [ $who = tare ] && line=$t; [ $who = base ] && line=$b
     eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/local_/')"
     eval "tps_$who+=($local_tps)"
     eval "cpu_$who+=($(python3 -c "print($local_cpu_s / $local_n * 1e6)"))"
@@ -96,10 +110,14 @@ for i in $(seq "$ROUNDS"); do
 done
 echo "after: $(uptime)"
 
-python3 - "${tps_sb[*]}" "${tps_tare[*]}" "${cpu_sb[*]}" "${cpu_tare[*]}" <<'PY'
+python3 - "${tps_sb[*]}" "${tps_tare[*]}" "${cpu_sb[*]}" "${cpu_tare[*]}" "${tps_base[*]:-}" "${cpu_base[*]:-}" <<'PY'
 import statistics, sys
-sb, tare, csb, ctare = ([float(x) for x in a.split()] for a in sys.argv[1:])
+sb, tare, csb, ctare, base, cbase = ([float(x) for x in a.split()] for a in sys.argv[1:])
 med = statistics.median
 print(f"transactions/s: sysbench {med(sb):.0f}, tare {med(tare):.0f}, ratio {med(tare)/med(sb):.2f} (goal >= 1.0)")
 print(f"CPU per transaction: sysbench {med(csb):.1f} us, tare {med(ctare):.1f} us, ratio {med(ctare)/med(csb):.2f} (goal <= 0.6)")
+if base:
+    print(f"baseline: {med(base):.0f} transactions/s (ratio {med(base)/med(sb):.2f}), {med(cbase):.1f} us CPU per transaction (ratio {med(cbase)/med(csb):.2f})")
+    within = [t / s for t, s in zip(tare, sb)]
+    print(f"tare/sysbench within rounds: median {med(within):.2f}, range {min(within):.2f}-{max(within):.2f}")
 PY

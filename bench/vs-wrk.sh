@@ -4,7 +4,7 @@
 # nginx (Debian's, one worker, access_log off) pinned to CPU 1; the generator
 # pinned to CPU 0; 1 thread, 50 connections; ROUNDS interleaved runs of each
 # tool (wrk, tare, wrk, tare, ...). Prints per-run numbers and the median
-# ratios tare/wrk. Goals (issue 2): rps ratio >= 1.0, CPU/request ratio <= 0.8.
+# ratios tare/wrk. Goals (bench/README.md): rps ratio >= 1.0, CPU/request ratio <= 0.8.
 # tare runs with its default wait (io_uring where the kernel allows it); also
 # with --io epoll (the fallback), with batched wake-ups (--coalesce $COALESCE,
 # opt-in: a little think time per request, none of it visible in latency;
@@ -15,6 +15,9 @@
 # round (wrk, tare, baseline, ...), to compare two builds in one run: its
 # ratios to wrk and this build's ratio to it are printed last.
 #
+# PROFILE=ci builds and runs target/ci/tare instead of the release build
+# (quicker to build; compare a baseline built the same way).
+#
 # Usage: bench/vs-wrk.sh [ROUNDS] [DURATION]     (as root; needs nginx, wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +27,9 @@ PORT=${PORT:-18480}
 COALESCE=${COALESCE:-100us}
 
 command -v nginx >/dev/null && command -v wrk >/dev/null || bash scripts/setup.sh
-cargo build --release -q -p tare
-TARE=$PWD/target/release/tare
+PROFILE=${PROFILE:-release}
+cargo build --profile "$PROFILE" -q -p tare
+TARE=$PWD/target/$PROFILE/tare
 
 dir=$(mktemp -d /tmp/tare-bench-XXXXXX)
 trap 'kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; sleep 0.2; rm -rf "$dir"' EXIT

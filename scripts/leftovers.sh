@@ -5,6 +5,7 @@
 # and every test removes what it made, failed or not; this is the proof.
 #
 # Looked for: Docker and rootful Podman containers, volumes and networks;
+# Docker images built from a user's Dockerfile;
 # rootless Podman containers and their forwarders in the store of every
 # user tare ran rootless Podman as (`podman ps` as root does not list
 # them: they live under tare-rootless and the test users); network
@@ -33,6 +34,11 @@ if have docker && docker info >/dev/null 2>&1; then
   while read -r v; do
     [[ -n $v ]] && left "docker volume $v"
   done < <(docker volume ls -q --filter label=tare.owner 2>/dev/null)
+  # Images built from a user's Dockerfile (kind = "image") carry their
+  # owner; tare's own image cache carries none and stays.
+  while read -r i; do
+    [[ -n $i ]] && left "docker image $i"
+  done < <(docker images --filter label=tare.owner --format '{{.Repository}}:{{.Tag}}' 2>/dev/null)
 fi
 
 # Rootful Podman.

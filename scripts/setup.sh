@@ -18,7 +18,7 @@ packages=(
   netavark           # Podman's network backend: the bridge and the published port's DNAT
   aardvark-dns       # netavark's DNS (Podman expects it beside netavark)
   iptables           # netavark 1.4 writes its port-forwarding rules with iptables
-  slirp4netns        # rootless Podman's user-space network (issue 22, rootless part)
+  slirp4netns        # rootless Podman's user-space network
   passt              # pasta, the newer rootless user-space network
   uidmap             # newuidmap/newgidmap for rootless Podman's subuid/subgid ranges
   strace             # syscall counts in bench/
@@ -28,7 +28,7 @@ packages=(
   fonts-dejavu-core  # a font for chromium's report screenshots
   qemu-system-x86    # vm-* placements: the guest's machine (KVM or TCG)
   linux-image-amd64  # vm-* placements: the guest kernel and its virtio modules
-  busybox-static     # vm-* placements: the guest's /init shell and tools
+  busybox-static     # vm-* placements: the guest's /init shell and tools; kind = "image" tests: httpd in an image FROM scratch
   e2fsprogs          # vm-* placements: mkfs.ext4 formats a guest's data disk (storage = "volume")
   sockperf           # bench/vs-net.sh: ping-pong latency, the reference for tare net rr
   qperf              # bench/vs-net.sh: tcp_lat

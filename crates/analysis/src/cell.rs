@@ -88,6 +88,11 @@ pub struct CellStats {
     /// ([`CellStats::round_trip_us`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip_connections: Option<u64>,
+    /// A request mix's counts and latency by request name, added over the
+    /// successful trials (histograms merged, so percentiles are exact);
+    /// empty without a mix (docs/http.md, "Request mixes").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_name: Vec<tare_record::NamedResult>,
 }
 
 /// One secondary metric of a cell.
@@ -108,14 +113,13 @@ impl CellStats {
     /// `None` when no trial of the cell succeeded (the report lists it as
     /// failed, with its errors).
     pub fn from_trials(cell: &str, trials: &[&TrialRecord]) -> Option<CellStats> {
-        let ok: Vec<_> = trials.iter().filter_map(|t| t.result.as_ref()).collect();
+        let ok: Vec<_> = trials.iter().filter_map(|t| t.usable()).collect();
         let failures = trials
             .iter()
-            .filter(|t| t.result.is_none())
+            .filter(|t| t.usable().is_none())
             .map(|t| {
-                t.error
-                    .clone()
-                    .unwrap_or_else(|| "no result recorded".into())
+                let why = t.error.as_deref().unwrap_or("nothing completed");
+                format!("#{}: {why}", t.trial)
             })
             .collect();
         let primary = ok.first().map(|r| r.primary());
@@ -151,7 +155,17 @@ impl CellStats {
         let unit = primary
             .as_ref()
             .map_or(Unit::Requests.rate_label().to_string(), |p| p.unit.clone());
+        let mut by_name = Vec::new();
+        for r in &ok {
+            // An unreadable histogram (a damaged record) loses only the
+            // names' breakdown, never the cell.
+            if tare_record::named::add_named(&mut by_name, &r.by_name).is_err() {
+                by_name.clear();
+                break;
+            }
+        }
         Some(CellStats {
+            by_name,
             cell: cell.to_string(),
             factors: trials.first()?.factors.clone(),
             unit,
@@ -172,7 +186,7 @@ impl CellStats {
             rounds: Some(
                 trials
                     .iter()
-                    .filter(|t| t.result.is_some())
+                    .filter(|t| t.usable().is_some())
                     .map(|t| t.trial)
                     .collect(),
             ),
@@ -300,20 +314,22 @@ mod tests {
 
     /// Regression: `tare report` computed attempts as requests + errors -
     /// errors.status, http's rule, for pg too: 900 ok + 100 failed showed
-    /// 11.1%, and a cell where every transaction failed showed 0%.
+    /// 11.1%, and a cell where every transaction failed showed 0% (now it
+    /// has no statistics at all: nothing completed, nothing measured).
     #[test]
     fn report_pg_error_rate_counts_failed_transactions_once() {
-        for (ok, failed, want) in [(900, 100, 0.10), (0, 1000, 1.0)] {
-            let trials = pg_trials(ok, failed);
-            let refs: Vec<&TrialRecord> = trials.iter().collect();
-            let s = CellStats::from_trials("c", &refs).unwrap();
-            assert!(
-                (s.error_rate - want).abs() < 1e-12,
-                "{ok}+{failed}: {}",
-                s.error_rate
-            );
-            assert_eq!(s.unit, "tps");
-        }
+        let none = pg_trials(0, 1000);
+        let refs: Vec<&TrialRecord> = none.iter().collect();
+        assert_eq!(CellStats::from_trials("c", &refs), None);
+        let trials = pg_trials(900, 100);
+        let refs: Vec<&TrialRecord> = trials.iter().collect();
+        let s = CellStats::from_trials("c", &refs).unwrap();
+        assert!(
+            (s.error_rate - 0.10).abs() < 1e-12,
+            "900+100: {}",
+            s.error_rate
+        );
+        assert_eq!(s.unit, "tps");
     }
 
     /// A lower-is-better primary metric (a tool's latency) takes its name,

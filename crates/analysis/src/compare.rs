@@ -42,6 +42,77 @@ pub struct Comparison {
     pub p99_geomean: Option<(f64, f64)>,
 }
 
+/// Why `old` and `new` do not measure the same thing, one reason each
+/// (empty: comparable): a different target, different load settings (each
+/// setting named with both values), or a `--debug-mode` run beside a real
+/// one. `tare compare` refuses such runs unless forced (docs/analysis.md,
+/// "Compare").
+pub fn incomparable(old: &Run, new: &Run) -> Vec<String> {
+    let mut why = Vec::new();
+    let plan = |r: &Run| r.plan.clone().unwrap_or_default();
+    let (a, b) = (plan(old), plan(new));
+    if let (Some(x), Some(y)) = (&a.target, &b.target) {
+        if x != y {
+            why.push(format!("different targets ({x} vs {y})"));
+        }
+    }
+    if let (Some(x), Some(y)) = (&a.load, &b.load) {
+        let mut differ = Vec::new();
+        settings_differ("", x, y, &mut differ);
+        if !differ.is_empty() {
+            why.push(format!("different loads ({})", differ.join(", ")));
+        }
+    }
+    match (debug_mode(old), debug_mode(new)) {
+        (true, false) => why.push(format!("{} is a --debug-mode run", old.run_id)),
+        (false, true) => why.push(format!("{} is a --debug-mode run", new.run_id)),
+        _ => {}
+    }
+    why
+}
+
+/// Whether `run` was made by `tare run --debug-mode` (mock placements and
+/// engine), as its provenance's command line says.
+fn debug_mode(run: &Run) -> bool {
+    let lines = run.provenance.iter().flat_map(|p| {
+        std::iter::once(&p["command_line"]).chain(
+            p["resumed"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| &r["command_line"]),
+        )
+    });
+    lines
+        .filter_map(|l| l.as_array())
+        .flatten()
+        .any(|a| a.as_str() == Some("--debug-mode"))
+}
+
+/// The settings of two load snapshots that differ, `key a vs b`, nested
+/// tables as `http.path`.
+fn settings_differ(
+    prefix: &str,
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let null = Value::Null;
+                let key = format!("{prefix}{k}");
+                let (va, vb) = (x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null));
+                settings_differ(&format!("{key}."), va, vb, out);
+            }
+        }
+        _ if a != b => out.push(format!("{} {a} vs {b}", prefix.trim_end_matches('.'))),
+        _ => {}
+    }
+}
+
 /// Compares `new` against `old`, matching cells by id.
 pub fn compare(old: &Run, new: &Run) -> Comparison {
     let old_cells = old.cells();

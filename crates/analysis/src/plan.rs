@@ -16,6 +16,13 @@ pub struct PlanView {
     pub run_id: String,
     #[serde(default)]
     pub experiment: String,
+    /// The target's name (`nginx`, `command`...); absent in older plans.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The load settings as run (engine, connections, duration...), as the
+    /// runner wrote them; absent in older plans.
+    #[serde(default)]
+    pub load: Option<serde_json::Value>,
     /// Every planned cell in the experiment's order: reports list cells in
     /// this order, and say why skipped ones have no trials.
     #[serde(default)]

@@ -212,7 +212,7 @@ impl Run {
                     error: trials
                         .iter()
                         .find_map(|t| t.error.clone())
-                        .unwrap_or_else(|| "no result recorded".into()),
+                        .unwrap_or_else(|| "nothing completed".into()),
                     cell: id,
                 }
             })

@@ -190,6 +190,8 @@ pub fn plan(run_id: &str, cells: &[SynthCell], chain: &[String]) -> PlanView {
     PlanView {
         run_id: run_id.to_string(),
         experiment: "synthetic".into(),
+        target: None,
+        load: None,
         cells: cells
             .iter()
             .map(|c| PlannedCellView {

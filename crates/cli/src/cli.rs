@@ -19,6 +19,9 @@ pub(crate) struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// Parsed once per run: pgbench's many flags make `Pg` large, which costs
+// nothing here.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Command {
     /// HTTP/1.1 load: closed loop, keep-alive or a connection per request, TCP or Unix socket.
     Http(cmd::http::HttpArgs),

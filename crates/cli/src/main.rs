@@ -22,6 +22,15 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
+            // `tare pg` exits as pgbench does: 1 for a mistake in the flags.
+            if std::env::args().nth(1).as_deref() == Some("pg") {
+                let line = usage_error(&e.to_string()).replace(
+                    "(see tare pg --help)",
+                    "(try \"tare pg --help\" for more information)",
+                );
+                eprintln!("tare: {line}");
+                return ExitCode::from(1);
+            }
             eprintln!("tare: {}", usage_error(&e.to_string()));
             return ExitCode::from(2);
         }

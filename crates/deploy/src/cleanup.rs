@@ -26,8 +26,9 @@ pub struct CleanupReport {
 /// Removes every tare leftover whose owner is gone: server processes and
 /// deployment directories, then what each placement mechanism made (Docker
 /// containers and volumes labelled `tare`, lab namespaces, links and
-/// nftables tables). Images are a cache, not leftovers: they stay
-/// (remove them with `docker rmi` by the `tare` label).
+/// nftables tables, images built from a user's Dockerfile). The images
+/// `tare image build` makes are a cache, not leftovers: they stay (remove
+/// them with `docker rmi` by the `tare` label).
 pub fn cleanup() -> Result<CleanupReport, DeployError> {
     let mut report = CleanupReport::default();
     // Processes first (with their directories), so nothing still runs in a

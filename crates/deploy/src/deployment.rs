@@ -13,6 +13,7 @@ use tare_engine::Endpoint;
 use crate::error::DeployError;
 use crate::facts::{BackendFacts, Facts};
 use crate::health;
+use crate::liveness::Liveness;
 use crate::placements::{Context, Role, Running, SpecOption};
 use crate::procfs;
 use crate::spec::{DeploySpec, TargetSpec, Transport};
@@ -55,6 +56,7 @@ pub struct Deployment {
     facts: Facts,
     watch: Watch,
     dir: PathBuf,
+    liveness: Liveness,
     teardown: Arc<Teardown>,
 }
 
@@ -99,6 +101,14 @@ impl Deployment {
         &self.dir
     }
 
+    /// `Ok` while the server (and its companion) still runs, is not
+    /// stopped, and answers its readiness probe; else why not, one line:
+    /// `server exited with signal 9`, `server stopped (SIGSTOP)`. Asked
+    /// before and after each trial (docs/experiments.md, "Failed trials").
+    pub fn check(&self) -> Result<(), String> {
+        self.liveness.check()
+    }
+
     /// Stops and removes everything, reporting the first failure.
     pub fn stop(self) -> Result<(), DeployError> {
         self.teardown.run()
@@ -123,6 +133,7 @@ pub fn deploy(spec: &DeploySpec) -> Result<Deployment, DeployError> {
             facts: parts.facts,
             watch: parts.watch,
             dir: parts.dir,
+            liveness: parts.liveness,
             teardown,
         }),
         Err(e) => {
@@ -231,6 +242,26 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
     if let Some(s) = &target.service {
         s.check(spec.transport).map_err(DeployError::Invalid)?;
     }
+    if target.oci.is_some() {
+        image_runs_in(spec.placement, spec.transport).map_err(DeployError::Invalid)?;
+    }
+    Ok(())
+}
+
+/// Whether a user's image can run in `spec`'s placement: containers run
+/// it, a plain process (native, lab-*) chroots into its files; it is
+/// reached over TCP at the port its config exposes.
+pub fn image_runs_in(placement: crate::PlacementKind, transport: Transport) -> Result<(), String> {
+    if !matches!(placement.mechanism(), "process" | "lab" | "docker") {
+        return Err(format!(
+            "kind = \"image\" runs in native, lab-* and docker-* placements, not {placement} (yet)"
+        ));
+    }
+    if transport == Transport::Unix {
+        return Err(
+            "kind = \"image\" is reached over TCP: an image cannot be told a socket".into(),
+        );
+    }
     Ok(())
 }
 
@@ -241,6 +272,7 @@ struct Parts {
     facts: Facts,
     watch: Watch,
     dir: PathBuf,
+    liveness: Liveness,
 }
 
 /// How many CPUs a pinned server may use, when that is fewer than the
@@ -309,9 +341,21 @@ struct Companion {
 }
 
 fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployError> {
-    let target = &spec.target.target;
     let dir = make_dir(&spec.run_id, teardown)?;
     let owner = procfs::own_identity();
+    // A user's image: built and read first, its port and entrypoint
+    // decide where it listens and what runs.
+    let resolved;
+    let spec = match &spec.target.target.oci {
+        Some(_) => {
+            let mut s = spec.clone();
+            s.target.target = targets::image::resolve(&s.target.target, &dir, teardown, &owner)?;
+            resolved = s;
+            &resolved
+        }
+        None => spec,
+    };
+    let target = &spec.target.target;
     let cx = Context {
         spec,
         dir: &dir,
@@ -324,6 +368,11 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     // server's config names its companion's address.
     let listen = match spec.transport {
         Transport::Unix => Listen::Unix(dir.join("sock").join(&target.socket)),
+        // An image listens where its config says, on the host's network too.
+        Transport::Tcp if target.oci.is_some() => {
+            let at = site.listen(target.port)?;
+            Listen::Tcp(std::net::SocketAddr::new(at.ip(), target.port))
+        }
         Transport::Tcp => Listen::Tcp(site.listen(target.port)?),
     };
     let companion_spec = target.companion_spec();
@@ -461,6 +510,13 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
             .chain(running.parts())
             .collect(),
     };
+    let liveness = Liveness {
+        running,
+        companion: companion.map(|c| c.running),
+        server,
+        endpoint: endpoint.clone(),
+        netns: site.client_netns().map(Path::to_path_buf),
+    };
     Ok(Parts {
         endpoint,
         url,
@@ -468,5 +524,6 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         facts,
         watch,
         dir,
+        liveness,
     })
 }

@@ -24,6 +24,9 @@ pub struct DoctorReport {
     pub facts: Vec<(String, String)>,
     /// Things that make measurements noisy or unfair, with what to do.
     pub warnings: Vec<String>,
+    /// The Debian packages that would make every placement and target
+    /// above available, in the order the report names them (empty: none).
+    pub install: Vec<String>,
 }
 
 pub fn doctor() -> DoctorReport {
@@ -38,7 +41,7 @@ pub fn doctor() -> DoctorReport {
         facts.extend(m.facts());
         warnings.extend(m.warnings());
     }
-    let placements = PlacementKind::all()
+    let placements: Vec<PlacementCheck> = PlacementKind::all()
         .map(|p| {
             let (available, detail) = match availability.iter().find(|(m, _)| *m == p.mechanism()) {
                 Some((_, Ok(detail))) => match p.requires() {
@@ -68,7 +71,13 @@ pub fn doctor() -> DoctorReport {
                     .version(&bin)
                     .unwrap_or_else(|| bin.display().to_string()),
             )),
-            Err(e) => warnings.push(format!("the {} target cannot run here: {e}", t.name())),
+            Err(e) => warnings.push(match target_package(t.name()) {
+                Some(pkg) => format!(
+                    "the {} target cannot run here: {e} (Debian: apt-get install {pkg})",
+                    t.name()
+                ),
+                None => format!("the {} target cannot run here: {e}", t.name()),
+            }),
         }
     }
 
@@ -129,11 +138,52 @@ pub fn doctor() -> DoctorReport {
         }
     }
     facts.push(("cgroup".into(), cgroup_version().into()));
+    let install = packages_named(
+        placements
+            .iter()
+            .filter(|p| !p.available)
+            .map(|p| p.detail.as_str())
+            .chain(warnings.iter().map(String::as_str)),
+    );
     DoctorReport {
         placements,
         facts,
         warnings,
+        install,
     }
+}
+
+/// The Debian packages of a built-in target's server (scripts/setup.sh
+/// installs the same).
+fn target_package(target: &str) -> Option<&'static str> {
+    Some(match target {
+        "nginx" | "nginx-proxy" => "nginx-light",
+        "postgres" => "postgresql",
+        "redis" => "redis-server",
+        "mariadb" => "mariadb-server",
+        "tool" => "fio hpcc sysbench",
+        _ => return None,
+    })
+}
+
+/// Every package named by a reason's "apt-get install a b c" (up to its
+/// closing parenthesis or `;`), once each, in the order first named.
+fn packages_named<'a>(reasons: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for reason in reasons {
+        for part in reason.split("apt-get install ").skip(1) {
+            let list = part.split([')', ';', ':', ',']).next().unwrap_or_default();
+            for pkg in list.split_whitespace() {
+                let plain = pkg
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+                if plain && !out.iter().any(|p| p == pkg) {
+                    out.push(pkg.to_string());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The share of CPU time stolen by the hypervisor over `sample`, from the
@@ -205,6 +255,54 @@ impl fmt::Display for DoctorReport {
                 writeln!(f, "  ! {w}")?;
             }
         }
+        if !self.install.is_empty() {
+            writeln!(
+                f,
+                "to run everything above here: sudo apt-get install {}",
+                self.install.join(" ")
+            )?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_line_gathers_each_named_package_once() {
+        let reasons = [
+            "missing ip (Debian: apt-get install iproute2 nftables)",
+            "no qemu-system-x86_64 (Debian: apt-get install qemu-system-x86)",
+            "podman is not installed (Debian: apt-get install podman netavark aardvark-dns; or scripts/setup.sh)",
+            "the nginx target cannot run here: no nginx (Debian: apt-get install nginx-light)",
+            "no mkfs.ext4: storage = \"volume\" fails (Debian: apt-get install e2fsprogs)",
+            "again (Debian: apt-get install nftables)",
+            "2 CPUs: nothing to install",
+        ];
+        assert_eq!(
+            packages_named(reasons.into_iter()),
+            [
+                "iproute2",
+                "nftables",
+                "qemu-system-x86",
+                "podman",
+                "netavark",
+                "aardvark-dns",
+                "nginx-light",
+                "e2fsprogs"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_built_in_server_target_names_its_package() {
+        for t in TargetKind::all().map(TargetKind::target) {
+            if t.service.is_some() || ["tare-serve", "net"].contains(&t.name()) {
+                continue;
+            }
+            assert!(target_package(t.name()).is_some(), "{}", t.name());
+        }
     }
 }

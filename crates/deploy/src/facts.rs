@@ -39,6 +39,16 @@ pub struct Facts {
     pub content_fs: Option<String>,
     /// Host pid of the server (master) process.
     pub server_pid: Option<i32>,
+    /// A user's image (`kind = "image"`): the digest of the file tree it
+    /// runs from ([`crate::tree_sha256`]), the filesystem type of its root
+    /// as it sees it (`overlay` in a container, the host's under a
+    /// chroot), and its cgroup (a container's own, or the host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootfs_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_fs: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
     /// A target's companion (nginx-proxy's `tare serve` backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendFacts>,
@@ -182,9 +192,13 @@ impl ProcessFacts {
         let l = procfs::limits(pid);
         ProcessFacts {
             binary_path: server.binary.display().to_string(),
-            binary_sha256: vouch
-                .then(|| targets::file_sha256(&server.binary).ok())
-                .flatten(),
+            binary_sha256: match &server.root {
+                // The entrypoint's file in the exported tree.
+                Some(root) => root.binary_sha256.clone(),
+                None => vouch
+                    .then(|| targets::file_sha256(&server.binary).ok())
+                    .flatten(),
+            },
             server_version: vouch
                 .then(|| server.target.kind.get().version(&server.binary))
                 .flatten(),
@@ -257,6 +271,11 @@ impl Facts {
         }
         if let Some(b) = &self.backend {
             b.process.compared("backend_", &mut m);
+        }
+        // A user's image: the files it runs from, and what holds them.
+        if self.rootfs_sha256.is_some() {
+            m.insert("rootfs_sha256".into(), opt(&self.rootfs_sha256));
+            m.insert("root_fs".into(), opt(&self.root_fs));
         }
         m
     }
@@ -337,7 +356,7 @@ pub fn fairness(cells: &[(String, Facts)], factors_under_test: &[&str]) -> Vec<F
 }
 
 /// Cells whose server ran in a TCG guest: their numbers say the guest
-/// works, not how fast a virtual machine is (issue 16).
+/// works, not how fast a virtual machine is (docs/placements.md).
 fn emulated(cells: &[(String, Facts)]) -> Option<Finding> {
     let tcg: Vec<&str> = cells
         .iter()
@@ -486,10 +505,24 @@ pub(crate) fn measure(
         log_fs,
         content_fs,
         server_pid: Some(pid),
+        rootfs_sha256: server.root.as_ref().map(|r| r.tree_sha256.clone()),
+        root_fs: server
+            .root
+            .as_ref()
+            .and_then(|_| procfs::fs_type(worker, std::path::Path::new("/"))),
+        cgroup: server.root.as_ref().and_then(|_| cgroup_of(worker)),
         backend: None,
         guest,
         helpers: Vec::new(),
     }
+}
+
+/// The cgroup (v2) process `pid` is in, as the host names it.
+fn cgroup_of(pid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string)
 }
 
 impl BackendFacts {

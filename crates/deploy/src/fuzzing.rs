@@ -1,7 +1,7 @@
 //! Thin wrappers over the parsers of what tools print and users write,
-//! for the cargo-fuzz targets `podman_output` and `service_command`
-//! (crates/deploy/fuzz, docs/fuzzing.md); hidden, so the parsers stay
-//! private.
+//! for the cargo-fuzz targets `podman_output`, `service_command` and
+//! `image_config` (crates/deploy/fuzz, docs/fuzzing.md); hidden, so the
+//! parsers stay private.
 
 use crate::placements::{podman, podman_rootless, podman_user};
 
@@ -39,5 +39,13 @@ pub fn podman_output(data: &[u8]) {
 pub fn service_command(text: &str) {
     if crate::targets::Service::placeholders(text).is_ok() {
         let _ = crate::targets::command::fill_for_fuzzing(text);
+    }
+}
+
+/// Reads `json` as `docker image inspect` output: an image's config, or
+/// why it cannot run.
+pub fn image_config(json: &str) {
+    if let Ok(c) = crate::targets::image::parse_inspect("fuzz:1", json) {
+        let _ = (c.to_string(), c.argv.len(), c.ports.len());
     }
 }

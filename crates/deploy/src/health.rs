@@ -121,7 +121,7 @@ pub(crate) fn wait_healthy(
     Err((last, start.elapsed().as_secs_f64()))
 }
 
-fn probe_once(
+pub(crate) fn probe_once(
     probe: &(dyn Fn(Duration) -> Result<(), Unready> + Sync),
     netns: Option<&Path>,
     timeout: Duration,

@@ -29,6 +29,7 @@ pub mod fuzzing;
 mod health;
 mod helpers;
 pub mod lab;
+mod liveness;
 mod placements;
 mod procfs;
 mod registry;
@@ -38,7 +39,7 @@ mod teardown;
 pub mod vm;
 
 pub use cleanup::{cleanup, CleanupReport};
-pub use deployment::{deploy, Deployment, Scope, Watch};
+pub use deployment::{deploy, image_runs_in, Deployment, Scope, Watch};
 pub use docker::image::{build as build_image, ImageInfo};
 pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
@@ -49,7 +50,10 @@ pub use spec::{
     AccessLog, ContainerOptions, DeploySpec, ParseNameError, PlacementKind, Storage, Target,
     TargetKind, TargetSpec, Transport, Variant, VmOptions, VmPin,
 };
-pub use targets::{app_path, Placeholder, Protocol, Ready, Service, ServiceError};
+pub use targets::{
+    app_path, tree_sha256, Oci, OciConfig, OciSource, Placeholder, Protocol, Ready, Service,
+    ServiceError,
+};
 pub use teardown::{install_interrupt_handler, teardown_all};
 
 /// The host binary a target would run (and `tare image build` would copy).
@@ -58,14 +62,20 @@ pub fn target_binary(spec: &TargetSpec) -> Result<std::path::PathBuf, DeployErro
 }
 
 /// Whether this machine can deploy `spec`, without deploying it: its
-/// placement's mechanism, the options it asks for, the target's binary.
+/// placement's mechanism, the options it asks for, the target's binary
+/// (a user's image: the Docker engine that holds it).
 /// `Err` is one line saying what is missing.
 pub fn check(spec: &DeploySpec) -> Result<(), String> {
     spec.placement.available()?;
     if spec.netem.is_some() {
         lab::delay_available()?;
     }
-    targets::binary(&spec.target.target).map_err(|e| e.to_string())?;
+    if spec.target.target.oci.is_some() {
+        // Every placement reads, builds or exports a user's image with Docker.
+        docker::engine_version().map_err(|e| format!("kind = \"image\" needs Docker: {e}"))?;
+    } else {
+        targets::binary(&spec.target.target).map_err(|e| e.to_string())?;
+    }
     if let Some(c) = &spec.target.target.companion {
         targets::binary(c).map_err(|e| format!("{}: {e}", c.kind))?;
     }

@@ -98,6 +98,9 @@ fn undo(r: Resource) -> Result<(), DeployError> {
 pub(crate) fn stop_group(mut child: Child) {
     let pgid = child.id() as libc::pid_t;
     signal_group(pgid, libc::SIGTERM);
+    // A stopped (SIGSTOP) server holds SIGTERM until it runs again: let it
+    // run, so a frozen server ends at once, not after the grace period.
+    signal_group(pgid, libc::SIGCONT);
     // Postgres' smart shutdown waits for clients; SIGTERM on the postmaster is
     // "smart", so give it a bounded time, then force.
     let deadline = Instant::now() + Duration::from_secs(5);

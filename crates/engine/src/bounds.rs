@@ -68,6 +68,35 @@ pub const MAX_TABLE_SIZE: u32 = 1_000_000_000;
 /// see [`path_name`].
 pub const MAX_NAME: usize = 64;
 
+/// Reads a file tare takes whole (an experiment, a config variant, a
+/// request mix's file), at most [`MAX_FILE`] bytes of it: a bigger one is
+/// refused before it is read. A path that is not UTF-8 is refused: tare
+/// records paths as text.
+pub fn read_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    if path.to_str().is_none() {
+        return Err(std::io::Error::other(
+            "not a UTF-8 path; tare records paths as text, so give one that is",
+        ));
+    }
+    let file = std::fs::File::open(path)?;
+    let too_big = || {
+        std::io::Error::other(format!(
+            "larger than {} (the most tare reads)",
+            show_bytes(MAX_FILE)
+        ))
+    };
+    if file.metadata()?.len() > MAX_FILE {
+        return Err(too_big());
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_FILE {
+        return Err(too_big());
+    }
+    Ok(text)
+}
+
 /// `Err("must be at most 24h")` when `d` is past `max`.
 pub fn duration_at_most(d: Duration, max: Duration) -> Result<(), String> {
     if d > max {

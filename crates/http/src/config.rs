@@ -6,6 +6,7 @@ use tare_engine::connecting::ConnectPace;
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::Endpoint;
 
+use crate::mix::Mix;
 use crate::target::Target;
 use crate::HttpError;
 
@@ -18,6 +19,10 @@ pub struct HttpConfig {
     pub method: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// A request mix (`--urls`, `--requests-file`): these requests, one
+    /// drawn by weight per send, instead of `method`, the target's path,
+    /// `headers` and `body`; counted by name too.
+    pub mix: Option<Mix>,
     /// Total requests to send (`-n`), shared out among the threads. With a
     /// duration too, whichever ends first.
     pub requests: Option<u64>,
@@ -45,6 +50,7 @@ impl HttpConfig {
             method: "GET".into(),
             headers: Vec::new(),
             body: Vec::new(),
+            mix: None,
             requests: None,
             keepalive: true,
             progress: false,
@@ -69,6 +75,11 @@ impl HttpConfig {
                 "--body must be at most {} bytes",
                 tare_engine::bounds::MAX_BODY
             )));
+        }
+        if let Some(m) = &self.mix {
+            if m.requests.is_empty() || m.requests.len() > crate::mix::MAX_REQUESTS {
+                return bad("a request mix holds 1 to 1000 requests");
+            }
         }
         Ok(())
     }

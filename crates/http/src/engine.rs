@@ -14,7 +14,7 @@ use tare_record::{LoadResult, Unit};
 
 use crate::config::HttpConfig;
 use crate::request;
-use crate::worker::{Plan, Worker};
+use crate::worker::{NameStats, Plan, Worker};
 use crate::HttpError;
 
 /// `tare http` to the code written once for every engine (find-max, the
@@ -81,22 +81,16 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     } else {
         0
     };
-    let request = request::build(
-        &config.method,
-        &t.path,
-        &t.authority,
-        &config.headers,
-        &config.body,
-        config.keepalive,
-    );
+    let mix = Prepared::of(config);
     let origin = Instant::now();
     let ramp_ns = load.ramp.as_nanos() as u64;
     let start_ns = ramp_ns + connect_ns + load.warmup.as_nanos() as u64;
     let end_ns = load.duration.map(|d| start_ns + d.as_nanos() as u64);
     let plan = Plan {
         endpoint: t.endpoint.clone(),
-        request,
-        head_request: config.method == "HEAD",
+        requests: mix.requests,
+        cumulative: mix.cumulative,
+        seed: config.mix.as_ref().map_or(0, |m| m.seed),
         keepalive: config.keepalive,
         timeout_ns: load.timeout.as_nanos() as u64,
         clock: Clock::new(origin),
@@ -148,6 +142,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     let mut unsent = 0;
     let mut wakeups = tare_record::WakeupReport::default();
     let mut connect: Option<tare_record::ConnectReport> = None;
+    let mut names: Vec<NameStats> = Vec::new();
     for o in outcomes {
         // A worker that panicked took its counts with it: the run cannot
         // report exact counts, so it is an error naming the worker.
@@ -165,6 +160,13 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
             Some(c) => c.add(&o.connect),
         }
         per_thread.push(o.recorder);
+        if names.is_empty() {
+            names = o.names;
+        } else {
+            for (n, m) in names.iter_mut().zip(&o.names) {
+                n.add(m);
+            }
+        }
     }
     // With only a request count, the run ends with its last response.
     let end = if load.duration.is_some() {
@@ -201,7 +203,100 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     );
     result.wakeups = Some(wakeups);
     result.connect_phase = connect;
+    result.by_name = by_name(config, &names, &result);
     Ok(result)
+}
+
+/// The requests a run sends, each serialized once, and the cumulative
+/// weights its draws search (empty: one request, never drawn).
+struct Prepared {
+    requests: Vec<crate::worker::Request>,
+    cumulative: Vec<u64>,
+}
+
+impl Prepared {
+    fn of(config: &HttpConfig) -> Prepared {
+        let t = &config.target;
+        let one = |method: &str, path: &str, headers: &[(String, String)], body: &[u8]| {
+            crate::worker::Request {
+                bytes: request::build(method, path, &t.authority, headers, body, config.keepalive),
+                head: method == "HEAD",
+            }
+        };
+        let Some(mix) = config.mix.as_ref().filter(|m| m.requests.len() > 1) else {
+            let request = match config.mix.as_ref().and_then(|m| m.requests.first()) {
+                Some(n) => one(&n.method, &n.path, &n.headers, &n.body),
+                None => one(&config.method, &t.path, &config.headers, &config.body),
+            };
+            return Prepared {
+                requests: vec![request],
+                cumulative: Vec::new(),
+            };
+        };
+        let mut sum = 0u64;
+        Prepared {
+            requests: mix
+                .requests
+                .iter()
+                .map(|n| one(&n.method, &n.path, &n.headers, &n.body))
+                .collect(),
+            cumulative: mix
+                .requests
+                .iter()
+                .map(|n| {
+                    sum = sum.saturating_add(n.weight);
+                    sum
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The mix's counts by name (`LoadResult::by_name`); empty without a mix.
+fn by_name(
+    config: &HttpConfig,
+    names: &[NameStats],
+    run: &LoadResult,
+) -> Vec<tare_record::NamedResult> {
+    let Some(mix) = &config.mix else {
+        return Vec::new();
+    };
+    if let [n] = mix.requests.as_slice() {
+        // One request is never drawn: the run's counts are its.
+        return vec![tare_record::NamedResult {
+            name: n.name.clone(),
+            request: format!("{} {}", n.method, n.path),
+            weight: n.weight,
+            requests: run.requests,
+            in_flight: run.in_flight,
+            errors: tare_record::Errors {
+                connect: 0,
+                ..run.errors
+            },
+            latency_us: run.latency_us,
+            hdr: run.hdr.clone(),
+        }];
+    }
+    mix.requests
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let s = names.get(i);
+            let latency = s
+                .and_then(|s| s.latency.clone())
+                .unwrap_or_else(tare_record::Latency::coarse);
+            tare_record::NamedResult {
+                name: n.name.clone(),
+                request: format!("{} {}", n.method, n.path),
+                weight: n.weight,
+                requests: s.map_or(0, |s| s.requests),
+                in_flight: s.map_or(0, |s| s.in_flight),
+                errors: s.map(|s| s.errors).unwrap_or_default(),
+                latency_us: latency.summary(),
+                hdr: latency.encode().unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 fn result_of(
@@ -257,6 +352,7 @@ fn result_of(
         primary: None,
         tool: None,
         generators: Vec::new(),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -4,6 +4,8 @@
 //! The pipeline of one run:
 //! - [`target`]: the URL (or Unix socket) parsed and resolved once.
 //! - [`request`]: the request bytes, serialized once and reused for every send.
+//! - [`mix`]: a request mix (a URL file, a requests file): several named
+//!   requests, each serialized once, one drawn by weight for every send.
 //! - [`response`]: an incremental response parser (Content-Length, chunked,
 //!   close-delimited) that never allocates per response.
 //! - `worker`: one event loop per thread owning its share of connections.
@@ -16,6 +18,7 @@
 
 mod config;
 mod head;
+pub mod mix;
 pub mod request;
 pub mod response;
 pub mod target;

@@ -90,6 +90,12 @@ impl Parser {
         }
     }
 
+    /// Whether the next request is HEAD (a mix draws each request anew).
+    #[inline]
+    pub fn set_head(&mut self, head_request: bool) {
+        self.head_request = head_request;
+    }
+
     /// Ready for the next response on the same connection.
     pub fn reset(&mut self) {
         self.state = State::Head;

@@ -295,6 +295,45 @@ fn fix_nan(out: &mut String) {
     }
 }
 
+/// A request mix's counts by name (`LoadResult::by_name`), after wrk's
+/// text: one row a name with its weight, completed requests, errors,
+/// share and latency. Empty without a mix.
+pub fn render_names(r: &LoadResult) -> String {
+    if r.by_name.is_empty() {
+        return String::new();
+    }
+    let width = r
+        .by_name
+        .iter()
+        .map(|n| n.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 40);
+    let mut out = String::new();
+    let _ = writeln!(out, "  Requests by name:");
+    let _ = writeln!(
+        out,
+        "    {:<width$} {:>7} {:>10} {:>7} {:>7} {:>9} {:>9} {:>9}",
+        "name", "weight", "requests", "errors", "share", "mean", "p50", "p99"
+    );
+    let total = r.requests.max(1) as f64;
+    for n in &r.by_name {
+        let name: String = n.name.chars().take(40).collect();
+        let _ = writeln!(
+            out,
+            "    {name:<width$} {:>7} {:>10} {:>7} {:>6.1}% {:>9} {:>9} {:>9}",
+            n.weight,
+            n.requests,
+            n.errors.total(),
+            n.requests as f64 * 100.0 / total,
+            format_time_us(n.latency_us.mean),
+            format_time_us(n.latency_us.p50),
+            format_time_us(n.latency_us.p99),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,6 +100,6 @@ fn main() {
         (1.0 - ratio) * 100.0,
         median(&mut sampler_fraction) * 100.0
     );
-    // Issue 9: at most 2% cost.
+    // The monitor's budget: at most 2% cost (docs/monitor.md, "What it costs").
     std::process::exit(if ratio >= 0.98 { 0 } else { 1 });
 }

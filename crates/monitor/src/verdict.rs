@@ -3,7 +3,7 @@
 //!
 //! Checked in this order, the first that holds wins:
 //! 1. **generator-bound**: the generator's worker threads used more than 90%
-//!    of the CPUs they could run on (issue 9's threshold), on the machine
+//!    of the CPUs they could run on (docs/monitor.md, "The verdict"), on the machine
 //!    each generator ran on (`generator_use.rs`: this machine, or each
 //!    remote generator's host, whatever host the target was monitored
 //!    on), or, with an
@@ -32,7 +32,7 @@ use tare_record::LoadResult;
 use crate::generator_use::{generator_use, GeneratorUse};
 use crate::record::{is_proxy, MonitorRecord};
 
-/// Issue 9: "generator above 90% of its CPU".
+/// "Generator above 90% of its CPU" (docs/monitor.md, "The verdict").
 pub(crate) const GENERATOR_SATURATED: f64 = 0.90;
 /// "No idle CPU": under 5% of all CPU time idle. Tick sampling at USER_HZ
 /// 100 over a 2 s trial on 2 CPUs has 400 ticks; 5% is 20 of them, well

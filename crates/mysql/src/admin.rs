@@ -1,6 +1,8 @@
-//! `tare mysql prepare` and `cleanup`: sysbench's tables made and dropped
-//! (`oltp_common.lua`'s `cmd_prepare` and `cleanup`), with its messages.
-//! Tables are made in parallel, table `t` by thread `(t - 1) % threads`.
+//! `tare mysql prepare`, `prewarm` and `cleanup`: sysbench's tables made,
+//! read into the server's caches and dropped (`oltp_common.lua`'s
+//! `cmd_prepare`, `cmd_prewarm` and `cleanup`), with its messages.
+//! Tables are made and prewarmed in parallel, table `t` by thread
+//! `(t - 1) % threads`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use tare_engine::Endpoint;
 
 use crate::error::MysqlError;
-use crate::oltp::{self, Rand, RandType};
+use crate::oltp::{self, Rand, RandType, Schema};
 use crate::run::{check_tables, in_netns};
 use crate::session::Session;
 use crate::wire::Login;
@@ -28,6 +30,8 @@ pub struct Admin {
     pub threads: u32,
     /// `--mysql_storage_engine`.
     pub storage_engine: String,
+    /// `--auto_inc`, `--secondary`, `--create_secondary`.
+    pub schema: Schema,
     pub rand: RandType,
     pub seed: u64,
     /// Bounds connecting; each statement may take up to ten times more
@@ -66,12 +70,49 @@ impl Admin {
     /// Creates and fills `sbtest1..N`, then their index on `k`; messages
     /// go to `out` as sysbench prints them.
     pub fn prepare(&self, out: &mut (dyn Write + Send)) -> Result<(), MysqlError> {
-        self.check()?;
         let out = std::sync::Mutex::new(out);
         let say = |s: String| {
             let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
             let _ = writeln!(o, "{s}");
         };
+        self.each_table(&[], &|sess, rand, t| self.create_table(sess, rand, t, &say))
+    }
+
+    /// sysbench's `prewarm`: each table read through its primary key and
+    /// through `k`, so the run starts with warm caches (MySQL only in
+    /// sysbench, as here).
+    pub fn prewarm(&self, out: &mut (dyn Write + Send)) -> Result<(), MysqlError> {
+        let out = std::sync::Mutex::new(out);
+        // As sysbench: no on-disk temporary tables for the reads below.
+        let setup = [
+            "SET tmp_table_size=2*1024*1024*1024",
+            "SET max_heap_table_size=2*1024*1024*1024",
+        ];
+        self.each_table(&setup, &|sess, _, t| {
+            {
+                let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = writeln!(o, "Prewarming table sbtest{t}");
+            }
+            let n = self.table_size;
+            sess.query(&format!("ANALYZE TABLE sbtest{t}"))?;
+            sess.query(&format!(
+                "SELECT AVG(id) FROM (SELECT * FROM sbtest{t} FORCE KEY (PRIMARY) LIMIT {n}) t"
+            ))?;
+            sess.query(&format!(
+                "SELECT COUNT(*) FROM (SELECT * FROM sbtest{t} WHERE k LIKE '%0%' LIMIT {n}) t"
+            ))?;
+            Ok(())
+        })
+    }
+
+    /// Runs `work` on every table, `threads` sessions at once (each first
+    /// sends `setup`); the first error is returned once all have ended.
+    fn each_table(
+        &self,
+        setup: &[&str],
+        work: &(dyn Fn(&mut Session, &mut Rand, u32) -> Result<(), MysqlError> + Sync),
+    ) -> Result<(), MysqlError> {
+        self.check()?;
         let threads = self.threads.clamp(1, self.tables);
         in_netns(self.netns.as_deref(), || {
             // Log in once first: a wrong password is one error, not one per thread.
@@ -79,7 +120,6 @@ impl Admin {
             std::thread::scope(|s| {
                 let handles: Vec<_> = (0..threads)
                     .map(|tid| {
-                        let say = &say;
                         s.spawn(move || -> Result<(), MysqlError> {
                             if let Some(ns) = &self.netns {
                                 tare_engine::netns::enter(ns).map_err(|e| {
@@ -87,13 +127,16 @@ impl Admin {
                                 })?;
                             }
                             let mut sess = self.session()?;
+                            for sql in setup {
+                                sess.query(sql)?;
+                            }
                             let mut rand = Rand::new(
                                 self.seed ^ (tid as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                                 self.rand,
                             );
                             let mut t = tid + 1;
                             while t <= self.tables {
-                                self.create_table(&mut sess, &mut rand, t, say)?;
+                                work(&mut sess, &mut rand, t)?;
                                 t += threads;
                             }
                             sess.quit();
@@ -123,7 +166,11 @@ impl Admin {
         say: &(dyn Fn(String) + Sync),
     ) -> Result<(), MysqlError> {
         say(format!("Creating table 'sbtest{t}'..."));
-        s.query(&oltp::create_table_sql(t, &self.storage_engine))?;
+        s.query(&oltp::create_table_sql(
+            t,
+            &self.storage_engine,
+            self.schema,
+        ))?;
         say(format!(
             "Inserting {} records into 'sbtest{t}'",
             self.table_size
@@ -133,13 +180,24 @@ impl Admin {
         while done < self.table_size {
             let n = ROWS_PER_INSERT.min(self.table_size - done);
             sql.clear();
-            sql.extend_from_slice(format!("INSERT INTO sbtest{t}(k, c, pad) VALUES").as_bytes());
+            // Without AUTO_INCREMENT the ids are written: 1..N, as sysbench.
+            let columns = if self.schema.auto_inc {
+                "k, c, pad"
+            } else {
+                "id, k, c, pad"
+            };
+            sql.extend_from_slice(format!("INSERT INTO sbtest{t}({columns}) VALUES").as_bytes());
             for i in 0..n {
                 if i > 0 {
                     sql.push(b',');
                 }
+                if !self.schema.auto_inc {
+                    sql.extend_from_slice(format!("({}, ", done + i + 1).as_bytes());
+                } else {
+                    sql.push(b'(');
+                }
                 let k = rand.default(1, self.table_size);
-                sql.extend_from_slice(format!("({k}, '").as_bytes());
+                sql.extend_from_slice(format!("{k}, '").as_bytes());
                 rand.fill_template(oltp::C_TEMPLATE, &mut sql);
                 sql.extend_from_slice(b"', '");
                 rand.fill_template(oltp::PAD_TEMPLATE, &mut sql);
@@ -149,8 +207,10 @@ impl Admin {
             s.query(std::str::from_utf8(&sql).expect("ASCII"))?;
             done += n;
         }
-        say(format!("Creating a secondary index on 'sbtest{t}'..."));
-        s.query(&format!("CREATE INDEX k_{t} ON sbtest{t}(k)"))?;
+        if self.schema.create_secondary {
+            say(format!("Creating a secondary index on 'sbtest{t}'..."));
+            s.query(&format!("CREATE INDEX k_{t} ON sbtest{t}(k)"))?;
+        }
         Ok(())
     }
 

@@ -33,6 +33,49 @@ pub fn default_workers() -> usize {
         .max(2)
 }
 
+/// `--mysql-ignore-errors`: the error codes after which a transaction is
+/// rolled back and run again (sysbench's "ignored errors") instead of
+/// failing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IgnoreErrors {
+    /// `all`: every error reply.
+    All,
+    Codes(Vec<u16>),
+}
+
+impl Default for IgnoreErrors {
+    /// sysbench's `1213,1020,1205`.
+    fn default() -> IgnoreErrors {
+        IgnoreErrors::Codes(crate::worker::RETRIED.to_vec())
+    }
+}
+
+impl IgnoreErrors {
+    pub fn contains(&self, code: u16) -> bool {
+        match self {
+            IgnoreErrors::All => true,
+            IgnoreErrors::Codes(c) => c.contains(&code),
+        }
+    }
+
+    /// `all`, or a comma-separated list of error codes (empty: none).
+    pub fn parse(s: &str) -> Result<IgnoreErrors, String> {
+        if s.trim().eq_ignore_ascii_case("all") {
+            return Ok(IgnoreErrors::All);
+        }
+        s.split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(|c| {
+                c.parse::<u16>().map_err(|_| {
+                    format!("{c:?} is not a MySQL error code (a list of codes, or all)")
+                })
+            })
+            .collect::<Result<Vec<u16>, String>>()
+            .map(IgnoreErrors::Codes)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct MysqlConfig {
     pub endpoint: Endpoint,
@@ -51,8 +94,12 @@ pub struct MysqlConfig {
     /// Binary prepared statements (`--db-ps-mode=auto`, the default) or
     /// the text protocol (`disable`).
     pub prepared: bool,
-    /// `--report-interval`: a sysbench progress line on stderr this often.
+    /// `--mysql-ignore-errors`.
+    pub ignore_errors: IgnoreErrors,
+    /// `--report-interval`: a sysbench progress line on stdout this often.
     pub report_interval: Option<Duration>,
+    /// The `--report-interval` lines on stderr (the JSON is on stdout).
+    pub report_on_stderr: bool,
     /// Seed of the id and string generators (`--rand-seed`); `None`: from
     /// the clock.
     pub seed: Option<u64>,
@@ -86,7 +133,9 @@ impl MysqlConfig {
             rand: RandType::Special,
             events: None,
             prepared: true,
+            ignore_errors: IgnoreErrors::default(),
             report_interval: None,
+            report_on_stderr: false,
             seed: None,
             live: false,
             allow_remote: false,
@@ -101,5 +150,23 @@ impl MysqlConfig {
             Endpoint::Tcp(a) => format!("mysql://{}@{a}/{db}", self.login.user),
             Endpoint::Unix(p) => format!("unix:{}?user={}&db={db}", p.display(), self.login.user),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignored_errors_as_sysbench_lists_them() {
+        assert!(IgnoreErrors::default().contains(1213));
+        assert!(!IgnoreErrors::default().contains(1062));
+        assert_eq!(IgnoreErrors::parse("all"), Ok(IgnoreErrors::All));
+        assert_eq!(
+            IgnoreErrors::parse("1062, 1213"),
+            Ok(IgnoreErrors::Codes(vec![1062, 1213]))
+        );
+        assert_eq!(IgnoreErrors::parse(""), Ok(IgnoreErrors::Codes(vec![])));
+        assert!(IgnoreErrors::parse("12x").is_err());
     }
 }

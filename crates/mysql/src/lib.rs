@@ -39,7 +39,7 @@ mod worker;
 
 pub use config::MysqlConfig;
 pub use error::MysqlError;
-pub use oltp::{Mix, RandType, Workload};
+pub use oltp::{Mix, RandType, Schema, Workload};
 pub use run::{run, run_with_stop, Mysql};
 pub use wire::Login;
 pub use worker::RETRIED;

@@ -42,7 +42,10 @@ impl Workload {
         }
     }
 
+    /// A test by name, or by the path of its sysbench script
+    /// (`/usr/share/sysbench/oltp_read_only.lua` is `oltp_read_only`).
     pub fn parse(s: &str) -> Result<Workload, String> {
+        let s = s.rsplit('/').next().unwrap_or(s);
         let s = s.strip_suffix(".lua").unwrap_or(s);
         Workload::ALL
             .into_iter()
@@ -438,12 +441,13 @@ impl Plan {
     }
 
     /// Writes statement `p` as one command into `out`: COM_STMT_EXECUTE of
-    /// `ids[slot]` when `ids` is given, else COM_QUERY with values inlined.
-    /// `scratch` holds the random strings.
+    /// `ids[slot]` when `ids` is given (its parameters' types only the
+    /// first time, `typed[slot]` false, which it sets), else COM_QUERY
+    /// with values inlined. `scratch` holds the random strings.
     pub fn encode(
         &self,
         p: &Planned,
-        ids: Option<&[u32]>,
+        ids: Option<(&[u32], &mut [bool])>,
         r: &mut Rand,
         scratch: &mut Vec<u8>,
         out: &mut Vec<u8>,
@@ -459,8 +463,11 @@ impl Plan {
         }
         let (c, pad) = scratch.split_at(scratch.len().min(C_TEMPLATE.len()));
         let (a, b) = (p.a as i64, p.b as i64);
-        if let Some(ids) = ids {
-            let id = ids[self.slot(p)];
+        if let Some((ids, typed)) = ids {
+            let slot = self.slot(p);
+            let id = ids[slot];
+            let types = !typed[slot];
+            typed[slot] = true;
             let params: &[Param<'_>] = match p.kind {
                 Kind::Begin | Kind::Commit => &[],
                 Kind::PointSelect | Kind::IndexUpdate | Kind::Delete => &[Param::Int(a)],
@@ -470,7 +477,7 @@ impl Plan {
                 Kind::NonIndexUpdate => &[Param::Str(c), Param::Int(a)],
                 Kind::Insert => &[Param::Int(a), Param::Int(b), Param::Str(c), Param::Str(pad)],
             };
-            protocol::stmt_execute(out, id, params);
+            protocol::stmt_execute(out, id, params, types);
             return;
         }
         let at = protocol::begin_packet(out, 0);
@@ -512,9 +519,42 @@ impl Plan {
 
 /// `CREATE TABLE sbtestN` as `oltp_common.lua` writes it for MySQL
 /// (auto-increment id, InnoDB).
-pub fn create_table_sql(t: u32, engine: &str) -> String {
+/// How `prepare` lays out a table: `oltp_common.lua`'s `--auto_inc`,
+/// `--secondary` and `--create_secondary`, with its defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// `id` is AUTO_INCREMENT (else `prepare` writes ids 1..N itself).
+    pub auto_inc: bool,
+    /// `id` has a plain index `xid` instead of the PRIMARY KEY.
+    pub secondary: bool,
+    /// The index `k_N` on `k` is made after the rows.
+    pub create_secondary: bool,
+}
+
+impl Default for Schema {
+    fn default() -> Schema {
+        Schema {
+            auto_inc: true,
+            secondary: false,
+            create_secondary: true,
+        }
+    }
+}
+
+/// `oltp_common.lua`'s CREATE TABLE for MySQL.
+pub fn create_table_sql(t: u32, engine: &str, schema: Schema) -> String {
+    let id = if schema.auto_inc {
+        "INTEGER NOT NULL AUTO_INCREMENT"
+    } else {
+        "INTEGER NOT NULL"
+    };
+    let key = if schema.secondary {
+        "KEY xid"
+    } else {
+        "PRIMARY KEY"
+    };
     format!(
-        "CREATE TABLE sbtest{t}(\n  id INTEGER NOT NULL AUTO_INCREMENT,\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  PRIMARY KEY (id)\n) /*! ENGINE = {engine} */"
+        "CREATE TABLE sbtest{t}(\n  id {id},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  {key} (id)\n) /*! ENGINE = {engine} */"
     )
 }
 

@@ -466,9 +466,11 @@ pub enum Param<'a> {
     Str(&'a [u8]),
 }
 
-/// COM_STMT_EXECUTE of statement `id` with `params`, types sent every time
-/// (new-params-bound = 1), no cursor.
-pub fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
+/// COM_STMT_EXECUTE of statement `id` with `params`, no cursor. The
+/// parameters' types go with `types` (new-params-bound = 1); without, the
+/// server reuses the types of the statement's previous execution, as
+/// libmysqlclient sends them (and so sysbench): once per statement.
+pub fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>], types: bool) {
     let at = begin_packet(out, 0);
     out.push(COM_STMT_EXECUTE);
     out.extend_from_slice(&id.to_le_bytes());
@@ -476,13 +478,15 @@ pub fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     out.extend_from_slice(&1u32.to_le_bytes()); // iteration count
     if !params.is_empty() {
         out.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
-        out.push(1);
-        for p in params {
-            let t = match p {
-                Param::Int(_) => TYPE_LONGLONG,
-                Param::Str(_) => TYPE_STRING,
-            };
-            out.extend_from_slice(&[t, 0]);
+        out.push(u8::from(types));
+        if types {
+            for p in params {
+                let t = match p {
+                    Param::Int(_) => TYPE_LONGLONG,
+                    Param::Str(_) => TYPE_STRING,
+                };
+                out.extend_from_slice(&[t, 0]);
+            }
         }
         for p in params {
             match p {
@@ -763,6 +767,24 @@ pub fn text_row(p: &[u8], columns: usize) -> Result<Vec<Option<String>>, ProtoEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn execute_sends_the_types_only_when_asked() {
+        let params = [Param::Int(7), Param::Str(b"ab")];
+        let (mut first, mut next) = (Vec::new(), Vec::new());
+        stmt_execute(&mut first, 3, &params, true);
+        stmt_execute(&mut next, 3, &params, false);
+        // Header, command, id, cursor, iterations, null bitmap, bound flag.
+        let head = 4 + 1 + 4 + 1 + 4 + 1;
+        assert_eq!(first[head], 1);
+        assert_eq!(
+            &first[head + 1..head + 5],
+            &[TYPE_LONGLONG, 0, TYPE_STRING, 0]
+        );
+        assert_eq!(next[head], 0);
+        assert_eq!(&next[head + 1..], &first[head + 5..]);
+        assert_eq!(next.len() + 4, first.len());
+    }
 
     fn pkt(seq: u8, payload: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();

@@ -8,25 +8,93 @@ use std::fmt::Write;
 
 use tare_record::{Latency, LoadResult};
 
-/// sysbench's header for a run (its first lines).
-pub fn header(workload: &str, connections: u64, seeded: bool) -> String {
+/// What sysbench's header says about a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Header<'a> {
+    pub workload: &'a str,
+    /// `--threads`.
+    pub threads: u64,
+    /// `--rand-seed` when not 0.
+    pub seed: Option<u64>,
+    /// `--rate` when not 0.
+    pub rate: Option<f64>,
+    /// `--report-interval` in seconds when not 0.
+    pub report_interval: Option<u64>,
+}
+
+/// sysbench's header for a run (its first lines; the banner names tare).
+pub fn header(h: &Header) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "tare mysql {} ({workload}, sysbench 1.0's OLTP workload)\n",
-        env!("CARGO_PKG_VERSION")
+        "tare mysql {} ({}, sysbench 1.0's OLTP workload)\n",
+        env!("CARGO_PKG_VERSION"),
+        h.workload
     );
     let _ = writeln!(out, "Running the test with following options:");
-    let _ = writeln!(out, "Number of threads: {connections}");
-    let _ = writeln!(
-        out,
-        "{}\n",
-        if seeded {
-            "Initializing random number generator from seed"
-        } else {
-            "Initializing random number generator from current time"
+    let _ = writeln!(out, "Number of threads: {}", h.threads);
+    if let Some(rate) = h.rate {
+        let _ = writeln!(out, "Target transaction rate: {rate}/sec");
+    }
+    if let Some(every) = h.report_interval {
+        let _ = writeln!(out, "Report intermediate results every {every} second(s)");
+    }
+    match h.seed {
+        Some(seed) => {
+            let _ = writeln!(
+                out,
+                "Initializing random number generator from seed ({seed}).\n"
+            );
         }
+        None => {
+            let _ = writeln!(
+                out,
+                "Initializing random number generator from current time\n"
+            );
+        }
+    }
+    // sysbench ends its options with an empty notice.
+    out.push('\n');
+    out
+}
+
+/// `tare mysql TESTNAME help`: the test's options as sysbench's `help`
+/// command lists a script's (`oltp_common.lua`'s, less `--pgsql_variant`:
+/// tare mysql speaks MySQL only).
+pub fn script_help(workload: &str, title: &str) -> String {
+    const OPTIONS: [(&str, &str, &str, &str); 17] = [
+        ("auto_inc", "[=on|off]", "Use AUTO_INCREMENT column as Primary Key (for MySQL), or its alternatives in other DBMS. When disabled, use client-generated IDs", "on"),
+        ("create_secondary", "[=on|off]", "Create a secondary index in addition to the PRIMARY KEY", "on"),
+        ("delete_inserts", "=N", "Number of DELETE/INSERT combinations per transaction", "1"),
+        ("distinct_ranges", "=N", "Number of SELECT DISTINCT queries per transaction", "1"),
+        ("index_updates", "=N", "Number of UPDATE index queries per transaction", "1"),
+        ("mysql_storage_engine", "=STRING", "Storage engine, if MySQL is used", "innodb"),
+        ("non_index_updates", "=N", "Number of UPDATE non-index queries per transaction", "1"),
+        ("order_ranges", "=N", "Number of SELECT ORDER BY queries per transaction", "1"),
+        ("point_selects", "=N", "Number of point SELECT queries per transaction", "10"),
+        ("range_selects", "[=on|off]", "Enable/disable all range SELECT queries", "on"),
+        ("range_size", "=N", "Range size for range SELECT queries", "100"),
+        ("secondary", "[=on|off]", "Use a secondary index in place of the PRIMARY KEY", "off"),
+        ("simple_ranges", "=N", "Number of simple range SELECT queries per transaction", "1"),
+        ("skip_trx", "[=on|off]", "Don't start explicit transactions and execute all queries in the AUTOCOMMIT mode", "off"),
+        ("sum_ranges", "=N", "Number of SELECT SUM() queries per transaction", "1"),
+        ("table_size", "=N", "Number of rows per table", "10000"),
+        ("tables", "=N", "Number of tables", "1"),
+    ];
+    let mut out = format!(
+        "tare mysql {} ({workload}, sysbench 1.0's OLTP workload)\n\n{title} options:\n",
+        env!("CARGO_PKG_VERSION")
     );
+    let width = OPTIONS
+        .iter()
+        .map(|(n, v, _, _)| n.len() + v.len() + 2)
+        .max()
+        .unwrap_or(0);
+    for (name, value, what, default) in OPTIONS {
+        let flag = format!("--{name}{value}");
+        let _ = writeln!(out, "  {flag:<width$} {what} [{default}]");
+    }
+    out.push('\n');
     out
 }
 

@@ -259,9 +259,7 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
                 gate.open(Some(start_ns));
                 if let Some(every) = cfg.report_interval {
                     let (live, stop_r, board) = (&live, &reporter_stop, &board);
-                    scope.spawn(move || {
-                        report_progress(live, board, every, cfg.load.connections, stop_r)
-                    });
+                    scope.spawn(move || report_progress(live, board, every, cfg, stop_r));
                 }
                 let planned = load.duration.map(|d| d + before_measuring);
                 let line = cfg.live.then(|| Line::start(board.clone(), "tx", planned));
@@ -310,9 +308,17 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
     ))
 }
 
-/// sysbench's `--report-interval` line on stderr: `[ 1s ] thds: 8 tps:
-/// ... qps: ... (r/w/o: ...) lat (ms,95%): ... err/s: ... reconn/s: ...`.
-fn report_progress(live: &[Live], board: &Board, every: Duration, conns: usize, stop: &AtomicBool) {
+/// sysbench's `--report-interval` line on stdout, as sysbench prints it
+/// (stderr when the JSON goes to stdout): `[ 1s ] thds: 8 tps: ... qps:
+/// ... (r/w/o: ...) lat (ms,95%): ... err/s: ... reconn/s: ...`.
+fn report_progress(
+    live: &[Live],
+    board: &Board,
+    every: Duration,
+    cfg: &MysqlConfig,
+    stop: &AtomicBool,
+) {
+    let conns = cfg.load.connections;
     let origin = Instant::now();
     let mut last = [0u64; 5];
     let mut tick = 1u32;
@@ -351,7 +357,7 @@ fn report_progress(live: &[Live], board: &Board, every: Duration, conns: usize, 
             lat.quantile_us(0.95) / 1e3
         };
         let _ = board;
-        eprintln!(
+        let line = format!(
             "[ {}s ] thds: {conns} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,95%): {p95:.2} err/s: {:.2} reconn/s: 0.00",
             (every * tick).as_secs_f64().round() as u64,
             d[0],
@@ -361,6 +367,11 @@ fn report_progress(live: &[Live], board: &Board, every: Duration, conns: usize, 
             d[3],
             d[4],
         );
+        if cfg.report_on_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
         last = now;
         tick += 1;
     }
@@ -479,6 +490,7 @@ fn assemble(
             untimed_commands: untimed,
             server_version,
         }),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

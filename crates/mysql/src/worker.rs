@@ -135,6 +135,8 @@ struct Conn {
     rand: Rand,
     /// Prepared statement ids by [`Plan::slot`] (empty: text protocol).
     ids: Vec<u32>,
+    /// Whether each statement's parameter types were sent (by slot).
+    typed: Vec<bool>,
     tx: Vec<Planned>,
     step: usize,
     rollback: Option<After>,
@@ -199,6 +201,7 @@ impl<'a> Worker<'a> {
                     sh.plan.rand,
                 ),
                 ids: Vec::new(),
+                typed: Vec::new(),
                 tx: Vec::with_capacity(sh.plan.statements()),
                 step: 0,
                 rollback: None,
@@ -279,6 +282,7 @@ impl<'a> Worker<'a> {
                 ));
             }
             let c = &mut self.conns[i];
+            c.typed = vec![false; ids.len()];
             c.ids = ids;
             c.sock = Some(wire.sock);
             c.state = State::Idle;
@@ -485,7 +489,7 @@ impl<'a> Worker<'a> {
         let plan = &self.sh.plan;
         let c = &mut self.conns[i];
         let p = c.tx[c.step];
-        let ids = (!c.ids.is_empty()).then_some(c.ids.as_slice());
+        let ids = (!c.ids.is_empty()).then_some((c.ids.as_slice(), c.typed.as_mut_slice()));
         plan.encode(&p, ids, &mut c.rand, &mut c.scratch, &mut c.wbuf);
         c.sent = now;
         c.state = State::Busy;
@@ -585,7 +589,7 @@ impl<'a> Worker<'a> {
                 self.end_transaction(i, now);
             }
             Reply::Err(code) => {
-                let retry = RETRIED.contains(&code);
+                let retry = self.sh.cfg.ignore_errors.contains(code);
                 if measured {
                     let map = if retry {
                         &mut self.ignored

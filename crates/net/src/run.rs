@@ -247,6 +247,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         primary: None,
         tool: None,
         generators: Vec::new(),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     };
     result.schedule = tare_engine::schedule::report(

@@ -105,6 +105,8 @@ pub struct PgConfig {
     pub scale: Option<u32>,
     /// VACUUM pgbench's tables before a built-in run (pgbench's default; `-n` turns it off).
     pub vacuum: bool,
+    /// `-v`: also `vacuum analyze pgbench_accounts` before the run.
+    pub vacuum_accounts: bool,
     /// `-D name=value`.
     pub variables: Vec<(String, String)>,
     /// Seed of the per-client random generators; `None`: from the clock.
@@ -162,6 +164,7 @@ impl PgConfig {
             live: false,
             scale: None,
             vacuum: true,
+            vacuum_accounts: false,
             variables: Vec::new(),
             random_seed: None,
             allow_remote: false,

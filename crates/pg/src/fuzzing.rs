@@ -70,6 +70,13 @@ pub fn backend(data: &[u8]) {
             tag::READY => {
                 let _ = protocol::ready_status(body);
             }
+            // What `\gset`/`\aset` read: column names and row values.
+            tag::ROW_DESCRIPTION => {
+                let _ = protocol::column_names(body);
+            }
+            tag::DATA_ROW => {
+                let _ = protocol::row_values(body);
+            }
             _ => {}
         }
         match reply.on_message(*t, body) {
@@ -158,11 +165,32 @@ fn run_once(program: &Arc<Program>) {
         for cmd in &s.script.commands {
             match &cmd.kind {
                 CommandKind::Set { var, expr } => {
-                    if let Ok(v) = expr.eval(&vars, &program.vars, &mut rng) {
+                    let mut env = crate::script::expr::Env {
+                        vars: &vars,
+                        names: &program.vars,
+                        rng: &mut rng,
+                        at: (0, 1),
+                    };
+                    if let Ok(v) = expr.eval(&mut env) {
                         vars[var.0] = Some(v);
                     }
                 }
-                CommandKind::Sleep { .. } => {}
+                CommandKind::If { expr, .. } | CommandKind::Elif { expr, .. } => {
+                    let mut env = crate::script::expr::Env {
+                        vars: &vars,
+                        names: &program.vars,
+                        rng: &mut rng,
+                        at: (0, 1),
+                    };
+                    let _ = expr.eval(&mut env);
+                }
+                CommandKind::Sleep { .. }
+                | CommandKind::Else { .. }
+                | CommandKind::Endif
+                | CommandKind::Shell { .. }
+                | CommandKind::Fail(_)
+                | CommandKind::StartPipeline
+                | CommandKind::EndPipeline => {}
                 CommandKind::Sql(sql) => {
                     let text = sql.text.as_bytes();
                     let mut buf = Vec::new();

@@ -56,6 +56,7 @@ impl Program {
         let scale_id = vars.intern("scale");
         let client_id = vars.intern("client_id");
         let seed_id = vars.intern("random_seed");
+        let default_seed_id = vars.intern("default_seed");
         let default_spec = [crate::config::ScriptSpec {
             source: ScriptSource::Builtin("tpcb-like".into()),
             weight: 1,
@@ -74,16 +75,24 @@ impl Program {
                 }
                 ScriptSource::File(path) => {
                     let text = std::fs::read_to_string(path).map_err(|e| {
-                        PgError::Config(format!(
-                            "could not read script file \"{}\": {e}",
-                            path.display()
-                        ))
+                        PgError::Config(format!("could not open file \"{}\": {e}", path.display()))
                     })?;
                     (path.display().to_string(), text, false)
                 }
                 ScriptSource::Text { name, text } => (name.clone(), text.clone(), false),
             };
             let parsed = script::parse(&name, &text, spec.weight, &mut vars)?;
+            if cfg.mode != QueryMode::Simple {
+                too_many_arguments(&parsed)?;
+            } else if parsed
+                .commands
+                .iter()
+                .any(|c| matches!(c.kind, CommandKind::StartPipeline))
+            {
+                return Err(PgError::Config(format!(
+                    "{name}: cannot use pipeline mode with the simple query protocol"
+                )));
+            }
             scripts.push((parsed, is_builtin));
         }
         let total_weight: u64 = scripts.iter().map(|(s, _)| s.weight as u64).sum();
@@ -104,7 +113,9 @@ impl Program {
             initial[id.0] = Some(Value::Text(Arc::from(value.as_str())));
         }
         initial[scale_id.0].get_or_insert(Value::Int(scale as i64));
-        initial[seed_id.0] = Some(Value::Int(seed as i64));
+        initial[seed_id.0].get_or_insert(Value::Int(seed as i64));
+        let seeds = crate::script::random::Seeds::derive(seed, cfg.load.connections, 0);
+        initial[default_seed_id.0].get_or_insert(Value::Int(seeds.default_seed as i64));
 
         let mut statements = 0;
         let mut compiled = Vec::new();
@@ -132,6 +143,9 @@ impl Program {
                                     b.extend_from_slice(&parse);
                                 }
                                 protocol::bind(&mut b, &name, 0, |_, _| {});
+                                if sql.gset.is_some() {
+                                    b.extend_from_slice(&protocol::DESCRIBE_PORTAL);
+                                }
                                 b.extend_from_slice(&protocol::EXECUTE);
                                 b.extend_from_slice(&protocol::SYNC);
                                 b
@@ -182,6 +196,22 @@ impl Program {
     pub(crate) fn uses_builtin(&self) -> bool {
         self.scripts.iter().any(|s| s.builtin)
     }
+}
+
+/// pgbench's `MAX_ARGS - 1`: parameters of one statement in the extended
+/// and prepared modes.
+fn too_many_arguments(script: &Script) -> Result<(), PgError> {
+    for c in &script.commands {
+        if let CommandKind::Sql(sql) = &c.kind {
+            if sql.params.len() > 255 {
+                return Err(PgError::Config(format!(
+                    "statement has too many arguments (maximum is 255): {}",
+                    c.first_line
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

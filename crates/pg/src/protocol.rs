@@ -79,6 +79,9 @@ pub(crate) fn bind(
 pub(crate) const EXECUTE: [u8; 10] = [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0];
 /// `Sync`: ends the implicit transaction and asks for `ReadyForQuery`.
 pub(crate) const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
+/// Describe of the unnamed portal: the server then sends the
+/// RowDescription that `\gset` needs (Execute alone sends none).
+pub(crate) const DESCRIBE_PORTAL: [u8; 7] = [b'D', 0, 0, 0, 6, b'P', 0];
 /// `Terminate`: a polite goodbye before closing.
 pub(crate) const TERMINATE: [u8; 5] = [b'X', 0, 0, 0, 4];
 
@@ -89,6 +92,43 @@ pub(crate) mod tag {
     pub(crate) const READY: u8 = b'Z';
     pub(crate) const DATA_ROW: u8 = b'D';
     pub(crate) const COPY_IN: u8 = b'G';
+    pub(crate) const COPY_OUT: u8 = b'H';
+    pub(crate) const COPY_BOTH: u8 = b'W';
+    pub(crate) const ROW_DESCRIPTION: u8 = b'T';
+    pub(crate) const COMMAND_COMPLETE: u8 = b'C';
+    pub(crate) const EMPTY_QUERY: u8 = b'I';
+}
+
+/// The column names of a RowDescription body (`None` if malformed).
+pub(crate) fn column_names(body: &[u8]) -> Option<Vec<String>> {
+    let n = u16::from_be_bytes(body.get(..2)?.try_into().ok()?) as usize;
+    let mut pos = 2;
+    let mut names = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        let len = body.get(pos..)?.iter().position(|b| *b == 0)?;
+        names.push(String::from_utf8_lossy(&body[pos..pos + len]).into_owned());
+        pos += len + 1 + 18;
+    }
+    (pos <= body.len()).then_some(names)
+}
+
+/// The values of a DataRow body, `None` for SQL NULL (`None` if malformed).
+pub(crate) fn row_values(body: &[u8]) -> Option<Vec<Option<String>>> {
+    let n = u16::from_be_bytes(body.get(..2)?.try_into().ok()?) as usize;
+    let mut pos = 2;
+    let mut values = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        let len = i32::from_be_bytes(body.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        if len < 0 {
+            values.push(None);
+            continue;
+        }
+        let v = body.get(pos..pos + len as usize)?;
+        values.push(Some(String::from_utf8_lossy(v).into_owned()));
+        pos += len as usize;
+    }
+    Some(values)
 }
 
 /// Largest backend message accepted: 1 GiB is PostgreSQL's own limit on a

@@ -87,7 +87,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         board: Board::new(threads),
         lat: Arc::new((0..threads).map(|_| LatCounters::default()).collect()),
         failure: Mutex::new(None),
-        seed,
+        seeds: crate::script::random::Seeds::derive(seed, load.connections, threads),
         stop,
     });
     // pgbench's split: the first `clients % threads` threads get one more.
@@ -282,13 +282,14 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
         let mut s = Session::connect(&cfg2.conn, timeout)?;
         let version = s.query_value("SHOW server_version")?.unwrap_or_default();
         let scale = match cfg2.scale {
-            Some(n) => n,
-            None if uses_builtin => {
+            Some(n) if !uses_builtin => n,
+            _ if uses_builtin => {
                 let n = s
                     .query_value("select count(*) from pgbench_branches")
                     .map_err(|e| {
                         PgError::Config(format!(
-                            "could not count number of branches: {e} (run tare pg --init first)"
+                            "could not count number of branches: {e}; Perhaps you need to do initialization (\"tare pg --init\") in database \"{}\"",
+                            cfg2.conn.database
                         ))
                     })?
                     .and_then(|v| v.parse::<u32>().ok())
@@ -298,9 +299,15 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
                         "pgbench_branches is empty; run tare pg --init".into(),
                     ));
                 }
+                if cfg2.scale.is_some() {
+                    // pgbench's warning: a built-in script's scale is the table's.
+                    eprintln!(
+                        "tare: scale option ignored, using count from pgbench_branches table ({n})"
+                    );
+                }
                 n
             }
-            None => 1,
+            _ => 1,
         };
         if uses_builtin && cfg2.vacuum {
             // pgbench's doVacuum: errors are ignored there too.
@@ -310,6 +317,9 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
                 "truncate pgbench_history",
             ] {
                 let _ = s.query(sql);
+            }
+            if cfg2.vacuum_accounts {
+                let _ = s.query("vacuum analyze pgbench_accounts");
             }
         }
         Ok((version, scale))
@@ -387,6 +397,7 @@ fn assemble(
         first.result.aborted,
         first.result.abort_message,
     );
+    let mut first_failure = first.result.first_failure;
     let mut end_ns = first.result.end_ns;
     let mut unsent = first.result.unsent;
     let mut wakeups = first.result.wakeups;
@@ -411,6 +422,7 @@ fn assemble(
         conn_total += o.result.conn_total_ns;
         aborted += o.result.aborted;
         abort_msg = abort_msg.or(o.result.abort_message);
+        first_failure = first_failure.or(o.result.first_failure);
         end_ns = end_ns.max(o.result.end_ns);
         unsent += o.result.unsent;
         wakeups.add(&o.result.wakeups);
@@ -557,6 +569,7 @@ fn assemble(
             },
             aborted_clients: aborted,
             abort_error: abort_msg,
+            first_failure: first_failure.filter(|_| failed > 0),
             server_version,
             script_results,
         }),
@@ -567,6 +580,7 @@ fn assemble(
         primary: None,
         tool: None,
         generators: Vec::new(),
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

@@ -47,6 +47,15 @@ impl Latency {
         Self { hist }
     }
 
+    /// Two significant digits (1% resolution), 36 KB instead of 260: for
+    /// a request mix's histogram per name, of which a run may keep a
+    /// thousand per thread (`tare_http::mix::MAX_REQUESTS`).
+    pub fn coarse() -> Self {
+        let hist = Histogram::new_with_bounds(1, HIGHEST_NS, 2)
+            .expect("static histogram bounds are valid");
+        Self { hist }
+    }
+
     /// Records one value; values beyond the range are clamped, never dropped,
     /// so the count always equals the number of completed requests.
     #[inline]

@@ -16,6 +16,8 @@
 //! - `wakeups`: [`WakeupReport`], how the workers slept and woke.
 //! - [`merge`]: several generators' records of one load as one
 //!   (remote hosts): counts and histograms add, timelines on one clock.
+//! - `judge`: [`judge`], whether a result measured a server at all (a
+//!   timeline that drops to zero, connections that fail).
 //! - `trial`: [`TrialRecord`], one trial of one experiment cell (a line of
 //!   a run directory's `trials.jsonl`).
 //! - [`splitmix`]: the workspace's one small seedable generator: open-loop
@@ -23,9 +25,11 @@
 //!   draw from it, so a recorded seed reproduces what was recorded.
 
 mod connect;
+mod judge;
 mod latency;
 pub mod merge;
 mod metrics;
+pub mod named;
 mod result;
 mod schedule;
 pub mod splitmix;
@@ -33,9 +37,11 @@ mod trial;
 mod wakeups;
 
 pub use connect::ConnectReport;
+pub use judge::{judge, Failure};
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use merge::GeneratorPart;
 pub use metrics::{Better, Metric, ToolDetails};
+pub use named::NamedResult;
 pub use result::{
     Errors, LoadResult, MysqlDetails, NetDetails, PgDetails, PgScriptResult, Primary, RateSummary,
     RedisDetails, StatementLatency, Unit,

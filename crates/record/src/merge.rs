@@ -144,6 +144,12 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
             cause,
         })?;
         latency.merge(&h);
+        crate::named::add_named(&mut out.by_name, &r.by_name).map_err(|cause| {
+            MergeError::Histogram {
+                host: p.host.clone(),
+                cause,
+            }
+        })?;
         // Whole seconds after the earliest start: the timelines' bins are
         // seconds, so a start within half a second of another shares its bins.
         let gap = local_start(p, r) - start;

@@ -207,6 +207,15 @@ pub struct LoadResult {
     /// kind, ignored (retried) errors and errors by server error code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql: Option<MysqlDetails>,
+    /// A request mix (`tare http --urls`, `--requests-file`,
+    /// `[load.http] urls` or `requests`): each named request's share of
+    /// the run, in the mix's order. Their `requests` and `in_flight` add
+    /// up to the run's; their errors are the run's but for connect errors
+    /// (a request is drawn when a connection is ready to send it), so a
+    /// connect error belongs to no name (docs/http.md). Empty for one
+    /// request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_name: Vec<crate::named::NamedResult>,
     /// tare's version.
     pub tare_version: String,
 }
@@ -420,6 +429,11 @@ pub struct PgDetails {
     /// The first client abort, in pgbench's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_error: Option<String>,
+    /// The first failed transaction's error, in the server's words
+    /// (`ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)`);
+    /// absent when none failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
     /// `server_version` as the server reported it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_version: String,

@@ -45,6 +45,20 @@ pub struct TrialRecord {
     pub prepared: Option<String>,
 }
 
+impl TrialRecord {
+    /// The result analysis and reports may use: a trial that did not fail
+    /// and completed something (docs/analysis.md, "Failed trials"). A
+    /// failed or empty trial never feeds a ratio, a share or a level.
+    pub fn usable(&self) -> Option<&LoadResult> {
+        let r = self.result.as_ref().filter(|_| self.error.is_none())?;
+        let counted = r.unit() != crate::result::Unit::Runs && r.metrics.is_empty();
+        if counted && r.requests == 0 {
+            return None;
+        }
+        Some(r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

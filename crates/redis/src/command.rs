@@ -32,6 +32,10 @@ pub enum Test {
     Spop,
     Zadd,
     Zpopmin,
+    /// `LPUSH mylist`, run before the LRANGE tests so they read a list
+    /// (redis-benchmark's `LPUSH (needed to benchmark LRANGE)`); never
+    /// chosen by name.
+    LpushForLrange,
     Lrange100,
     Lrange300,
     Lrange500,
@@ -62,6 +66,14 @@ impl Test {
         Test::Mset,
     ];
 
+    /// Whether it is one of the four LRANGE tests.
+    pub fn is_lrange(self) -> bool {
+        matches!(
+            self,
+            Test::Lrange100 | Test::Lrange300 | Test::Lrange500 | Test::Lrange600
+        )
+    }
+
     /// Its name in `-t` and in experiment files (lower case).
     pub fn name(self) -> &'static str {
         match self {
@@ -79,6 +91,7 @@ impl Test {
             Test::Spop => "spop",
             Test::Zadd => "zadd",
             Test::Zpopmin => "zpopmin",
+            Test::LpushForLrange => "lpush_for_lrange",
             Test::Lrange100 => "lrange_100",
             Test::Lrange300 => "lrange_300",
             Test::Lrange500 => "lrange_500",
@@ -104,6 +117,7 @@ impl Test {
             Test::Spop => "SPOP",
             Test::Zadd => "ZADD",
             Test::Zpopmin => "ZPOPMIN",
+            Test::LpushForLrange => "LPUSH (needed to benchmark LRANGE)",
             Test::Lrange100 => "LRANGE_100 (first 100 elements)",
             Test::Lrange300 => "LRANGE_300 (first 300 elements)",
             Test::Lrange500 => "LRANGE_500 (first 500 elements)",
@@ -120,7 +134,7 @@ impl Test {
             Test::Set => v(&[b"SET", b"key:__rand_int__", data]),
             Test::Get => v(&[b"GET", b"key:__rand_int__"]),
             Test::Incr => v(&[b"INCR", b"counter:__rand_int__"]),
-            Test::Lpush => v(&[b"LPUSH", b"mylist", data]),
+            Test::Lpush | Test::LpushForLrange => v(&[b"LPUSH", b"mylist", data]),
             Test::Rpush => v(&[b"RPUSH", b"mylist", data]),
             Test::Lpop => v(&[b"LPOP", b"mylist"]),
             Test::Rpop => v(&[b"RPOP", b"mylist"]),
@@ -149,14 +163,15 @@ impl FromStr for Test {
     type Err = String;
     fn from_str(s: &str) -> Result<Test, String> {
         let s = s.trim().to_ascii_lowercase();
-        // redis-benchmark's `-t ping` runs both pings; the caller expands it.
+        // redis-benchmark's `-t ping` and `-t lrange` name several tests;
+        // `parse_tests` expands them.
         Test::ALL
             .into_iter()
             .find(|t| t.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
                 format!(
-                    "unknown test {s:?} (ping, {}, or a command after --)",
+                    "unknown test {s:?} (ping, lrange, {}, or a command)",
                     names.join(", ")
                 )
             })
@@ -169,26 +184,42 @@ impl fmt::Display for Test {
     }
 }
 
-/// Expands a `-t` list (`ping,set,get`; `ping` is both pings) in order,
-/// without repeats.
+/// Expands a `-t` list as redis-benchmark does: `ping` is both pings,
+/// `lrange` the four LRANGE tests; the tests run in redis-benchmark's
+/// order, each once, and the LRANGE tests after the `LPUSH` that fills
+/// their list ([`suite`]).
 pub fn parse_tests(list: &str) -> Result<Vec<Test>, String> {
-    let mut out: Vec<Test> = Vec::new();
+    let mut chosen: Vec<Test> = Vec::new();
     for name in list.split(',').filter(|s| !s.trim().is_empty()) {
-        let found = if name.trim().eq_ignore_ascii_case("ping") {
-            vec![Test::PingInline, Test::PingMbulk]
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("ping") {
+            chosen.extend([Test::PingInline, Test::PingMbulk]);
+        } else if name.eq_ignore_ascii_case("lrange") {
+            chosen.extend(Test::ALL.into_iter().filter(|t| t.is_lrange()));
         } else {
-            vec![name.parse::<Test>()?]
-        };
-        for t in found {
-            if !out.contains(&t) {
-                out.push(t);
-            }
+            chosen.push(name.parse::<Test>()?);
         }
     }
-    if out.is_empty() {
+    if chosen.is_empty() {
         return Err(format!("no test in {list:?}"));
     }
-    Ok(out)
+    Ok(suite(&chosen))
+}
+
+/// The tests to run for `chosen`: in redis-benchmark's order, and with
+/// its `LPUSH (needed to benchmark LRANGE)` before the first LRANGE test,
+/// so they time a list of `-n` elements, not a missing key.
+pub fn suite(chosen: &[Test]) -> Vec<Test> {
+    let mut out = Vec::new();
+    for t in Test::ALL {
+        if t == Test::Lrange100 && chosen.iter().any(|c| c.is_lrange()) {
+            out.push(Test::LpushForLrange);
+        }
+        if chosen.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 /// One kind of command a run sends: a named test or a custom command.
@@ -288,9 +319,26 @@ mod tests {
     #[test]
     fn ping_expands_and_names_are_checked() {
         assert_eq!(
-            parse_tests("ping,SET,get,set").unwrap(),
+            parse_tests("get,ping,SET,set").unwrap(),
             vec![Test::PingInline, Test::PingMbulk, Test::Set, Test::Get]
         );
+        assert_eq!(
+            parse_tests("mset,lrange").unwrap(),
+            vec![
+                Test::LpushForLrange,
+                Test::Lrange100,
+                Test::Lrange300,
+                Test::Lrange500,
+                Test::Lrange600,
+                Test::Mset
+            ]
+        );
+        assert_eq!(
+            parse_tests("lrange_300").unwrap(),
+            vec![Test::LpushForLrange, Test::Lrange300]
+        );
+        assert_eq!(suite(&Test::ALL).len(), 20);
+        assert!(parse_tests("lpush_for_lrange").is_err());
         let e = parse_tests("set,bogus").unwrap_err();
         assert!(e.starts_with("unknown test \"bogus\""), "{e}");
         assert!(parse_tests(",").is_err());

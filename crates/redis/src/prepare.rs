@@ -6,6 +6,9 @@
 //!
 //! Keys are stored with `MSET`, up to [`BATCH_KEYS`] per command, through
 //! the blocking [`Session`]: 100,000 keys of 50 bytes are 100 round trips.
+//! When a workload is an LRANGE test, the list it reads is filled too
+//! ([`LIST_ELEMENTS`] elements), as redis-benchmark's `LPUSH (needed to
+//! benchmark LRANGE)` fills it before its LRANGE tests.
 
 use std::time::Duration;
 
@@ -18,6 +21,9 @@ use crate::session::Session;
 
 /// Most keys one `MSET` stores.
 const BATCH_KEYS: u64 = 1000;
+/// Elements of `mylist` before an LRANGE trial: the longest LRANGE test
+/// (LRANGE_600) reads all it asks for, as after redis-benchmark's LPUSH.
+pub const LIST_ELEMENTS: usize = 600;
 /// Most bytes of values one `MSET` carries.
 const BATCH_BYTES: u64 = 4 << 20;
 /// Most bytes of values a preparation stores: more is not a key-value
@@ -65,9 +71,17 @@ impl Preparation<'_> {
         self.check().map_err(RedisError::Config)?;
         let mut s = Session::connect(endpoint, timeout, None, None, 0)?;
         expect_ok(s.command(&["FLUSHALL"])?, "FLUSHALL")?;
+        let mut done = "FLUSHALL".to_string();
+        if self.reads_the_list() {
+            self.fill_list(&mut s)?;
+            done.push_str(&format!(
+                "; LPUSH {LIST_ELEMENTS} elements of {} bytes for lrange",
+                self.data_size
+            ));
+        }
         let keys = self.keys();
         if keys == 0 {
-            return Ok("FLUSHALL".into());
+            return Ok(done);
         }
         let value = "x".repeat(self.data_size);
         let per = BATCH_KEYS
@@ -92,10 +106,33 @@ impl Preparation<'_> {
             from = to;
         }
         Ok(format!(
-            "FLUSHALL; MSET {keys} key{} of {} bytes for get",
+            "{done}; MSET {keys} key{} of {} bytes for get",
             if keys == 1 { "" } else { "s" },
             self.data_size
         ))
+    }
+}
+
+impl Preparation<'_> {
+    fn reads_the_list(&self) -> bool {
+        self.workloads
+            .iter()
+            .any(|w| matches!(w, Workload::Test(t) if t.is_lrange()))
+    }
+
+    /// `mylist` with [`LIST_ELEMENTS`] values of `-d` bytes, in batches.
+    fn fill_list(&self, s: &mut Session) -> Result<(), RedisError> {
+        let value = "x".repeat(self.data_size);
+        let per = (BATCH_BYTES as usize / (self.data_size + 16)).clamp(1, LIST_ELEMENTS);
+        let mut left = LIST_ELEMENTS;
+        while left > 0 {
+            let n = per.min(left);
+            let mut args: Vec<&str> = vec!["LPUSH", "mylist"];
+            args.extend(std::iter::repeat_n(value.as_str(), n));
+            expect_ok(s.command(&args)?, "LPUSH")?;
+            left -= n;
+        }
+        Ok(())
     }
 }
 

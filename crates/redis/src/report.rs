@@ -17,8 +17,17 @@ fn p(lat: Option<&Latency>, q: f64) -> f64 {
     lat.map_or(0.0, |l| l.quantile_us(q))
 }
 
-/// The full block redis-benchmark 7 prints for a test titled `title`.
-pub fn text(r: &LoadResult, title: &str) -> String {
+/// The server's persistence settings, as redis-benchmark prints them
+/// under each test's title (from `CONFIG GET save` and `appendonly`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostConfig {
+    pub save: String,
+    pub appendonly: String,
+}
+
+/// The full block redis-benchmark 7 prints for a test titled `title`;
+/// `host`: the server's persistence settings when it told them.
+pub fn text(r: &LoadResult, title: &str, host: Option<&HostConfig>) -> String {
     let mut out = String::new();
     let lat = Latency::decode(&r.hdr).ok();
     let answered = r.requests + r.errors.status;
@@ -33,6 +42,10 @@ pub fn text(r: &LoadResult, title: &str) -> String {
         let _ = writeln!(out, "  {} bytes payload", d.data_size);
     }
     let _ = writeln!(out, "  keep alive: 1");
+    if let Some(h) = host {
+        let _ = writeln!(out, "  host configuration \"save\": {}", h.save);
+        let _ = writeln!(out, "  host configuration \"appendonly\": {}", h.appendonly);
+    }
     if let Some(d) = &r.redis {
         if d.pipeline > 1 {
             let _ = writeln!(out, "  pipeline: {}", d.pipeline);
@@ -72,6 +85,7 @@ pub fn text(r: &LoadResult, title: &str) -> String {
             step /= 2.0;
         }
         line(&mut out, 100.0, h.max());
+        cumulative(&mut out, h);
     }
     out.push_str("\nSummary:\n");
     let _ = writeln!(
@@ -109,6 +123,37 @@ pub fn text(r: &LoadResult, title: &str) -> String {
     );
     out.push('\n');
     out
+}
+
+/// redis-benchmark's `Cumulative distribution of latencies:` lines: the
+/// share of commands at or below each 0.1 ms step, then each 1 ms step
+/// past 2 ms, a line where the count grew and one at the end (its linear
+/// iteration over the histogram). Values are nanoseconds.
+fn cumulative(out: &mut String, h: &hdrhistogram::Histogram<u64>) {
+    const FINE: u64 = 100_000;
+    const COARSE: u64 = 1_000_000;
+    out.push_str("\nCumulative distribution of latencies:\n");
+    let total = h.len().max(1);
+    let mut upto = FINE;
+    let mut previous = None;
+    // Bounded by the largest latency: at most 20 fine steps, then one
+    // per millisecond up to it.
+    while upto <= h.max().saturating_add(COARSE) {
+        let count = h.count_between(0, upto);
+        if previous != Some(count) || count >= total {
+            let _ = writeln!(
+                out,
+                "{:.3}% <= {} milliseconds (cumulative count {count})",
+                count as f64 / total as f64 * 100.0,
+                ms(h.highest_equivalent(upto) as f64 / 1e3),
+            );
+        }
+        if count >= total {
+            break;
+        }
+        previous = Some(count);
+        upto += if upto > 2_000_000 { COARSE } else { FINE };
+    }
 }
 
 /// Lines for the errors, when there were any.
@@ -203,7 +248,7 @@ mod tests {
 
     #[test]
     fn the_block_has_redis_benchmarks_lines() {
-        let t = text(&result(), "SET");
+        let t = text(&result(), "SET", None);
         assert!(t.starts_with("====== SET ======\n  5 requests completed in 0.50 seconds\n  50 parallel clients\n  3 bytes payload\n"), "{t}");
         assert!(t.contains("Latency by percentile distribution:\n0.000% <= 0.100 milliseconds (cumulative count 1)\n50.000% <= 0.300 milliseconds (cumulative count 3)\n"), "{t}");
         assert!(
@@ -214,6 +259,14 @@ mod tests {
             t.contains("  throughput summary: 10.00 requests per second\n"),
             "{t}"
         );
+        assert!(t.contains("\nCumulative distribution of latencies:\n20.000% <= 0.100 milliseconds (cumulative count 1)\n40.000% <= 0.200 milliseconds (cumulative count 2)\n"), "{t}");
+        assert!(t.contains("80.000% <= 0.400 milliseconds (cumulative count 4)\n100.000% <= 1.000 milliseconds (cumulative count 5)\n\nSummary:"), "{t}");
+        let host = HostConfig {
+            save: String::new(),
+            appendonly: "no".into(),
+        };
+        let t = text(&result(), "SET", Some(&host));
+        assert!(t.contains("  keep alive: 1\n  host configuration \"save\": \n  host configuration \"appendonly\": no\n  multi-thread: no\n"), "{t}");
     }
 
     #[test]

@@ -393,6 +393,7 @@ fn assemble(
         tool: None,
         generators: Vec::new(),
         mysql: None,
+        by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
     }
 }

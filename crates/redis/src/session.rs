@@ -92,6 +92,16 @@ impl Session {
             Stream::Unix(s) => s.write_all(&out),
         }
         .map_err(io)?;
+        self.reply()
+    }
+
+    /// Reads one reply (an error reply is a value).
+    fn reply(&mut self) -> Result<Value, RedisError> {
+        let ep = self.endpoint.clone();
+        let io = |e: std::io::Error| RedisError::Io {
+            context: format!("talking to {ep}"),
+            error: e,
+        };
         let mut chunk = [0u8; 16 * 1024];
         loop {
             if let Some((v, used)) = resp::parse_value(&self.buf)
@@ -133,6 +143,20 @@ impl Session {
         }
     }
 
+    /// The server's `save` and `appendonly` settings (`CONFIG GET`), as
+    /// redis-benchmark prints them; `None` when the server refuses
+    /// `CONFIG` (a renamed command, an ACL user without it).
+    pub fn host_config(&mut self) -> Option<crate::report::HostConfig> {
+        let mut get = |name: &str| match self.command(&["CONFIG", "GET", name]).ok()? {
+            Value::Array(Some(v)) => v.get(1).map(|x| x.text().unwrap_or_default()),
+            _ => None,
+        };
+        Some(crate::report::HostConfig {
+            save: get("save")?,
+            appendonly: get("appendonly")?,
+        })
+    }
+
     /// `calls` (and `rejected_calls`, `failed_calls`) per command from
     /// `INFO commandstats`: `cmdstat_get` → `get`.
     pub fn command_calls(&mut self) -> Result<Vec<(String, CommandCalls)>, RedisError> {
@@ -158,6 +182,77 @@ impl Session {
             })
             .collect())
     }
+}
+
+impl std::os::fd::AsRawFd for Session {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match &self.stream {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// redis-benchmark's `-I`: opens `cfg`'s connections (each with its
+/// `AUTH` and `SELECT`) and holds them idle until `stop` is set or, with
+/// a duration (`-T`), for that long. Whatever the server sends on an
+/// idle connection (`-ERR max number of clients reached`, a close) is an
+/// error, as it is for redis-benchmark.
+pub fn idle(
+    cfg: &crate::RedisConfig,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(), RedisError> {
+    use std::os::fd::AsRawFd;
+    let n = cfg.load.connections;
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        conns.push(Session::connect(
+            &cfg.endpoint,
+            cfg.load.timeout,
+            cfg.user.as_deref(),
+            cfg.password.as_deref(),
+            cfg.dbnum,
+        )?);
+    }
+    let mut fds: Vec<libc::pollfd> = conns
+        .iter()
+        .map(|c| libc::pollfd {
+            fd: c.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let deadline = cfg.load.duration.map(|d| std::time::Instant::now() + d);
+    // Bounded by the deadline, or by the user's Ctrl+C (redis-benchmark
+    // waits forever).
+    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+        && deadline.is_none_or(|d| std::time::Instant::now() < d)
+    {
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(RedisError::Io {
+                context: "waiting on idle connections".into(),
+                error: e,
+            });
+        }
+        if let Some(i) = fds.iter().position(|f| f.revents != 0) {
+            let why = match conns[i].reply() {
+                Ok(Value::Error(e)) => e,
+                Ok(_) => "an unexpected reply".into(),
+                Err(e) => e.to_string(),
+            };
+            return Err(RedisError::Config(format!(
+                "Error on idle connection {} of {n}: {why}",
+                i + 1
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One command's counts in `INFO commandstats` (Redis 6.2+ adds the

@@ -189,7 +189,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {
-        let (Some(r), Some(m)) = (&t.result, &t.monitor) else {
+        let (Some(r), Some(m)) = (t.usable(), &t.monitor) else {
             continue;
         };
         let Ok(m) = MonitorRecord::from_json(m) else {

@@ -26,7 +26,7 @@ pub(crate) fn throughputs(records: &[TrialRecord], cell: &str, before: u32) -> V
     let mut xs: Vec<(u32, f64)> = records
         .iter()
         .filter(|r| r.cell == cell && r.trial < before)
-        .filter_map(|r| r.result.as_ref().map(|res| (r.trial, res.throughput())))
+        .filter_map(|r| r.usable().map(|res| (r.trial, res.throughput())))
         .collect();
     xs.sort_by_key(|(t, _)| *t);
     xs.into_iter().map(|(_, x)| x).collect()

@@ -78,6 +78,15 @@ pub trait RunningCell {
         None
     }
 
+    /// `Ok` while the deployment still serves: its server alive, not
+    /// stopped, answering its readiness probe; else why not
+    /// (`server exited with signal 9`). Asked before a kept deployment's
+    /// trial and after every measured load (docs/experiments.md, "Failed
+    /// trials").
+    fn check(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Stops and removes the deployment.
     fn stop(self: Box<Self>) -> Result<(), ExecError>;
 }

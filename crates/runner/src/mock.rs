@@ -40,6 +40,10 @@ pub(crate) struct MockExecutor {
     /// What every trial's preparation says it did (`None`: nothing, and
     /// no `prepare` event is logged).
     pub prepared: Option<String>,
+    /// Per cell: its server dies (SIGKILL) one second into its *n*-th
+    /// measured load: that load's timeline drops to zero, and the
+    /// deployment answers `check` with the reason until it is replaced.
+    pub dies_during: BTreeMap<String, usize>,
     /// Set this flag after the given number of measured loads (an interrupt).
     pub interrupt_after: Option<(usize, Arc<AtomicBool>)>,
     pub log: Log,
@@ -87,6 +91,8 @@ impl Executor for MockExecutor {
             measured: self.measured.clone(),
             total: self.total_measured.clone(),
             interrupt_after: self.interrupt_after.clone(),
+            dies_during: self.dies_during.get(&cell.id).copied(),
+            dead: false,
         }))
     }
 
@@ -121,6 +127,8 @@ struct MockCell {
     measured: Arc<Mutex<BTreeMap<String, usize>>>,
     total: Arc<Mutex<usize>>,
     interrupt_after: Option<(usize, Arc<AtomicBool>)>,
+    dies_during: Option<usize>,
+    dead: bool,
 }
 
 impl RunningCell for MockCell {
@@ -172,7 +180,24 @@ impl RunningCell for MockCell {
             }
         };
         let (j, d) = (at(&self.jitter), at(&self.drift));
-        Ok(result(self.rps * (1.0 + j) * (1.0 + d), settings))
+        let mut r = result(self.rps * (1.0 + j) * (1.0 + d), settings);
+        let dies_now = measure && self.dies_during == Some(n);
+        if self.dead || dies_now {
+            let first = if self.dead { 0 } else { r.timeline[0] };
+            r.timeline.iter_mut().for_each(|t| *t = 0);
+            r.timeline[0] = first;
+            r.requests = first;
+            r.errors.connect = 100;
+            self.dead = true;
+        }
+        Ok(r)
+    }
+
+    fn check(&mut self) -> Result<(), String> {
+        match self.dead {
+            true => Err("server exited with signal 9".into()),
+            false => Ok(()),
+        }
     }
 
     fn take_monitor(&mut self) -> Option<serde_json::Value> {

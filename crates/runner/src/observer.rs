@@ -195,11 +195,11 @@ impl Observer for Bars {
         *self.per_cell.entry(rec.cell.clone()).or_default() += 1;
         self.show_cells();
         self.last_rate = match (&rec.result, &rec.error) {
-            (Some(r), _) => format!("  (last: {:.0}/s)", r.throughput()),
-            (None, Some(e)) => {
+            (_, Some(e)) => {
                 self.say(&format!("{} #{}: failed: {e}", rec.cell, rec.trial));
                 String::new()
             }
+            (Some(r), None) => format!("  (last: {:.0}/s)", r.throughput()),
             _ => String::new(),
         };
     }

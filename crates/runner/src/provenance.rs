@@ -38,6 +38,11 @@ pub struct Provenance {
     /// there and its clock offset (`crate::remote::HostFacts`).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub hosts: serde_json::Value,
+    /// The files the run was made from, by their place in the run
+    /// directory (`experiment.toml`, `configs/NAME`, `inputs/KEY`: each a
+    /// verbatim copy), with their sha256 (hex).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub inputs: std::collections::BTreeMap<String, String>,
     /// Times this run was resumed, with when and by which command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resume>,
@@ -71,6 +76,7 @@ impl Provenance {
                 .map(|k| (k.name().to_string(), k.target().host_version()))
                 .collect(),
             hosts: serde_json::Value::Null,
+            inputs: Default::default(),
             resumed: Vec::new(),
         }
     }
@@ -157,6 +163,15 @@ fn tool(argv: &[&str]) -> Option<String> {
         .next()
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
+}
+
+/// sha256 of `bytes`, in hex (the provenance's `inputs`).
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

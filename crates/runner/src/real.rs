@@ -376,6 +376,15 @@ impl RunningCell for RealCell {
         self.monitor.take()
     }
 
+    /// A remote target is checked by its host's agent when it is stopped;
+    /// here only the engine's own signals judge it.
+    fn check(&mut self) -> Result<(), String> {
+        match &self.deployment {
+            Placed::Local(d) => d.check(),
+            Placed::Remote(_) => Ok(()),
+        }
+    }
+
     fn stop(self: Box<Self>) -> Result<(), ExecError> {
         match self.deployment {
             Placed::Local(d) => (*d).stop().map_err(ExecError::new),

@@ -24,7 +24,7 @@ use tare_remote::{clock, Clock, Host, HostCheck, Installed};
 
 use crate::engines::{self, Offer};
 use crate::executor::ExecError;
-use crate::experiment::{ConfigSource, Experiment, Hosts, LoadSettings};
+use crate::experiment::{ConfigSource, Experiment, Hosts, InputFile, LoadSettings};
 use crate::observer::LiveProgress;
 
 /// The run directory's record of the hosts a run put tare on: what
@@ -253,6 +253,7 @@ impl Fleet {
                 url: url.to_string(),
                 start_at_unix_s: start + r.clock.offset_s,
                 cpus: settings.shared.cpus.as_ref().map(ToString::to_string),
+                inputs: settings.table.inputs(),
             };
             running.push((r, Agent::start(&r.inst, "load", &req)));
         }
@@ -479,6 +480,10 @@ struct LoadRequest {
     start_at_unix_s: f64,
     /// `[cpus] generator`, as this machine resolved it.
     cpus: Option<String>,
+    /// The files the load reads (a request mix's), as the run directory
+    /// keeps them: the generator's host has no copy of its own.
+    #[serde(default)]
+    inputs: Vec<InputFile>,
 }
 
 /// The agent's side of `load`: the request's experiment read through the
@@ -499,13 +504,53 @@ pub fn serve_load() -> Result<(), String> {
     Ok(())
 }
 
+/// The request's experiment, its input files read from a scratch
+/// directory laid out as a run directory's (`inputs/KEY`), removed after.
+fn experiment_of(req: &LoadRequest) -> Result<Experiment, String> {
+    if req.inputs.is_empty() {
+        return Experiment::parse(
+            &req.experiment,
+            Path::new("<load request>"),
+            &ConfigSource::RelativeTo(PathBuf::from(".")),
+        )
+        .map_err(|e| e.to_string());
+    }
+    let dir = tempfile_dir()?;
+    let written = req.inputs.iter().try_for_each(|i| {
+        // Only `inputs/NAME`, NAME one plain component: nothing else is written.
+        let name = i
+            .name
+            .strip_prefix("inputs/")
+            .filter(|n| tare_engine::bounds::path_name(n).is_ok())
+            .ok_or_else(|| format!("input {:?} is not inputs/NAME", i.name))?;
+        std::fs::write(dir.join("inputs").join(name), &i.text).map_err(|e| e.to_string())
+    });
+    let exp = written.and_then(|()| {
+        Experiment::parse(
+            &req.experiment,
+            Path::new("<load request>"),
+            &ConfigSource::RunDir(dir.clone()),
+        )
+        .map_err(|e| e.to_string())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    exp
+}
+
+/// A new private directory with an `inputs/` in it.
+fn tempfile_dir() -> Result<PathBuf, String> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "tare-agent-inputs-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(dir.join("inputs")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
 fn run_share(req: &LoadRequest, stop: &Arc<AtomicBool>) -> Result<LoadResult, String> {
-    let exp = Experiment::parse(
-        &req.experiment,
-        Path::new("<load request>"),
-        &ConfigSource::RelativeTo(PathBuf::from(".")),
-    )
-    .map_err(|e| e.to_string())?;
+    let exp = experiment_of(req)?;
     let mut settings = exp.load.clone();
     settings.shared.connections = req.connections;
     settings.shared.threads = req.threads;
@@ -581,6 +626,40 @@ fn resolve(name: &str) -> Result<IpAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A generator on another host loads the same mix: the request carries
+    /// the file, the agent reads it from a scratch copy it removes.
+    #[test]
+    fn a_load_request_carries_its_mix_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("site.urls"), "/a\n/b\n").unwrap();
+        let exp = Experiment::parse(
+            "[target]\nkind = \"nginx\"\n[load]\nduration = \"1s\"\n[load.http]\nurls = \"site.urls\"\n",
+            &dir.path().join("exp.toml"),
+            &ConfigSource::RelativeTo(dir.path().to_path_buf()),
+        )
+        .unwrap();
+        let mut req = LoadRequest {
+            experiment: load_text(&exp).unwrap(),
+            connections: 1,
+            threads: 1,
+            rate: None,
+            measure: true,
+            endpoint: "127.0.0.1:1".into(),
+            url: "http://127.0.0.1:1/".into(),
+            start_at_unix_s: 0.0,
+            cpus: None,
+            inputs: exp.load.table.inputs(),
+        };
+        let back: LoadRequest =
+            serde_json::from_str(&serde_json::to_string(&req).unwrap()).unwrap();
+        let got = experiment_of(&back).unwrap();
+        assert_eq!(got.load.snapshot()["http"]["mix"]["requests"][1], "/b x1");
+        req.inputs[0].name = "inputs/../../x".into();
+        assert!(experiment_of(&req).unwrap_err().contains("not inputs/NAME"));
+        req.inputs.clear();
+        assert!(experiment_of(&req).unwrap_err().contains("load.http.urls"));
+    }
 
     fn load(connections: usize, threads: usize, rate: Option<f64>) -> tare_engine::Load {
         tare_engine::Load {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tare_record::TrialRecord;
+use tare_record::{LoadResult, TrialRecord};
 
 use crate::adaptive;
 use crate::executor::{Executor, Finding, RunningCell};
@@ -364,17 +364,11 @@ impl Schedule<'_> {
             ..TrialRecord::default()
         };
         let keep = self.plan.trials.deployment == DeploymentPolicy::Kept;
-        let mut running = match kept.remove(&i) {
-            Some(r) => r,
-            None => {
-                self.observer.phase(&cell.id, trial, Phase::Deploy);
-                match self.exec.deploy(cell) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        rec.error = Some(format!("deploy: {e}"));
-                        return self.unless_interrupted(rec);
-                    }
-                }
+        let mut running = match self.running_for(cell, i, trial, kept) {
+            Ok(r) => r,
+            Err(e) => {
+                rec.error = Some(e);
+                return self.unless_interrupted(rec);
             }
         };
         let settings = cell.load_settings(&self.exp.load);
@@ -407,12 +401,15 @@ impl Schedule<'_> {
                 .map(Some)
                 .map_err(|e| format!("load: {e}"));
             rec.monitor = running.take_monitor();
-            // Noise is named in the record and kept (issue 15, item 4):
+            // Noise is named in the record and kept (docs/monitor.md, "Noise"):
             // analysis drops flagged trials only when asked.
             rec.disturbed = rec
                 .monitor
                 .as_ref()
                 .and_then(tare_monitor::Disturbance::reasons_in);
+        }
+        if !self.interrupt.load(Ordering::SeqCst) {
+            outcome = judged(outcome, &mut *running);
         }
         if keep && outcome.is_ok() {
             kept.insert(i, running);
@@ -428,6 +425,39 @@ impl Schedule<'_> {
             Err(e) => rec.error = Some(e),
         }
         self.unless_interrupted(rec)
+    }
+
+    /// The cell's deployment for this trial: its kept one while that still
+    /// serves, else a fresh one. A kept deployment that died between
+    /// trials is redeployed (once per trial); if that fails, the trial
+    /// fails with both reasons.
+    fn running_for(
+        &mut self,
+        cell: &Cell,
+        i: usize,
+        trial: u32,
+        kept: &mut HashMap<usize, Box<dyn RunningCell>>,
+    ) -> Result<Box<dyn RunningCell>, String> {
+        let mut died = None;
+        if let Some(mut running) = kept.remove(&i) {
+            match running.check() {
+                Ok(()) => return Ok(running),
+                Err(why) => {
+                    self.observer
+                        .note(&format!("{}: kept deployment: {why}; redeploying", cell.id));
+                    if let Err(e) = running.stop() {
+                        self.observer
+                            .note(&format!("{}: stop failed: {e}", cell.id));
+                    }
+                    died = Some(why);
+                }
+            }
+        }
+        self.observer.phase(&cell.id, trial, Phase::Deploy);
+        self.exec.deploy(cell).map_err(|e| match died {
+            Some(why) => format!("{why} between trials; redeploying: {e}"),
+            None => format!("deploy: {e}"),
+        })
     }
 
     /// A trial during which an interrupt arrived is not a finished trial:
@@ -451,6 +481,44 @@ impl Schedule<'_> {
             }
             std::thread::sleep((end - now).min(Duration::from_millis(50)));
         }
+    }
+}
+
+/// A trial's outcome once its deployment is asked whether it still
+/// serves and its result is judged by the engine's own signals
+/// (`tare_record::judge`): a server that died, froze or went silent makes
+/// the trial failed with the reason (`server exited with signal 9 at
+/// 1.0 s`), never a measurement (docs/experiments.md, "Failed trials").
+fn judged(
+    outcome: Result<Option<LoadResult>, String>,
+    running: &mut dyn RunningCell,
+) -> Result<Option<LoadResult>, String> {
+    match outcome {
+        Ok(Some(result)) => match failure(running.check(), tare_record::judge(&result)) {
+            Some(why) => Err(why),
+            None => Ok(Some(result)),
+        },
+        // A load that failed because its server died says so first.
+        Err(e) => Err(match running.check() {
+            Err(live) => format!("{live} ({e})"),
+            Ok(()) => e,
+        }),
+        Ok(None) => Ok(None),
+    }
+}
+
+/// One reason from the deployment's state after the load and the judge's
+/// verdict on its result: the state says what happened, the timeline when.
+fn failure(live: Result<(), String>, judged: Option<tare_record::Failure>) -> Option<String> {
+    match (live, judged) {
+        (Ok(()), None) => None,
+        (Ok(()), Some(f)) => Some(f.reason),
+        (Err(live), Some(f)) => Some(match f.at_s {
+            Some(at) if at > 0.0 => format!("{live} at {at:.1} s"),
+            Some(_) => format!("{live} before anything completed"),
+            None => format!("{live} ({})", f.reason),
+        }),
+        (Err(live), None) => Some(format!("{live} by the end of the load")),
     }
 }
 

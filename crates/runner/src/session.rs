@@ -47,11 +47,23 @@ pub fn begin(
     }
     let seed = exp.trials.seed.unwrap_or_else(fresh_seed);
     let plan = Plan::new(&dir.id, &exp, seed, &skipped);
-    dir.write_file(EXPERIMENT, exp.text.as_bytes())?;
+    // Every file the run is made from, copied verbatim and hashed.
+    let mut files = vec![(EXPERIMENT.to_string(), exp.text.as_str())];
     for c in &exp.target.configs {
-        dir.write_file(&format!("configs/{}", c.name), c.text.as_bytes())?;
+        files.push((format!("configs/{}", c.name), c.text.as_str()));
     }
-    dir.write_json(PROVENANCE, provenance)?;
+    let inputs = exp.load.table.inputs();
+    for i in &inputs {
+        files.push((i.name.clone(), i.text.as_str()));
+    }
+    let mut provenance = provenance.clone();
+    for (name, text) in files {
+        dir.write_file(&name, text.as_bytes())?;
+        provenance
+            .inputs
+            .insert(name, crate::provenance::sha256_hex(text.as_bytes()));
+    }
+    dir.write_json(PROVENANCE, &provenance)?;
     dir.write_json(PLAN, &plan)?;
     Ok(Session { exp, plan, dir })
 }

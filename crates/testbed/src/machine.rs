@@ -1,7 +1,7 @@
 //! What exists on this machine that a test could leave behind: containers,
-//! volumes, network namespaces, links and nftables tables, tare's and
-//! everyone's, as sorted lines (`container NAME`, `netns NAME`, ...) to
-//! compare before and after.
+//! volumes, images tare built, network namespaces, links and nftables
+//! tables, tare's and everyone's, as sorted lines (`container NAME`,
+//! `netns NAME`, ...) to compare before and after.
 
 use std::process::Command;
 
@@ -22,6 +22,17 @@ pub fn resources() -> Vec<String> {
     }
     for l in run("docker", &["volume", "ls", "-q"]).lines() {
         v.push(format!("volume {l}"));
+    }
+    // Images tare built for a run (a user's Dockerfile), by their owner label.
+    let built = [
+        "images",
+        "--filter",
+        "label=tare.owner",
+        "--format",
+        "{{.Repository}}:{{.Tag}}",
+    ];
+    for l in run("docker", &built).lines() {
+        v.push(format!("image {l}"));
     }
     // Podman's store (no daemon: a missing podman lists nothing).
     for l in run("podman", &["ps", "-a", "--format", "{{.Names}}"]).lines() {

@@ -134,7 +134,13 @@ impl Nginx {
     /// connection, and a graceful shutdown closes such "idle" connections
     /// without reading them. (A closing io_uring's sockets are released a
     /// moment after the generator's thread ends.)
-    pub fn stop_and_count(mut self) -> usize {
+    pub fn stop_and_count(self) -> usize {
+        self.stop_and_log().lines().count()
+    }
+
+    /// [`Nginx::stop_and_count`], returning the access log's text (the
+    /// `combined` format: `"METHOD PATH HTTP/1.1" STATUS` in quotes).
+    pub fn stop_and_log(mut self) -> String {
         let log = self.dir.join("access.log");
         let count = || {
             std::fs::read_to_string(&log)
@@ -164,7 +170,7 @@ impl Nginx {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        count()
+        std::fs::read_to_string(&log).unwrap_or_default()
     }
 }
 

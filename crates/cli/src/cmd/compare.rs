@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use tare_analysis::{compare, load_run};
+use tare_analysis::{compare, incomparable, load_run};
 use tare_report::{exporter, Format};
 
 use super::report::emit_stdout;
@@ -21,6 +21,10 @@ pub(crate) struct CompareArgs {
     /// Write the comparison as JSON to PATH (`-` for stdout, instead of the text).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Compare runs of different targets or loads, or a --debug-mode run
+    /// with a real one, with a warning instead of refusing.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -30,6 +34,20 @@ pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         for w in &run.warnings {
             eprintln!("tare: {}: {w}", run.run_id);
         }
+    }
+    // Runs that measured different things are not a change (docs/analysis.md,
+    // "Compare").
+    let why = incomparable(&old, &new);
+    if !why.is_empty() {
+        let said = why.join("; ");
+        if !args.force {
+            anyhow::bail!(
+                "{} and {} are not comparable: {said} (--force compares them anyway)",
+                args.dir_a.display(),
+                args.dir_b.display()
+            );
+        }
+        eprintln!("tare: warning: compared anyway (--force): {said}");
     }
     let comparison = compare(&old, &new);
     match args.json {

@@ -1,11 +1,12 @@
 //! `tare http URL`: HTTP/1.1 load with wrk's flags, wrk's text, and the JSON contract.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
 use tare_engine::units::parse_duration;
+use tare_http::mix::{self, Mix};
 use tare_http::request::parse_header;
 use tare_http::{Http, HttpConfig, Target};
 
@@ -14,7 +15,22 @@ use super::load_args::{self, LoadArgs};
 #[derive(Args, Debug)]
 pub(crate) struct HttpArgs {
     /// Target URL: http://HOST[:PORT]/PATH (with --unix, only Host and path are used).
-    pub url: String,
+    /// With --urls it may be left out: the file's server is the target.
+    #[arg(required_unless_present = "urls")]
+    pub url: Option<String>,
+    /// A URL file, as http_load takes it: one http://HOST[:PORT]/PATH or
+    /// /PATH a line, each request a line drawn at random (seeded). Its
+    /// URLs name one server, the target's; only their paths are sent.
+    #[arg(long, value_name = "FILE", conflicts_with = "requests_file")]
+    pub urls: Option<PathBuf>,
+    /// A requests file (TOML [[request]] tables: name, method, path,
+    /// headers, body, weight): each request drawn by weight; counted by name.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["method", "body"])]
+    pub requests_file: Option<PathBuf>,
+    /// The seed of a mix's draws (--urls, --requests-file): the same seed,
+    /// the same sequence of requests on each thread.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Threads, each with its own event loop.
     #[arg(short = 't', long, default_value_t = 2)]
     pub threads: usize,
@@ -57,11 +73,12 @@ pub(crate) struct HttpArgs {
 }
 
 pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
-    let target = Target::new(&args.url, args.unix.clone(), args.load.allow_remote)?;
+    let (target, mix) = target_and_mix(&args)?;
     let mut config = HttpConfig::new(target);
     config.method = args.method.clone();
     config.headers = args.headers.clone();
     config.body = args.body.clone().unwrap_or_default().into_bytes();
+    config.mix = mix;
     config.load.threads = args.threads;
     config.load.connections = args.connections;
     config.load.duration = match (args.duration, args.requests) {
@@ -82,7 +99,9 @@ pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
 
     let result = tare_http::run_with_stop(&config, super::emit::ctrl_c_flag()?)?;
     super::emit::result(args.load.json.as_deref(), &result, || {
-        tare_http::wrk_text::render(&result, config.load.duration, args.latency)
+        let mut text = tare_http::wrk_text::render(&result, config.load.duration, args.latency);
+        text.push_str(&tare_http::wrk_text::render_names(&result));
+        text
     })?;
     if result.requests == 0 {
         let target = config.target.endpoint.to_string();
@@ -92,5 +111,69 @@ pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    // Every response an error status measured an error page, not the
+    // service (docs/http.md, "Errors").
+    if result.errors.status == result.requests {
+        let codes: Vec<String> = (result.status_codes.iter())
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        eprintln!(
+            "tare: every response had an error status ({})",
+            codes.join(", ")
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The target, and the mix `--urls` or `--requests-file` makes (docs/http.md,
+/// "Request mixes"). A URL file's lines name one server: the URL given, or
+/// with none, the file's own.
+fn target_and_mix(args: &HttpArgs) -> anyhow::Result<(Target, Option<Mix>)> {
+    let url_file = match &args.urls {
+        None => None,
+        Some(p) => {
+            let text = mix::read(p).map_err(anyhow::Error::msg)?;
+            Some(mix::parse_urls(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?)
+        }
+    };
+    let url = match (&args.url, &url_file) {
+        (Some(u), _) => u.clone(),
+        (None, Some(f)) => f.first_url.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: only paths in it: give the target URL too",
+                args.urls.as_deref().unwrap_or(Path::new("")).display()
+            )
+        })?,
+        (None, None) => anyhow::bail!("give a URL (or --urls FILE)"),
+    };
+    let target = Target::new(&url, args.unix.clone(), args.load.allow_remote)?;
+    let requests = if let (Some(f), Some(p)) = (&url_file, &args.urls) {
+        f.check_server(&target.authority)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        let body = args.body.clone().unwrap_or_default().into_bytes();
+        Some(f.mix(&args.method, &args.headers, &body))
+    } else if let Some(p) = &args.requests_file {
+        let text = mix::read(p).map_err(anyhow::Error::msg)?;
+        let mut requests =
+            mix::parse_requests(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        // -H adds to every request; a request's own header of that name wins.
+        for r in &mut requests {
+            for (k, v) in &args.headers {
+                if !r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k)) {
+                    r.headers.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        Some(requests)
+    } else {
+        None
+    };
+    Ok((
+        target,
+        requests.map(|r| Mix {
+            requests: r,
+            seed: args.seed.unwrap_or(mix::DEFAULT_SEED),
+        }),
+    ))
 }

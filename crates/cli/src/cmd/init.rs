@@ -11,7 +11,8 @@ use clap::Args;
 #[derive(Args, Debug)]
 pub(crate) struct InitArgs {
     /// The target kind the experiment measures: tare-serve (the default),
-    /// nginx, nginx-proxy, postgres, redis, mariadb, net or tool.
+    /// nginx, nginx-proxy, postgres, redis, mariadb, net, tool, or command
+    /// (your own program).
     pub kind: Option<String>,
     /// Where to write it (`-`: standard output). Default: `KIND.toml` in
     /// the current directory.

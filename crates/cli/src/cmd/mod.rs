@@ -15,6 +15,7 @@ pub(crate) mod mysql;
 pub(crate) mod net;
 pub(crate) mod nginx;
 pub(crate) mod pg;
+pub(crate) mod pgbench_flags;
 pub(crate) mod redis;
 pub(crate) mod report;
 pub(crate) mod run;

@@ -1,7 +1,10 @@
-//! `tare mysql TESTNAME prepare|run|cleanup`: sysbench 1.0's OLTP tests
-//! with its flags (`--tables --table-size --threads --time --events --rate
-//! --report-interval`, `--mysql-host/-port/-socket/-user/-password/-db`,
-//! `--db-ps-mode`, `--rand-type`, the per-transaction counts) and text,
+//! `tare mysql TESTNAME prepare|prewarm|run|cleanup|help`: sysbench 1.0's
+//! OLTP tests with its flags (`--tables --table-size --threads --time
+//! --events --rate --report-interval --verbosity`,
+//! `--mysql-host/-port/-socket/-user/-password/-db/-ignore-errors`,
+//! `--db-driver`, `--db-ps-mode`, `--rand-type`, the per-transaction
+//! counts and switches, `on|off` booleans, a repeated option taking its
+//! last value) and text,
 //! plus what it lacks: HDR percentiles, an open loop with latency from the
 //! intended start, `--find-max --slo`, errors by kind and the JSON
 //! contract. sysbench's options are spelled with dashes or underscores.
@@ -17,19 +20,22 @@ use anyhow::Context;
 use clap::{ArgAction, Args, ValueEnum};
 use tare_engine::Endpoint;
 use tare_mysql::admin::Admin;
+use tare_mysql::config::IgnoreErrors;
 use tare_mysql::config::{DEFAULT_DB, DEFAULT_TABLE_SIZE, DEFAULT_USER};
-use tare_mysql::{report, Login, Mysql, MysqlConfig, RandType, Workload};
+use tare_mysql::{report, Login, Mysql, MysqlConfig, RandType, Schema, Workload};
 
 use super::load_args::{self, LoadArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Step {
     Prepare,
+    Prewarm,
     Run,
     Cleanup,
+    Help,
 }
 
-/// sysbench's boolean option values.
+/// sysbench's boolean option values (`--skip-trx` alone is on).
 fn parse_bool(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "1" | "yes" => Ok(true),
@@ -38,13 +44,29 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// `--db-driver`: tare mysql speaks MySQL only.
+fn parse_driver(s: &str) -> Result<String, String> {
+    match s {
+        "mysql" => Ok(s.into()),
+        _ => Err(format!(
+            "{s:?}: tare mysql has the mysql driver only (tare pg loads PostgreSQL)"
+        )),
+    }
+}
+
+/// sysbench's log levels: 0 critical only ... 3 notices (its default) ... 5 debug.
+const NOTICE: u8 = 3;
+
 #[derive(Args, Debug)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, args_override_self = true)]
 pub(crate) struct MysqlArgs {
-    /// oltp_read_only, oltp_read_write, oltp_point_select or oltp_write_only.
+    /// oltp_read_only, oltp_read_write, oltp_point_select or
+    /// oltp_write_only (or the path of sysbench's script of that name).
     #[arg(value_name = "TESTNAME")]
     pub test: String,
-    /// prepare (create and fill the tables), run, or cleanup (drop them).
+    /// prepare (create and fill the tables), prewarm (read them into the
+    /// server's caches), run, cleanup (drop them), or help (the test's
+    /// options).
     #[arg(value_enum, value_name = "COMMAND")]
     pub step: Step,
     /// Number of tables.
@@ -149,12 +171,33 @@ pub(crate) struct MysqlArgs {
     #[arg(long = "range-size", alias = "range_size", default_value_t = 100)]
     pub range_size: u32,
     /// Enable/disable all range SELECT queries.
-    #[arg(long = "range-selects", alias = "range_selects", default_value = "on", value_parser = parse_bool)]
+    #[arg(long = "range-selects", alias = "range_selects", value_name = "on|off", default_value = "on", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
     pub range_selects: bool,
     /// Don't start explicit transactions and execute all queries in the
     /// AUTOCOMMIT mode.
-    #[arg(long = "skip-trx", alias = "skip_trx", default_value = "off", value_parser = parse_bool)]
+    #[arg(long = "skip-trx", alias = "skip_trx", value_name = "on|off", default_value = "off", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
     pub skip_trx: bool,
+    /// Use AUTO_INCREMENT column as Primary Key (prepare; off: ids 1..N
+    /// written by tare).
+    #[arg(long = "auto-inc", alias = "auto_inc", value_name = "on|off", default_value = "on", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
+    pub auto_inc: bool,
+    /// Use a secondary index in place of the PRIMARY KEY (prepare).
+    #[arg(long = "secondary", alias = "secondary", value_name = "on|off", default_value = "off", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
+    pub secondary: bool,
+    /// Create a secondary index in addition to the PRIMARY KEY (prepare).
+    #[arg(long = "create-secondary", alias = "create_secondary", value_name = "on|off", default_value = "on", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
+    pub create_secondary: bool,
+    /// Errors after which the transaction is run again (a list of codes,
+    /// or all).
+    #[arg(long = "mysql-ignore-errors", alias = "mysql_ignore_errors", value_name = "LIST", default_value = "1213,1020,1205", value_parser = IgnoreErrors::parse)]
+    pub ignore_errors: IgnoreErrors,
+    /// Database driver (mysql only).
+    #[arg(long = "db-driver", alias = "db_driver", value_name = "mysql", default_value = "mysql", value_parser = parse_driver)]
+    pub db_driver: String,
+    /// Verbosity level {5 - debug, 0 - only critical messages}: below 3,
+    /// only the tables' messages and errors.
+    #[arg(long, default_value_t = NOTICE, value_parser = clap::value_parser!(u8).range(0..=5))]
+    pub verbosity: u8,
     /// --rate, --warmup, --timeout, --find-max, --json, ...: what every
     /// load engine shares (sysbench's --rate is tare's open loop).
     #[command(flatten)]
@@ -187,6 +230,14 @@ fn seed(args: &MysqlArgs) -> Option<u64> {
 
 pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
     let workload = Workload::parse(&args.test).map_err(anyhow::Error::msg)?;
+    if args.step == Step::Help {
+        // Titled as given, as sysbench titles a script's options.
+        let title = args.test.rsplit('/').next().unwrap_or(&args.test);
+        print!("{}", report::script_help(workload.name(), title));
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Below sysbench's notice level, only the tables' messages and errors.
+    let notices = args.verbosity >= NOTICE;
     let endpoint = endpoint(&args)?;
     let login = Login {
         user: args.user.clone(),
@@ -202,6 +253,11 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
             table_size: args.table_size,
             threads: args.threads.clamp(1, u32::MAX as usize) as u32,
             storage_engine: args.storage_engine.clone(),
+            schema: Schema {
+                auto_inc: args.auto_inc,
+                secondary: args.secondary,
+                create_secondary: args.create_secondary,
+            },
             rand: args.rand_type,
             seed: seed(&args).unwrap_or_else(|| {
                 SystemTime::now()
@@ -215,14 +271,17 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
             netns: super::emit::netns_path(args.load.netns.as_deref()),
             allow_remote: args.load.allow_remote,
         };
-        println!(
-            "tare mysql {} ({})\n",
-            env!("CARGO_PKG_VERSION"),
-            workload.name()
-        );
+        if notices {
+            println!(
+                "tare mysql {} ({})\n",
+                env!("CARGO_PKG_VERSION"),
+                workload.name()
+            );
+        }
         let mut out = std::io::stdout();
         match args.step {
             Step::Prepare => admin.prepare(&mut out)?,
+            Step::Prewarm => admin.prewarm(&mut out)?,
             _ => admin.cleanup(&mut out)?,
         }
         return Ok(ExitCode::SUCCESS);
@@ -235,6 +294,7 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
     cfg.rand = args.rand_type;
     cfg.seed = seed(&args);
     cfg.prepared = args.ps_mode == "auto";
+    cfg.ignore_errors = args.ignore_errors.clone();
     cfg.mix = tare_mysql::Mix {
         point_selects: args.point_selects,
         simple_ranges: args.simple_ranges,
@@ -265,28 +325,50 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
     }
     cfg.report_interval =
         (args.report_interval > 0).then(|| std::time::Duration::from_secs(args.report_interval));
+    cfg.report_on_stderr = !text_out;
     cfg.allow_remote = args.load.allow_remote;
-    cfg.live = text_out && cfg.report_interval.is_none();
+    cfg.live = text_out && notices && cfg.report_interval.is_none();
     if args.load.find_max {
         return load_args::find_max::<Mysql>(&args.load, cfg, "--time SECONDS");
     }
+    let text_out = text_out && notices;
     if text_out {
         print!(
             "{}",
-            report::header(workload.name(), args.threads as u64, cfg.seed.is_some())
+            report::header(&report::Header {
+                workload: workload.name(),
+                threads: args.threads as u64,
+                seed: cfg.seed,
+                rate: cfg.load.rate,
+                report_interval: (args.report_interval > 0).then_some(args.report_interval),
+            })
         );
         println!("Initializing worker threads...\n");
+        println!("Threads started!\n");
     }
     let stop = super::emit::ctrl_c_flag()?;
     let r = tare_mysql::run_with_stop(&cfg, stop)?;
     if text_out {
-        println!("Threads started!\n");
         print!("{}", report::text(&r));
     }
     if let Some(json) = args.load.json.as_deref() {
         super::emit::result(Some(json), &r, String::new)?;
     }
     let e = &r.errors;
+    // A run in which no transaction succeeded measured nothing: the
+    // server's error codes, and a non-zero exit (docs/mysql.md, "Errors").
+    if r.requests == 0 && e.status > 0 {
+        let codes: Vec<String> = (r.mysql.iter())
+            .flat_map(|d| &d.errors_by_code)
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        eprintln!(
+            "tare: error: every transaction failed ({}; errors by code: {})",
+            e.status,
+            codes.join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
     if e.read + e.write + e.timeout + e.connect > 0 {
         eprintln!(
             "tare: error: {} transactions lost with their connections, {} timed out ({}); the results above are incomplete",

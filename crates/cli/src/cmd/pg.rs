@@ -13,9 +13,10 @@ use anyhow::Context;
 use clap::{ArgAction, Args};
 use tare_pg::report::{self, TextOptions};
 use tare_pg::script::split_weight;
-use tare_pg::{ConnFlags, ConnParams, Length, Pg, PgConfig, QueryMode, ScriptSource, ScriptSpec};
+use tare_pg::{ConnFlags, ConnParams, Length, Pg, PgConfig, ScriptSource, ScriptSpec};
 
 use super::load_args::{self, LoadArgs};
+use super::pgbench_flags::{check_flags, listing, InitArgs, PgbenchArgs};
 
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
@@ -35,66 +36,80 @@ pub(crate) struct PgArgs {
     /// Database name, as pgbench's positional argument.
     #[arg(value_name = "DBNAME")]
     pub dbname_pos: Option<String>,
-    /// Number of concurrent clients (database sessions).
-    #[arg(short = 'c', long = "client", default_value_t = 1)]
-    pub clients: usize,
-    /// Number of threads.
-    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
-    pub threads: usize,
+    /// Number of concurrent clients (database sessions; default 1).
+    #[arg(
+        short = 'c',
+        long = "client",
+        visible_alias = "clients",
+        value_name = "N"
+    )]
+    pub clients: Option<String>,
+    /// Number of threads (default 1).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub threads: Option<String>,
     /// Duration of the run in seconds.
     #[arg(short = 'T', long = "time", value_name = "SECS")]
-    pub time: Option<u64>,
+    pub time: Option<String>,
     /// Transactions per client (default 10 when -T is not given).
     #[arg(short = 't', long = "transactions", value_name = "N")]
-    pub transactions: Option<u64>,
-    /// How statements are sent: simple, extended or prepared.
-    #[arg(
-        short = 'M',
-        long = "protocol",
-        default_value = "simple",
-        value_name = "MODE"
-    )]
-    pub mode: QueryMode,
+    pub transactions: Option<String>,
+    /// How statements are sent: simple (default), extended or prepared.
+    #[arg(short = 'M', long = "protocol", value_name = "MODE")]
+    pub mode: Option<String>,
     /// A script file, optionally weighted: FILE[@WEIGHT] (repeatable).
     #[arg(short = 'f', long = "file", value_name = "FILE[@W]")]
     pub files: Vec<String>,
     /// A built-in script: tpcb-like, simple-update, select-only, optionally @WEIGHT (repeatable).
     #[arg(short = 'b', long = "builtin", value_name = "NAME[@W]")]
     pub builtins: Vec<String>,
-    /// The built-in select-only script (-b select-only).
-    #[arg(short = 'S', long = "select-only")]
-    pub select_only: bool,
-    /// The built-in simple-update script (-b simple-update).
-    #[arg(short = 'N', long = "skip-some-updates")]
-    pub simple_update: bool,
+    /// The built-in select-only script (-b select-only; repeatable, as in pgbench).
+    #[arg(short = 'S', long = "select-only", action = ArgAction::Count)]
+    pub select_only: u8,
+    /// The built-in simple-update script (-b simple-update; repeatable).
+    #[arg(short = 'N', long = "skip-some-updates", action = ArgAction::Count)]
+    pub simple_update: u8,
     /// A new connection for every transaction.
-    #[arg(short = 'C', long = "connect")]
-    pub connect: bool,
+    #[arg(short = 'C', long = "connect", action = ArgAction::Count)]
+    pub connect: u8,
     /// Report the average latency of every command.
     #[arg(
         short = 'r',
         long = "report-per-command",
-        visible_alias = "report-latencies"
+        visible_alias = "report-latencies",
+        action = ArgAction::Count
     )]
-    pub per_command: bool,
+    pub per_command: u8,
     /// Print a progress line on stderr every SECS seconds.
     #[arg(short = 'P', long = "progress", value_name = "SECS")]
-    pub progress: Option<u64>,
+    pub progress: Option<String>,
+    /// With -P: the progress lines carry a Unix timestamp.
+    #[arg(long = "progress-timestamp", action = ArgAction::Count)]
+    pub progress_timestamp: u8,
     /// Do not vacuum pgbench's tables before a built-in run.
-    #[arg(short = 'n', long = "no-vacuum")]
-    pub no_vacuum: bool,
+    #[arg(short = 'n', long = "no-vacuum", action = ArgAction::Count)]
+    pub no_vacuum: u8,
+    /// Also vacuum pgbench_accounts before a built-in run.
+    #[arg(short = 'v', long = "vacuum-all", action = ArgAction::Count)]
+    pub vacuum_all: u8,
     /// Scale: with --init, how much data; otherwise the :scale variable.
     #[arg(short = 's', long = "scale")]
-    pub scale: Option<u32>,
+    pub scale: Option<String>,
     /// Define a script variable: NAME=VALUE (repeatable).
     #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
     pub define: Vec<String>,
-    /// Seed for the clients' random generators (default: from the clock).
-    #[arg(long = "random-seed")]
-    pub random_seed: Option<u64>,
+    /// Seed of the random generators: an unsigned integer, "time" (default) or "rand".
+    #[arg(long = "random-seed", value_name = "SEED")]
+    pub random_seed: Option<String>,
+    /// Print a built-in script (NAME) and exit.
+    #[arg(long = "show-script", value_name = "NAME")]
+    pub show_script: Option<String>,
     /// Create and fill pgbench's tables (with -s SCALE), then exit.
-    #[arg(short = 'i', long = "init", visible_alias = "initialize")]
-    pub init: bool,
+    #[arg(short = 'i', long = "init", visible_alias = "initialize", action = ArgAction::Count)]
+    pub init: u8,
+    #[command(flatten)]
+    pub initopts: InitArgs,
+    #[command(flatten)]
+    pub pgbench: PgbenchArgs,
     /// Seconds to wait for a connection (as --timeout; default 10).
     #[arg(long, value_name = "SECS", conflicts_with = "timeout")]
     pub connect_timeout: Option<u64>,
@@ -107,7 +122,33 @@ pub(crate) struct PgArgs {
     pub help: Option<bool>,
 }
 
+/// `tare pg`: as pgbench, a mistake in the flags, the scripts or the
+/// connection exits 1 and a run that aborted clients exits 2.
 pub(crate) fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
+    match run_inner(args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            let mut line = String::new();
+            for cause in e.chain() {
+                let text = cause.to_string();
+                if !line.contains(&text) {
+                    if !line.is_empty() {
+                        line.push_str(": ");
+                    }
+                    line.push_str(&text);
+                }
+            }
+            eprintln!("tare: {line}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
+    if let Some(code) = listing(&args)? {
+        return Ok(code);
+    }
+    let checked = check_flags(&args)?;
     let flags = ConnFlags {
         host: args.host.clone(),
         port: args.port,
@@ -121,7 +162,7 @@ pub(crate) fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
     if let Some(secs) = args.connect_timeout {
         cfg.load.timeout = Duration::from_secs(secs.max(1));
     }
-    if args.init {
+    if args.init > 0 {
         if !args.load.allow_remote && !cfg.conn.endpoint.is_local() {
             anyhow::bail!(
                 "{} is not a loopback address or Unix socket; use --allow-remote",
@@ -129,18 +170,19 @@ pub(crate) fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
             );
         }
         let timeout = args.load.timeout.unwrap_or(cfg.load.timeout);
-        tare_pg::init::init(&cfg.conn, args.scale.unwrap_or(1), timeout, &mut |line| {
-            eprintln!("{line}")
-        })?;
+        let opts = args
+            .initopts
+            .options(checked.scale.unwrap_or(1), args.no_vacuum > 0)?;
+        tare_pg::init::init(&cfg.conn, &opts, timeout, &mut |line| eprintln!("{line}"))?;
         return Ok(ExitCode::SUCCESS);
     }
     // pgbench: "Don't need more threads than there are clients."
-    cfg.load.connections = args.clients;
-    cfg.load.threads = match args.clients {
-        0 => args.threads,
-        c => args.threads.min(c),
+    cfg.load.connections = checked.clients;
+    cfg.load.threads = match checked.clients {
+        0 => checked.threads,
+        c => checked.threads.min(c),
     };
-    match (args.time, args.transactions) {
+    match (checked.time, checked.transactions) {
         (Some(_), Some(_)) => anyhow::bail!(
             "specify either a number of transactions (-t) or a duration (-T), not both"
         ),
@@ -148,14 +190,18 @@ pub(crate) fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
         (None, t) => cfg.set_length(Length::TransactionsPerClient(t.unwrap_or(10))),
     }
     args.load.apply(&mut cfg.load)?;
-    cfg.mode = args.mode;
+    cfg.mode = checked.mode;
     cfg.scripts = scripts(&args)?;
-    cfg.connect_per_transaction = args.connect;
-    cfg.per_statement = args.per_command;
-    cfg.progress_interval = args.progress.filter(|p| *p > 0).map(Duration::from_secs);
-    cfg.scale = args.scale;
-    cfg.vacuum = !args.no_vacuum;
-    cfg.random_seed = args.random_seed;
+    cfg.connect_per_transaction = args.connect > 0;
+    cfg.per_statement = args.per_command > 0;
+    cfg.progress_interval = checked.progress.map(Duration::from_secs);
+    cfg.scale = checked.scale;
+    cfg.vacuum = args.no_vacuum == 0;
+    cfg.vacuum_accounts = args.vacuum_all > 0;
+    cfg.random_seed = checked.random_seed;
+    if let Some(seed) = checked.random_seed {
+        eprintln!("tare: setting random seed to {seed}");
+    }
     cfg.allow_remote = args.load.allow_remote;
     cfg.variables = args
         .define
@@ -189,6 +235,18 @@ pub(crate) fn run(args: PgArgs) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::from(2));
         }
+        // A run in which no transaction succeeded measured nothing: say the
+        // server's words and exit as pgbench does (docs/pg.md, "Errors").
+        if result.requests == 0 {
+            match &pg.first_failure {
+                Some(why) => eprintln!(
+                    "tare: error: every transaction failed ({}); the server said: {why}",
+                    pg.failed
+                ),
+                None => eprintln!("tare: error: no transaction completed"),
+            }
+            return Ok(ExitCode::from(2));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -203,11 +261,11 @@ fn scripts(args: &PgArgs) -> anyhow::Result<Vec<ScriptSpec>> {
             weight,
         });
     }
-    for (on, name) in [
+    for (n, name) in [
         (args.select_only, "select-only"),
         (args.simple_update, "simple-update"),
     ] {
-        if on {
+        for _ in 0..n {
             out.push(ScriptSpec {
                 source: ScriptSource::Builtin(name.into()),
                 weight: 1,
@@ -220,6 +278,9 @@ fn scripts(args: &PgArgs) -> anyhow::Result<Vec<ScriptSpec>> {
             source: ScriptSource::File(PathBuf::from(path)),
             weight,
         });
+    }
+    if out.len() > 128 {
+        anyhow::bail!("at most 128 SQL scripts are allowed");
     }
     Ok(out)
 }

@@ -1,8 +1,9 @@
 //! `tare redis`: Redis load with redis-benchmark's flags and text (one
 //! block per `-t` test, `-q`, `--csv`), plus what it lacks: a duration
 //! (`-T`), HDR percentiles, an open loop (`--rate`), `--find-max --slo`
-//! and the JSON contract. A custom command follows `--`:
-//! `tare redis -r 1000 -- SET key:__rand_int__ val`.
+//! and the JSON contract. A custom command follows the options, as in
+//! redis-benchmark (`tare redis -r 1000 SET key:__rand_int__ val`), or
+//! `--` when its words look like options.
 //!
 //! redis-benchmark's `-h` is the host, so clap's `-h` help is off for this
 //! subcommand; `--help` remains.
@@ -16,14 +17,15 @@ use clap::{ArgAction, Args};
 use tare_engine::units::parse_duration;
 use tare_engine::Endpoint;
 use tare_record::LoadResult;
-use tare_redis::command::parse_tests;
+use tare_redis::command::{parse_tests, suite};
 use tare_redis::report;
+use tare_redis::session::Session;
 use tare_redis::{Redis, RedisConfig, Workload};
 
 use super::load_args::{self, LoadArgs};
 
 #[derive(Args, Debug)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, args_override_self = true)]
 pub(crate) struct RedisArgs {
     /// Server hostname.
     #[arg(short = 'h', long = "host", default_value = "127.0.0.1")]
@@ -34,6 +36,14 @@ pub(crate) struct RedisArgs {
     /// Server socket (overrides host and port).
     #[arg(short = 's', long = "socket", value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// Server URI: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (overrides
+    /// -h, -p, -a, --user and --dbnum).
+    #[arg(short = 'u', value_name = "URI")]
+    pub uri: Option<String>,
+    /// Idle mode: just open the connections and wait (until Ctrl+C, or
+    /// for -T DURATION); anything the server sends on them is an error.
+    #[arg(short = 'I')]
+    pub idle: bool,
     /// Password for Redis AUTH.
     #[arg(short = 'a', value_name = "PASSWORD")]
     pub password: Option<String>,
@@ -83,12 +93,121 @@ pub(crate) struct RedisArgs {
     /// load engine shares.
     #[command(flatten)]
     pub load: LoadArgs,
-    /// A command to run instead of the tests, after `--`.
-    #[arg(last = true, value_name = "COMMAND")]
+    /// A command to run instead of the tests (after the options, or
+    /// after `--`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<String>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// A `-u` URI's parts: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`.
+#[derive(Debug, PartialEq, Eq)]
+struct Uri {
+    host: String,
+    port: u16,
+    user: Option<String>,
+    password: Option<String>,
+    db: Option<u32>,
+}
+
+/// Parses a `-u` URI as redis-benchmark does (`USER` without a password
+/// is ignored; `%XX` escapes are decoded); `rediss://` is refused, tare
+/// does not speak TLS.
+fn parse_uri(uri: &str) -> anyhow::Result<Uri> {
+    let bad = || anyhow::anyhow!("-u {uri:?}: expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]");
+    if uri.starts_with("rediss://") {
+        anyhow::bail!("-u {uri:?}: TLS (rediss://) is not supported");
+    }
+    let rest = uri.strip_prefix("redis://").ok_or_else(bad)?;
+    let (auth, rest) = match rest.rsplit_once('@') {
+        Some((a, r)) => (Some(a), r),
+        None => (None, rest),
+    };
+    let (hostport, db) = match rest.split_once('/') {
+        Some((h, "")) => (h, None),
+        Some((h, d)) => (h, Some(d.parse::<u32>().map_err(|_| bad())?)),
+        None => (rest, None),
+    };
+    // An IPv6 address is in brackets: `[::1]:6379`.
+    let (host, port) = match hostport.strip_prefix('[') {
+        Some(v6) => {
+            let (h, after) = v6.split_once(']').ok_or_else(bad)?;
+            (h, after.strip_prefix(':'))
+        }
+        None => match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        },
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().map_err(|_| bad())?,
+        None => 6379,
+    };
+    let (user, password) = match auth.map(|a| a.split_once(':')) {
+        Some(Some((u, p))) => (
+            Some(percent_decode(u)).filter(|u| !u.is_empty()),
+            Some(percent_decode(p)),
+        ),
+        _ => (None, None),
+    };
+    Ok(Uri {
+        host: if host.is_empty() {
+            "127.0.0.1".into()
+        } else {
+            percent_decode(host)
+        },
+        port,
+        user,
+        password,
+        db,
+    })
+}
+
+/// `%XX` escapes decoded (a malformed one is kept as it is).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `-u` folded into the other options it overrides.
+fn apply_uri(args: &mut RedisArgs) -> anyhow::Result<()> {
+    let Some(uri) = args.uri.as_deref() else {
+        return Ok(());
+    };
+    let u = parse_uri(uri)?;
+    args.host = u.host;
+    args.port = u.port;
+    if u.password.is_some() {
+        args.password = u.password;
+        args.user = u.user;
+    }
+    if let Some(db) = u.db {
+        args.dbnum = db;
+    }
+    Ok(())
 }
 
 /// Where the server is: `-s`, or `-h`/`-p` (a name resolved once).
@@ -107,17 +226,32 @@ fn endpoint(args: &RedisArgs) -> anyhow::Result<Endpoint> {
     Ok(Endpoint::Tcp(addr))
 }
 
-pub(crate) fn run(args: RedisArgs) -> anyhow::Result<ExitCode> {
+/// The server's `save` and `appendonly`, for the text's `host
+/// configuration` lines (none when it refuses `CONFIG`).
+fn host_config(cfg: &RedisConfig) -> Option<report::HostConfig> {
+    Session::connect(
+        &cfg.endpoint,
+        cfg.load.timeout,
+        cfg.user.as_deref(),
+        cfg.password.as_deref(),
+        cfg.dbnum,
+    )
+    .ok()?
+    .host_config()
+}
+
+pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
+    apply_uri(&mut args)?;
     let mut cfg = RedisConfig::new(endpoint(&args)?);
     cfg.workloads = if !args.command.is_empty() {
         if args.tests.is_some() {
-            anyhow::bail!("-t picks tests; a command after -- is run instead of them: give one");
+            anyhow::bail!("-t picks tests; a command is run instead of them: give one");
         }
         vec![Workload::Custom(args.command.clone())]
     } else {
         match &args.tests {
             Some(list) => parse_tests(list).map_err(anyhow::Error::msg)?,
-            None => tare_redis::Test::ALL.to_vec(),
+            None => suite(&tare_redis::Test::ALL),
         }
         .into_iter()
         .map(Workload::Test)
@@ -149,11 +283,22 @@ pub(crate) fn run(args: RedisArgs) -> anyhow::Result<ExitCode> {
         return load_args::find_max::<Redis>(&args.load, cfg, "-T DURATION");
     }
     let stop = super::emit::ctrl_c_flag()?;
+    if args.idle {
+        println!(
+            "Creating {} idle connections and waiting forever (Ctrl+C when done)",
+            cfg.load.connections
+        );
+        tare_redis::session::idle(&cfg, &stop)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut results: Vec<(String, LoadResult)> = Vec::new();
     let text_out = !args.load.json_on_stdout();
     if text_out && args.csv {
         print!("{}", report::csv_header());
     }
+    let host = (text_out && !args.csv && !args.quiet)
+        .then(|| host_config(&cfg))
+        .flatten();
     for w in cfg.workloads.clone() {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
@@ -168,7 +313,7 @@ pub(crate) fn run(args: RedisArgs) -> anyhow::Result<ExitCode> {
             } else if args.quiet {
                 report::quiet_line(&r, &title)
             } else {
-                report::text(&r, &title)
+                report::text(&r, &title, host.as_ref())
             };
             print!("{text}");
         }
@@ -181,6 +326,29 @@ pub(crate) fn run(args: RedisArgs) -> anyhow::Result<ExitCode> {
             many => serde_json::to_value(many)?,
         };
         super::emit::result(Some(json), &value, String::new)?;
+    }
+    // A test in which no command succeeded measured nothing: its error
+    // replies by kind, and a non-zero exit (docs/redis.md, "Errors").
+    if let Some((title, r)) = results.iter().find(|(_, r)| r.requests == 0) {
+        let kinds = r
+            .redis
+            .as_ref()
+            .map(|d| {
+                let k: Vec<String> = (d.errors_by_kind.iter())
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                k.join(", ")
+            })
+            .unwrap_or_default();
+        let e = &r.errors;
+        eprintln!(
+            "tare: error: {title}: no command succeeded ({} error replies{}{}, {} connects failed)",
+            e.status,
+            if kinds.is_empty() { "" } else { ": " },
+            kinds,
+            e.connect
+        );
+        return Ok(ExitCode::from(2));
     }
     let lost: u64 = results
         .iter()
@@ -201,4 +369,35 @@ pub(crate) fn run(args: RedisArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_as_redis_benchmark_reads_them() {
+        let u = parse_uri("redis://default:p%40ss@127.0.0.1:6390/3").unwrap();
+        assert_eq!(
+            u,
+            Uri {
+                host: "127.0.0.1".into(),
+                port: 6390,
+                user: Some("default".into()),
+                password: Some("p@ss".into()),
+                db: Some(3),
+            }
+        );
+        let u = parse_uri("redis://:secret@localhost").unwrap();
+        assert_eq!(
+            (u.port, u.user, u.password.as_deref()),
+            (6379, None, Some("secret"))
+        );
+        let u = parse_uri("redis://[::1]:7000/").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.db), ("::1", 7000, None));
+        assert_eq!(parse_uri("redis://[::1]").unwrap().port, 6379);
+        for bad in ["http://x", "redis://h:port", "redis://h/x", "rediss://h"] {
+            assert!(parse_uri(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -126,9 +126,19 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         summary.wall_time.as_secs_f64(),
         summary.load_time.as_secs_f64()
     );
-    report(&session).with_context(|| {
+    let run = report(&session).with_context(|| {
         format!("the run is complete, its report is not: `tare report {dir}` makes it once this is fixed")
     })?;
+    // Nothing usable is nothing measured: a script must not read an
+    // all-failed run as a result (docs/experiments.md, "Failed trials").
+    if !run.trials.iter().any(|t| t.usable().is_some()) {
+        let first = run.trials.iter().find_map(|t| t.error.as_deref());
+        eprintln!(
+            "tare run: no trial measured anything (first failure: {}); the report above says why",
+            first.unwrap_or("nothing completed")
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -141,7 +151,7 @@ fn experiment(args: &RunArgs) -> anyhow::Result<Experiment> {
 
 /// The report of the finished run: printed, and kept in the run directory
 /// as `report.txt`, `report.json` and the self-contained `report.html`.
-fn report(session: &Session) -> anyhow::Result<()> {
+fn report(session: &Session) -> anyhow::Result<tare_analysis::Run> {
     let run = tare_analysis::load_run(&session.dir.path)?;
     let report = Report::new(&run);
     let text = exporter(Format::Text).run(&report)?;
@@ -153,7 +163,7 @@ fn report(session: &Session) -> anyhow::Result<()> {
         tare_report::html::render_report(&run, &report).as_bytes(),
     )?;
     super::report::emit_stdout(&text)?;
-    Ok(())
+    Ok(run)
 }
 
 /// Prints notes (skipped cells) and fairness findings on stderr, nothing else.

@@ -60,6 +60,13 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         (Some(a), _) => eprintln!("tare serve: listening on http://{a}/"),
         _ => {}
     }
+    // SIGTERM and SIGINT end it cleanly, exit 0: as a container's first
+    // process it has no default action for them (`docker stop` would wait
+    // for its SIGKILL), and a server told to exit says so by its code.
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, server.stopper())
+            .context("installing the SIGTERM handler")?;
+    }
     server.wait();
     Ok(ExitCode::SUCCESS)
 }

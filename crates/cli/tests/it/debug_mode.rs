@@ -92,3 +92,65 @@ fn the_quick_experiment_runs_in_debug_mode() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("attribution of the req/s gap"), "{text}");
 }
+
+/// `tare compare` refuses runs that measured different things (a different
+/// load, a `--debug-mode` run beside a real one), naming each difference
+/// in one line, exit 2; `--force` compares them with a warning; two runs
+/// of the same experiment compare quietly.
+#[test]
+fn compare_refuses_runs_that_are_not_comparable_unless_forced() {
+    let root = tempfile::tempdir().unwrap();
+    let exp = |name: &str, connections: u32| {
+        let path = root.path().join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "[target]\nkind = \"tare-serve\"\n[load]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = {connections}\nthreads = 1\n[trials]\ncount = 2\ncooldown = \"0s\"\n"
+            ),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let (a, b) = (exp("a.toml", 4), exp("b.toml", 8));
+    let dir = |n: &str| root.path().join(n).display().to_string();
+    for (d, e) in [("a1", &a), ("a2", &a), ("b", &b)] {
+        tare(&["run", "--debug-mode", "-q", "--out", &dir(d), e]);
+    }
+    tare(&["run", "-q", "--out", &dir("real"), &a]);
+    let compare = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tare"))
+            .arg("compare")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let same = compare(&[&dir("a1"), &dir("a2")]);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(
+        same.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    for (other, says) in [
+        ("b", "different loads (connections 4 vs 8)"),
+        ("real", "is a --debug-mode run"),
+    ] {
+        let out = compare(&[&dir("a1"), &dir(other)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("are not comparable") && err.contains(says),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+        let forced = compare(&["--force", &dir("a1"), &dir(other)]);
+        let err = String::from_utf8_lossy(&forced.stderr);
+        assert_eq!(forced.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("warning: compared anyway (--force)") && err.contains(says),
+            "{err}"
+        );
+        assert!(!forced.stdout.is_empty());
+    }
+}

@@ -350,3 +350,191 @@ fn a_run_where_nothing_completes_says_why_in_one_line() {
         "{text}"
     );
 }
+
+/// `--urls` with http_load's file and no URL: the file's server is the
+/// target; the text and the JSON show each path's counts, and they add
+/// up to the run's.
+#[test]
+fn a_url_file_alone_is_the_target_and_its_names_are_shown() {
+    let (_s, url) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let urls = dir.path().join("site.urls");
+    std::fs::write(&urls, format!("{url}a\n{url}b?x=1\n/a\n")).unwrap();
+    let u = urls.to_str().unwrap();
+    let out = tare(&["http", "-t1", "-c2", "-d300ms", "--urls", u]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Requests by name:"), "{text}");
+    assert!(text.contains("/b?x=1") && text.contains("/a "), "{text}");
+    let out = tare(&["http", "-t1", "-c2", "-d300ms", "--json", "-", "--urls", u]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names = v["by_name"].as_array().unwrap();
+    assert_eq!(names.len(), 2);
+    assert_eq!(
+        (names[0]["name"].as_str(), names[0]["weight"].as_u64()),
+        (Some("/a"), Some(2))
+    );
+    let sum: u64 = names.iter().map(|n| n["requests"].as_u64().unwrap()).sum();
+    assert_eq!(sum, v["requests"].as_u64().unwrap());
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/json-schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut bad = v.clone();
+    bad["by_name"][0]["weight"] = 0.into();
+    assert!(!validator.is_valid(&bad));
+}
+
+/// Each mistake in a mix's file is one line on stderr and a non-zero
+/// exit, before any load: a missing file, an empty one, URLs naming
+/// another server than the target, a weight of 0, a file past the bound.
+#[test]
+fn bad_mix_files_are_one_line_each() {
+    let (_s, url) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let huge = dir.path().join("huge.urls");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(tare_engine::bounds::MAX_FILE + 1)
+        .unwrap();
+    let missing = dir.path().join("missing.urls");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--urls".into(), missing.display().to_string()],
+            "No such file",
+        ),
+        (
+            vec!["--urls".into(), file("empty.urls", "")],
+            "no URL in it",
+        ),
+        (
+            vec![
+                "--urls".into(),
+                file("other.urls", "http://127.0.0.1:1/x\n"),
+                url.clone(),
+            ],
+            "not the target",
+        ),
+        (
+            vec![
+                "--urls".into(),
+                file("two.urls", "http://127.0.0.1:1/x\nhttp://127.0.0.2:1/y\n"),
+            ],
+            "line 2: names 127.0.0.2:1",
+        ),
+        (
+            vec!["--urls".into(), file("bad.urls", "/ok\nhttps://x/\n")],
+            "line 2",
+        ),
+        (
+            vec![
+                "--requests-file".into(),
+                file(
+                    "zero.toml",
+                    "[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0\n",
+                ),
+                url.clone(),
+            ],
+            "weight 0",
+        ),
+        (
+            vec!["--urls".into(), huge.display().to_string()],
+            "larger than 16m",
+        ),
+        (
+            vec!["--requests-file".into(), file("none.toml", ""), url.clone()],
+            "no [[request]]",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["http".to_string(), "-d300ms".into()];
+        args.extend(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = tare(&args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// `tare run` with a URL file end to end, against a real nginx: every
+/// trial's record counts by path, the names add up to its requests, the
+/// run directory keeps the file and the provenance its hash, and the JSON,
+/// text and HTML reports show the names.
+#[test]
+fn an_experiment_with_a_url_file_records_and_reports_its_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = "http://127.0.0.1/index.html\nhttp://127.0.0.1/index.html\nhttp://127.0.0.1/\n/nowhere.html\n";
+    std::fs::write(dir.path().join("site.urls"), urls).unwrap();
+    let exp = dir.path().join("mix.toml");
+    std::fs::write(
+        &exp,
+        "[target]\nkind = \"nginx\"\n[factors]\nplacement = [\"native\"]\n\
+         [load]\nthreads = 1\nconnections = 4\nduration = \"500ms\"\nwarmup = \"100ms\"\n\
+         [load.http]\nurls = \"site.urls\"\n[trials]\ncount = 2\n",
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let out = tare(&[
+        "run",
+        "-q",
+        exp.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trials = std::fs::read_to_string(run.join("trials.jsonl")).unwrap();
+    let mut seen = 0;
+    for line in trials.lines() {
+        let t: serde_json::Value = serde_json::from_str(line).unwrap();
+        let r = &t["result"];
+        let names = r["by_name"].as_array().expect("by_name in every record");
+        let got: Vec<&str> = names.iter().map(|n| n["name"].as_str().unwrap()).collect();
+        assert_eq!(got, ["/index.html", "/", "/nowhere.html"]);
+        let sum: u64 = names.iter().map(|n| n["requests"].as_u64().unwrap()).sum();
+        assert_eq!(sum, r["requests"].as_u64().unwrap());
+        assert!(sum > 0);
+        // nginx serves one page: the missing one's 404s are its errors.
+        assert_eq!(
+            names[2]["errors"]["status"].as_u64().unwrap(),
+            names[2]["requests"].as_u64().unwrap()
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+    assert_eq!(
+        std::fs::read_to_string(run.join("inputs/load.http.urls")).unwrap(),
+        urls
+    );
+    let prov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("provenance.json")).unwrap())
+            .unwrap();
+    let hash = prov["inputs"]["inputs/load.http.urls"].as_str().unwrap();
+    assert_eq!(hash.len(), 64);
+    assert!(prov["inputs"]["experiment.toml"].is_string());
+    let json = std::fs::read_to_string(run.join("report.json")).unwrap();
+    assert!(
+        json.contains("\"by_name\"") && json.contains("/nowhere.html"),
+        "{json}"
+    );
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("Requests by name") && html.contains("/nowhere.html"));
+    let text = std::fs::read_to_string(run.join("report.txt")).unwrap();
+    assert!(
+        text.contains("requests by name") && text.contains("/nowhere.html"),
+        "{text}"
+    );
+}

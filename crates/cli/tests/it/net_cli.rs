@@ -309,7 +309,7 @@ fn every_test_through_docker_and_lab_placements() {
 
 /// Ground truth: the lab delays what the server sends by D (one direction,
 /// docs/lab.md), so each round trip takes D longer than without it: within
-/// 5% of D (issue 18), plus twice the undelayed round trip for the
+/// 5% of D, plus twice the undelayed round trip for the
 /// scheduler's noise (it checks the measurement, not the machine's speed).
 #[test]
 fn injected_delay_adds_itself_to_every_round_trip() {

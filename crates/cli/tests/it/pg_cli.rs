@@ -47,10 +47,10 @@ fn script(server: &PgServer, name: &str, sql: &str) -> String {
     path.display().to_string()
 }
 
-/// Mistakes end before any load with one line and exit status 2. No
-/// server: every check comes before connecting.
+/// Mistakes end before any load with one line and exit status 1 (as
+/// pgbench's do). No server: every check comes before connecting.
 #[test]
-fn open_loop_mistakes_are_one_line_and_exit_2() {
+fn open_loop_mistakes_are_one_line_and_exit_1() {
     let conn = ["-h", "127.0.0.1", "-p", "1", "-U", "postgres"];
     for (args, says) in [
         (&["--find-max", "-T", "2"][..], "--slo"),
@@ -92,7 +92,7 @@ fn open_loop_mistakes_are_one_line_and_exit_2() {
         all.extend_from_slice(args);
         let out = tare(&all);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -217,4 +217,47 @@ fn find_max_prints_the_table_and_writes_the_search() {
     assert!(value["capacity_rps"].as_f64().unwrap() > 0.0);
     assert_eq!(value["bracket"].as_array().unwrap().len(), 2);
     assert_eq!(value["best"]["engine"], "pg");
+}
+
+/// A script whose every transaction fails measured nothing: the results,
+/// then one line with the server's own words, and exit status 2 (as
+/// pgbench exits 2); the JSON keeps the first failure too.
+#[test]
+fn every_transaction_failing_exits_2_with_the_servers_error() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = PgServer::start("");
+    let file = script(&server, "typo.sql", "SELEC 1;\n");
+    let json = server.dir.join("typo.json");
+    let mut args: Vec<String> = vec!["pg".into()];
+    args.extend(conn(&server));
+    for a in ["-f", &file, "-c", "2", "-T", "1", "--json"] {
+        args.push(a.into());
+    }
+    args.push(json.display().to_string());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tare(&refs);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("every transaction failed (")
+            && err.contains(
+                "the server said: ERROR: syntax error at or near \"SELEC\" (SQLSTATE 42601)"
+            ),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["requests"], 0);
+    assert!(
+        v["pg"]["first_failure"].as_str().unwrap().contains("SELEC"),
+        "{v}"
+    );
+    let ok = script(&server, "ok.sql", "select 1;\n");
+    let mut args: Vec<String> = vec!["pg".into()];
+    args.extend(conn(&server));
+    for a in ["-f", &ok, "-c", "2", "-T", "1"] {
+        args.push(a.into());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tare(&refs);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -1,4 +1,4 @@
-//! Remote hosts over SSH (issue 23), with network namespaces on this
+//! Remote hosts over SSH (docs/remote.md), with network namespaces on this
 //! machine standing for the hosts, each running Debian's sshd on its own
 //! address (`tare_testbed::ssh_hosts`; never a real remote address). One
 //! test, one set of hosts, in phases:

@@ -1,4 +1,4 @@
-//! Docker placements on a remote host (issue 23), with a network namespace
+//! Docker placements on a remote host (docs/remote.md), with a network namespace
 //! on this machine standing for the host and its own Docker daemon
 //! standing for that host's Docker Engine (`tare_testbed::ssh_hosts`,
 //! `HostSpec::docker`: a second dockerd in the namespace with its own

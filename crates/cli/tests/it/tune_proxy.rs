@@ -1,4 +1,4 @@
-//! `tare tune` on a reverse proxy (issue 8, seed 003's set-up: docs/studies.md): a
+//! `tare tune` on a reverse proxy (seed 003's set-up: docs/studies.md): a
 //! deliberately bad proxy config (no upstream connection pool, so nginx opens
 //! a backend connection per request; an unbuffered access log; proxy
 //! buffering off) measured in front of a real `tare serve` backend. The

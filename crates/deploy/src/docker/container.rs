@@ -150,6 +150,12 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
     };
     let mut cmd = vec![req.server.binary.display().to_string()];
     cmd.extend(req.server.args.iter().cloned());
+    // A user's image runs its own entrypoint and cmd, which tare read and
+    // passes whole (the engine would put the entrypoint before it again).
+    let (entrypoint, cmd) = match req.server.root {
+        Some(_) => (Some(vec![cmd.remove(0)]), cmd),
+        None => (None, cmd),
+    };
     let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let host_config = HostConfig {
         network_mode: Some(network_mode),
@@ -177,6 +183,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
     };
     let config = Config {
         image: Some(req.image.clone()),
+        entrypoint,
         cmd: Some(cmd),
         user: req.server.run_as.map(|(u, g)| format!("{u}:{g}")),
         env: (!req.server.env.is_empty()).then(|| {
@@ -307,9 +314,8 @@ pub(crate) fn state(id: &str) -> Result<(), String> {
         if st.running == Some(true) {
             return Ok(Ok(()));
         }
-        Ok(Err(format!(
-            "container exited with code {}",
-            st.exit_code.unwrap_or(-1)
+        Ok(Err(crate::placements::container_exit(
+            st.exit_code.unwrap_or(-1),
         )))
     });
     match r {

@@ -176,6 +176,29 @@ pub(crate) fn list_labelled() -> Result<(Vec<Labelled>, Vec<Labelled>), DeployEr
     })
 }
 
+/// Images tare built from a user's Dockerfile for one deployment (the only
+/// images with the `tare.owner` label; the images `tare image build`
+/// makes are a cache and carry none).
+pub(crate) fn list_built_images() -> Result<Vec<Labelled>, DeployError> {
+    with(|d| async move {
+        let filters = HashMap::from([("label".to_string(), vec![LABEL_OWNER.to_string()])]);
+        let images = d
+            .list_images(Some(bollard::image::ListImagesOptions {
+                filters,
+                ..Default::default()
+            }))
+            .await?;
+        Ok(images
+            .into_iter()
+            .map(|i| Labelled {
+                name: i.repo_tags.first().cloned().unwrap_or_else(|| i.id.clone()),
+                owner: i.labels.get(LABEL_OWNER).cloned(),
+                id: i.id,
+            })
+            .collect())
+    })
+}
+
 /// Appends `src` as a plain regular-file entry named `name`, keeping mode,
 /// owner and mtime. Written by hand because the tar crate emits GNU sparse
 /// entries for files with holes (linkers leave them), which the engine's

@@ -71,6 +71,16 @@ impl Mechanism for Docker {
                 Err(e) => report.notes.push(format!("container {}: {e}", c.name)),
             }
         }
+        for i in docker::list_built_images().unwrap_or_default() {
+            if i.owner.as_deref().is_some_and(procfs::owner_alive) {
+                report.live.push(format!("image {}", i.name));
+                continue;
+            }
+            match crate::targets::image::remove_image(&i.id) {
+                Ok(()) => report.removed.push(format!("image {}", i.name)),
+                Err(e) => report.notes.push(format!("image {}: {e}", i.name)),
+            }
+        }
         for v in volumes {
             if v.owner.as_deref().is_some_and(procfs::owner_alive) {
                 report.live.push(format!("volume {}", v.name));
@@ -146,6 +156,8 @@ impl ContainerSite {
         let spec = cx.spec;
         let image = match &spec.image {
             Some(i) => i.clone(),
+            // A user's image, read when it deployed.
+            None if spec.target.target.oci.is_some() => spec.target.target.image.clone(),
             None => {
                 let binary = targets::binary(&spec.target.target)?;
                 image::build(&spec.target.target, &binary, false)?.tag

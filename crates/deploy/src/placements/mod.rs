@@ -11,6 +11,7 @@
 //! [`Running`]: alive or not, its log, what the monitor follows and what it
 //! adds to the fairness facts.
 
+mod chroot;
 mod container;
 mod docker_bridge;
 mod docker_host;
@@ -398,6 +399,15 @@ fn names_where(keep: impl Fn(&dyn Placement) -> bool) -> String {
         .map(|p| p.name())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A container's exit code as its state says it: 128 + N is how a
+/// runtime records its process killed by signal N (`137`: SIGKILL).
+pub(crate) fn container_exit(code: i64) -> String {
+    match code {
+        129..=192 => format!("container exited with code {code} (signal {})", code - 128),
+        _ => format!("container exited with code {code}"),
+    }
 }
 
 #[cfg(test)]

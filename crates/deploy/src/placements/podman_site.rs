@@ -517,9 +517,8 @@ impl Running for PodmanRun {
         if v["State"]["Running"].as_bool() == Some(true) {
             return Ok(());
         }
-        Err(format!(
-            "container exited with code {}",
-            v["State"]["ExitCode"].as_i64().unwrap_or(-1)
+        Err(super::container_exit(
+            v["State"]["ExitCode"].as_i64().unwrap_or(-1),
         ))
     }
 

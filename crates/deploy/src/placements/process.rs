@@ -136,7 +136,7 @@ impl Running for ProcessRun {
     fn alive(&self) -> Result<(), String> {
         match procfs::stat(self.pid) {
             Some(s) if s.state != 'Z' => Ok(()),
-            _ => Err("the process exited".into()),
+            _ => Err(exit_status(self.pid)),
         }
     }
 
@@ -155,6 +155,25 @@ impl Running for ProcessRun {
             storage: Storage::HostPath.to_string(),
             ..Described::default()
         }
+    }
+}
+
+/// How a child that ended did (`exited with signal 9`, `exited with
+/// code 3`), read without reaping it (`WNOWAIT`): its `Child` in the
+/// teardown still waits for it.
+fn exit_status(pid: i32) -> String {
+    // SAFETY: a zeroed siginfo_t is valid; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: `info` outlives the call.
+    let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    // SAFETY: waitid filled `info` for a child that changed state.
+    let (code, status) = unsafe { (info.si_code, info.si_status()) };
+    match code {
+        _ if r != 0 || unsafe { info.si_pid() } == 0 => "exited".into(),
+        libc::CLD_EXITED => format!("exited with code {status}"),
+        libc::CLD_KILLED | libc::CLD_DUMPED => format!("exited with signal {status}"),
+        _ => "exited".into(),
     }
 }
 
@@ -205,11 +224,29 @@ pub(crate) fn spawn(
         .map_err(DeployError::Invalid)?
         .map(|l| l.to_cpu_set());
     let run_as = server.run_as;
+    // An image's files: its entrypoint runs chrooted into them, starting
+    // in its working directory there.
+    let chroot = server
+        .root
+        .as_ref()
+        .map(|r| {
+            super::chroot::Chroot::new(&r.dir, server.workdir.as_deref().unwrap_or(Path::new("/")))
+        })
+        .transpose()
+        .map_err(|e| DeployError::io("preparing the image's root filesystem", e))?;
+    let cwd = match chroot {
+        Some(_) => dir,
+        None => server.workdir.as_deref().unwrap_or(dir),
+    };
 
     let mut cmd = Command::new(&server.binary);
+    if chroot.is_some() {
+        // Only the image's environment, as in its container.
+        cmd.env_clear();
+    }
     cmd.args(&server.args)
         .envs(server.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(server.workdir.as_deref().unwrap_or(dir))
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -229,6 +266,9 @@ pub(crate) fn spawn(
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            if let Some(c) = &chroot {
+                c.enter()?;
+            }
             if let Some((uid, gid)) = run_as {
                 let groups = [gid];
                 if libc::setgroups(1, groups.as_ptr()) != 0
@@ -241,9 +281,14 @@ pub(crate) fn spawn(
             Ok(())
         })
     };
-    let child = cmd
-        .spawn()
-        .map_err(|e| DeployError::io(format!("starting {}", server.binary.display()), e))?;
+    let child = cmd.spawn().map_err(|e| {
+        let place = if server.root.is_some() {
+            " in the image's root filesystem (chroot)"
+        } else {
+            ""
+        };
+        DeployError::io(format!("starting {}{place}", server.binary.display()), e)
+    })?;
     if let Some(id) = procfs::identity(child.id() as libc::pid_t) {
         use std::io::Write;
         let _ = std::fs::OpenOptions::new()

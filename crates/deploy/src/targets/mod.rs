@@ -13,6 +13,7 @@
 //! from the value (ARCHITECTURE.md, "Targets").
 
 pub(crate) mod command;
+pub(crate) mod image;
 mod mariadb;
 mod net;
 mod nginx;
@@ -36,6 +37,7 @@ use crate::error::DeployError;
 use crate::spec::TargetSpec;
 
 pub use command::{app_path, Placeholder, Service, ServiceError};
+pub use image::{tree_sha256, Oci, OciConfig, OciSource};
 pub use protocol::Protocol;
 
 /// Every recipe, in the order `tare doctor` lists them. The first is the
@@ -50,6 +52,7 @@ pub(crate) static RECIPES: &[&dyn Recipe] = &[
     &net::Net,
     &tool::Tool,
     &command::Command,
+    &image::Image,
 ];
 
 /// How one kind of target is made: its settings when the experiment
@@ -168,6 +171,10 @@ pub struct Target {
     /// working directory and files.
     #[serde(default)]
     pub service: Option<Service>,
+    /// A user's image (`kind = "image"`): where it comes from, and its
+    /// config once read.
+    #[serde(default)]
+    pub oci: Option<Oci>,
 }
 
 /// How tare tells a target is up: polled from where the load generator
@@ -213,6 +220,7 @@ impl Target {
             body_size: 612, // the size of nginx's stock index.html (Debian 1.22)
             companion: None,
             service: None,
+            oci: None,
         }
     }
 
@@ -385,6 +393,9 @@ pub(crate) struct Server {
     pub log_path: PathBuf,
     /// Where the served content lives.
     pub content_path: PathBuf,
+    /// The image's root filesystem it runs from, chrooted (a user's image
+    /// run as a plain process: `placements::chroot`).
+    pub root: Option<image::RootFs>,
 }
 
 impl Server {
@@ -403,6 +414,7 @@ impl Server {
             access_log: "n/a".into(),
             log_path: cx.dir.to_path_buf(),
             content_path: cx.dir.to_path_buf(),
+            root: None,
         }
     }
 
@@ -434,6 +446,10 @@ pub(crate) fn binary(target: &Target) -> Result<PathBuf, DeployError> {
         Some(p) => p.clone(),
         None => target.kind.get().default_binary(target)?,
     };
+    // An image's entrypoint is a path in the image, not the host's.
+    if target.oci.is_some() {
+        return Ok(path);
+    }
     let missing = || DeployError::MissingBinary {
         binary: path.clone(),
         hint: "the server binary does not exist".into(),

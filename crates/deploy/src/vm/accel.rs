@@ -2,7 +2,7 @@
 //! existing proves nothing (on this project's machine it is a nested PVM
 //! whose `-cpu host` aborts at once with "failed to set MSR 0x10a", and
 //! whose `-cpu qemu64` guests die in its instruction emulator after 15-100
-//! s: issue 16's probe). So a small guest is booted once with KVM; KVM is
+//! s, measured here when the vm placements were built). So a small guest is booted once with KVM; KVM is
 //! used only if it reaches userspace within `TRIAL_LIMIT`, else TCG, QEMU's
 //! emulator (functional, not a speed result). The verdict is cached per
 //! kernel, QEMU version and /dev/kvm.
@@ -210,7 +210,7 @@ fn trial_in(qemu_bin: &Path, kernel: &Kernel, work: &Path) -> Verdict {
 /// The host's TSC frequency in kHz, measured against the monotonic clock
 /// over 20 ms. A TCG guest's TSC is the host's (QEMU's `cpu_get_host_ticks`),
 /// and telling its kernel the rate (`tsc_early_khz`) skips the calibration
-/// that hung 2 of 10 microvm boots under TCG here (issue 16's probe).
+/// that hung 2 of 10 microvm boots under TCG here.
 pub(crate) fn tsc_khz() -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     {

@@ -4,7 +4,7 @@
 //! closure and the files its target needs, at their host paths; then the
 //! deployment directory (config, content, data) at its host path and the
 //! `/init` script. Baked in, not shared over 9p or virtio-fs: serving files
-//! through those was 3-5x slower here (issue 16's probe), which would be a
+//! through those was 3-5x slower here, which would be a
 //! filesystem result, not a placement one.
 //!
 //! Two archives, concatenated (the kernel unpacks them in turn): the base,

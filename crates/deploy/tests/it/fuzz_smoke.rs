@@ -1,5 +1,6 @@
-//! Runs the guest-console, Podman-output and service-command fuzz targets (crates/deploy/fuzz) for a bounded
-//! time, so every test run also fuzzes it (docs/fuzzing.md).
+//! Runs the guest-console, Podman-output, service-command and image-config
+//! fuzz targets (crates/deploy/fuzz) for a bounded time, so every test run
+//! also fuzzes them (docs/fuzzing.md).
 
 #[test]
 fn guest_console_reading_survives_bounded_fuzzing() {
@@ -24,4 +25,9 @@ fn service_command_reading_survives_bounded_fuzzing() {
         "seeds_service",
         5,
     );
+}
+
+#[test]
+fn image_config_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "image_config", "seeds_image", 5);
 }

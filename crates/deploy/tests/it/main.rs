@@ -8,6 +8,7 @@ mod support;
 
 mod docker;
 mod fuzz_smoke;
+mod image;
 mod lab;
 mod lab_placements;
 mod mariadb;

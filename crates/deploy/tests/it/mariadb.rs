@@ -59,6 +59,7 @@ fn load_and_count(placement: &str, transport: Transport, variant: &str, storage:
         table_size: 1000,
         threads: 1,
         storage_engine: "innodb".into(),
+        schema: tare_mysql::Schema::default(),
         rand: RandType::Special,
         seed: 1,
         timeout: Duration::from_secs(10),

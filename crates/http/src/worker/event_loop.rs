@@ -77,11 +77,15 @@ impl Worker<'_> {
             self.board
                 .publish(self.rec.requests, self.rec.errors.total());
         }
-        self.rec.in_flight = self
-            .conns
-            .iter()
-            .filter(|c| matches!(c.phase, Phase::Writing { .. } | Phase::Reading))
-            .count() as u64;
+        self.rec.in_flight = 0;
+        for c in &self.conns {
+            if matches!(c.phase, Phase::Writing { .. } | Phase::Reading) {
+                self.rec.in_flight += 1;
+                if let Some(n) = self.names.get_mut(c.req as usize) {
+                    n.in_flight += 1;
+                }
+            }
+        }
         let cpu = CpuTime::thread().since(&cpu_start.unwrap_or_else(CpuTime::thread));
         let mut unsent = self.backlog.len() as u64;
         if let (Some(s), Some(end)) = (self.schedule.as_mut(), self.plan.end_ns) {
@@ -91,6 +95,7 @@ impl Worker<'_> {
         Ok(Outcome {
             connect,
             recorder: self.rec,
+            names: self.names,
             cpu,
             finished_ns,
             last_completion_ns: self.last_completion_ns,

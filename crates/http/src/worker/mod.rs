@@ -44,6 +44,7 @@ use tare_engine::progress::Counters;
 use tare_engine::schedule::{Arrivals, Schedule};
 use tare_engine::{endpoint::Socket, Clock, Endpoint, IoMode, Recorder};
 use tare_engine::{Coalesce, Coalescer, RealtimeMap};
+use tare_record::splitmix::SplitMix64;
 
 use crate::response::Parser;
 use connection::BACKOFF_MIN_NS;
@@ -53,8 +54,13 @@ const READ_BUF: usize = 64 * 1024;
 /// What every worker of a run shares (read-only).
 pub(crate) struct Plan {
     pub endpoint: Endpoint,
-    pub request: Vec<u8>,
-    pub head_request: bool,
+    /// Every request the run sends, serialized once (one, or a mix's).
+    pub requests: Vec<Request>,
+    /// A mix's cumulative weights, searched by each draw; empty: one
+    /// request, never drawn (the single-URL path stays as it was).
+    pub cumulative: Vec<u64>,
+    /// A mix's seed (docs/http.md, "Request mixes").
+    pub seed: u64,
     pub keepalive: bool,
     pub timeout_ns: u64,
     pub clock: Clock,
@@ -84,8 +90,49 @@ pub(crate) struct Plan {
     pub sources: Sources,
 }
 
+/// One request, as written on the wire.
+pub(crate) struct Request {
+    pub bytes: Vec<u8>,
+    /// HEAD: its response has no body whatever it says.
+    pub head: bool,
+}
+
+/// One named request's counts in a mix (one per request, in mix order).
+#[derive(Clone, Default)]
+pub(crate) struct NameStats {
+    pub requests: u64,
+    pub in_flight: u64,
+    pub errors: tare_record::Errors,
+    /// Made at its first completion ([`tare_record::Latency::coarse`]):
+    /// a name never drawn costs no histogram.
+    pub latency: Option<tare_record::Latency>,
+}
+
+impl NameStats {
+    pub(crate) fn add(&mut self, o: &NameStats) {
+        self.requests += o.requests;
+        self.in_flight += o.in_flight;
+        self.errors.add(&o.errors);
+        if let Some(l) = &o.latency {
+            self.latency
+                .get_or_insert_with(tare_record::Latency::coarse)
+                .merge(l);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn record(&mut self, latency_ns: u64) {
+        self.requests += 1;
+        self.latency
+            .get_or_insert_with(tare_record::Latency::coarse)
+            .record_ns(latency_ns);
+    }
+}
+
 pub(crate) struct Outcome {
     pub recorder: Recorder,
+    /// A mix's counts by request (empty for one request).
+    pub names: Vec<NameStats>,
     pub cpu: CpuTime,
     /// Clock reading when the worker stopped measuring.
     pub finished_ns: u64,
@@ -142,6 +189,8 @@ struct Conn {
     polling: bool,
     /// Connected (counted in `Worker::established`).
     established: bool,
+    /// The request being sent or awaited (its index in `Plan::requests`).
+    req: u32,
 }
 
 pub(crate) struct Worker<'a> {
@@ -167,6 +216,9 @@ pub(crate) struct Worker<'a> {
     /// Connections established now, and when all of them first were.
     established: u64,
     all_established_ns: Option<u64>,
+    /// A mix: the draws' generator and the counts by request.
+    draws: SplitMix64,
+    names: Vec<NameStats>,
 }
 
 impl<'a> Worker<'a> {
@@ -198,7 +250,7 @@ impl<'a> Worker<'a> {
                         plan.pace.start_ns((j * plan.threads + index) as u64)
                     },
                 },
-                parser: Parser::new(plan.head_request),
+                parser: Parser::new(plan.requests[0].head),
                 began_ns: 0,
                 sent_ns: 0,
                 rx_ns: None,
@@ -210,6 +262,7 @@ impl<'a> Worker<'a> {
                 armed: false,
                 polling: false,
                 established: false,
+                req: 0,
             })
             .collect::<Vec<_>>();
         let schedule = plan.rate.map(|rate| {
@@ -252,7 +305,40 @@ impl<'a> Worker<'a> {
             index,
             established: 0,
             all_established_ns: None,
+            // Each thread its own sequence, the same for the same seed.
+            draws: SplitMix64::new(
+                plan.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
+            names: if plan.cumulative.is_empty() {
+                Vec::new()
+            } else {
+                vec![NameStats::default(); plan.requests.len()]
+            },
         })
+    }
+
+    /// A mix: draws slot `i`'s next request by weight (one request: none).
+    #[inline]
+    fn draw(&mut self, i: usize) {
+        if let Some(&total) = self.plan.cumulative.last() {
+            let r = self.draws.below(total as usize) as u64;
+            let req = self.plan.cumulative.partition_point(|&c| c <= r);
+            let c = &mut self.conns[i];
+            c.req = req as u32;
+            c.parser.set_head(self.plan.requests[req].head);
+        }
+    }
+
+    /// A mix: the counts of the request slot `i` is sending or awaiting;
+    /// `None` without a mix or with no request on the slot (connecting,
+    /// idle: a connect error belongs to no name).
+    #[inline]
+    fn named(&mut self, i: usize) -> Option<&mut NameStats> {
+        let c = &self.conns[i];
+        if !matches!(c.phase, Phase::Writing { .. } | Phase::Reading) {
+            return None;
+        }
+        self.names.get_mut(c.req as usize)
     }
 
     #[inline]

@@ -94,6 +94,9 @@ impl Worker<'_> {
         let now = self.plan.clock.now_ns();
         if self.measuring(now) {
             self.rec.errors.read += 1;
+            if let Some(n) = self.named(i) {
+                n.errors.read += 1;
+            }
         }
         self.recycle(i, now);
     }
@@ -120,6 +123,11 @@ impl Worker<'_> {
                 self.rec.errors.read += 1;
             }
             self.last_completion_ns = done;
+            if let Some(n) = self.names.get_mut(c.req as usize) {
+                n.record(latency);
+                n.errors.status += u64::from(c.parser.status >= 400);
+                n.errors.read += u64::from(junk);
+            }
         } else {
             self.coalescer.observe(done.saturating_sub(c.began_ns));
             self.rec.complete_early(done);

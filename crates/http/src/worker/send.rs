@@ -24,6 +24,7 @@ impl Worker<'_> {
             c.sent_ns = now;
             c.got_first_byte = false;
             c.parser.reset();
+            self.draw(i);
             return self.write(i, 0);
         }
         if let Some(q) = self.quota.as_mut() {
@@ -42,14 +43,16 @@ impl Worker<'_> {
         c.sent_ns = now;
         c.got_first_byte = false;
         c.parser.reset();
+        self.draw(i);
         self.write(i, 0);
     }
 
     /// Writes the request from byte `written` on; arms writability only
     /// when the socket buffer is full (rare for requests of a few hundred bytes).
     pub(super) fn write(&mut self, i: usize, written: usize) {
-        let req = &self.plan.request;
         let c = &mut self.conns[i];
+        let which = c.req as usize;
+        let req = &self.plan.requests[which].bytes;
         let Some(sock) = c.sock.as_ref() else {
             return;
         };
@@ -78,6 +81,10 @@ impl Worker<'_> {
                     let now = self.plan.clock.now_ns();
                     if self.measuring(now) {
                         self.rec.errors.write += 1;
+                        // A write is always of the slot's request.
+                        if let Some(n) = self.names.get_mut(which) {
+                            n.errors.write += 1;
+                        }
                     }
                     return self.recycle(i, now);
                 }

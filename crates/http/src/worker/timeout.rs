@@ -25,6 +25,9 @@ impl Worker<'_> {
                 {
                     if self.measuring(now) {
                         self.rec.errors.timeout += 1;
+                        if let Some(n) = self.named(i) {
+                            n.errors.timeout += 1;
+                        }
                     }
                     self.recycle(i, now);
                 }

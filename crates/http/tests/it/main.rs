@@ -6,6 +6,7 @@ mod coalesce;
 mod connections;
 mod faults;
 mod fuzz_smoke;
+mod mix;
 mod nginx_count;
 mod open_loop;
 mod serve;

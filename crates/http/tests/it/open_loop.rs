@@ -1,4 +1,4 @@
-//! Open-loop load (issue 6): schedules kept, coordinated omission corrected,
+//! Open-loop load (docs/open-loop.md): schedules kept, coordinated omission corrected,
 //! ramps visible, and the max-rate search bounded. Against `tare serve`
 //! told to stall or delay by known amounts, so theory gives the answers.
 

@@ -172,7 +172,7 @@ fn head_and_post_requests() {
 }
 
 /// Latency accuracy: against a known per-response delay, p50 is the delay
-/// plus the unloaded round trip, within 10% (issue 2, "How correct").
+/// plus the unloaded round trip, within 10% (docs/http.md).
 #[test]
 fn p50_matches_a_known_delay() {
     let server = serve(ServeConfig::default());

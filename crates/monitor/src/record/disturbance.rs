@@ -1,7 +1,7 @@
 //! [`Disturbance`]: what else happened on the machine while a trial was
 //! measured — CPU the hypervisor stole, CPU other processes took, the clock
 //! frequency moving — and whether any of it was large enough to call the
-//! trial disturbed (issue 15, item 4: "name the noise"). A disturbed trial
+//! trial disturbed (docs/monitor.md, "Noise"). A disturbed trial
 //! is flagged, never dropped here: reports keep it unless the user asks.
 //!
 //! The three thresholds share one yardstick: the report calls a cell noisy

@@ -338,7 +338,7 @@ mod tests {
         );
     }
 
-    /// Issue 15, item 5: a process outside every group that takes a real
+    /// A process outside every group that takes a real
     /// share of a request's CPU (fuse-overlayfs serving a container's files)
     /// is its own part, not "the rest of the machine".
     #[test]

@@ -34,6 +34,7 @@ fn admin(ep: &Endpoint) -> Admin {
         table_size: ROWS,
         threads: 2,
         storage_engine: "innodb".into(),
+        schema: tare_mysql::Schema::default(),
         rand: RandType::Special,
         seed: 1,
         timeout: Duration::from_secs(10),

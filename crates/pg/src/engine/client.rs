@@ -80,6 +80,14 @@ pub(crate) struct Client {
     /// Arrival of the last read's data (kernel receive timestamp), when
     /// replies are stamped (`--coalesce`).
     pub rx_ns: Option<u64>,
+    /// The last ReadyForQuery said a transaction block is open.
+    pub in_tx: bool,
+    /// `\gset`/`\aset`: the results of the statement in flight.
+    pub results: super::gset::Results,
+    /// The server answered with COPY (pgbench refuses it).
+    pub copy: bool,
+    /// Inside `\startpipeline`: the statements batched so far (no Sync).
+    pub pipeline: Option<Vec<u8>>,
 }
 
 /// Initial read buffer: a `select 1` response is ~60 bytes and a pgbench
@@ -121,6 +129,10 @@ impl Client {
             done_txs: 0,
             epoch: 0,
             rx_ns: None,
+            in_tx: false,
+            results: Default::default(),
+            copy: false,
+            pipeline: None,
         }
     }
 
@@ -137,6 +149,9 @@ impl Client {
         self.want_write = false;
         self.prepared.iter_mut().for_each(|p| *p = false);
         self.handshake = Handshake::new();
+        self.in_tx = false;
+        self.pipeline = None;
+        self.results.clear();
     }
 
     /// One `read` into the free part of the buffer, growing it first when a

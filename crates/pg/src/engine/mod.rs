@@ -16,6 +16,8 @@
 //! time; measurement begins when they end.
 
 pub(crate) mod client;
+pub(crate) mod gset;
+pub(crate) mod meta;
 pub(crate) mod schedule;
 pub(crate) mod wire;
 pub(crate) mod worker;
@@ -77,7 +79,8 @@ pub(crate) struct Shared {
     pub lat: Arc<Vec<LatCounters>>,
     /// The first set-up failure (the run is then called off at the gate).
     pub failure: Mutex<Option<crate::PgError>>,
-    pub seed: u64,
+    /// pgbench's seeds for the clients' and threads' generators.
+    pub seeds: crate::script::random::Seeds,
     /// Set from outside (Ctrl-C): stop now and report what was measured.
     pub stop: Arc<AtomicBool>,
 }
@@ -108,13 +111,14 @@ pub(crate) fn run_worker(
         let mut ctx = Ctx::new(program, cfg, shared.clock, n).map_err(|e| {
             crate::PgError::io("setting up the worker's wait (epoll or io_uring)", e)
         })?;
+        ctx.choose_rng = Rng::new(shared.seeds.threads[index].0);
         let mut clients: Vec<Client> = ids
             .clone()
             .enumerate()
             .map(|(slot, id)| {
                 let mut vars = program.initial.clone();
                 vars[program.client_id.0] = Some(crate::script::expr::Value::Int(id as i64));
-                let seed = shared.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let seed = shared.seeds.clients[id];
                 Client::new(id, slot, vars, Rng::new(seed), program.statements)
             })
             .collect();

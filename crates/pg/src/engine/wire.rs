@@ -279,12 +279,37 @@ impl Ctx<'_> {
                 }
                 Phase::Waiting | Phase::RollingBack => match msg_tag {
                     tag::ERROR if c.error.is_none() => {
-                        c.error = Some(protocol::sqlstate(&c.rbuf[start..end]))
+                        let body = &c.rbuf[start..end];
+                        c.error = Some(protocol::sqlstate(body));
+                        // Once per worker, off the hot path: what a run in
+                        // which every transaction fails says (docs/pg.md).
+                        if self.first_failure.is_none() {
+                            let e = protocol::ServerError::parse(body);
+                            self.first_failure = Some(format!(
+                                "{}: {} (SQLSTATE {})",
+                                e.severity, e.message, e.code
+                            ));
+                        }
+                    }
+                    tag::ROW_DESCRIPTION
+                    | tag::DATA_ROW
+                    | tag::COMMAND_COMPLETE
+                    | tag::EMPTY_QUERY => self.on_result(c, msg_tag, start..end),
+                    tag::COPY_IN | tag::COPY_OUT | tag::COPY_BOTH => {
+                        // pgbench: "COPY is not supported"; the server waits
+                        // for data that never comes, so the client stops.
+                        c.copy = true;
+                        return self.abort(
+                            c,
+                            AbortKind::Script,
+                            "COPY is not supported in pgbench, aborting",
+                        );
                     }
                     tag::READY => {
                         // Only this message's body: an empty one must not
                         // read the next message's first byte as the status.
                         let status = protocol::ready_status(&c.rbuf[start..end]);
+                        c.in_tx = status != b'I';
                         if c.phase == Phase::Waiting {
                             self.statement_done(c, token, status);
                         } else {
@@ -300,6 +325,27 @@ impl Ctx<'_> {
         if c.epoch == epoch {
             c.rbuf.copy_within(pos..c.rlen, 0);
             c.rlen -= pos;
+        }
+    }
+
+    /// A result message of a statement with `\gset`/`\aset` (others
+    /// ignore their rows).
+    fn on_result(&mut self, c: &mut Client, msg_tag: u8, body: std::ops::Range<usize>) {
+        let program = self.program;
+        let Some(CommandKind::Sql(sql)) = program.scripts[c.script]
+            .script
+            .commands
+            .get(c.cmd)
+            .map(|x| &x.kind)
+        else {
+            return;
+        };
+        let Some(g) = &sql.gset else { return };
+        let body = &c.rbuf[body];
+        match msg_tag {
+            tag::ROW_DESCRIPTION => c.results.describe(body),
+            tag::DATA_ROW => c.results.row(body, g, &mut c.vars, &program.vars),
+            _ => c.results.complete(),
         }
     }
 
@@ -365,12 +411,42 @@ impl Ctx<'_> {
                                 push_value(b, v);
                             }
                         });
+                        if sql.gset.is_some() {
+                            c.wbuf.extend_from_slice(&protocol::DESCRIBE_PORTAL);
+                        }
                         c.wbuf.extend_from_slice(&protocol::EXECUTE);
                         c.wbuf.extend_from_slice(&protocol::SYNC);
                     }
                 }
             }
         }
+        if let Some(batch) = &mut c.pipeline {
+            if sql.gset.is_some() {
+                let why = "\\gset is not allowed in pipeline mode";
+                return self.abort(c, AbortKind::Script, why);
+            }
+            // Without its Sync: \endpipeline sends one for the batch.
+            let end = c.wbuf.len().saturating_sub(protocol::SYNC.len());
+            batch.extend_from_slice(&c.wbuf[..end]);
+            c.wbuf.clear();
+            c.cmd += 1;
+            return self.advance(c, token);
+        }
+        if self.cfg.per_statement {
+            c.cmd_start = self.clock.now_ns();
+        }
+        c.phase = Phase::Waiting;
+        self.flush(c, token);
+    }
+
+    /// `\endpipeline`: the batch and one Sync; its ReadyForQuery ends it.
+    pub(super) fn end_pipeline(&mut self, c: &mut Client, token: usize) {
+        let Some(batch) = c.pipeline.take() else {
+            return self.abort(c, AbortKind::Script, "not in pipeline mode");
+        };
+        c.wbuf.clear();
+        c.wbuf.extend_from_slice(&batch);
+        c.wbuf.extend_from_slice(&protocol::SYNC);
         if self.cfg.per_statement {
             c.cmd_start = self.clock.now_ns();
         }

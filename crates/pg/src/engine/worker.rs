@@ -22,6 +22,8 @@ use super::{CmdStat, LiveStats, ScriptStat};
 use crate::config::PgConfig;
 use crate::program::Program;
 use crate::protocol;
+use crate::script::expr::Env;
+use crate::script::random::Rng;
 use crate::script::{CommandKind, SleepAmount};
 
 /// What a worker hands back when it ends.
@@ -34,6 +36,8 @@ pub(crate) struct WorkerResult {
     pub conn_total_ns: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
+    /// The first failed transaction's error, in the server's words.
+    pub first_failure: Option<String>,
     /// Clock reading at which this worker stopped measuring.
     pub end_ns: u64,
     /// Open loop: arrivals due before the run ended that never started.
@@ -66,6 +70,9 @@ pub(crate) struct Ctx<'a> {
     pub conn_total_ns: u64,
     pub aborted: u64,
     pub abort_message: Option<String>,
+    /// The first failed transaction's error, in the server's words
+    /// (`ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)`).
+    pub first_failure: Option<String>,
     /// Clients that reached Done or Aborted.
     pub finished: usize,
     pub failed: u64,
@@ -78,6 +85,8 @@ pub(crate) struct Ctx<'a> {
     /// run's clock with `rx_map` (coalescing over TCP).
     pub rx_stamps: bool,
     pub rx_map: RealtimeMap,
+    /// pgbench's per-thread generator of script choice (`ts_choose_rs`).
+    pub choose_rng: Rng,
 }
 
 impl<'a> Ctx<'a> {
@@ -114,6 +123,7 @@ impl<'a> Ctx<'a> {
             conn_total_ns: 0,
             aborted: 0,
             abort_message: None,
+            first_failure: None,
             finished: 0,
             failed: 0,
             lat_sum_ns: 0,
@@ -121,6 +131,7 @@ impl<'a> Ctx<'a> {
             rx_stamps: coalescer.enabled(),
             coalescer,
             rx_map: RealtimeMap::new(&clock),
+            choose_rng: Rng::new(0),
         })
     }
 
@@ -200,6 +211,7 @@ impl<'a> Ctx<'a> {
             conn_total_ns: self.conn_total_ns,
             aborted: self.aborted,
             abort_message: self.abort_message,
+            first_failure: self.first_failure,
             end_ns,
             unsent,
             wakeups: tare_record::WakeupReport {
@@ -272,21 +284,25 @@ impl<'a> Ctx<'a> {
                 c.phase,
                 Phase::Disconnected | Phase::Connecting | Phase::Starting
             );
-            let what = match self.program.scripts[c.script]
-                .script
-                .commands
-                .get(c.cmd)
-                .map(|x| &x.kind)
-            {
+            let command = self.program.scripts[c.script].script.commands.get(c.cmd);
+            let what = match command.map(|x| (&x.kind, x.first_line.as_str())) {
                 _ if connecting => "connection",
-                Some(CommandKind::Sql(_)) => "SQL",
-                Some(_) => "meta",
+                Some((CommandKind::Sql(_), _)) => "SQL",
+                // pgbench names a meta command by its word: (set), (shell).
+                Some((_, line)) => line
+                    .trim_start_matches('\\')
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("meta"),
                 None => "connection",
             };
-            self.abort_message = Some(format!(
-                "client {} aborted in command {} ({what}) of script {}; {why}",
-                c.id, c.cmd, c.script
-            ));
+            self.abort_message = Some(match why.strip_prefix(WHOLE) {
+                Some(whole) => format!("client {} aborted: {whole}", c.id),
+                None => format!(
+                    "client {} aborted in command {} ({what}) of script {}; {why}",
+                    c.id, c.cmd, c.script
+                ),
+            });
         }
         self.finish(c, Phase::Aborted);
     }
@@ -329,8 +345,14 @@ impl<'a> Ctx<'a> {
                     }
                     c.tx_start = start;
                     c.actual_start = now;
-                    c.script =
-                        program.choose(c.rng.uniform(0, program.total_weight as i64 - 1) as u64);
+                    // pgbench draws only when there is a choice.
+                    c.script = if program.scripts.len() > 1 {
+                        program.choose(
+                            self.choose_rng.uniform(0, program.total_weight as i64 - 1) as u64
+                        )
+                    } else {
+                        0
+                    };
                     c.cmd = 0;
                     c.error = None;
                     c.phase = Phase::Exec;
@@ -347,7 +369,13 @@ impl<'a> Ctx<'a> {
                             } else {
                                 0
                             };
-                            match expr.eval(&c.vars, &program.vars, &mut c.rng) {
+                            let mut env = Env {
+                                vars: &c.vars,
+                                names: &program.vars,
+                                rng: &mut c.rng,
+                                at: (c.script, c.cmd + 1),
+                            };
+                            match expr.eval(&mut env) {
                                 Ok(v) => c.vars[var.0] = Some(v),
                                 Err(e) => {
                                     return self.abort(
@@ -372,17 +400,14 @@ impl<'a> Ctx<'a> {
                         CommandKind::Sleep { amount, unit_ns } => {
                             let n = match amount {
                                 SleepAmount::Const(n) => *n,
-                                SleepAmount::Var(id) => match c.vars[id.0]
-                                    .as_ref()
-                                    .map(|v| v.to_string().trim().parse::<i64>())
-                                {
-                                    Some(Ok(n)) => n,
-                                    _ => {
+                                SleepAmount::Var(id) => match &c.vars[id.0] {
+                                    Some(v) => atoi(&v.to_string()),
+                                    None => {
                                         return self.abort(
                                             c,
                                             AbortKind::Script,
                                             &format!(
-                                                "\\sleep: variable \"{}\" is not an integer",
+                                                "sleep: undefined variable \"{}\"",
                                                 program.vars.name(*id)
                                             ),
                                         )
@@ -395,6 +420,20 @@ impl<'a> Ctx<'a> {
                             return;
                         }
                         CommandKind::Sql(_) => return self.send_statement(c, token),
+                        CommandKind::StartPipeline => {
+                            if c.pipeline.is_some() {
+                                let why = "already in pipeline mode";
+                                return self.abort(c, AbortKind::Script, why);
+                            }
+                            c.pipeline = Some(Vec::new());
+                            c.cmd += 1;
+                        }
+                        CommandKind::EndPipeline => return self.end_pipeline(c, token),
+                        other => {
+                            if let Err(why) = super::meta::run(other, c, program) {
+                                return self.abort(c, AbortKind::Script, &why);
+                            }
+                        }
                     }
                 }
                 Phase::Connecting
@@ -420,6 +459,20 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn statement_done(&mut self, c: &mut Client, token: usize, status: u8) {
+        let program = self.program;
+        if let (None, CommandKind::Sql(sql)) = (
+            c.error,
+            &program.scripts[c.script].script.commands[c.cmd].kind,
+        ) {
+            if let Some(g) = &sql.gset {
+                let stored = c.results.finish(g, &mut c.vars, &program.vars);
+                c.results.clear();
+                if let Err(e) = stored {
+                    let why = format!("{e}; SQL command failed");
+                    return self.abort(c, AbortKind::Script, &why);
+                }
+            }
+        }
         let now = if self.cfg.per_statement {
             self.arrived(c, c.cmd_start)
         } else {
@@ -479,6 +532,16 @@ impl<'a> Ctx<'a> {
             self.rec.complete_early(now.saturating_sub(self.origin_ns));
             self.early += 1;
         }
+        // pgbench counts the transaction, then aborts the client.
+        if c.pipeline.take().is_some() {
+            let why = format!("{WHOLE}end of script reached with pipeline open");
+            return self.abort(c, AbortKind::Script, &why);
+        }
+        if c.in_tx {
+            let why =
+                format!("{WHOLE}end of script reached without completing the last transaction");
+            return self.abort(c, AbortKind::Script, &why);
+        }
         self.end_transaction(c, token);
     }
 
@@ -497,6 +560,10 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// An abort reason that is not about one command (pgbench's
+/// "client N aborted: ..." form).
+const WHOLE: &str = "\0";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AbortKind {
     Connect,
@@ -507,6 +574,27 @@ pub(crate) enum AbortKind {
 /// When a `\sleep` of `n` units of `unit_ns` begun at `now` ends (run
 /// clock). Saturating: a sleep past the end of time lasts the run instead
 /// of wrapping to a time already past.
+/// C's `atoi`, as pgbench reads a `\sleep :var`: the leading integer, 0
+/// if none.
+fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| {
+            n.wrapping_mul(10).wrapping_add((d - b'0') as i64)
+        });
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 fn sleep_until(now: u64, n: i64, unit_ns: u64) -> u64 {
     now.saturating_add((n.max(0) as u64).saturating_mul(unit_ns))
 }

@@ -23,7 +23,6 @@ impl Vars {
         id
     }
 
-    #[cfg(test)]
     pub(crate) fn lookup(&self, name: &str) -> Option<VarId> {
         self.ids.get(name).copied()
     }

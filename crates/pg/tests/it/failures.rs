@@ -100,10 +100,10 @@ fn script_errors_name_file_and_line() {
     assert!(msg.starts_with(&format!("{}:3: ", path.display())), "{msg}");
     assert!(msg.contains("\\set x"), "{msg}");
 
-    cfg.scripts = vec![script("unknown.sql", "select 1;\n\\shell echo hi\n")];
+    cfg.scripts = vec![script("unknown.sql", "select 1;\n\\frobnicate now\n")];
     let msg = tare_pg::run(&cfg).unwrap_err().to_string();
     assert!(
-        msg.starts_with("unknown.sql:2: \\shell is not supported"),
+        msg.starts_with("unknown.sql:2: invalid command in command \"frobnicate\""),
         "{msg}"
     );
 }

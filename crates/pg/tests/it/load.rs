@@ -89,7 +89,7 @@ fn builtin_scripts_after_init_keep_the_books_balanced() {
     let server = PgServer::start("");
     tare_pg::init::init(
         &server.params("postgres", "postgres"),
-        1,
+        &tare_pg::init::InitOptions::new(1),
         Duration::from_secs(30),
         &mut |_| {},
     )

@@ -1,4 +1,4 @@
-//! `tare pg` open loop and ramps (issue 6) against a real PostgreSQL:
+//! `tare pg` open loop and ramps (docs/open-loop.md) against a real PostgreSQL:
 //! rates kept, stalls charged to the server, ramps shown but not
 //! summarised, arrivals the server could not take counted as unsent, and
 //! the max-rate search bounded. Scripts with `pg_sleep` and `\sleep` set

@@ -469,3 +469,35 @@ fn preparation_flushes_and_stores_every_key_get_reads() {
     assert_eq!(stat(&ep, "keyspace_hits") - hits, 2_000, "every GET hit");
     assert_eq!(stat(&ep, "keyspace_misses"), misses);
 }
+
+/// Before an LRANGE trial the list it reads is filled, as
+/// redis-benchmark's LPUSH fills it before its LRANGE tests: LRANGE_600
+/// then reads 600 elements, not a missing key.
+#[test]
+fn an_lrange_trial_reads_a_filled_list() {
+    let server = RedisServer::start(None);
+    let ep = Endpoint::Tcp(server.addr());
+    let workloads = [Workload::Test(Test::Lrange600)];
+    let done = tare_redis::Preparation {
+        workloads: &workloads,
+        data_size: 8,
+        keyspace: None,
+    }
+    .apply(&ep, Duration::from_secs(5))
+    .unwrap();
+    assert_eq!(done, "FLUSHALL; LPUSH 600 elements of 8 bytes for lrange");
+    let mut s = Session::connect(&ep, Duration::from_secs(5), None, None, 0).unwrap();
+    assert_eq!(
+        s.command(&["LLEN", "mylist"]).unwrap(),
+        tare_redis::resp::Value::Int(600)
+    );
+    let set = [Workload::Test(Test::Set)];
+    let done = tare_redis::Preparation {
+        workloads: &set,
+        data_size: 8,
+        keyspace: None,
+    }
+    .apply(&ep, Duration::from_secs(5))
+    .unwrap();
+    assert_eq!(done, "FLUSHALL");
+}

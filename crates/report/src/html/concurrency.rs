@@ -233,7 +233,7 @@ fn is_concurrency(run: &Run, cells: &[CellStats], factor: &str) -> bool {
     let matches = run
         .trials
         .iter()
-        .all(|t| match (&t.result, t.factors.get(factor)) {
+        .all(|t| match (t.usable(), t.factors.get(factor)) {
             (Some(r), Some(level)) => {
                 any = true;
                 level.trim().parse::<f64>().ok() == Some(r.connections as f64)

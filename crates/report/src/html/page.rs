@@ -52,6 +52,10 @@ pub fn document(run: &Run, report: &Report, charts: &Charts) -> String {
     if !charts.timelines.cells.is_empty() {
         toc.push(("timelines", "Timelines"));
     }
+    let names = sections::names(report);
+    if !names.is_empty() {
+        toc.push(("names", "Requests by name"));
+    }
     toc.extend([
         ("fairness", "Fairness"),
         ("noise", "Noise and warnings"),
@@ -91,6 +95,7 @@ pub fn document(run: &Run, report: &Report, charts: &Charts) -> String {
             html(&charts.timelines.unit)
         ));
     }
+    out.push_str(&names);
     out.push_str(&sections::fairness(report));
     out.push_str(&sections::noise(report, charts));
     out.push_str(&sections::provenance(report));

@@ -51,7 +51,7 @@ impl Percentiles {
             let mut label = id.clone();
             for t in run.trials.iter().filter(|t| &t.cell == id) {
                 label = naming.label_of(&t.factors, id);
-                let Some(r) = &t.result else { continue };
+                let Some(r) = t.usable() else { continue };
                 if r.hdr.is_empty() {
                     continue;
                 }

@@ -313,6 +313,36 @@ pub(super) fn cells(r: &Report, charts: &Charts) -> String {
     out
 }
 
+/// A request mix's breakdown, one table row per cell and request name:
+/// completed requests over the cell's trials, their share, errors, and
+/// latency from the merged histograms (docs/http.md, "Request mixes").
+/// Empty when no cell ran a mix.
+pub(super) fn names(r: &Report) -> String {
+    if r.cells.iter().all(|c| c.by_name.is_empty()) {
+        return String::new();
+    }
+    let mut out = String::from("<section id=\"names\"><h2>Requests by name</h2>\n<table><tr><th>cell</th><th>name</th><th>request</th><th>weight</th><th>requests</th><th>share</th><th>errors</th><th>p50</th><th>p99</th></tr>\n");
+    for c in r.cells.iter().filter(|c| !c.by_name.is_empty()) {
+        let total = c.by_name.iter().map(|n| n.requests).sum::<u64>().max(1) as f64;
+        for n in &c.by_name {
+            out.push_str(&format!(
+                "<tr><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                html(&c.cell),
+                html(&n.name),
+                html(&n.request),
+                n.weight,
+                n.requests,
+                units::percent(n.requests as f64 / total),
+                n.errors.total(),
+                units::latency_us(n.latency_us.p50),
+                units::latency_us(n.latency_us.p99),
+            ));
+        }
+    }
+    out.push_str("</table>\n<p class=\"muted\">Counts add over each cell's successful trials; a connect error belongs to no name (a request is drawn when its connection is ready).</p></section>\n");
+    out
+}
+
 pub(super) fn fairness(r: &Report) -> String {
     let body = match &r.findings {
         None => "<p class=\"warn\">Not checked: this run has no <code>findings.json</code>.</p>".to_string(),

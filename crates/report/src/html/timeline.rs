@@ -60,7 +60,7 @@ impl Timelines {
                     .filter(|t| &t.cell == id)
                     .filter_map(|t| {
                         label = naming.label_of(&t.factors, id);
-                        let r = t.result.as_ref()?;
+                        let r = t.usable()?;
                         let rate = rates(&r.timeline, r.duration_s);
                         (!rate.is_empty()).then(|| TrialLine {
                             trial: t.trial,

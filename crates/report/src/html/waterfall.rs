@@ -81,11 +81,20 @@ impl Waterfall {
         }
     }
 
-    /// The share text on a row's right: `+17.6k · 60.4% [55.1%, 64.8%]`.
-    fn annotation(row: &WaterfallRow) -> String {
+    /// The share text on a row's right: `+17.6k · 60.4% [55.1%, 64.8%]`;
+    /// only the change where the gap is not significant, as the table's
+    /// shares are then n/a (docs/analysis.md).
+    fn annotation(row: &WaterfallRow, gap_significant: bool) -> String {
         let Some(share) = row.share else {
             return units::si(row.to);
         };
+        if !gap_significant {
+            let mut s = units::si_signed(row.delta);
+            if row.significant == Some(false) {
+                s.push_str(" ~");
+            }
+            return s;
+        }
         let mut s = format!(
             "{} · {} of gap",
             units::si_signed(row.delta),
@@ -128,7 +137,7 @@ impl Waterfall {
                     units::si(r.throughput.lo),
                     units::si(r.throughput.hi)
                 ),
-                annotation: Self::annotation(r),
+                annotation: Self::annotation(r, self.gap_significant),
             })
             .collect();
         float_bars(
@@ -242,4 +251,41 @@ pub fn clip(s: &str, n: usize) -> String {
     let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
     t.push('…');
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(share: Option<f64>, significant: Option<bool>) -> WaterfallRow {
+        WaterfallRow {
+            cell: "placement=native".into(),
+            label: "placement: docker-host → native".into(),
+            from: 11_400.0,
+            to: 7_100.0,
+            throughput: Interval {
+                median: 7_100.0,
+                lo: 5_510.0,
+                hi: 9_150.0,
+                confidence: 0.95,
+            },
+            delta: -3_620.0,
+            share,
+            share_ci: Some((-2.0, -0.5)),
+            significant,
+        }
+    }
+
+    /// A gap that is not significant has no shares (the table says n/a):
+    /// the chart's labels must not show one either.
+    #[test]
+    fn no_share_on_the_chart_when_the_gap_is_not_significant() {
+        let r = row(Some(-1.64), Some(true));
+        assert!(Waterfall::annotation(&r, true).contains("of gap"));
+        let text = Waterfall::annotation(&r, false);
+        assert!(!text.contains("of gap"), "{text}");
+        assert!(text.contains("3.62k"), "{text}");
+        let r = row(Some(0.1), Some(false));
+        assert!(Waterfall::annotation(&r, false).ends_with(" ~"));
+    }
 }

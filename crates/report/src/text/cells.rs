@@ -96,12 +96,18 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
         }
         if !c.failures.is_empty() {
             flags.push(format!("{} failed", c.failures.len()));
+            // Which trials, and why: a dead server is named, never measured
+            // (docs/report.md, "Failed trials").
+            let mut which: Vec<&str> = c.failures.iter().take(3).map(String::as_str).collect();
+            if c.failures.len() > 3 {
+                which.push("...");
+            }
             notes.add(format!(
-                "{}: {} of {} trials failed (first: {}); the statistics use the rest",
+                "{}: {} of {} trials failed ({}); the statistics use the rest",
                 c.cell,
                 c.failures.len(),
                 c.trials,
-                c.failures[0]
+                which.join("; ")
             ));
         }
         row.extend([
@@ -235,6 +241,47 @@ pub(super) fn metrics(r: &Report) -> Option<String> {
             .collect();
         for chunk in parts.chunks(3) {
             out.push_str(&format!("    {}\n", chunk.join("; ")));
+        }
+    }
+    Some(out)
+}
+
+/// A request mix's breakdown per cell (docs/http.md, "Request mixes"):
+/// each name's completed requests over the cell's trials, its share,
+/// errors and latency from the merged histograms.
+pub(super) fn names(r: &Report) -> Option<String> {
+    let with: Vec<&CellStats> = r.cells.iter().filter(|c| !c.by_name.is_empty()).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "requests by name (all successful trials; latency p50 / p99)
+",
+    );
+    for c in with {
+        out.push_str(&format!(
+            "  {}
+",
+            c.cell
+        ));
+        let width = c
+            .by_name
+            .iter()
+            .map(|n| n.name.chars().count().min(40))
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let total = c.by_name.iter().map(|n| n.requests).sum::<u64>().max(1) as f64;
+        for n in &c.by_name {
+            let name: String = n.name.chars().take(40).collect();
+            out.push_str(&format!(
+                "    {name:<width$}  {:>10} {:>6}  {:>8} errors  {} / {}\n",
+                n.requests,
+                units::percent(n.requests as f64 / total),
+                n.errors.total(),
+                units::latency_us(n.latency_us.p50),
+                units::latency_us(n.latency_us.p99),
+            ));
         }
     }
     Some(out)

@@ -32,6 +32,10 @@ pub(crate) fn report(r: &Report) -> String {
         out.push_str(&m);
         out.push('\n');
     }
+    if let Some(m) = cells::names(r) {
+        out.push_str(&m);
+        out.push('\n');
+    }
     out.push_str(&waterfall::section(r, &mut notes));
     out.push('\n');
     if let Some(res) = &r.resources {
@@ -441,7 +445,7 @@ mod tests {
         }
     }
 
-    /// Issue 23: a target on another host is monitored there, and the
+    /// A target on another host is monitored there, and the
     /// report says where.
     #[test]
     fn cells_monitored_on_another_host_name_it() {

@@ -1,4 +1,4 @@
-//! Issue 23: the HTML report has the text report's "where the CPU goes"
+//! The HTML report has the text report's "where the CPU goes"
 //! table, and labels each figure measured on a remote host with it (a
 //! target monitored there), and a generator that ran elsewhere with its
 //! hosts. Rendered from a run directory, as `tare report --html` does.

@@ -1,4 +1,4 @@
-//! Issue 15, item 4: disturbed trials are counted per cell, listed with
+//! Disturbed trials are counted per cell, listed with
 //! their reasons in every format, kept in the statistics by default, and
 //! left out (exactly those) when the experiment or `tare report
 //! --exclude-disturbed` asks.

@@ -1,4 +1,4 @@
-//! Issue 15, item 1: where each process ran (the monitor's `cpus_seen`),
+//! Where each process ran (the monitor's `cpus_seen`),
 //! in every format: one line for all cells when they agree, one per cell
 //! when they differ, and a helper on the server's CPU said in words.
 

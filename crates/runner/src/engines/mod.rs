@@ -113,6 +113,12 @@ pub trait Table: fmt::Debug + Send + Sync {
         Err("this engine has no workload factor".into())
     }
 
+    /// The files the table read (a request mix's), as the run directory
+    /// keeps them: each is copied there and hashed in the provenance.
+    fn inputs(&self) -> Vec<crate::experiment::InputFile> {
+        Vec::new()
+    }
+
     /// Readies the server before a trial's warm-up (the runner's thread is
     /// already in the client's namespace): what was done, or `None`.
     fn prepare(&self, load: &Load, offer: &Offer<'_>) -> Result<Option<String>, ExecError> {
@@ -414,6 +420,7 @@ mod tests {
         let loc = Locator {
             file: std::path::Path::new("e.toml"),
             text,
+            inputs: None,
         };
         let t: Inner = table_of(&loc, "t").unwrap().unwrap();
         assert_eq!(*t.a.get_ref(), 5);
@@ -423,6 +430,7 @@ mod tests {
         let loc = Locator {
             file: std::path::Path::new("e.toml"),
             text: &bad,
+            inputs: None,
         };
         let e = table_of::<Inner>(&loc, "t").unwrap_err().to_string();
         assert!(e.starts_with("e.toml:7:1: `b`: unknown field `b`"), "{e}");

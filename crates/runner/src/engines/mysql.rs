@@ -188,6 +188,7 @@ impl Table for MysqlTable {
             table_size: self.table_size,
             threads: 2,
             storage_engine: "innodb".into(),
+            schema: tare_mysql::Schema::default(),
             rand: self.rand,
             seed: 1,
             timeout: load.timeout.max(Duration::from_secs(10)),

@@ -14,8 +14,9 @@
 //!
 //! `[load] timeout` bounds connecting and each command's reply. Before each
 //! trial's warm-up the server is emptied (`FLUSHALL`) and, for GET, every
-//! key it may read stored (`tare_redis::prepare`), as seed 002 did between
-//! runs; the trial records it (`prepared`).
+//! key it may read stored, for the LRANGE tests the list they read filled
+//! (`tare_redis::prepare`), as seed 002 did between runs; the trial
+//! records it (`prepared`).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

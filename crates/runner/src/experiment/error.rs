@@ -36,9 +36,23 @@ fn key_prefix(key: &str) -> String {
 pub struct Locator<'a> {
     pub file: &'a Path,
     pub text: &'a str,
+    /// Where files the experiment names are read from (`None`: beside
+    /// `file`): see [`Locator::input_path`].
+    pub inputs: Option<&'a super::ConfigSource>,
 }
 
 impl Locator<'_> {
+    /// Where a file the experiment names at `written` is read: beside the
+    /// experiment file, or, for a resumed run, its copy `copy` in the run
+    /// directory (so a resumed run loads what the run began with).
+    pub fn input_path(&self, written: &str, copy: &str) -> std::path::PathBuf {
+        match self.inputs {
+            Some(super::ConfigSource::RelativeTo(dir)) => dir.join(written),
+            Some(super::ConfigSource::RunDir(dir)) => dir.join(copy),
+            None => self.file.parent().unwrap_or(Path::new(".")).join(written),
+        }
+    }
+
     /// 1-based line and column of byte `offset` (columns count characters).
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
@@ -104,6 +118,7 @@ mod tests {
         let l = Locator {
             file: Path::new("x.toml"),
             text,
+            inputs: None,
         };
         assert_eq!(l.line_col(0), (1, 1));
         assert_eq!(l.line_col(6), (2, 1));

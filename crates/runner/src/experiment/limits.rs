@@ -5,12 +5,11 @@
 //! refused at once), names that become file names, and factor levels.
 //! The shared `[load]` settings are bounded by `Load::check`.
 
-use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use tare_engine::bounds::{self, MAX_CELLS, MAX_FILE};
+use tare_engine::bounds::{self, MAX_CELLS};
 use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
@@ -19,31 +18,9 @@ use super::raw::RawExperiment;
 
 type Result<T> = std::result::Result<T, ExperimentError>;
 
-/// Reads a file tare takes whole (an experiment, a config variant), at
-/// most [`MAX_FILE`] bytes of it: a bigger one is refused before it is read.
-/// A path that is not UTF-8 is refused: tare records paths as text.
+/// Reads a file tare takes whole, bounded ([`bounds::read_file`]).
 pub(crate) fn read_file(path: &Path) -> std::io::Result<String> {
-    if path.to_str().is_none() {
-        return Err(std::io::Error::other(
-            "not a UTF-8 path; tare records paths as text, so give one that is",
-        ));
-    }
-    let file = std::fs::File::open(path)?;
-    let too_big = || {
-        std::io::Error::other(format!(
-            "larger than {} (the most tare reads)",
-            bounds::show_bytes(MAX_FILE)
-        ))
-    };
-    if file.metadata()?.len() > MAX_FILE {
-        return Err(too_big());
-    }
-    let mut text = String::new();
-    file.take(MAX_FILE + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_FILE {
-        return Err(too_big());
-    }
-    Ok(text)
+    bounds::read_file(path)
 }
 
 /// `[[cells]]` holds at most [`MAX_CELLS`] entries: counted before any of
@@ -289,7 +266,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("big.toml");
         let f = std::fs::File::create(&p).unwrap();
-        f.set_len(MAX_FILE + 1).unwrap();
+        f.set_len(bounds::MAX_FILE + 1).unwrap();
         let e = read_file(&p).unwrap_err();
         assert!(e.to_string().contains("larger than 16m"), "{e}");
         std::fs::write(&p, "x = 1\n").unwrap();

@@ -7,6 +7,7 @@ mod cpus;
 pub(crate) mod error;
 pub(crate) mod factor;
 mod hosts;
+mod image;
 mod limits;
 mod raw;
 mod service;
@@ -135,6 +136,18 @@ impl Target {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConfigVariant {
     pub name: String,
+    pub text: String,
+}
+
+/// A file the experiment names beyond configs (a request mix's URL or
+/// requests file), read when the experiment is: the run directory keeps
+/// a copy at `name` and the provenance its sha256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFile {
+    /// Its place in the run directory (`inputs/load.http.urls`).
+    pub name: String,
+    /// The path as the experiment wrote it.
+    pub written: String,
     pub text: String,
 }
 

@@ -68,8 +68,10 @@ pub(super) struct RawTarget {
     pub kind: Spanned<String>,
     /// Server binary (nginx, postgres); default: found on PATH by the placement.
     pub binary: Option<Spanned<String>>,
-    /// Docker image for container placements.
-    pub image: Option<String>,
+    /// Docker image for container placements; kind = "image": the image.
+    pub image: Option<Spanned<String>>,
+    /// kind = "image": a Dockerfile directory tare builds.
+    pub build: Option<Spanned<String>>,
     /// The user rootless Podman runs as (podman-rootless-* placements).
     pub rootless_user: Option<Spanned<String>>,
     /// nginx-proxy: the `tare` binary whose `serve` is the backend; default:

@@ -34,6 +34,10 @@ const SERVICE_KEYS: &[&str] = &[
 /// (`Target::service` is set); a built-in target refuses the keys.
 /// `base`: where relative `files` and a relative program are.
 pub(super) fn apply(loc: &Locator, t: &RawTarget, target: Target, base: &Path) -> Result<Target> {
+    if target.oci.is_some() {
+        // An image's own keys are read by `experiment::image`.
+        return Ok(target);
+    }
     if target.service.is_none() {
         return match service_keys(t).into_iter().next() {
             Some((key, span)) => Err(loc.error(
@@ -136,7 +140,7 @@ fn env(loc: &Locator, t: &RawTarget) -> Result<Vec<(String, String)>> {
 }
 
 /// `path`: the HTTP path load asks for (default `/`).
-fn path(loc: &Locator, t: &RawTarget) -> Result<String> {
+pub(super) fn path(loc: &Locator, t: &RawTarget) -> Result<String> {
     match &t.path {
         None => Ok("/".to_string()),
         Some(p) if p.get_ref().starts_with('/') => Ok(p.get_ref().clone()),
@@ -145,7 +149,7 @@ fn path(loc: &Locator, t: &RawTarget) -> Result<String> {
 }
 
 /// `engine`, `ready`, `ready_timeout` and `port` onto the target.
-fn settings(loc: &Locator, t: &RawTarget, target: &mut Target) -> Result<()> {
+pub(super) fn settings(loc: &Locator, t: &RawTarget, target: &mut Target) -> Result<()> {
     if let Some(e) = &t.engine {
         target.protocol = e
             .get_ref()

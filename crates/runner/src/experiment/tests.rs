@@ -109,6 +109,13 @@ fn mistakes_are_named_with_file_line_and_key() {
         ("missing app file", "[target]\nkind = \"command\"\ncommand = [\"x\", \"{port}\"]\nfiles = [\"no/such/app.py\"]\n[load]\n".into()),
         ("app file outside", "[target]\nkind = \"command\"\ncommand = [\"x\", \"{port}\"]\nfiles = [\"../x\"]\n[load]\n".into()),
         ("service key on a built-in", "[target]\nkind = \"nginx\"\ncommand = [\"nginx\"]\n[load]\n".into()),
+        ("image with neither image nor build", "[target]\nkind = \"image\"\n[load]\n".into()),
+        ("image with both image and build", "[target]\nkind = \"image\"\nimage = \"web:1\"\nbuild = \"web\"\n[load]\n".into()),
+        ("image given a command", "[target]\nkind = \"image\"\nimage = \"web:1\"\ncommand = [\"x\", \"{port}\"]\n[load]\n".into()),
+        ("image build without a Dockerfile", "[target]\nkind = \"image\"\nbuild = \"no/such/dir\"\n[load]\n".into()),
+        ("image in a guest", "[target]\nkind = \"image\"\nimage = \"web:1\"\n[factors]\nplacement = [\"native\", \"vm-bridge\"]\n[load]\n".into()),
+        ("image over a socket", "[target]\nkind = \"image\"\nimage = \"web:1\"\n[factors]\ntransport = [\"tcp\", \"unix\"]\n[load]\n".into()),
+        ("build on a built-in", "[target]\nkind = \"nginx\"\nbuild = \"web\"\n[load]\n".into()),
     ];
     let out: Vec<String> = cases
         .iter()
@@ -407,7 +414,7 @@ fn precision_and_budget_are_checked_and_kept() {
     }
 }
 
-/// Regression (issue 15): cells named factors that do not apply to them
+/// Regression: cells named factors that do not apply to them
 /// (`placement=native,storage=image`), and a product with a container
 /// factor was refused. Such a factor is left out of the cells it does not
 /// apply to, and the cells that leaves the same are one.
@@ -638,4 +645,20 @@ fn a_command_target_is_read_into_its_service() {
         vec![std::path::PathBuf::from("/etc/hostname")]
     );
     assert_eq!(s.path, "/");
+}
+
+#[test]
+fn an_image_target_is_read_into_its_source_and_is_no_container_option() {
+    let text = "[target]\nkind = \"image\"\nimage = \"web:1\"\nport = 8081\npath = \"/i.html\"\n\
+                [factors]\nplacement = [\"native\", \"docker-host\", \"lab-nat\"]\n[load]\n";
+    let e = parse(text).unwrap();
+    assert_eq!(e.target.image, None);
+    let t = &e.target.server;
+    assert_eq!((t.name(), t.engine()), ("image", "http"));
+    let o = t.oci.as_ref().unwrap();
+    assert_eq!(o.source, tare_deploy::OciSource::Image("web:1".into()));
+    assert_eq!((o.port, o.path.as_str()), (Some(8081), "/i.html"));
+    // Without `port`, the image's exposed one, read when it deploys.
+    let e = parse(&text.replace("port = 8081\n", "")).unwrap();
+    assert_eq!(e.target.server.oci.as_ref().unwrap().port, None);
 }

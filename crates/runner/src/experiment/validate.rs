@@ -22,7 +22,11 @@ use tare_engine::bounds::MAX_CELLS;
 type Result<T> = std::result::Result<T, ExperimentError>;
 
 pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Result<Experiment> {
-    let loc = Locator { file: path, text };
+    let loc = Locator {
+        file: path,
+        text,
+        inputs: Some(configs),
+    };
     let raw: RawExperiment = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
     super::limits::cell_count(&loc, &raw)?;
     super::limits::names(&loc, &raw)?;
@@ -40,6 +44,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     super::limits::levels(&loc, &raw, &factors)?;
     check_cells_apply(&loc, &raw, &cells)?;
     check_service_transport(&loc, &raw, &target, &cells)?;
+    super::image::check_cells(&loc, &raw, &target.server, &cells)?;
     let no_load = Spanned::new(0..0, Default::default());
     let raw_load = raw.load.as_ref().unwrap_or(&no_load);
     let load = load(&loc, raw_load, target.server.engine(), target.server.name())?;
@@ -202,9 +207,14 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
         }
     }
     let server = super::service::apply(loc, t, server, &base)?;
+    let server = super::image::apply(loc, t, server, source)?;
     Ok(Target {
+        // A user's image is the target itself, not a container option.
+        image: match server.oci {
+            Some(_) => None,
+            None => t.image.as_ref().map(|i| i.get_ref().clone()),
+        },
         server,
-        image: t.image.clone(),
         rootless_user: t.rootless_user.as_ref().map(|u| u.get_ref().clone()),
         configs,
     })

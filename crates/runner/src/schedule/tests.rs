@@ -280,6 +280,50 @@ fn kept_deployments_are_started_once_and_stopped_at_the_end() {
     );
 }
 
+/// A server killed during a trial fails that trial with the reason and
+/// the moment (from the timeline), never measures it; a kept deployment
+/// that died is replaced before the next trial, and the other cells and
+/// trials are kept (docs/experiments.md, "Failed trials").
+#[test]
+fn a_server_killed_mid_trial_fails_that_trial_and_a_kept_one_is_redeployed() {
+    for policy in ["kept", "per-trial"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = THREE_CELLS
+            .replace("duration = \"1s\"", "duration = \"3s\"")
+            .replace(
+                "cooldown = \"0s\"",
+                &format!("cooldown = \"0s\"\ndeployment = \"{policy}\""),
+            );
+        let mut exec = MockExecutor::new();
+        exec.dies_during.insert("placement=native".into(), 2);
+        let s = begin(tmp.path(), experiment(&text), &mut exec);
+        let summary = s
+            .run(&mut exec, &mut Quiet, &AtomicBool::new(false))
+            .unwrap();
+        assert_eq!(summary.failed, 1, "{policy}");
+        let records = s.dir.read_trials(false).unwrap();
+        let failed: Vec<_> = records.iter().filter(|r| r.error.is_some()).collect();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(
+            (failed[0].cell.as_str(), failed[0].trial),
+            ("placement=native", 2)
+        );
+        assert_eq!(
+            failed[0].error.as_deref(),
+            Some("server exited with signal 9 at 1.0 s")
+        );
+        assert!(failed[0].result.is_none(), "a failed trial has no result");
+        assert_eq!(records.iter().filter(|r| r.usable().is_some()).count(), 8);
+        let deploys = exec
+            .events()
+            .iter()
+            .filter(|e| *e == "deploy placement=native")
+            .count();
+        // Kept: preflight's, then one after it died; per trial: preflight + 3.
+        assert_eq!(deploys, if policy == "kept" { 2 } else { 4 }, "{policy}");
+    }
+}
+
 /// A kept deployment is prepared again before every trial's warm-up
 /// (redis: FLUSHALL between runs, as seed 002 did), and each record says so.
 #[test]
@@ -535,7 +579,7 @@ fn monitor_with_steal(steal_s: f64) -> serde_json::Value {
     r.to_json()
 }
 
-/// Issue 15, item 4: a trial the monitor calls disturbed is flagged in its
+/// A trial the monitor calls disturbed is flagged in its
 /// record with the monitor's reasons and kept; clean and unmonitored
 /// trials carry no flag.
 #[test]

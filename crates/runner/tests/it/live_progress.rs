@@ -1,4 +1,4 @@
-//! Issue 23, item 4: a local load in `tare run` reports live counts to the
+//! A local load in `tare run` reports live counts to the
 //! runner's observer as remote generators do (`LiveProgress`), so the
 //! progress line shows requests done so far for every cell. A real nginx,
 //! deployed natively and loaded by tare-http in this process.

@@ -1,4 +1,4 @@
-//! Issue 15, item 4, on a real trial: a busy loop the test starts outside
+//! Noise on a real trial (docs/monitor.md, "Noise"): a busy loop the test starts outside
 //! the server, the generator and the sampler burns a core while nginx is
 //! measured; the trial's record is flagged "other processes", and kept.
 //! Only that direction is asserted: on a shared machine a trial may be

@@ -1,4 +1,4 @@
-//! `tare tune` on a real nginx with a deliberately bad config (issue 8):
+//! `tare tune` on a real nginx with a deliberately bad config (docs/tune.md):
 //! worker_connections 64 under 200 connections, keep-alive off, an
 //! unbuffered access log. The session must find and keep the changes that
 //! matter (more worker connections: the errors go; keep-alive: throughput

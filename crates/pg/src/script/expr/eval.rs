@@ -1,11 +1,12 @@
-//! Evaluating an expression tree, once per transaction: variables, unary
-//! and binary operators (`and`/`or` short-circuit, as SQL's do), with
-//! integer overflow an error as in pgbench.
+//! Evaluating an expression tree, once per transaction, with pgbench's
+//! rules (`evaluateExpr`, `evalLazyFunc`, `evalStandardFunc`): NULL in,
+//! NULL out; `and`/`or`/`case` lazy; integer overflow an error; a double
+//! division by zero is an infinity, an integer one an error.
 
 use std::fmt;
 
 use super::functions::call;
-use super::value::{as_bool, as_double, as_int, is_double};
+use super::value::{as_bool, as_double, as_int, is_double, truth, typed};
 use super::{Expr, Op, Value};
 use crate::script::random::Rng;
 use crate::script::vars::Vars;
@@ -24,97 +25,127 @@ pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, EvalError> {
     Err(EvalError(msg.into()))
 }
 
+/// What an evaluation reads: the client's variables and generator, and
+/// where it runs (for `debug()`'s `script=N,command=M`).
+pub(crate) struct Env<'a> {
+    pub vars: &'a [Option<Value>],
+    pub names: &'a Vars,
+    pub rng: &'a mut Rng,
+    /// (script index, 1-based command number).
+    pub at: (usize, usize),
+}
+
 impl Expr {
-    pub(crate) fn eval(
-        &self,
-        vars: &[Option<Value>],
-        names: &Vars,
-        rng: &mut Rng,
-    ) -> Result<Value, EvalError> {
+    pub(crate) fn eval(&self, env: &mut Env<'_>) -> Result<Value, EvalError> {
         match self {
             Expr::Const(v) => Ok(v.clone()),
-            Expr::Var(id) => match vars.get(id.0).and_then(|v| v.as_ref()) {
+            Expr::Var(id) => match env.vars.get(id.0).and_then(|v| v.as_ref()) {
+                Some(Value::Text(s)) => typed(env.names.name(*id), s),
                 Some(v) => Ok(v.clone()),
-                None => err(format!("undefined variable \"{}\"", names.name(*id))),
+                None => err(format!("undefined variable \"{}\"", env.names.name(*id))),
             },
-            Expr::Neg(e) => match e.eval(vars, names, rng)? {
-                v if is_double(&v) => Ok(Value::Double(-as_double(&v)?)),
-                v => as_int(&v)?
-                    .checked_neg()
-                    .map(Value::Int)
-                    .ok_or_else(|| EvalError("bigint out of range".into())),
+            // pgbench parses `-x` as `0 - x` and `~x` as `-1 # x`.
+            Expr::Neg(e) => binary(Op::Sub, &Value::Int(0), &e.eval(env)?),
+            Expr::BitNot(e) => binary(Op::BitXor, &Value::Int(-1), &e.eval(env)?),
+            Expr::Not(e) => match e.eval(env)? {
+                Value::Null => Ok(Value::Null),
+                v => Ok(Value::Bool(!as_bool(&v)?)),
             },
-            Expr::BitNot(e) => Ok(Value::Int(!as_int(&e.eval(vars, names, rng)?)?)),
-            Expr::Not(e) => Ok(Value::Bool(!as_bool(&e.eval(vars, names, rng)?)?)),
-            Expr::Bin(op, l, r) => {
-                let a = l.eval(vars, names, rng)?;
-                // and/or short-circuit, as SQL's do.
-                match op {
-                    Op::And if !as_bool(&a)? => return Ok(Value::Bool(false)),
-                    Op::Or if as_bool(&a)? => return Ok(Value::Bool(true)),
-                    Op::And | Op::Or => {
-                        return Ok(Value::Bool(as_bool(&r.eval(vars, names, rng)?)?))
-                    }
-                    _ => {}
-                }
-                binary(*op, &a, &r.eval(vars, names, rng)?)
+            Expr::Is(e, want) => {
+                let v = e.eval(env)?;
+                Ok(Value::Bool(match (&v, want) {
+                    (Value::Null, Value::Null) => true,
+                    (Value::Bool(a), Value::Bool(b)) => a == b,
+                    _ => false,
+                }))
             }
-            Expr::Call(f, args) => call(*f, args, vars, names, rng),
+            Expr::Case(arms, otherwise) => {
+                for (when, then) in arms {
+                    if truth(&when.eval(env)?) {
+                        return then.eval(env);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval(env),
+                    None => Ok(Value::Null),
+                }
+            }
+            Expr::Bin(op @ (Op::And | Op::Or), l, r) => {
+                let a = l.eval(env)?;
+                let stop = *op == Op::Or;
+                let a_null = a == Value::Null;
+                if !a_null && as_bool(&a)? == stop {
+                    return Ok(Value::Bool(stop));
+                }
+                match r.eval(env)? {
+                    Value::Null => Ok(Value::Null),
+                    b => {
+                        let b = as_bool(&b)?;
+                        Ok(if a_null { Value::Null } else { Value::Bool(b) })
+                    }
+                }
+            }
+            Expr::Bin(op, l, r) => {
+                let a = l.eval(env)?;
+                binary(*op, &a, &r.eval(env)?)
+            }
+            Expr::Call(f, args) => call(*f, args, env),
         }
     }
 }
 
 pub(super) fn binary(op: Op, a: &Value, b: &Value) -> Result<Value, EvalError> {
-    let overflow = || EvalError("bigint out of range".into());
-    let double = is_double(a) || is_double(b);
+    if *a == Value::Null || *b == Value::Null {
+        return Ok(Value::Null);
+    }
+    let double = (is_double(a) || is_double(b)) && op != Op::Mod;
     match op {
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod if double && op != Op::Mod => {
+        Op::Add | Op::Sub | Op::Mul | Op::Div if double => {
             let (x, y) = (as_double(a)?, as_double(b)?);
             Ok(Value::Double(match op {
                 Op::Add => x + y,
                 Op::Sub => x - y,
                 Op::Mul => x * y,
-                _ if y == 0.0 => return err("division by zero"),
                 _ => x / y,
             }))
         }
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod => {
-            let (x, y) = (as_int(a)?, as_int(b)?);
-            let v = match op {
-                Op::Add => x.checked_add(y),
-                Op::Sub => x.checked_sub(y),
-                Op::Mul => x.checked_mul(y),
-                _ if y == 0 => return err("division by zero"),
-                // i64::MIN / -1 overflows; pgbench special-cases it the same way.
-                Op::Div => x.checked_div(y),
-                _ => Some(x.checked_rem(y).unwrap_or(0)),
-            };
-            v.map(Value::Int).ok_or_else(overflow)
-        }
-        Op::BitAnd => Ok(Value::Int(as_int(a)? & as_int(b)?)),
-        Op::BitOr => Ok(Value::Int(as_int(a)? | as_int(b)?)),
-        Op::BitXor => Ok(Value::Int(as_int(a)? ^ as_int(b)?)),
-        Op::Shl => Ok(Value::Int(as_int(a)?.wrapping_shl(as_int(b)? as u32))),
-        Op::Shr => Ok(Value::Int(as_int(a)?.wrapping_shr(as_int(b)? as u32))),
-        Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
-            let ord = if double {
-                as_double(a)?.partial_cmp(&as_double(b)?)
-            } else {
-                Some(as_int(a)?.cmp(&as_int(b)?))
-            };
-            use std::cmp::Ordering::*;
-            Ok(Value::Bool(match (op, ord) {
-                (_, None) => false,
-                (Op::Eq, Some(o)) => o == Equal,
-                (Op::Ne, Some(o)) => o != Equal,
-                (Op::Lt, Some(o)) => o == Less,
-                (Op::Le, Some(o)) => o != Greater,
-                (Op::Gt, Some(o)) => o == Greater,
-                (_, Some(o)) => o != Less,
+        Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge if double => {
+            let (x, y) = (as_double(a)?, as_double(b)?);
+            Ok(Value::Bool(match op {
+                Op::Eq => x == y,
+                Op::Ne => x != y,
+                Op::Lt => x < y,
+                Op::Le => x <= y,
+                Op::Gt => x > y,
+                _ => x >= y,
             }))
         }
-        Op::And | Op::Or => unreachable!("handled with short-circuit in eval"),
+        _ => int_binary(op, as_int(a)?, as_int(b)?),
     }
+}
+
+fn int_binary(op: Op, x: i64, y: i64) -> Result<Value, EvalError> {
+    let out = |what: &str| EvalError(format!("bigint {what} out of range"));
+    Ok(Value::Int(match op {
+        Op::Add => x.checked_add(y).ok_or_else(|| out("add"))?,
+        Op::Sub => x.checked_sub(y).ok_or_else(|| out("sub"))?,
+        Op::Mul => x.checked_mul(y).ok_or_else(|| out("mul"))?,
+        Op::Div | Op::Mod if y == 0 => return err("division by zero"),
+        Op::Div => x.checked_div(y).ok_or_else(|| out("div"))?,
+        Op::Mod => x.checked_rem(y).unwrap_or(0),
+        Op::BitAnd => x & y,
+        Op::BitOr => x | y,
+        Op::BitXor => x ^ y,
+        Op::Shl => x.wrapping_shl(y as u32),
+        Op::Shr => x.wrapping_shr(y as u32),
+        Op::Eq => return Ok(Value::Bool(x == y)),
+        Op::Ne => return Ok(Value::Bool(x != y)),
+        Op::Lt => return Ok(Value::Bool(x < y)),
+        Op::Le => return Ok(Value::Bool(x <= y)),
+        Op::Gt => return Ok(Value::Bool(x > y)),
+        Op::Ge => return Ok(Value::Bool(x >= y)),
+        Op::And | Op::Or => unreachable!("evaluated lazily in eval"),
+    }))
 }
 
 #[cfg(test)]
@@ -122,20 +153,30 @@ mod tests {
     use super::*;
     use crate::script::expr::parse;
 
-    fn eval_with(src: &str, set: &[(&str, Value)]) -> Result<Value, EvalError> {
+    pub(crate) fn eval_with(src: &str, set: &[(&str, Value)]) -> Result<Value, EvalError> {
         let mut vars = Vars::default();
-        let e = parse(src, &mut vars).map_err(EvalError)?;
+        let e = parse(src, &mut vars).map_err(|e| EvalError(e.message))?;
         let mut vals = vec![None; vars.len()];
         for (name, v) in set {
             if let Some(id) = vars.lookup(name) {
                 vals[id.0] = Some(v.clone());
             }
         }
-        e.eval(&vals, &vars, &mut Rng::new(7))
+        let mut rng = Rng::new(7);
+        e.eval(&mut Env {
+            vars: &vals,
+            names: &vars,
+            rng: &mut rng,
+            at: (0, 1),
+        })
     }
 
     fn ev(src: &str) -> Value {
         eval_with(src, &[]).unwrap()
+    }
+
+    fn fails(src: &str) -> String {
+        eval_with(src, &[]).unwrap_err().0
     }
 
     #[test]
@@ -147,6 +188,32 @@ mod tests {
         assert_eq!(ev("7.0 / 2"), Value::Double(3.5));
         assert_eq!(ev("1 << 4 | 1"), Value::Int(17));
         assert_eq!(ev("-(2 - 5)"), Value::Int(3));
+    }
+
+    #[test]
+    fn pgbench_semantics() {
+        assert_eq!(ev("1.0 / 0"), Value::Double(f64::INFINITY));
+        assert_eq!(ev("NULL + 1"), Value::Null);
+        assert_eq!(ev("NULL + NULL * exp(NULL)"), Value::Null);
+        assert_eq!(ev("-9223372036854775808"), Value::Int(i64::MIN));
+        assert_eq!(ev("null is null and not (1 is null)"), Value::Bool(true));
+        assert_eq!(ev("case when 0 < 1 then 32 else 0 end"), Value::Int(32));
+        assert_eq!(ev("case when false then 1 end"), Value::Null);
+        assert_eq!(ev("int(7.3)"), Value::Int(7));
+        assert_eq!(ev("3 % -1"), Value::Int(0));
+        let f = [("f", Value::Text("of".into()))];
+        assert_eq!(eval_with("NOT :f", &f).unwrap(), Value::Bool(true));
+        assert_eq!(fails("TRUE + 2"), "cannot coerce boolean to int");
+        assert_eq!(fails("ln(TRUE)"), "cannot coerce boolean to double");
+        assert_eq!(fails("random(FALSE, TRUE)"), "cannot coerce boolean to int");
+        assert_eq!(fails("NOT 0.0"), "cannot coerce double to boolean");
+        assert!(fails("(1<<62) + (1<<62)").contains("int add out"));
+        assert!(fails("int(1E32)").contains("double to int overflow for 100"));
+        let m = [("m", Value::Text("-9223372036854775808".into()))];
+        assert!(eval_with(":m / -1", &m)
+            .unwrap_err()
+            .0
+            .contains("bigint div out of range"));
     }
 
     #[test]
@@ -177,6 +244,8 @@ mod tests {
         assert!(eval_with("random(5, 1)", &[]).is_err());
         assert!(eval_with("random_gaussian(1, 5, 1.0)", &[]).is_err());
         assert!(eval_with("random_exponential(1, 5, 0)", &[]).is_err());
+        assert!(eval_with("random_zipfian(1, 5, 1)", &[]).is_err());
+        assert!(eval_with("permute(0, 0)", &[]).is_err());
         assert!(eval_with(":missing + 1", &[])
             .unwrap_err()
             .0

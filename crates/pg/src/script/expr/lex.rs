@@ -8,9 +8,16 @@ pub(super) enum Tok {
     Ident(String),
     Var(String),
     Sym(&'static str),
+    /// `9223372036854775808`: only valid after a unary minus (pgbench's
+    /// `MAXINT_PLUS_ONE_CONST`).
+    MaxPlusOne,
 }
 
-pub(super) fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
+/// A lexing error: what, and the byte offset where.
+pub(super) type LexError = (String, usize);
+
+/// The tokens of `src`, each with its byte offset.
+pub(super) fn tokenize(src: &str) -> Result<Vec<(Tok, usize)>, LexError> {
     const SYMS: [&str; 20] = [
         "<<", ">>", "<=", ">=", "<>", "!=", "+", "-", "*", "/", "%", "(", ")", ",", "&", "|", "#",
         "~", "<", ">",
@@ -25,6 +32,7 @@ pub(super) fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
         } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
         {
             let start = i;
+            let at = i;
             let mut double = false;
             while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
                 double |= b[i] == b'.';
@@ -41,17 +49,21 @@ pub(super) fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
                 }
             }
             let text = &src[start..i];
-            out.push(if double {
-                Tok::Double(
-                    text.parse()
-                        .map_err(|_| format!("invalid number \"{text}\""))?,
-                )
+            let tok = if double {
+                match text.parse::<f64>() {
+                    Ok(d) if d.is_finite() => Tok::Double(d),
+                    Ok(_) => return Err(("double constant overflow".into(), at)),
+                    Err(_) => return Err(("syntax error".into(), at)),
+                }
+            } else if text.trim_start_matches('0') == "9223372036854775808" {
+                Tok::MaxPlusOne
             } else {
-                Tok::Int(
-                    text.parse()
-                        .map_err(|_| format!("integer out of range \"{text}\""))?,
-                )
-            });
+                match text.parse::<i64>() {
+                    Ok(v) => Tok::Int(v),
+                    Err(_) => return Err(("bigint constant overflow".into(), at)),
+                }
+            };
+            out.push((tok, at));
         } else if c == b':' {
             let start = i + 1;
             i = start;
@@ -59,25 +71,28 @@ pub(super) fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
                 i += 1;
             }
             if i == start {
-                return Err("expected a variable name after \":\"".into());
+                return Err(("syntax error".into(), start - 1));
             }
-            out.push(Tok::Var(src[start..i].to_string()));
+            out.push((Tok::Var(src[start..i].to_string()), start - 1));
         } else if c.is_ascii_alphabetic() || c == b'_' {
             let start = i;
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
                 i += 1;
             }
-            out.push(Tok::Ident(src[start..i].to_ascii_lowercase()));
+            out.push((Tok::Ident(src[start..i].to_ascii_lowercase()), start));
         } else if c == b'=' {
-            out.push(Tok::Sym("="));
+            out.push((Tok::Sym("="), i));
             i += 1;
         } else if let Some(s) = SYMS.iter().find(|s| src[i..].starts_with(**s)) {
-            out.push(Tok::Sym(s));
+            out.push((Tok::Sym(s), i));
             i += s.len();
         } else {
-            return Err(format!(
-                "unexpected character \"{}\"",
-                &src[i..].chars().next().unwrap_or('?')
+            return Err((
+                format!(
+                    "unexpected character ({})",
+                    &src[i..].chars().next().unwrap_or('?')
+                ),
+                i,
             ));
         }
     }

@@ -4,9 +4,8 @@
 //!
 //! Supported: integer and double constants, `true`/`false`/`null`, `:var`,
 //! `+ - * / %`, unary `- + ~`, `& | # << >>`, comparisons, `and or not`,
-//! parentheses, and the functions `abs`, `double`, `int`, `exp`, `ln`,
-//! `sqrt`, `pow`/`power`, `pi`, `greatest`, `least`, `mod`, `random`,
-//! `random_exponential`, `random_gaussian`.
+//! `is [not] null|true|false`, `isnull`, `notnull`, `case when`,
+//! parentheses, and the functions of pgbench 15 (`functions.rs`).
 //!
 //! - `lex`: the text into tokens.
 //! - `parse`: tokens into an [`Expr`] tree, by recursive descent.
@@ -20,9 +19,10 @@ mod lex;
 mod parse;
 mod value;
 
+pub(crate) use eval::Env;
 pub(crate) use functions::Func;
-pub(crate) use parse::parse;
-pub(crate) use value::Value;
+pub(crate) use parse::{parse, SyntaxError};
+pub(crate) use value::{truth, Value};
 
 use super::vars::VarId;
 
@@ -59,4 +59,8 @@ pub(crate) enum Expr {
     Not(Box<Expr>),
     Bin(Op, Box<Expr>, Box<Expr>),
     Call(Func, Vec<Expr>),
+    /// `e IS NULL|TRUE|FALSE`.
+    Is(Box<Expr>, Value),
+    /// `CASE WHEN c THEN e ... [ELSE e] END`.
+    Case(Vec<(Expr, Expr)>, Option<Box<Expr>>),
 }
