@@ -39,7 +39,7 @@ packages=(
   sysbench           # the tool engine: sysbench cpu and memory
   openssh-client     # remote hosts ([hosts.NAME] ssh): tare drives ssh and scp
   openssh-server     # remote-host tests: sshd in namespaces stands for other machines
-  caddy              # kind = "command": a Go server as your own service (docs/your-service.md, crates/deploy/tests/service.rs)
+  caddy              # kind = "command": a Go server as your own service (docs/your-service.md, crates/deploy/tests/it/service.rs)
   python3-uvicorn    # kind = "command": a Python ASGI app under uvicorn, its interpreter and packages carried into images and guests
 )
 
@@ -76,9 +76,11 @@ fi
 
 # cargo-fuzz: the test suite runs the response-parser fuzz target briefly.
 command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
+# cargo-nextest: scripts/test.sh runs the tests with it (docs/testing.md).
+command -v cargo-nextest >/dev/null || cargo install -q --locked cargo-nextest
 
 # crossplane 0.5.8: the reference the nginx parser's tests compare against
-# (crates/nginx/tests/crossplane.rs). Debian 12's system pip refuses to install
+# (crates/nginx/tests/it/crossplane.rs). Debian 12's system pip refuses to install
 # into the system Python (PEP 668) unless told to.
 python3 -c 'import crossplane' 2>/dev/null \
   || python3 -m pip install -q crossplane==0.5.8 2>/dev/null \

@@ -13,9 +13,31 @@ trap 'rc=$?; bash scripts/leftovers.sh || rc=1; exit $rc' EXIT
 if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 0 ]; then
   export TARE_REQUIRE_URING=1
 fi
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --profile ci -- -D warnings
+# Each phase's wall time on stderr, for docs/testing.md's table.
+phase() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $((SECONDS - start)) s" >&2
+}
+phase fmt cargo fmt --all -- --check
+phase clippy cargo clippy --workspace --all-targets --profile ci -- -D warnings
 # The README's install line gives a working binary.
-bash scripts/install-check.sh
-# Every crate runs even after one fails, so one CI run shows every failure.
-cargo test --workspace --profile ci --no-fail-fast -- --test-threads 2
+phase install-check bash scripts/install-check.sh
+phase build cargo nextest run --workspace --cargo-profile ci --profile ci --no-run
+# The fuzz targets the smoke tests run (tare_testbed::fuzz), built here into
+# their shared target/fuzz with the same flags, so no test's timeout is
+# spent compiling (a fuzz build takes minutes on a loaded machine).
+fuzz_build() {
+  local fuzz_target=${CARGO_TARGET_DIR:-$PWD/target}/fuzz dir
+  for dir in crates/*/fuzz; do
+    (cd "${dir%/fuzz}" && RUSTC_BOOTSTRAP=1 cargo fuzz build --dev -s none --target-dir "$fuzz_target")
+  done
+}
+phase fuzz-build fuzz_build
+# nextest runs no doc tests.
+phase doc-tests cargo test --doc --workspace --profile ci
+# Every test in a process of its own, in the groups of .config/nextest.toml
+# (docs/testing.md); every crate runs even after one fails, so one CI run
+# shows every failure. Last: its summary is the suite's closing line.
+cargo nextest run --workspace --cargo-profile ci --profile ci --no-fail-fast

@@ -5,7 +5,7 @@
 //! placement that starts nothing and describes the spec it was given, and
 //! the load is a mock engine whose throughput comes from a fixed model of
 //! the cell's levels. So `tare run` → records → `tare report` runs end to end
-//! in a second, deterministically, on any machine (`crates/cli/tests/debug_mode.rs`).
+//! in a second, deterministically, on any machine (`crates/cli/tests/it/debug_mode.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;

@@ -10,7 +10,7 @@
 //! `exp(mean ln(b/a))`; the interval is Student's t on the mean log ratio,
 //! exponentiated, and the p-value is the matching t test, so "significant"
 //! is exactly "the 95% interval excludes no change". The coverage
-//! simulation (`tests/coverage.rs`) measures these intervals at 3, 5 and
+//! simulation (`tests/it/coverage.rs`) measures these intervals at 3, 5 and
 //! 10 rounds with drift, noise and outliers; docs/analysis.md has its
 //! table.
 

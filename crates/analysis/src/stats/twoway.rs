@@ -38,7 +38,7 @@
 //!   weights `w` the least-squares estimate gives each trial, on
 //!   Satterthwaite's degrees of freedom.
 //!
-//! `tests/coverage.rs` checks the intervals cover 95% ± 3% with equal and
+//! `tests/it/coverage.rs` checks the intervals cover 95% ± 3% with equal and
 //! with unequal cell noise.
 
 use serde::{Deserialize, Serialize};

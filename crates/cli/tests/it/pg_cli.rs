@@ -185,7 +185,9 @@ fn find_max_prints_the_table_and_writes_the_search() {
         "1",
         "--find-max",
         "--slo",
-        "p99<50ms,errors<1%",
+        // Generous: a loaded machine (a load average of 17 on 2 cores) has
+        // missed p99<50ms at every rate tried, which exits 1.
+        "p99<500ms,errors<1%",
         "--max-runs",
         "2",
         "--json",
@@ -195,10 +197,15 @@ fn find_max_prints_the_table_and_writes_the_search() {
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = tare(&refs);
-    assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.starts_with("Highest rate meeting p99<50.000ms, errors<1%:\n"),
+        out.status.success(),
+        "{}: {text}{}",
+        out.status,
+        stderr(&out)
+    );
+    assert!(
+        text.starts_with("Highest rate meeting p99<500.000ms, errors<1%:\n"),
         "{text}"
     );
     assert!(text.contains("Max rate: "), "{text}");

@@ -2,7 +2,7 @@
 //! placements: deployed and loaded by tare's HTTP engine with an exact
 //! request count, and a whole `tare run` across native, podman-host,
 //! podman-bridge and podman-publish; nothing of Podman's left afterwards.
-//! The deploy crate's tests (crates/deploy/tests/podman.rs) do nginx.
+//! The deploy crate's tests (crates/deploy/tests/it/podman.rs) do nginx.
 //! The rootless placements' tests are `podman/rootless.rs`, in this binary
 //! so that the two take turns.
 

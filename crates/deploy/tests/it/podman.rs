@@ -1,6 +1,6 @@
 //! Rootful Podman placements: nginx in podman-host, podman-bridge and
 //! podman-publish (tare serve, which needs the tare binary, is in
-//! crates/cli/tests/podman.rs), loaded by tare's HTTP engine with an
+//! crates/cli/tests/it/podman.rs), loaded by tare's HTTP engine with an
 //! exact request count, stopped, nothing left (containers, volumes,
 //! networks); the same binary as the host's, from the image tare builds,
 //! imported into Podman's store; a killed run's container removed by

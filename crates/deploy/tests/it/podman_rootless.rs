@@ -7,7 +7,7 @@
 //! while deployed, and nothing of the user's left after stop (containers,
 //! volumes, forwarders), tare's images then removed by `tare cleanup`.
 //! tare serve, a whole `tare run` and a SIGKILLed one are in
-//! crates/cli/tests/podman_rootless.rs.
+//! crates/cli/tests/it/podman_rootless.rs.
 
 use crate::support;
 

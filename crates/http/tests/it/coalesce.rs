@@ -163,7 +163,13 @@ fn auto_costs_little_throughput_on_a_delay_bound_server() {
     let auto = run(&config_at(server.addr, Coalesce::Auto)).unwrap();
     let w = auto.wakeups.as_ref().unwrap();
     assert!(w.pauses > 10, "{w:?}");
-    assert!(w.mean_pause_us < 20_000.0 / 16.0, "{w:?}");
+    // 1/32 of the latency measured, with room: a loaded machine stretches
+    // the latency and the pauses with it (20 ms here when quiet).
+    assert!(
+        w.mean_pause_us < auto.latency_us.mean / 16.0,
+        "{w:?} at a mean latency of {:.0} us",
+        auto.latency_us.mean
+    );
     let ratio = auto.requests as f64 / off.requests as f64;
     assert!(
         ratio > 0.95,

@@ -5,7 +5,7 @@
 //! belong to a network namespace, so the daemon's `docker0`, its NAT and
 //! filter chains and its published ports' DNAT exist in the host's
 //! namespace only, and nothing of this machine's own Docker networking is
-//! touched (crates/cli/tests/remote_docker.rs checks this machine's
+//! touched (crates/cli/tests/it/remote_docker.rs checks this machine's
 //! ruleset and links while it runs). The bridge's subnet and the address
 //! pool are private /27s of 10.251.0.0/16 and 10.252.0.0/16 that no
 //! interface of this machine uses, so neither clashes with this machine's
