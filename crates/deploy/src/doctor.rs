@@ -58,9 +58,9 @@ pub fn doctor() -> DoctorReport {
             }
         })
         .collect();
-    // A user's service names its own program in its experiment.
+    // A user's service or image names its own program in its experiment.
     for t in TargetKind::all().map(TargetKind::target) {
-        if t.service.is_some() {
+        if t.service.is_some() || t.oci.is_some() {
             continue;
         }
         match targets::binary(&t) {
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn every_built_in_server_target_names_its_package() {
         for t in TargetKind::all().map(TargetKind::target) {
-            if t.service.is_some() || ["tare-serve", "net"].contains(&t.name()) {
+            if t.service.is_some() || t.oci.is_some() || ["tare-serve", "net"].contains(&t.name()) {
                 continue;
             }
             assert!(target_package(t.name()).is_some(), "{}", t.name());

@@ -506,10 +506,14 @@ pub(crate) fn measure(
         content_fs,
         server_pid: Some(pid),
         rootfs_sha256: server.root.as_ref().map(|r| r.tree_sha256.clone()),
-        root_fs: server
-            .root
-            .as_ref()
-            .and_then(|_| procfs::fs_type(worker, std::path::Path::new("/"))),
+        // As the server sees its `/`; a chroot whose root is no mount point
+        // in the server's namespace (lab-*: `ip netns exec` mounts its own
+        // namespace) shows none, and is then the type of the host directory
+        // it is.
+        root_fs: server.root.as_ref().and_then(|r| {
+            procfs::fs_type(worker, std::path::Path::new("/"))
+                .or_else(|| procfs::fs_type(std::process::id() as libc::pid_t, &r.dir))
+        }),
         cgroup: server.root.as_ref().and_then(|_| cgroup_of(worker)),
         backend: None,
         guest,

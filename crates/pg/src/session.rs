@@ -94,12 +94,18 @@ impl Session {
                     self.buf.resize(need, 0);
                 }
             }
-            let n = self
-                .stream
-                .read(&mut self.buf[self.filled..])
-                .map_err(|e| {
-                    PgError::io(format!("reading from {}", self.params.display_server()), e)
-                })?;
+            // A signal meant for another thread of the process (an engine's
+            // wake-up) interrupts this blocking read: read again.
+            let n = loop {
+                match self.stream.read(&mut self.buf[self.filled..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    r => {
+                        break r.map_err(|e| {
+                            PgError::io(format!("reading from {}", self.params.display_server()), e)
+                        })?
+                    }
+                }
+            };
             if n == 0 {
                 return Err(PgError::Protocol(format!(
                     "server at {} closed the connection unexpectedly",

@@ -14,6 +14,7 @@ const STARTERS: &[(&str, &str)] = &[
     ("net", include_str!("starters/net.toml")),
     ("tool", include_str!("starters/tool.toml")),
     ("command", include_str!("starters/command.toml")),
+    ("image", include_str!("starters/image.toml")),
 ];
 
 /// The starter experiment for `kind` (a target name, or an alias of one).

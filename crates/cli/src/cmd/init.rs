@@ -11,8 +11,8 @@ use clap::Args;
 #[derive(Args, Debug)]
 pub(crate) struct InitArgs {
     /// The target kind the experiment measures: tare-serve (the default),
-    /// nginx, nginx-proxy, postgres, redis, mariadb, net, tool, or command
-    /// (your own program).
+    /// nginx, nginx-proxy, postgres, redis, mariadb, net, tool, command
+    /// (your own program) or image (your own image).
     pub kind: Option<String>,
     /// Where to write it (`-`: standard output). Default: `KIND.toml` in
     /// the current directory.
