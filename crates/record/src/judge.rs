@@ -79,18 +79,11 @@ fn silent_tail(r: &LoadResult, noun: &str) -> Option<Failure> {
 
 /// `: connect 12, read 3` (the non-zero error counts), or nothing.
 fn errors_said(r: &LoadResult) -> String {
-    let e = &r.errors;
-    let said: Vec<String> = [
-        ("connect", e.connect),
-        ("read", e.read),
-        ("write", e.write),
-        ("timeout", e.timeout),
-        ("status", e.status),
-    ]
-    .iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(k, n)| format!("{k} {n}"))
-    .collect();
+    let said: Vec<String> = r
+        .errors
+        .nonzero()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
     if said.is_empty() {
         String::new()
     } else {

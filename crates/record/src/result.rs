@@ -38,6 +38,20 @@ impl Errors {
         self.timeout += o.timeout;
         self.status += o.status;
     }
+
+    /// The kinds with a non-zero count, by their JSON names, in the
+    /// contract's order (for one-line summaries).
+    pub fn nonzero(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("connect", self.connect),
+            ("read", self.read),
+            ("write", self.write),
+            ("timeout", self.timeout),
+            ("status", self.status),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+    }
 }
 
 /// What an engine counts in `requests`: the thing one completion is.

@@ -75,17 +75,7 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
         flags.extend(r.noise.cell_note(&c.cell));
         if c.errors.total() > 0 {
             let e = &c.errors;
-            let kinds: Vec<String> = [
-                ("connect", e.connect),
-                ("read", e.read),
-                ("write", e.write),
-                ("timeout", e.timeout),
-                ("status", e.status),
-            ]
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
+            let kinds: Vec<String> = e.nonzero().map(|(k, n)| format!("{n} {k}")).collect();
             notes.add(format!(
                 "{}: {} errors, {} of attempts ({})",
                 c.cell,
