@@ -431,8 +431,9 @@ fn case_text_block(ctx: &Ctx, tool: Tool) -> Check {
             "Latency by percentile distribution:",
             "0.000% <= *.*** milliseconds (cumulative count *)",
             "100.000% <= *.*** milliseconds (cumulative count 200)",
+            // One line when every request fits the first bucket (0.1 ms on
+            // a quiet machine), as redis-benchmark prints it too.
             "Cumulative distribution of latencies:",
-            "*% <= *.*** milliseconds (cumulative count *)",
             "100.000% <= *.*** milliseconds (cumulative count 200)",
             "Summary:",
             "  throughput summary: *.** requests per second",
