@@ -44,6 +44,14 @@ fn podman_things() -> Vec<String> {
         .collect()
 }
 
+/// Whether Podman says the container `name` is running.
+fn running(name: &str) -> bool {
+    Command::new("podman")
+        .args(["inspect", "--format", "{{.State.Running}}", name])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "true")
+}
+
 /// Removes the test's scratch directory on drop, failed test or not.
 struct ScratchDir(PathBuf);
 impl Drop for ScratchDir {
@@ -208,9 +216,13 @@ fn cleanup_after_sigkill_removes_the_podman_container() {
     let mut child = Killer(child);
     let start = std::time::Instant::now();
     let made = loop {
+        // Running, not only created: a `podman run` killed while it starts
+        // the container may take the container with it, and then SIGKILL
+        // leaves nothing for the test to see cleaned.
         let new: Vec<String> = podman_things()
             .into_iter()
             .filter(|l| !before.contains(l) && l.starts_with("podman container tare-"))
+            .filter(|l| running(l.trim_start_matches("podman container ")))
             .collect();
         if !new.is_empty() {
             break new;
