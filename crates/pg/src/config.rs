@@ -113,6 +113,38 @@ pub struct PgConfig {
     pub random_seed: Option<u64>,
     /// Allow load to a non-loopback address (ARCHITECTURE.md, "Principles": loopback only by default).
     pub allow_remote: bool,
+    /// A statement failing with an error that is not retried (anything but
+    /// a serialization failure or a deadlock) fails its transaction and
+    /// the client goes on (`true`, tare's rule and pgbench 18's
+    /// `--continue-on-error`), or aborts the client (`false`, pgbench 15;
+    /// the command line's default). docs/pg.md, "Failures and aborts".
+    pub continue_on_error: bool,
+    /// `--max-tries`: how many times a transaction failing by a
+    /// serialization failure or a deadlock is tried; 0 is no limit (with
+    /// `-T` or a latency limit). pgbench's default 1: no retry.
+    pub max_tries: u32,
+    /// `--verbose-errors`: a line on stderr for every error retried or failed.
+    pub verbose_errors: bool,
+    /// `--failures-detailed`: the report splits failures by kind.
+    pub failures_detailed: bool,
+    /// `--debug`: pgbench's trace of every client's steps on stderr.
+    pub debug: bool,
+    /// `-L/--latency-limit`: transactions above it are counted as late;
+    /// with `-R`, one already late when it would start is skipped.
+    pub latency_limit: Option<Duration>,
+    /// `-l/--log`: pgbench's per-transaction (or aggregate) log files.
+    pub log: Option<TxLogConfig>,
+}
+
+/// `-l` and its options, as pgbench takes them (docs/pg.md, "Transaction logs").
+#[derive(Clone, Debug, PartialEq)]
+pub struct TxLogConfig {
+    /// `--log-prefix`: files are `PREFIX.PID` (thread 0) and `PREFIX.PID.N`.
+    pub prefix: String,
+    /// `--sampling-rate`: the fraction of transactions logged (0, 1].
+    pub sampling_rate: Option<f64>,
+    /// `--aggregate-interval`: one line per interval of this many seconds.
+    pub aggregate_interval: Option<u64>,
 }
 
 impl PgConfig {
@@ -146,6 +178,7 @@ impl PgConfig {
                 database: database.to_string(),
                 password: None,
                 application_name: "tare".into(),
+                options: None,
             },
             load: Load {
                 threads: 1,
@@ -168,6 +201,13 @@ impl PgConfig {
             variables: Vec::new(),
             random_seed: None,
             allow_remote: false,
+            continue_on_error: true,
+            max_tries: 1,
+            verbose_errors: false,
+            failures_detailed: false,
+            debug: false,
+            latency_limit: None,
+            log: None,
         }
     }
 

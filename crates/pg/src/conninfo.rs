@@ -28,6 +28,10 @@ pub struct ConnParams {
     pub database: String,
     pub password: Option<String>,
     pub application_name: String,
+    /// Server options at start-up (`PGOPTIONS`, e.g. `-c
+    /// default_transaction_isolation=serializable`), passed as libpq
+    /// passes them.
+    pub options: Option<String>,
 }
 
 /// What the command line said; `None` means "not given".
@@ -93,6 +97,7 @@ impl ConnParams {
             database,
             password,
             application_name,
+            options: nonempty(env("PGOPTIONS")),
         };
         params.check()?;
         Ok(params)
@@ -108,6 +113,7 @@ impl ConnParams {
             ("database name", Some(&self.database)),
             ("application name", Some(&self.application_name)),
             ("password", self.password.as_ref()),
+            ("options", self.options.as_ref()),
         ];
         for (what, value) in fields {
             if let Some(v) = value.filter(|v| v.contains('\0')) {

@@ -106,6 +106,7 @@ pub fn startup(data: &[u8]) {
         database: "bench".into(),
         password: (first & 1 == 1).then(|| "secret".into()),
         application_name: "tare".into(),
+        options: None,
     };
     let mut out = Vec::new();
     Handshake::startup(&params, &mut out).expect("valid parameters");

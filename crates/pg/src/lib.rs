@@ -33,7 +33,7 @@ pub mod script;
 pub mod session;
 mod startup;
 
-pub use config::{Length, PgConfig, QueryMode, ScriptSource, ScriptSpec};
+pub use config::{Length, PgConfig, QueryMode, ScriptSource, ScriptSpec, TxLogConfig};
 pub use conninfo::{ConnFlags, ConnParams};
 pub use error::PgError;
 pub use protocol::ServerError;

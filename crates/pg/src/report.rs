@@ -13,6 +13,8 @@ use tare_record::{LoadResult, PgDetails, ScheduleReport, StatementLatency};
 pub struct TextOptions {
     /// `-P` was given: pgbench then prints `latency stddev` too.
     pub progress: bool,
+    /// `--failures-detailed`: failures by kind.
+    pub failures_detailed: bool,
 }
 
 pub fn text(r: &LoadResult, opts: TextOptions) -> String {
@@ -39,7 +41,7 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
     let _ = writeln!(o, "query mode: {}", pg.query_mode);
     let _ = writeln!(o, "number of clients: {}", r.connections);
     let _ = writeln!(o, "number of threads: {}", r.threads);
-    let _ = writeln!(o, "maximum number of tries: 1");
+    let _ = writeln!(o, "maximum number of tries: {}", pg.max_tries.unwrap_or(1));
     let failed = pg.failed;
     match (pg.transactions_per_client, pg.planned_duration_s) {
         (Some(t), _) => {
@@ -64,14 +66,59 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
             );
         }
     }
-    let total = r.requests + failed;
+    // pgbench's denominators: every transaction, skipped ones included.
+    let total = r.requests + failed + pg.skipped;
     let _ = writeln!(
         o,
         "number of failed transactions: {failed} ({:.3}%)",
-        pct(failed, total)
+        pct_nan(failed, total)
     );
+    if opts.failures_detailed {
+        let _ = writeln!(
+            o,
+            "number of serialization failures: {} ({:.3}%)",
+            pg.serialization_failures,
+            pct_nan(pg.serialization_failures, total)
+        );
+        let _ = writeln!(
+            o,
+            "number of deadlock failures: {} ({:.3}%)",
+            pg.deadlock_failures,
+            pct_nan(pg.deadlock_failures, total)
+        );
+    }
+    if pg.max_tries.is_some() {
+        let _ = writeln!(
+            o,
+            "number of transactions retried: {} ({:.3}%)",
+            pg.retried,
+            pct_nan(pg.retried, total)
+        );
+        let _ = writeln!(o, "total number of retries: {}", pg.retries);
+    }
+    let rate = r.schedule.as_ref().filter(|s| s.target_rate.is_some());
+    if let Some(limit) = pg.latency_limit_ms {
+        if rate.is_some() {
+            let _ = writeln!(
+                o,
+                "number of transactions skipped: {} ({:.3}%)",
+                pg.skipped,
+                pct_nan(pg.skipped, total)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "number of transactions above the {limit:.1} ms latency limit: {}/{} ({:.3}%)",
+            pg.late,
+            r.requests,
+            pct(pg.late, r.requests)
+        );
+    }
     let _ = writeln!(o, "latency average = {:.3} ms", r.latency_us.mean / 1e3);
-    if let Some(sch) = r.schedule.as_ref().filter(|s| s.target_rate.is_some()) {
+    if opts.progress || rate.is_some() || pg.latency_limit_ms.is_some() {
+        let _ = writeln!(o, "latency stddev = {:.3} ms", r.latency_us.stdev / 1e3);
+    }
+    if let Some(sch) = rate {
         // pgbench -R prints the schedule lag; the latency above counts from
         // the intended start, as pgbench's does.
         let _ = writeln!(
@@ -80,9 +127,6 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
             sch.mean_lag_us / 1e3,
             sch.max_lag_us / 1e3
         );
-    }
-    if opts.progress {
-        let _ = writeln!(o, "latency stddev = {:.3} ms", r.latency_us.stdev / 1e3);
     }
     if pg.connect_per_transaction {
         let _ = writeln!(
@@ -246,6 +290,11 @@ fn schedule_lines(o: &mut String, s: &ScheduleReport) {
     }
 }
 
+/// pgbench's `100.0 * part / whole` in doubles: `NaN` of nothing.
+fn pct_nan(part: u64, whole: u64) -> f64 {
+    100.0 * part as f64 / whole as f64
+}
+
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -368,7 +417,13 @@ latency percentiles: ";
         pg.failed_by_sqlstate_class.insert("23".into(), 5);
         r.requests = 395;
         r.connections = 4;
-        let t = text(&r, TextOptions { progress: true });
+        let t = text(
+            &r,
+            TextOptions {
+                progress: true,
+                ..Default::default()
+            },
+        );
         assert!(
             t.contains("number of transactions actually processed: 395/400\n"),
             "{t}"
@@ -384,5 +439,51 @@ latency percentiles: ";
             t.contains("failed transactions by SQLSTATE class: 23 = 5"),
             "{t}"
         );
+    }
+
+    /// pgbench 15's lines for retries, failures by kind and the latency
+    /// limit, in its order and with its denominators (checked against
+    /// pgbench 15.18's output).
+    #[test]
+    fn retries_failures_by_kind_and_the_latency_limit() {
+        let mut r = sample();
+        let pg = r.pg.as_mut().unwrap();
+        pg.transactions_per_client = Some(10);
+        pg.max_tries = Some(2);
+        pg.failed = 1;
+        pg.serialization_failures = 1;
+        pg.retried = 3;
+        pg.retries = 4;
+        pg.latency_limit_ms = Some(1.0);
+        pg.late = 2;
+        pg.skipped = 0;
+        r.requests = 9;
+        r.connections = 1;
+        let t = text(
+            &r,
+            TextOptions {
+                failures_detailed: true,
+                ..Default::default()
+            },
+        );
+        let want = "number of failed transactions: 1 (10.000%)\n\
+            number of serialization failures: 1 (10.000%)\n\
+            number of deadlock failures: 0 (0.000%)\n\
+            number of transactions retried: 3 (30.000%)\n\
+            total number of retries: 4\n\
+            number of transactions above the 1.0 ms latency limit: 2/9 (22.222%)\n\
+            latency average = ";
+        assert!(t.contains(want), "{t}");
+        assert!(t.contains("maximum number of tries: 2\n"), "{t}");
+        assert!(t.contains("latency stddev = "), "{t}");
+        // Nothing measured: pgbench's NaN.
+        let mut r = sample();
+        r.requests = 0;
+        let t = text(&r, TextOptions::default());
+        assert!(
+            t.contains("number of failed transactions: 0 (NaN%)\n"),
+            "{t}"
+        );
+        assert!(!t.contains("retried"), "{t}");
     }
 }

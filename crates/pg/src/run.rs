@@ -310,7 +310,9 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
             _ => 1,
         };
         if uses_builtin && cfg2.vacuum {
-            // pgbench's doVacuum: errors are ignored there too.
+            // pgbench's doVacuum, and its words on stderr: errors are
+            // ignored there too.
+            eprint!("starting vacuum...");
             for sql in [
                 "vacuum pgbench_branches",
                 "vacuum pgbench_tellers",
@@ -321,6 +323,7 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
             if cfg2.vacuum_accounts {
                 let _ = s.query("vacuum analyze pgbench_accounts");
             }
+            eprintln!("end.");
         }
         Ok((version, scale))
     };
@@ -398,6 +401,7 @@ fn assemble(
         first.result.abort_message,
     );
     let mut first_failure = first.result.first_failure;
+    let mut counts = first.result.counts;
     let mut end_ns = first.result.end_ns;
     let mut unsent = first.result.unsent;
     let mut wakeups = first.result.wakeups;
@@ -423,6 +427,7 @@ fn assemble(
         aborted += o.result.aborted;
         abort_msg = abort_msg.or(o.result.abort_message);
         first_failure = first_failure.or(o.result.first_failure);
+        counts.add(&o.result.counts);
         end_ns = end_ns.max(o.result.end_ns);
         unsent += o.result.unsent;
         wakeups.add(&o.result.wakeups);
@@ -572,6 +577,14 @@ fn assemble(
             first_failure: first_failure.filter(|_| failed > 0),
             server_version,
             script_results,
+            max_tries: (cfg.max_tries != 1).then_some(cfg.max_tries),
+            retried: counts.retried,
+            retries: counts.retries,
+            serialization_failures: counts.serialization,
+            deadlock_failures: counts.deadlock,
+            latency_limit_ms: cfg.latency_limit.map(|l| l.as_secs_f64() * 1e3),
+            late: counts.late,
+            skipped: counts.skipped,
         }),
         redis: None,
         mysql: None,

@@ -40,12 +40,15 @@ impl Handshake {
     pub(crate) fn startup(params: &ConnParams, out: &mut Vec<u8>) -> Result<(), PgError> {
         params.check()?;
         let mut b = BytesMut::new();
-        let kv = [
+        let mut kv = vec![
             ("user", params.user.as_str()),
             ("database", params.database.as_str()),
             ("application_name", params.application_name.as_str()),
             ("client_encoding", "UTF8"),
         ];
+        if let Some(o) = &params.options {
+            kv.push(("options", o.as_str()));
+        }
         frontend::startup_message(kv.iter().copied(), &mut b)
             .map_err(|e| PgError::Config(format!("start-up message: {e}")))?;
         out.extend_from_slice(&b);

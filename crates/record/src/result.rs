@@ -454,6 +454,29 @@ pub struct PgDetails {
     /// Per-script results (pgbench prints them when several scripts run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script_results: Vec<PgScriptResult>,
+    /// `--max-tries`: tries of a transaction failing by a serialization
+    /// failure or a deadlock (0: no limit); absent: pgbench's default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tries: Option<u32>,
+    /// Transactions tried more than once, and the tries beyond the first.
+    #[serde(default)]
+    pub retried: u64,
+    #[serde(default)]
+    pub retries: u64,
+    /// Failed transactions whose last error was a serialization failure
+    /// (SQLSTATE 40001), a deadlock (40P01).
+    #[serde(default)]
+    pub serialization_failures: u64,
+    #[serde(default)]
+    pub deadlock_failures: u64,
+    /// `--latency-limit` in ms, with the successful transactions above it
+    /// and (with a rate) the starts skipped as already late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_limit_ms: Option<f64>,
+    #[serde(default)]
+    pub late: u64,
+    #[serde(default)]
+    pub skipped: u64,
 }
 
 /// `tare net` details: what netperf and nuttcp report beyond the common

@@ -203,6 +203,7 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
         eprintln!("tare: setting random seed to {seed}");
     }
     cfg.allow_remote = args.load.allow_remote;
+    args.pgbench.apply(&mut cfg);
     cfg.variables = args
         .define
         .iter()
@@ -222,6 +223,7 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
     let result = tare_pg::run_with_stop(&cfg, super::emit::ctrl_c_flag()?)?;
     let opts = TextOptions {
         progress: cfg.progress_interval.is_some(),
+        failures_detailed: cfg.failures_detailed,
     };
     super::emit::result(args.load.json.as_deref(), &result, || {
         report::text(&result, opts)

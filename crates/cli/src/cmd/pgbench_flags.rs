@@ -133,9 +133,46 @@ pub(crate) struct PgbenchArgs {
     /// Report failures by kind.
     #[arg(long = "failures-detailed", action = ArgAction::Count)]
     pub failures_detailed: u8,
-    /// pgbench's --debug (accepted; tare prints no protocol trace).
+    /// Trace every client's steps on stderr (pgbench's --debug; -d is the database).
     #[arg(long = "debug", action = ArgAction::Count)]
     pub debug: u8,
+    /// A failed statement fails its transaction and the client goes on,
+    /// counted by SQLSTATE class (pgbench 15 aborts the client).
+    #[arg(long = "continue-on-error", action = ArgAction::Count)]
+    pub continue_on_error: u8,
+}
+
+impl PgbenchArgs {
+    /// Puts the checked logging, retry and error flags into `cfg`.
+    pub(crate) fn apply(&self, cfg: &mut tare_pg::PgConfig) {
+        cfg.continue_on_error = self.continue_on_error > 0;
+        cfg.max_tries = self
+            .max_tries
+            .as_deref()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(1);
+        cfg.verbose_errors = self.verbose_errors > 0;
+        cfg.failures_detailed = self.failures_detailed > 0;
+        cfg.debug = self.debug > 0;
+        cfg.latency_limit = self
+            .latency_limit
+            .as_deref()
+            .and_then(|l| l.parse::<f64>().ok())
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3));
+        if self.log > 0 {
+            cfg.log = Some(tare_pg::TxLogConfig {
+                prefix: self
+                    .log_prefix
+                    .clone()
+                    .unwrap_or_else(|| "pgbench_log".into()),
+                sampling_rate: self.sampling_rate.as_deref().and_then(|r| r.parse().ok()),
+                aggregate_interval: self
+                    .aggregate_interval
+                    .as_deref()
+                    .and_then(|a| a.trim().parse().ok()),
+            });
+        }
+    }
 }
 
 /// The flags after pgbench's checks.
@@ -267,7 +304,7 @@ fn check_logging(p: &PgbenchArgs, time: Option<u64>) -> anyhow::Result<()> {
     }
     if let Some(m) = &p.max_tries {
         match m.parse::<i64>() {
-            Ok(n) if n >= 0 => {
+            Ok(n) if (0..=u32::MAX as i64).contains(&n) => {
                 if n == 0 && p.latency_limit.is_none() && time.is_none() {
                     bail!("an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)");
                 }
@@ -295,12 +332,6 @@ fn check_logging(p: &PgbenchArgs, time: Option<u64>) -> anyhow::Result<()> {
         if t % a as u64 != 0 {
             bail!("duration ({t}) must be a multiple of aggregation interval ({a})");
         }
-    }
-    if logging {
-        bail!("-l/--log is not supported by tare yet (docs/pg.md)");
-    }
-    if p.latency_limit.is_some() || p.max_tries.as_deref().is_some_and(|m| m != "1") {
-        bail!("--latency-limit and --max-tries above 1 are not supported by tare yet (docs/pg.md)");
     }
     Ok(())
 }

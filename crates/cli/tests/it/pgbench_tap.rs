@@ -28,6 +28,26 @@ struct Case {
     files: &'static [(&'static str, &'static str)],
     /// Both tools' `debug(...)` lines must be the same.
     same_debug: bool,
+    /// Environment for both tools (`PGOPTIONS`).
+    env: &'static [(&'static str, &'static str)],
+    /// SQL run before each tool's run (the retry cases' tables).
+    setup: &'static str,
+    /// `-l`: the log files the run must leave (001's `check_pgbench_logs`).
+    log: Option<LogCheck>,
+    /// A check of stderr beyond its patterns (001's regular expressions).
+    check: Option<fn(&str) -> Result<(), String>>,
+}
+
+/// 001's `check_pgbench_logs`: the run is given `--log-prefix=DIR/prefix`
+/// and must leave `files` files named `prefix.PID[.N]`, each of `min` to
+/// `max` lines, each line accepted by `line`.
+#[derive(Clone, Copy)]
+struct LogCheck {
+    prefix: &'static str,
+    files: usize,
+    min: usize,
+    max: usize,
+    line: fn(&str) -> bool,
 }
 
 const fn case(
@@ -45,6 +65,10 @@ const fn case(
         err,
         files: &[],
         same_debug: false,
+        env: &[],
+        setup: "",
+        log: None,
+        check: None,
     }
 }
 
@@ -64,6 +88,10 @@ const fn script(
         err,
         files,
         same_debug: false,
+        env: &[],
+        setup: "",
+        log: None,
+        check: None,
     }
 }
 
@@ -76,36 +104,9 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
     ("version", "-V is tare's version"),
     (
-        "select only --debug",
-        "tare prints no protocol trace under --debug",
-    ),
-    (
         "invalid rate",
         "-R is the shared load flag, checked with tare's words",
     ),
-    (
-        "sql syntax error",
-        "a failed statement fails its transaction; tare goes on (pgbench 15 aborts the client)",
-    ),
-    (
-        "json parameter error",
-        "a failed statement fails its transaction; tare goes on (pgbench 15 aborts the client)",
-    ),
-    (
-        "division by zero parameters",
-        "a failed statement fails its transaction; tare goes on (pgbench 15 aborts the client)",
-    ),
-    (
-        "smallint parameter error",
-        "a failed statement fails its transaction; tare goes on (pgbench 15 aborts the client)",
-    ),
-    (
-        "throttling latency limit",
-        "--latency-limit is not supported",
-    ),
-    ("late throttling", "--latency-limit is not supported"),
-    ("logs sampling", "-l/--log is not supported"),
-    ("logs", "-l/--log is not supported"),
 ];
 
 /// Cases that need no server (002_pgbench_no_server.pl): option mistakes.
@@ -693,12 +694,174 @@ fn server_cases() -> Vec<Case> {
         case("throttling latency limit", "-t 100 -S --rate=100000 --latency-limit=1000000 -c 2 -n -r", 0, &["processed: 200/200", "builtin: select only"], &[""]),
         script("late throttling", "-t 10 --rate=100000 --latency-limit=1 -n -r", 0, &["sleep.sql", "above the 1.0 ms latency limit"], &[""],
             &[("sleep.sql", "\\sleep 2ms")]),
-        case("logs sampling", "-n -S -t 50 -c 2 --log --sampling-rate=0.5", 0, &["select only", "processed: 100/100"], &[""]),
-        case("logs", "-n -b select-only -t 10 -l", 0, &["select only", "processed: 10/10"], &[""]),
+        // Clients 0 and 1, about half of 2 x 50 lines.
+        Case { log: Some(LogCheck { prefix: "001_pgbench_log_2", files: 1, min: 8, max: 92, line: |l| log_line(l, "01") }),
+            ..case("logs sampling", "-n -S -t 50 -c 2 --log --sampling-rate=0.5", 0, &["select only", "processed: 100/100"], &[""]) },
+        Case { log: Some(LogCheck { prefix: "001_pgbench_log_3", files: 1, min: 10, max: 10, line: |l| log_line(l, "0") }),
+            ..case("logs", "-n -b select-only -t 10 -l", 0, &["select only", "processed: 10/10"], &[""]) },
         script("incomplete transaction block", "--no-vacuum", 2, &["processed: 1/10"],
             &["client 0 aborted: end of script reached without completing the last transaction"],
             &[("incomplete.sql", "BEGIN;SELECT 1;")]),
+        // 001's retry cases. pgbench's `-d` (its --debug) is tare's
+        // database, so both tools are given `--debug`.
+        Case { env: REPEATABLE_READ, setup: RETRY_TABLES, check: Some(same_update_retried),
+            ..script("concurrent update with retrying", "-n -c 2 -t 1 --debug --verbose-errors --max-tries 2", 0,
+                &["processed: 2/2", "number of transactions retried: 1\n", "total number of retries: 1\n"], &[],
+                &[("serialization.sql", SERIALIZATION)]) },
+        Case { env: READ_COMMITTED, setup: RETRY_TABLES, check: Some(deadlock_error),
+            ..script("deadlock with retrying", "-n -c 2 -t 1 --max-tries 2 --verbose-errors", 0,
+                &["processed: 2/2", "number of transactions retried: 1\n", "total number of retries: 1\n"], &[],
+                &[("deadlock.sql", DEADLOCK)]) },
     ]
+}
+
+const REPEATABLE_READ: &[(&str, &str)] = &[(
+    "PGOPTIONS",
+    "-c default_transaction_isolation=repeatable\\ read",
+)];
+const READ_COMMITTED: &[(&str, &str)] = &[(
+    "PGOPTIONS",
+    "-c default_transaction_isolation=read\\ committed",
+)];
+const RETRY_TABLES: &str = "DROP TABLE IF EXISTS first_client_table, xy; \
+    CREATE UNLOGGED TABLE first_client_table (value integer); \
+    CREATE UNLOGGED TABLE xy (x integer, y integer); INSERT INTO xy VALUES (1, 2);";
+
+/// 001's serialization script (its comments shortened): the second client
+/// waits for the first, whose commit makes the second's update fail with
+/// a serialization failure; the retry finds first_client_table filled.
+const SERIALIZATION: &str = r#"\set delta random(-5000, 5000)
+SELECT pg_advisory_lock(0);
+BEGIN;
+UPDATE xy SET y = y + :delta WHERE x = 1 AND pg_advisory_lock(1) IS NOT NULL;
+DO $$
+DECLARE
+  exists boolean;
+  waiters integer;
+BEGIN
+  SELECT EXISTS (SELECT * FROM first_client_table) INTO STRICT exists;
+  IF NOT exists THEN
+    PERFORM pg_advisory_unlock(0);
+    LOOP
+      SELECT COUNT(*) INTO STRICT waiters FROM pg_locks WHERE
+      locktype = 'advisory' AND objsubid = 1 AND
+      ((classid::bigint << 32) | objid::bigint = 1::bigint) AND NOT granted;
+      IF waiters = 1 THEN
+        INSERT INTO first_client_table VALUES (1);
+        EXIT;
+      END IF;
+    END LOOP;
+  END IF;
+END$$;
+COMMIT;
+SELECT pg_advisory_unlock_all();
+"#;
+
+/// 001's deadlock script: the two clients take advisory locks 2 and 3 in
+/// opposite orders; one of them gets a deadlock error and retries.
+const DEADLOCK: &str = r#"SELECT pg_advisory_unlock_all();
+SELECT pg_advisory_lock(0);
+SELECT pg_advisory_lock(1);
+DO $$
+DECLARE
+  exists boolean;
+BEGIN
+  SELECT EXISTS (SELECT * FROM first_client_table) INTO STRICT exists;
+  IF exists THEN
+    PERFORM pg_advisory_unlock(0);
+    PERFORM pg_advisory_lock(3);
+    PERFORM pg_advisory_lock(2);
+  ELSE
+    INSERT INTO first_client_table VALUES (1);
+    PERFORM pg_advisory_lock(2);
+  END IF;
+END$$;
+DO $$
+DECLARE
+  num_rows integer;
+  waiters integer;
+BEGIN
+  SELECT COUNT(*) FROM first_client_table INTO STRICT num_rows;
+  IF num_rows = 1 THEN
+    INSERT INTO first_client_table VALUES (2);
+    PERFORM pg_advisory_unlock(0);
+    PERFORM pg_advisory_unlock(1);
+    LOOP
+      SELECT COUNT(*) INTO STRICT waiters FROM pg_locks WHERE
+      locktype = 'advisory' AND
+      objsubid = 1 AND
+      ((classid::bigint << 32) | objid::bigint = 2::bigint) AND
+      NOT granted;
+      IF waiters = 1 THEN
+        EXIT;
+      END IF;
+    END LOOP;
+    PERFORM pg_advisory_lock(0);
+  END IF;
+END$$;
+SELECT pg_advisory_lock(3);
+SELECT pg_advisory_unlock_all();
+"#;
+
+/// 001's `(client (0|1) sending UPDATE xy SET y = y \+ -?\d+\b).*client \2
+/// got an error in command 3 \(SQL\) of script 0; ERROR:  could not
+/// serialize access due to concurrent update\b.*\1`: the client whose
+/// update failed sent it again with the same `:delta`.
+fn same_update_retried(err: &str) -> Result<(), String> {
+    for id in ["0", "1"] {
+        let failed = format!("client {id} got an error in command 3 (SQL) of script 0; ERROR:  could not serialize access due to concurrent update");
+        let Some(at) = err.find(&failed) else {
+            continue;
+        };
+        let sending = format!("client {id} sending UPDATE xy SET y = y + ");
+        let delta = |s: &str| -> Option<String> {
+            let i = s.find(&sending)? + sending.len();
+            Some(s[i..].split_whitespace().next()?.to_string())
+        };
+        let before = err[..at].rfind(&sending).and_then(|i| delta(&err[i..]));
+        let after = delta(&err[at..]);
+        return match (before, after) {
+            (Some(b), Some(a)) if a == b && b.trim_start_matches('-').parse::<u32>().is_ok() => {
+                Ok(())
+            }
+            (b, a) => Err(format!(
+                "the retried update's delta: before {b:?}, after {a:?}"
+            )),
+        };
+    }
+    Err("no serialization failure of command 3".into())
+}
+
+/// 001's `client (0|1) got an error in command (3|5) \(SQL\) of script 0;
+/// ERROR:  deadlock detected\b`.
+fn deadlock_error(err: &str) -> Result<(), String> {
+    let hit = ["0", "1"].iter().any(|id| {
+        ["3", "5"].iter().any(|cmd| {
+            err.contains(&format!("client {id} got an error in command {cmd} (SQL) of script 0; ERROR:  deadlock detected"))
+        })
+    });
+    if hit {
+        Ok(())
+    } else {
+        Err("no deadlock error of command 3 or 5".into())
+    }
+}
+
+/// 001's `^[CLIENTS] \d{1,2} \d+ \d \d+ \d+$`: a client among `clients`,
+/// the transaction's number, its latency, the script, the time.
+fn log_line(line: &str, clients: &str) -> bool {
+    let f: Vec<&str> = line.split(' ').collect();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    f.len() == 6
+        && f[0].len() == 1
+        && clients.contains(f[0])
+        && digits(f[1])
+        && f[1].len() <= 2
+        && digits(f[2])
+        && digits(f[3])
+        && f[3].len() == 1
+        && digits(f[4])
+        && digits(f[5])
 }
 
 /// Generated scripts of the error table (too long to write out).
@@ -723,7 +886,7 @@ struct Env<'a> {
 }
 
 impl Env<'_> {
-    fn run(&self, tool: Tool, args: &[String]) -> Output {
+    fn run(&self, tool: Tool, args: &[String], extra: &[(&str, &str)]) -> Output {
         let mut cmd = match tool {
             Tool::Pgbench => Command::new("pgbench"),
             Tool::Tare => {
@@ -755,6 +918,7 @@ impl Env<'_> {
             // connect fails instead of reaching a stray server.
             None => cmd.env("PGHOST", "/nonexistent").env("PGPORT", "1"),
         };
+        cmd.envs(extra.iter().copied());
         run_bounded(cmd)
     }
 
@@ -869,12 +1033,33 @@ fn run_case(env: &Env, c: &Case, files: &[(&str, String)]) -> Outcome {
         }
         mismatch(&se, err).map(|p| format!("stderr lacks {p}: {se}"))
     };
-    let pg = env.run(Tool::Pgbench, &argv);
-    if let Some(why) = check(&pg) {
+    if let Some(l) = &c.log {
+        argv.push(format!("--log-prefix={}", env.dir.join(l.prefix).display()));
+    }
+    let check = |o: &Output| -> Option<String> {
+        check(o).or_else(|| {
+            let se = String::from_utf8_lossy(&o.stderr);
+            c.check.and_then(|f| f(&se).err())
+        })
+    };
+    let run = |tool| -> (Output, Option<String>) {
+        if !c.setup.is_empty() {
+            let server = env.server.expect("a case with setup SQL needs the server");
+            server.session().query(c.setup).unwrap();
+        }
+        let out = env.run(tool, &argv, c.env);
+        let mut why = check(&out);
+        if let Some(l) = &c.log {
+            let logs = check_logs(&env.dir, l);
+            why = why.or(logs.err());
+        }
+        (out, why)
+    };
+    let (pg, why) = run(Tool::Pgbench);
+    if let Some(why) = why {
         panic!("pgbench fails case {name:?} (the case is wrong): {why}");
     }
-    let tare = env.run(Tool::Tare, &argv);
-    let mut why = check(&tare);
+    let (tare, mut why) = run(Tool::Tare);
     if why.is_none() && c.same_debug {
         let (a, b) = (
             debug_lines(&String::from_utf8_lossy(&pg.stderr)),
@@ -900,6 +1085,54 @@ fn run_case(env: &Env, c: &Case, files: &[(&str, String)]) -> Outcome {
         name: name.to_string(),
         tare: why,
     }
+}
+
+/// 001's `check_pgbench_logs`, then the files are removed.
+fn check_logs(dir: &std::path::Path, l: &LogCheck) -> Result<(), String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{}.", l.prefix)))
+        })
+        .collect();
+    files.sort();
+    let result = (|| {
+        if files.len() != l.files {
+            return Err(format!("{} log files, want {}", files.len(), l.files));
+        }
+        for f in &files {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            let rest = &name[l.prefix.len() + 1..];
+            if !rest
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                || rest.split('.').count() > 2
+            {
+                return Err(format!("log file name {name}"));
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            if lines.len() < l.min || lines.len() > l.max {
+                return Err(format!(
+                    "{name}: {} lines, want {}..={}",
+                    lines.len(),
+                    l.min,
+                    l.max
+                ));
+            }
+            if let Some(bad) = lines.iter().find(|x| !(l.line)(x)) {
+                return Err(format!("{name}: log line {bad:?}"));
+            }
+        }
+        Ok(())
+    })();
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+    result
 }
 
 fn judge(outcomes: &[Outcome]) {

@@ -88,6 +88,14 @@ pub(crate) struct Client {
     pub copy: bool,
     /// Inside `\startpipeline`: the statements batched so far (no Sync).
     pub pipeline: Option<Vec<u8>>,
+    /// Tries of the current transaction so far, the first included.
+    pub tries: u32,
+    /// The generator as the transaction's first try found it: a retry
+    /// draws the same values (pgbench's `retry_state`).
+    pub retry_rng: Rng,
+    /// The error in libpq's words (`ERROR:  ...`), kept only when it is
+    /// to be printed (an abort, `--verbose-errors`).
+    pub error_text: Option<String>,
 }
 
 /// Initial read buffer: a `select 1` response is ~60 bytes and a pgbench
@@ -116,7 +124,7 @@ impl Client {
             wpos: 0,
             want_write: false,
             vars,
-            rng,
+            rng: rng.clone(),
             prepared: vec![false; statements],
             script: 0,
             cmd: 0,
@@ -133,6 +141,9 @@ impl Client {
             results: Default::default(),
             copy: false,
             pipeline: None,
+            tries: 1,
+            retry_rng: rng,
+            error_text: None,
         }
     }
 

@@ -19,6 +19,7 @@ pub(crate) mod client;
 pub(crate) mod gset;
 pub(crate) mod meta;
 pub(crate) mod schedule;
+pub(crate) mod txlog;
 pub(crate) mod wire;
 pub(crate) mod worker;
 
@@ -52,6 +53,34 @@ pub(crate) struct ScriptStat {
     pub failed: u64,
     pub sum_ms: f64,
     pub sumsq_ms: f64,
+}
+
+/// pgbench's counts beyond successes and failures: retries
+/// (`--max-tries`), failures by kind (`--failures-detailed`), transactions
+/// late or skipped (`--latency-limit`). Measured period only.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TxCounts {
+    /// Transactions tried more than once (succeeded or failed at last).
+    pub retried: u64,
+    /// Tries beyond the first, in all.
+    pub retries: u64,
+    pub serialization: u64,
+    pub deadlock: u64,
+    /// Successful transactions above the latency limit.
+    pub late: u64,
+    /// Open loop with a latency limit: starts already late, not run.
+    pub skipped: u64,
+}
+
+impl TxCounts {
+    pub(crate) fn add(&mut self, o: &TxCounts) {
+        self.retried += o.retried;
+        self.retries += o.retries;
+        self.serialization += o.serialization;
+        self.deadlock += o.deadlock;
+        self.late += o.late;
+        self.skipped += o.skipped;
+    }
 }
 
 /// Latency sums a `-P` reporter reads, one cache line per thread.
@@ -112,6 +141,11 @@ pub(crate) fn run_worker(
             crate::PgError::io("setting up the worker's wait (epoll or io_uring)", e)
         })?;
         ctx.choose_rng = Rng::new(shared.seeds.threads[index].0);
+        if cfg.log.is_some() {
+            let log = txlog::TxLog::open(cfg, index, shared.seeds.threads[index].2)
+                .map_err(crate::PgError::Config)?;
+            ctx.txlog = Some(log);
+        }
         let mut clients: Vec<Client> = ids
             .clone()
             .enumerate()
@@ -151,6 +185,13 @@ pub(crate) fn run_worker(
         tare_engine::schedule::tighten_timer_slack();
     }
     ctx.begin(start, expected, index, shared.board.threads.len());
+    if let Some(log) = ctx.txlog.as_mut() {
+        let unix_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        let now = shared.clock.now_ns();
+        log.start(start, unix_us - (now.saturating_sub(start) / 1000) as i64);
+    }
     let live = LiveStats {
         board: &shared.board.threads[index],
         lat_sum_ns: &shared.lat[index].lat_sum_ns,
@@ -210,6 +251,12 @@ pub(crate) fn run_worker(
     // (Ctrl-C) ended it.
     let unsent = ctx.unsent(&clients, deadline.map(|_| end_ns));
     drop(clients);
+    if let Some(log) = ctx.txlog.as_mut() {
+        log.finish();
+        if let Some(e) = &log.error {
+            eprintln!("tare: could not write the transaction log: {e}");
+        }
+    }
     Some(WorkerOutput {
         result: ctx.into_result(end_ns, in_flight, unsent),
         cpu: CpuTime::thread().since(&cpu0),

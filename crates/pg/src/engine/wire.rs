@@ -280,7 +280,16 @@ impl Ctx<'_> {
                 Phase::Waiting | Phase::RollingBack => match msg_tag {
                     tag::ERROR if c.error.is_none() => {
                         let body = &c.rbuf[start..end];
-                        c.error = Some(protocol::sqlstate(body));
+                        let code = protocol::sqlstate(body);
+                        c.error = Some(code);
+                        // The words only when they will be printed: an
+                        // error that aborts the client, or every error
+                        // under --verbose-errors (off the hot path).
+                        if self.cfg.verbose_errors
+                            || (!self.cfg.continue_on_error && !super::worker::retryable(code))
+                        {
+                            c.error_text = Some(protocol::ServerError::parse(body).to_string());
+                        }
                         // Once per worker, off the hot path: what a run in
                         // which every transaction fails says (docs/pg.md).
                         if self.first_failure.is_none() {
@@ -306,6 +315,9 @@ impl Ctx<'_> {
                         );
                     }
                     tag::READY => {
+                        if self.cfg.debug {
+                            eprintln!("tare: client {} receiving", c.id);
+                        }
                         // Only this message's body: an empty one must not
                         // read the next message's first byte as the status.
                         let status = protocol::ready_status(&c.rbuf[start..end]);
@@ -435,6 +447,9 @@ impl Ctx<'_> {
         if self.cfg.per_statement {
             c.cmd_start = self.clock.now_ns();
         }
+        if self.cfg.debug {
+            debug_sending(c, &sql.text, program.mode);
+        }
         c.phase = Phase::Waiting;
         self.flush(c, token);
     }
@@ -453,6 +468,19 @@ impl Ctx<'_> {
         c.phase = Phase::Waiting;
         self.flush(c, token);
     }
+}
+
+/// `--debug`: pgbench's "client N sending ..." with the statement as sent
+/// (in simple mode, the variables substituted).
+fn debug_sending(c: &Client, text: &str, mode: QueryMode) {
+    let sent = match mode {
+        // Q, length, the text, its NUL.
+        QueryMode::Simple if c.wbuf.len() > 6 => {
+            String::from_utf8_lossy(&c.wbuf[5..c.wbuf.len() - 1]).into_owned()
+        }
+        _ => text.to_string(),
+    };
+    eprintln!("tare: client {} sending {sent}", c.id);
 }
 
 /// A variable's value as statement text or a text-format parameter.

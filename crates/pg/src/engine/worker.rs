@@ -18,7 +18,7 @@ use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use super::client::{Client, Phase};
 use super::schedule::{ClosedLoop, Paced, Schedule};
-use super::{CmdStat, LiveStats, ScriptStat};
+use super::{CmdStat, LiveStats, ScriptStat, TxCounts};
 use crate::config::PgConfig;
 use crate::program::Program;
 use crate::protocol;
@@ -38,6 +38,7 @@ pub(crate) struct WorkerResult {
     pub abort_message: Option<String>,
     /// The first failed transaction's error, in the server's words.
     pub first_failure: Option<String>,
+    pub counts: TxCounts,
     /// Clock reading at which this worker stopped measuring.
     pub end_ns: u64,
     /// Open loop: arrivals due before the run ended that never started.
@@ -87,6 +88,9 @@ pub(crate) struct Ctx<'a> {
     pub rx_map: RealtimeMap,
     /// pgbench's per-thread generator of script choice (`ts_choose_rs`).
     pub choose_rng: Rng,
+    pub counts: TxCounts,
+    /// `-l`: this thread's log file (docs/pg.md, "Transaction logs").
+    pub txlog: Option<super::txlog::TxLog>,
 }
 
 impl<'a> Ctx<'a> {
@@ -132,6 +136,8 @@ impl<'a> Ctx<'a> {
             coalescer,
             rx_map: RealtimeMap::new(&clock),
             choose_rng: Rng::new(0),
+            counts: TxCounts::default(),
+            txlog: None,
         })
     }
 
@@ -212,6 +218,7 @@ impl<'a> Ctx<'a> {
             aborted: self.aborted,
             abort_message: self.abort_message,
             first_failure: self.first_failure,
+            counts: self.counts,
             end_ns,
             unsent,
             wakeups: tare_record::WakeupReport {
@@ -298,6 +305,7 @@ impl<'a> Ctx<'a> {
             };
             self.abort_message = Some(match why.strip_prefix(WHOLE) {
                 Some(whole) => format!("client {} aborted: {whole}", c.id),
+                None if why.starts_with(RAW) => why[RAW.len()..].to_string(),
                 None => format!(
                     "client {} aborted in command {} ({what}) of script {}; {why}",
                     c.id, c.cmd, c.script
@@ -338,6 +346,20 @@ impl<'a> Ctx<'a> {
                             None => now,
                         },
                     };
+                    // pgbench's latency limit under a rate: a start already
+                    // later than the limit is skipped (counted, not run).
+                    if let (Some(limit), Some(_)) = (self.cfg.latency_limit, self.cfg.load.rate) {
+                        if now.saturating_sub(start) > limit.as_nanos() as u64 {
+                            if self.measuring(start) {
+                                self.counts.skipped += 1;
+                            }
+                            if let Some(log) = self.txlog.as_mut() {
+                                log.skipped(c.id, c.done_txs, c.script, start, now);
+                            }
+                            c.done_txs += 1;
+                            continue;
+                        }
+                    }
                     // Open loop: how late this start is against its schedule
                     // (ramp starts are not part of the summary).
                     if self.cfg.load.rate.is_some() && self.measuring(start) {
@@ -355,6 +377,16 @@ impl<'a> Ctx<'a> {
                     };
                     c.cmd = 0;
                     c.error = None;
+                    c.tries = 1;
+                    if self.cfg.max_tries != 1 {
+                        c.retry_rng = c.rng.clone();
+                    }
+                    if self.cfg.debug {
+                        eprintln!(
+                            "tare: client {} executing script \"{}\"",
+                            c.id, program.scripts[c.script].script.name
+                        );
+                    }
                     c.phase = Phase::Exec;
                 }
                 Phase::Exec => {
@@ -364,6 +396,13 @@ impl<'a> Ctx<'a> {
                     };
                     match &command.kind {
                         CommandKind::Set { var, expr } => {
+                            if self.cfg.debug {
+                                eprintln!(
+                                    "tare: client {} executing \\set {}",
+                                    c.id,
+                                    program.vars.name(*var)
+                                );
+                            }
                             let t0 = if self.cfg.per_statement {
                                 self.clock.now_ns()
                             } else {
@@ -484,7 +523,26 @@ impl<'a> Ctx<'a> {
             s.count += 1;
             s.failures += c.error.is_some() as u64;
         }
-        if c.error.is_some() {
+        if let Some(code) = c.error {
+            if !retryable(code) && !self.cfg.continue_on_error {
+                // pgbench 15: an SQL error other than a serialization
+                // failure or a deadlock aborts the client.
+                let text = c.error_text.take().unwrap_or_default();
+                let why = format!(
+                    "{RAW}client {} script {} aborted in command {} query 0: {}",
+                    c.id, c.script, c.cmd, text
+                );
+                return self.abort(c, AbortKind::Script, &why);
+            }
+            if self.cfg.verbose_errors {
+                eprintln!(
+                    "tare: client {} got an error in command {} (SQL) of script {}; {}",
+                    c.id,
+                    c.cmd,
+                    c.script,
+                    c.error_text.take().unwrap_or_default()
+                );
+            }
             if status != b'I' {
                 // Inside a transaction block: roll it back before the next one,
                 // as pgbench 15 does after a failure it counts.
@@ -502,13 +560,66 @@ impl<'a> Ctx<'a> {
 
     pub(super) fn transaction_failed(&mut self, c: &mut Client, token: usize) {
         let code = c.error.take().unwrap_or(*b"?????");
-        if self.measuring(self.clock.now_ns()) {
+        let now = self.clock.now_ns();
+        let max = self.cfg.max_tries;
+        if retryable(code) && self.may_retry(c, now) {
+            if self.cfg.verbose_errors {
+                eprintln!(
+                    "tare: client {} repeats the transaction after the error ({})",
+                    c.id,
+                    try_of(c.tries, max)
+                );
+            }
+            // pgbench's retry: the same script from its first command,
+            // the generator as the first try found it, the same start.
+            c.tries += 1;
+            c.rng = c.retry_rng.clone();
+            c.cmd = 0;
+            c.phase = Phase::Exec;
+            return self.advance(c, token);
+        }
+        if self.cfg.verbose_errors && retryable(code) {
+            eprintln!(
+                "tare: client {} ends the failed transaction ({})",
+                c.id,
+                try_of(c.tries, max)
+            );
+        }
+        if self.measuring(now) {
             *self.failed_by_class.entry([code[0], code[1]]).or_insert(0) += 1;
             self.rec.errors.status += 1;
             self.failed += 1;
             self.per_script[c.script].failed += 1;
+            match &code {
+                b"40001" => self.counts.serialization += 1,
+                b"40P01" => self.counts.deadlock += 1,
+                _ => {}
+            }
+            self.count_tries(c);
+        }
+        if let Some(log) = self.txlog.as_mut() {
+            log.failed(c, code, now);
         }
         self.end_transaction(c, token);
+    }
+
+    /// pgbench's `doRetry`: tries left, and time left under a latency limit.
+    fn may_retry(&self, c: &Client, now: u64) -> bool {
+        let max = self.cfg.max_tries;
+        if max != 0 && c.tries >= max {
+            return false;
+        }
+        match self.cfg.latency_limit {
+            Some(l) => now.saturating_sub(c.tx_start) <= l.as_nanos() as u64,
+            None => true,
+        }
+    }
+
+    fn count_tries(&mut self, c: &Client) {
+        if c.tries > 1 {
+            self.counts.retried += 1;
+            self.counts.retries += (c.tries - 1) as u64;
+        }
     }
 
     fn transaction_done(&mut self, c: &mut Client, token: usize) {
@@ -520,6 +631,14 @@ impl<'a> Ctx<'a> {
         self.lat_sumsq_ms += ms * ms;
         if self.measuring(now) {
             self.rec.complete(now, lat);
+            self.count_tries(c);
+            if self
+                .cfg
+                .latency_limit
+                .is_some_and(|l| lat > l.as_nanos() as u64)
+            {
+                self.counts.late += 1;
+            }
             if let Some(u) = self.rec.uncorrected.as_mut() {
                 u.record_ns(now.saturating_sub(c.actual_start));
             }
@@ -531,6 +650,9 @@ impl<'a> Ctx<'a> {
             // The ramp: per second in the timeline, not in the summary.
             self.rec.complete_early(now.saturating_sub(self.origin_ns));
             self.early += 1;
+        }
+        if let Some(log) = self.txlog.as_mut() {
+            log.done(c, now, lat);
         }
         // pgbench counts the transaction, then aborts the client.
         if c.pipeline.take().is_some() {
@@ -563,6 +685,25 @@ impl<'a> Ctx<'a> {
 /// An abort reason that is not about one command (pgbench's
 /// "client N aborted: ..." form).
 const WHOLE: &str = "\0";
+/// An abort reason that is the whole message (pgbench's words for a
+/// failed SQL command differ from those for a meta command).
+const RAW: &str = "\u{1}";
+
+/// SQLSTATEs pgbench retries under `--max-tries` (its
+/// `getSQLErrorStatus`): serialization failure, deadlock.
+#[inline]
+pub(crate) fn retryable(code: [u8; 5]) -> bool {
+    &code == b"40001" || &code == b"40P01"
+}
+
+/// pgbench's `(try N/MAX)`; without a limit, `(try N)`.
+fn try_of(tries: u32, max: u32) -> String {
+    if max == 0 {
+        format!("try {tries}")
+    } else {
+        format!("try {tries}/{max}")
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AbortKind {

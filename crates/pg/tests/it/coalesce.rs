@@ -54,7 +54,7 @@ fn pauses_do_not_show_in_latency() {
         off.latency_us.mean, co.latency_us.mean
     );
     assert!(w.rx_timestamps && w.pauses > 100, "{w:?}");
-    let text = tare_pg::report::text(&co, tare_pg::report::TextOptions { progress: false });
+    let text = tare_pg::report::text(&co, tare_pg::report::TextOptions::default());
     assert!(
         text.contains("\nwake-ups: coalesce 1000us: ") && text.contains("receive timestamps"),
         "{text}"
