@@ -142,7 +142,7 @@ impl Program {
                                 if cfg.mode == QueryMode::Extended {
                                     b.extend_from_slice(&parse);
                                 }
-                                protocol::bind(&mut b, &name, 0, |_, _| {});
+                                protocol::bind(&mut b, &name, 0, |_, _| true);
                                 if sql.gset.is_some() {
                                     b.extend_from_slice(&protocol::DESCRIBE_PORTAL);
                                 }

@@ -51,13 +51,14 @@ pub(crate) fn parse(buf: &mut Vec<u8>, name: &str, sql: &str) {
 }
 
 /// `Bind` of statement `name` to the unnamed portal with `nparams` text
-/// parameters, each written by `param(i, buf)`; results in text format.
+/// parameters, each written by `param(i, buf)` (which says `false` for a
+/// NULL); results in text format.
 #[inline]
 pub(crate) fn bind(
     buf: &mut Vec<u8>,
     name: &str,
     nparams: usize,
-    mut param: impl FnMut(usize, &mut Vec<u8>),
+    mut param: impl FnMut(usize, &mut Vec<u8>) -> bool,
 ) {
     message(buf, b'B', |b| {
         b.push(0); // unnamed portal
@@ -67,8 +68,12 @@ pub(crate) fn bind(
         for i in 0..nparams {
             let at = b.len();
             b.extend_from_slice(&[0; 4]);
-            param(i, b);
-            let len = (b.len() - at - 4) as u32;
+            // `false`: a NULL, length -1 and no bytes.
+            let len = if param(i, b) {
+                (b.len() - at - 4) as u32
+            } else {
+                u32::MAX
+            };
             b[at..at + 4].copy_from_slice(&len.to_be_bytes());
         }
         b.extend_from_slice(&0u16.to_be_bytes()); // results: default (text)
@@ -299,7 +304,10 @@ mod tests {
     fn hand_written_messages_match_postgres_protocol() {
         let mut ours = Vec::new();
         parse(&mut ours, "P0_1", "select $1");
-        bind(&mut ours, "P0_1", 1, |_, b| push_int(b, -42));
+        bind(&mut ours, "P0_1", 1, |_, b| {
+            push_int(b, -42);
+            true
+        });
         ours.extend_from_slice(&EXECUTE);
         ours.extend_from_slice(&SYNC);
         query(&mut ours, |b| b.extend_from_slice(b"select 1"));

@@ -230,7 +230,18 @@ fn every_transaction_failing_exits_2_with_the_servers_error() {
     let json = server.dir.join("typo.json");
     let mut args: Vec<String> = vec!["pg".into()];
     args.extend(conn(&server));
-    for a in ["-f", &file, "-c", "2", "-T", "1", "--json"] {
+    // --continue-on-error: the failures are counted (pgbench 15's rule,
+    // the default, would abort the clients at the first one).
+    for a in [
+        "-f",
+        &file,
+        "-c",
+        "2",
+        "-T",
+        "1",
+        "--continue-on-error",
+        "--json",
+    ] {
         args.push(a.into());
     }
     args.push(json.display().to_string());

@@ -706,11 +706,11 @@ fn server_cases() -> Vec<Case> {
         // database, so both tools are given `--debug`.
         Case { env: REPEATABLE_READ, setup: RETRY_TABLES, check: Some(same_update_retried),
             ..script("concurrent update with retrying", "-n -c 2 -t 1 --debug --verbose-errors --max-tries 2", 0,
-                &["processed: 2/2", "number of transactions retried: 1\n", "total number of retries: 1\n"], &[],
+                &["processed: 2/2", "number of transactions retried: 1 (", "total number of retries: 1\n"], &[],
                 &[("serialization.sql", SERIALIZATION)]) },
         Case { env: READ_COMMITTED, setup: RETRY_TABLES, check: Some(deadlock_error),
             ..script("deadlock with retrying", "-n -c 2 -t 1 --max-tries 2 --verbose-errors", 0,
-                &["processed: 2/2", "number of transactions retried: 1\n", "total number of retries: 1\n"], &[],
+                &["processed: 2/2", "number of transactions retried: 1 (", "total number of retries: 1\n"], &[],
                 &[("deadlock.sql", DEADLOCK)]) },
     ]
 }

@@ -6,6 +6,7 @@
 //! - [`wire`]: connecting, sending statements and reading replies.
 //! - [`schedule`]: when a client may start its next transaction (closed
 //!   loop, ramp, open loop).
+//! - [`txlog`]: `-l`, pgbench's per-thread transaction log.
 //!
 //! Threads connect their clients first; all threads then wait at the start
 //! gate ([`tare_engine::workers::run_gated`]) and the main thread fixes one

@@ -403,10 +403,6 @@ impl Ctx<'_> {
                 });
             }
             QueryMode::Extended | QueryMode::Prepared => {
-                if let Some(id) = sql.params.iter().find(|id| c.vars[id.0].is_none()) {
-                    let why = format!("undefined variable \"{}\"", program.vars.name(*id));
-                    return self.abort(c, AbortKind::Script, &why);
-                }
                 if program.mode == QueryMode::Prepared && !c.prepared[stmt.slot] {
                     c.wbuf.extend_from_slice(&stmt.parse);
                     c.prepared[stmt.slot] = true;
@@ -419,8 +415,13 @@ impl Ctx<'_> {
                         }
                         let vars = &c.vars;
                         protocol::bind(&mut c.wbuf, &stmt.name, sql.params.len(), |i, b| {
-                            if let Some(v) = &vars[sql.params[i].0] {
-                                push_value(b, v);
+                            // pgbench sends an undefined variable as NULL.
+                            match &vars[sql.params[i].0] {
+                                Some(v) => {
+                                    push_value(b, v);
+                                    true
+                                }
+                                None => false,
                             }
                         });
                         if sql.gset.is_some() {

@@ -481,16 +481,31 @@ fn sleep_command(words: &[&str], vars: &mut Vars) -> Result<CommandKind, String>
     let amount = *words
         .get(1)
         .ok_or("missing argument in command \"sleep\"")?;
+    let mut unit = words.get(2).copied();
     let amount = if let Some(v) = amount.strip_prefix(':') {
         SleepAmount::Var(vars.intern(v))
     } else {
-        SleepAmount::Const(
+        // pgbench splits `2ms` into a number and its unit when no unit
+        // follows (its process_backslash_command).
+        let unsigned = amount
+            .strip_prefix(|c| c == '+' || c == '-')
+            .unwrap_or(amount);
+        let sign = amount.len() - unsigned.len();
+        let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+        let (number, rest) = amount.split_at(sign + digits);
+        let number = if !rest.is_empty() && unit.is_none() && digits > 0 {
+            unit = Some(rest);
+            number
+        } else {
             amount
+        };
+        SleepAmount::Const(
+            number
                 .parse()
                 .map_err(|_| format!("invalid sleep time \"{amount}\"; must be an integer"))?,
         )
     };
-    let unit_ns = match words.get(2).map(|u| u.to_ascii_lowercase()) {
+    let unit_ns = match unit.map(|u| u.to_ascii_lowercase()) {
         None => 1_000_000_000,
         Some(u) if u == "s" => 1_000_000_000,
         Some(u) if u == "ms" => 1_000_000,
@@ -697,6 +712,28 @@ mod tests {
         match &s.commands[4].kind {
             CommandKind::Sql(q) => assert_eq!(q.text, "select 2"),
             k => panic!("{k:?}"),
+        }
+    }
+
+    /// pgbench splits `\sleep 2ms` into the number and its unit.
+    #[test]
+    fn a_sleep_unit_may_follow_its_number() {
+        for (text, n, unit) in [
+            ("\\sleep 2ms", 2, 1_000_000),
+            ("\\sleep -3us", -3, 1_000),
+            ("\\sleep 4", 4, 1_000_000_000),
+        ] {
+            match &parse_ok(text).0.commands[0].kind {
+                CommandKind::Sleep {
+                    amount: SleepAmount::Const(a),
+                    unit_ns,
+                } => assert_eq!((*a, *unit_ns), (n, unit), "{text}"),
+                k => panic!("{k:?}"),
+            }
+        }
+        let mut vars = Vars::default();
+        for bad in ["\\sleep 2weeks", "\\sleep x2ms", "\\sleep 2ms s"] {
+            assert!(parse("t.sql", bad, 1, &mut vars).is_err(), "{bad}");
         }
     }
 
