@@ -35,8 +35,11 @@ struct Case {
     /// `-l`: the log files the run must leave (001's `check_pgbench_logs`).
     log: Option<LogCheck>,
     /// A check of stderr beyond its patterns (001's regular expressions).
-    check: Option<fn(&str) -> Result<(), String>>,
+    check: Option<StderrCheck>,
 }
+
+/// A check of a run's stderr: why it fails, if it does.
+type StderrCheck = fn(&str) -> Result<(), String>;
 
 /// 001's `check_pgbench_logs`: the run is given `--log-prefix=DIR/prefix`
 /// and must leave `files` files named `prefix.PID[.N]`, each of `min` to
