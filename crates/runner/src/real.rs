@@ -376,12 +376,11 @@ impl RunningCell for RealCell {
         self.monitor.take()
     }
 
-    /// A remote target is checked by its host's agent when it is stopped;
-    /// here only the engine's own signals judge it.
+    /// A remote target is checked where it runs, by its host's agent.
     fn check(&mut self) -> Result<(), String> {
-        match &self.deployment {
+        match &mut self.deployment {
             Placed::Local(d) => d.check(),
-            Placed::Remote(_) => Ok(()),
+            Placed::Remote(r) => r.check(),
         }
     }
 
