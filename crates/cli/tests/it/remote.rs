@@ -292,7 +292,9 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         "{heard:?}"
     );
     assert!(heard.iter().all(|p| p.hosts == 2), "{heard:?}");
-    std::thread::sleep(Duration::from_millis(300));
+    // nginx may still be writing the last lines of its access log.
+    let logged = r.requests + r.in_flight;
+    wait_until(Duration::from_secs(10), || lines() - probes >= logged);
     assert_eq!(r.generators.len(), 2);
     assert!(
         r.generators

@@ -22,6 +22,7 @@ mod postgres;
 mod protocol;
 mod redis;
 mod tare_serve;
+mod template;
 mod tool;
 
 use std::fmt;
