@@ -53,8 +53,8 @@ pub use spec::{
     TargetKind, TargetSpec, Transport, Variant, VmOptions, VmPin,
 };
 pub use targets::{
-    app_path, tree_sha256, Oci, OciConfig, OciSource, Placeholder, Protocol, Ready, Service,
-    ServiceError,
+    app_path, tree_sha256, ExportCache, ExportedRoot, Oci, OciConfig, OciSource, Placeholder,
+    Protocol, Ready, Service, ServiceError,
 };
 pub use teardown::{install_interrupt_handler, teardown_all};
 
