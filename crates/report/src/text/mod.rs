@@ -311,6 +311,79 @@ fn measured_on(res: &crate::resources::Resources) -> String {
         .collect()
 }
 
+/// A step's differential profile: the subsystems whose CPU per unit moved
+/// by at least [`PROFILE_SHOWN`], then its top functions (docs/profiles.md).
+fn step_profile(p: &crate::resources::StepProfile) -> String {
+    use crate::table::{Align, Table};
+    let shown = |x: f64, y: f64| (y - x).abs() >= PROFILE_SHOWN;
+    let rows: Vec<_> = p
+        .subsystems_us
+        .iter()
+        .filter(|(_, x, y)| shown(*x, *y))
+        .take(PROFILE_ROWS)
+        .collect();
+    if rows.is_empty() {
+        return format!("    (no subsystem moved by {PROFILE_SHOWN} µs or more)\n");
+    }
+    let mut t = Table::new(&[
+        ("subsystem", Align::Left),
+        ("from", Align::Right),
+        ("to", Align::Right),
+        ("moved", Align::Right),
+        ("mostly in", Align::Left),
+    ]);
+    for (sub, x, y) in rows {
+        // The component whose share of this subsystem moved most.
+        let by = p
+            .components_us
+            .iter()
+            .filter(|(_, s, _, _)| s == sub)
+            .max_by(|a, b| (a.3 - a.2).abs().total_cmp(&(b.3 - b.2).abs()))
+            .map(|(c, _, a, b)| format!("{c} {:+.1}", b - a))
+            .unwrap_or_default();
+        t.row(vec![
+            sub.clone(),
+            format!("{x:.1}"),
+            format!("{y:.1}"),
+            format!("{:+.1}", y - x),
+            by,
+        ]);
+    }
+    let mut out = t.render(4);
+    let top: Vec<String> = p
+        .functions_us
+        .iter()
+        .filter(|(_, x, y)| shown(*x, *y))
+        .take(5)
+        .map(|(f, x, y)| format!("{f} {:+.1}", y - x))
+        .collect();
+    if !top.is_empty() {
+        out.push_str(&format!("    top functions: {}\n", top.join(", ")));
+    }
+    out
+}
+
+/// A subsystem is listed under a step when it moved this much (µs per unit).
+const PROFILE_SHOWN: f64 = 0.1;
+/// At most this many subsystems under a step.
+const PROFILE_ROWS: usize = 8;
+
+/// One line per reason some cells have no profile.
+fn no_profile(res: &crate::resources::Resources) -> String {
+    let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &res.cells {
+        if let Some(n) = &c.profile_note {
+            match by.iter_mut().find(|(w, _)| w == n) {
+                Some((_, cells)) => cells.push(&c.cell),
+                None => by.push((n, vec![&c.cell])),
+            }
+        }
+    }
+    by.iter()
+        .map(|(why, cells)| format!("  {} ({})\n", why, cells.join(", ")))
+        .collect()
+}
+
 /// Where the CPU went, per cell and along the attribution chain.
 fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     use crate::table::{Align, Table};
@@ -378,8 +451,12 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         ));
         for s in &res.steps {
             out.push_str(&format!("  {} → {}: {}\n", s.from, s.to, s.text));
+            if let Some(p) = &s.profile {
+                out.push_str(&step_profile(p));
+            }
         }
     }
+    out.push_str(&no_profile(res));
     out.push_str(&measured_on(res));
     out.push_str(&where_ran(res));
     notes.add(
@@ -442,6 +519,7 @@ mod tests {
             unit,
             hosts: Vec::new(),
             generator_hosts: Vec::new(),
+            profile_note: None,
         }
     }
 
