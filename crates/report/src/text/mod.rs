@@ -523,6 +523,68 @@ mod tests {
         }
     }
 
+    /// Under a step: the subsystems that moved, the component that moved
+    /// each most, the top functions; a cell without a profile says why in
+    /// one line.
+    #[test]
+    fn a_step_lists_the_subsystems_that_moved_and_a_cell_without_a_profile_says_why() {
+        let profiled = |nat: f64, tcp: f64| {
+            let mut c = cell("x", 0.0);
+            let p = &mut c.per_request;
+            p.profile_us.insert(
+                "server".into(),
+                [("NAT".to_string(), nat), ("TCP/IP".to_string(), tcp)].into(),
+            );
+            p.profile_us
+                .insert("generator".into(), [("TCP/IP".to_string(), tcp)].into());
+            p.functions_us.insert("nf_nat_manip_pkt".into(), nat);
+            c
+        };
+        let (mut a, mut b) = (profiled(0.0, 10.0), profiled(1.5, 10.02));
+        a.cell = "lab-bridge".into();
+        b.cell = "lab-nat".into();
+        let mut remote = cell("remote", 0.0);
+        remote.profile_note =
+            Some("no profile: the target ran on srv, whose CPU tare does not sample".into());
+        let step = crate::resources::StepCost {
+            from: a.cell.clone(),
+            to: b.cell.clone(),
+            shift: tare_monitor::CostShift::between(&a.per_request, &b.per_request),
+            text: "+1.5 µs/request".into(),
+            profile: crate::resources::StepProfile::between(&a.per_request, &b.per_request),
+        };
+        let res = crate::resources::Resources {
+            cells: vec![a, b, remote],
+            steps: vec![step],
+            warning: None,
+        };
+        let text = resources(&res, &mut Notes::default());
+        let nat = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("NAT"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            nat.contains("0.0") && nat.contains("1.5") && nat.contains("+1.5"),
+            "{nat}"
+        );
+        assert!(nat.contains("server +1.5"), "{nat}");
+        // TCP/IP moved 0.04 µs: under the threshold, not listed.
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("TCP/IP")),
+            "{text}"
+        );
+        assert!(
+            text.contains("top functions: nf_nat_manip_pkt +1.5"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  no profile: the target ran on srv, whose CPU tare does not sample (remote)"
+            ),
+            "{text}"
+        );
+    }
+
     /// A target on another host is monitored there, and the
     /// report says where.
     #[test]
