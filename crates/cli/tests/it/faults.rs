@@ -196,56 +196,74 @@ fn records(out: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Every fault in trial 2 of 3: that trial fails with the reason, trials
-/// 1 and 3 measure, the report names trial 2, and the run exits 0.
-fn faults_in(placement: &str) {
+/// `fault` in trial 2 of 3: that trial fails with the reason, trials 1
+/// and 3 measure, the report names trial 2, and the run exits 0. One test
+/// per placement, policy and fault: each is a whole `tare run`, and as
+/// tests of their own they share the suite's cores and name the case that
+/// failed (docs/testing.md).
+fn fault_in(placement: &str, policy: &str, fault: Fault) {
     let docker = placement != "native";
-    for policy in ["per-trial", "kept"] {
-        for fault in [Fault::Kill, Fault::Stop, Fault::Exit] {
-            let tmp = tempfile::tempdir().unwrap();
-            let (out, code, err) = run_with_fault(tmp.path(), placement, policy, fault, 3, 2);
-            let case = format!("{placement} {policy} {fault:?}: {err}");
-            assert_eq!(code, Some(0), "{case}");
-            let recs = records(&out);
-            assert_eq!(recs.len(), 3, "{case}");
-            for r in &recs {
-                let trial = r["trial"].as_u64().unwrap();
-                if trial == 2 {
-                    let why = r["error"].as_str().unwrap_or_else(|| panic!("{case}: {r}"));
-                    assert!(why.starts_with(fault.reason(docker)), "{case}: {why}");
-                    assert!(r.get("result").is_none(), "{case}");
-                } else {
-                    assert!(r["error"].is_null(), "{case}: {r}");
-                    assert!(r["result"]["requests"].as_u64() > Some(0), "{case}");
-                }
-            }
-            let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
-            assert!(
-                report.contains(&format!(
-                    "1 of 3 trials failed (#2: {}",
-                    fault.reason(docker)
-                )),
-                "{case}\n{report}"
-            );
+    if docker {
+        if let Err(why) = tare_deploy::PlacementKind::named(placement)
+            .unwrap()
+            .available()
+        {
+            eprintln!("{placement} skipped: {why}");
+            return;
         }
     }
-}
-
-#[test]
-fn a_native_server_killed_frozen_or_exited_mid_trial_fails_only_that_trial() {
-    faults_in("native");
-}
-
-#[test]
-fn a_docker_server_killed_frozen_or_exited_mid_trial_fails_only_that_trial() {
-    if let Err(why) = tare_deploy::PlacementKind::named("docker-bridge")
-        .unwrap()
-        .available()
-    {
-        eprintln!("docker-bridge skipped: {why}");
-        return;
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, code, err) = run_with_fault(tmp.path(), placement, policy, fault, 3, 2);
+    let case = format!("{placement} {policy} {fault:?}: {err}");
+    assert_eq!(code, Some(0), "{case}");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 3, "{case}");
+    for r in &recs {
+        let trial = r["trial"].as_u64().unwrap();
+        if trial == 2 {
+            let why = r["error"].as_str().unwrap_or_else(|| panic!("{case}: {r}"));
+            assert!(why.starts_with(fault.reason(docker)), "{case}: {why}");
+            assert!(r.get("result").is_none(), "{case}");
+        } else {
+            assert!(r["error"].is_null(), "{case}: {r}");
+            assert!(r["result"]["requests"].as_u64() > Some(0), "{case}");
+        }
     }
-    faults_in("docker-bridge");
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains(&format!(
+            "1 of 3 trials failed (#2: {}",
+            fault.reason(docker)
+        )),
+        "{case}\n{report}"
+    );
+}
+
+/// One test per case: `name: placement, deployment policy, fault;`.
+macro_rules! fault_tests {
+    ($($name:ident: $placement:literal, $policy:literal, $fault:ident;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                fault_in($placement, $policy, Fault::$fault);
+            }
+        )*
+    };
+}
+
+fault_tests! {
+    a_native_server_killed_mid_trial_fails_only_that_trial: "native", "per-trial", Kill;
+    a_native_server_frozen_mid_trial_fails_only_that_trial: "native", "per-trial", Stop;
+    a_native_server_exited_mid_trial_fails_only_that_trial: "native", "per-trial", Exit;
+    a_kept_native_server_killed_mid_trial_fails_only_that_trial: "native", "kept", Kill;
+    a_kept_native_server_frozen_mid_trial_fails_only_that_trial: "native", "kept", Stop;
+    a_kept_native_server_exited_mid_trial_fails_only_that_trial: "native", "kept", Exit;
+    a_docker_server_killed_mid_trial_fails_only_that_trial: "docker-bridge", "per-trial", Kill;
+    a_docker_server_frozen_mid_trial_fails_only_that_trial: "docker-bridge", "per-trial", Stop;
+    a_docker_server_exited_mid_trial_fails_only_that_trial: "docker-bridge", "per-trial", Exit;
+    a_kept_docker_server_killed_mid_trial_fails_only_that_trial: "docker-bridge", "kept", Kill;
+    a_kept_docker_server_frozen_mid_trial_fails_only_that_trial: "docker-bridge", "kept", Stop;
+    a_kept_docker_server_exited_mid_trial_fails_only_that_trial: "docker-bridge", "kept", Exit;
 }
 
 /// A run whose only trial lost its server has nothing usable: exit 1,
@@ -262,4 +280,20 @@ fn a_run_with_nothing_usable_left_exits_non_zero() {
         "{err}"
     );
     assert!(out.join("report.txt").is_file());
+    // Read again later, the run is still nothing measured.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_tare"))
+        .arg("report")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tare report: no trial measured anything"),
+        "{err}"
+    );
+    assert!(
+        !again.stdout.is_empty(),
+        "the report is printed all the same"
+    );
 }

@@ -216,9 +216,8 @@ pub(crate) fn cache_dir() -> PathBuf {
 
 /// Fills `data` with a fresh data directory for `binary` and the config
 /// `text` (written at `conf`): a copy of the template for the two in `cache`,
-/// made first by `mariadb-install-db` when there is none. A template is
-/// only ever a finished install (built aside, then renamed into place),
-/// so a deployment interrupted while making one leaves nothing reusable.
+/// made first by `mariadb-install-db` when there is none
+/// (`template::copy_into`).
 fn data_dir(
     cache: &Path,
     binary: &Path,
@@ -227,59 +226,12 @@ fn data_dir(
     data: &Path,
 ) -> Result<(), DeployError> {
     let key = super::sha256_hex(format!("{}\n{text}", super::file_sha256(binary)?).as_bytes());
-    let template = cache.join(format!("datadir-{}", &key[..16]));
-    if !template.is_dir() {
-        std::fs::create_dir_all(cache)
-            .map_err(|e| DeployError::io(format!("creating {}", cache.display()), e))?;
-        // Unique to this call: two deployments of one process (tests run
-        // in threads) may make the same template at once.
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let id = format!("{}.{}.{n}", &key[..16], std::process::id());
-        let aside = cache.join(format!(".datadir-{id}"));
-        let tmp = cache.join(format!(".tmp-{id}"));
-        let _ = std::fs::remove_dir_all(&aside);
-        std::fs::create_dir_all(&tmp)
-            .map_err(|e| DeployError::io(format!("creating {}", tmp.display()), e))?;
-        let made = install_db(binary, conf, &aside, &tmp).and_then(|()| {
-            std::fs::rename(&aside, &template).or_else(|e| {
-                // Another deployment made the same template meanwhile.
-                if template.is_dir() {
-                    Ok(())
-                } else {
-                    Err(DeployError::io(
-                        format!("keeping {}", template.display()),
-                        e,
-                    ))
-                }
-            })
-        });
-        let _ = std::fs::remove_dir_all(&aside);
-        let _ = std::fs::remove_dir_all(&tmp);
-        made?;
-    }
-    copy_tree(&template, data).map_err(|e| {
-        DeployError::io(
-            format!("copying {} to {}", template.display(), data.display()),
-            e,
-        )
-    })
-}
-
-/// Copies the directory `from` to `to` (which must not exist), with the
-/// modes of its files and directories.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if entry.file_type()?.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst)?;
-        }
-    }
-    std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())
+    super::template::copy_into(
+        cache,
+        &format!("datadir-{}", &key[..16]),
+        data,
+        |aside, tmp| install_db(binary, conf, aside, tmp),
+    )
 }
 
 /// `mariadb-install-db` (beside the binary, or on PATH) into `data` (its

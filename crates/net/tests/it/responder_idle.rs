@@ -33,6 +33,41 @@ fn waits() -> Vec<(String, u64)> {
     out
 }
 
+/// [`waits`] once `n` responder threads are there, each asleep (state `S`)
+/// and none of them switched since the last look 20 ms before: every thread
+/// has reached its wait. Fails after 10 s, saying what it saw.
+fn settled(n: usize) -> Vec<(String, u64)> {
+    let asleep = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter(|t| {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                comm.starts_with("net-serve-") || comm.starts_with("net-udp-")
+            })
+            .all(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                stat.rfind(')')
+                    .and_then(|i| stat[i + 1..].split_whitespace().next())
+                    == Some("S")
+            })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut last = waits();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = waits();
+        if now.len() == n && now == last && asleep() {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} responder threads not all asleep in 10 s: {now:?}"
+        );
+        last = now;
+    }
+}
+
 /// Drops the responder on another thread; it must be gone well within
 /// `bound` (a blocked thread that never woke would hang the drop).
 fn stops_within(r: Responder, bound: Duration) {
@@ -57,14 +92,8 @@ fn idle_acceptors_and_udp_receivers_never_wake_and_still_stop() {
         ..ResponderConfig::default()
     })
     .unwrap();
-    // Let every thread reach its wait.
-    std::thread::sleep(Duration::from_millis(100));
-    let before = waits();
-    assert_eq!(
-        before.len(),
-        4,
-        "two acceptors, two UDP threads: {before:?}"
-    );
+    // Two acceptors, two UDP threads, each at its wait.
+    let before = settled(4);
     // At the old 100 ms poll this was 3-4 wake-ups per thread.
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(waits(), before, "idle responder threads woke up");
@@ -80,9 +109,8 @@ fn idle_acceptors_and_udp_receivers_never_wake_and_still_stop() {
         ..ResponderConfig::default()
     })
     .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let before = waits();
-    assert_eq!(before.len(), 3, "three acceptors, no UDP: {before:?}");
+    // Three acceptors, no UDP.
+    let before = settled(3);
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(waits(), before, "idle Unix acceptors woke up");
     stops_within(r, Duration::from_secs(5));

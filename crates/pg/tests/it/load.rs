@@ -248,8 +248,14 @@ fn scripts_with_variables_weights_sleep_reconnect_and_per_statement_latency() {
         assert_eq!(r.connect_us.map(|c| c.p50 > 0.0), Some(true));
         let pg = r.pg.unwrap();
         assert!(pg.connection_time_ms > 0.0);
-        std::thread::sleep(Duration::from_millis(1200));
-        let grown = sessions(&mut s) - before;
+        // Backends report their session to the statistics when they end,
+        // flushed at most once a second: wait for it (15 s at most).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut grown = sessions(&mut s) - before;
+        while grown < 30 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            grown = sessions(&mut s) - before;
+        }
         assert!(
             grown >= 30,
             "{io}: pg_stat_database.sessions grew by {grown}"

@@ -99,7 +99,11 @@ fn tune_keeps_the_changes_that_matter() {
         .runs
         .iter()
         .all(|r| r.join("trials.jsonl").exists()));
-    std::thread::sleep(Duration::from_millis(300));
+    // The last run's nginx may still be exiting: wait for it (10 s at most).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while nginx_processes() != nginx_before && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_eq!(
         nginx_processes(),
         nginx_before,
