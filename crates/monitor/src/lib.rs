@@ -37,6 +37,8 @@
 //! - `net`: TCP counters and sockets by state, per network namespace.
 //! - `conntrack`: connection-tracking entries and drops.
 //! - `cpufreq`: the CPUs' clock frequency, where the machine exposes it.
+//! - [`profile`]: every CPU's samples with their kernel stacks
+//!   (perf_event_open), named by subsystem and function.
 //! - `sampler`: the thread that reads all of the above and builds the series.
 //! - `record`: [`MonitorRecord`], summaries, [`CpuPerRequest`], [`CostShift`].
 //! - [`verdict`]: [`verdict()`], [`Bound`], [`run_warning`].
@@ -49,6 +51,7 @@ mod net;
 mod proc_stat;
 pub mod process;
 mod procfile;
+pub mod profile;
 mod record;
 mod sampler;
 mod verdict;
@@ -58,6 +61,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+pub use profile::Profile;
 pub use record::{
     CostShift, CpuPerRequest, Disturbance, MonitorRecord, Series, Summary, FREQUENCY_MOVED_MAX,
     OTHERS_CORES_MAX, STEAL_FRACTION_MAX,
@@ -108,6 +112,9 @@ pub struct MonitorSpec {
     /// under its own name (beside the watched patterns) and taken out of
     /// "the rest": nginx-proxy's `tare serve` backend is `("backend", [pid])`.
     pub companions: Vec<(String, Vec<u32>)>,
+    /// Whole-machine stack samples per second of CPU, per CPU
+    /// (docs/profiles.md); 0: no profile.
+    pub profile_hz: u32,
 }
 
 /// The processes every run watches: docker-proxy, on the path seed 000 blames
@@ -138,6 +145,7 @@ impl MonitorSpec {
             generator,
             watch_processes: DEFAULT_WATCH.iter().map(|s| s.to_string()).collect(),
             companions: Vec::new(),
+            profile_hz: profile::DEFAULT_HZ,
         }
     }
 

@@ -67,7 +67,11 @@ pub(crate) fn serve(line: &str, deployment: &Deployment, running: &mut Option<Mo
                 return failed("the monitor is already running".into());
             }
             let generator = GeneratorRef::Threads(generator_threads);
-            match Monitor::start(spec(deployment, generator)) {
+            // The host's profile would need its kernel's symbols here;
+            // a remote trial says it has none (docs/profiles.md).
+            let mut spec = spec(deployment, generator);
+            spec.profile_hz = 0;
+            match Monitor::start(spec) {
                 Ok(m) => {
                     *running = Some(m);
                     Event::Done {
@@ -101,6 +105,11 @@ pub fn on_this_clock(mut record: MonitorRecord, host: &str, offset_s: f64) -> Mo
         w.start_unix_s -= offset_s;
     }
     record.host = Some(host.to_string());
+    if record.profile.is_none() {
+        record.notes.push(format!(
+            "no profile: the target ran on {host}, whose CPU tare does not sample"
+        ));
+    }
     record
 }
 

@@ -42,6 +42,10 @@ pub struct CellResources {
     /// generator ran on this machine.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub generator_hosts: Vec<String>,
+    /// Why its trials have no profile (the monitor's note: perf_event_open
+    /// refused, a remote host), when none has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_note: Option<String>,
 }
 
 impl CellResources {
@@ -135,6 +139,67 @@ pub struct StepCost {
     pub shift: CostShift,
     /// The shift in words, as printed.
     pub text: String,
+    /// What moved below the process level, when both cells were profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<StepProfile>,
+}
+
+/// A differential profile: the subsystems and functions whose CPU per
+/// request moved between a step's two cells (docs/profiles.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StepProfile {
+    /// (subsystem, µs per request in the first cell, in the second),
+    /// largest move first; every subsystem either cell has.
+    pub subsystems_us: Vec<(String, f64, f64)>,
+    /// (function, first, second): the functions that moved most.
+    pub functions_us: Vec<(String, f64, f64)>,
+    /// (component, subsystem, first, second): the moves by where they
+    /// ran (server, generator, docker-proxy, rest of the machine...).
+    pub components_us: Vec<(String, String, f64, f64)>,
+}
+
+/// Functions a step lists.
+const STEP_FUNCTIONS: usize = 8;
+
+fn moves<K: Ord + Clone>(a: &BTreeMap<K, f64>, b: &BTreeMap<K, f64>) -> Vec<(K, f64, f64)> {
+    let keys: std::collections::BTreeSet<&K> = a.keys().chain(b.keys()).collect();
+    let mut v: Vec<(K, f64, f64)> = keys
+        .into_iter()
+        .map(|k| {
+            (
+                k.clone(),
+                a.get(k).copied().unwrap_or(0.0),
+                b.get(k).copied().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    v.sort_by(|x, y| (y.2 - y.1).abs().total_cmp(&(x.2 - x.1).abs()));
+    v
+}
+
+impl StepProfile {
+    /// `None` unless both cells were profiled.
+    pub fn between(a: &CpuPerRequest, b: &CpuPerRequest) -> Option<StepProfile> {
+        if a.profile_us.is_empty() || b.profile_us.is_empty() {
+            return None;
+        }
+        let flat = |p: &CpuPerRequest| -> BTreeMap<(String, String), f64> {
+            p.profile_us
+                .iter()
+                .flat_map(|(c, by)| by.iter().map(move |(s, v)| ((c.clone(), s.clone()), *v)))
+                .collect()
+        };
+        let mut functions = moves(&a.functions_us, &b.functions_us);
+        functions.truncate(STEP_FUNCTIONS);
+        Some(StepProfile {
+            subsystems_us: moves(&a.subsystems_us(), &b.subsystems_us()),
+            functions_us: functions,
+            components_us: moves(&flat(a), &flat(b))
+                .into_iter()
+                .map(|((c, s), x, y)| (c, s, x, y))
+                .collect(),
+        })
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -162,6 +227,23 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
             *watched.entry(k.clone()).or_default() += v * c.requests as f64 / n;
         }
     }
+    // The profile: over the trials that have one, weighed the same way.
+    let profiled: Vec<&CpuPerRequest> = list.iter().filter(|c| !c.profile_us.is_empty()).collect();
+    let pn = profiled.iter().map(|c| c.requests).sum::<u64>().max(1) as f64;
+    let mut profile_us: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    let mut functions_us: BTreeMap<String, f64> = BTreeMap::new();
+    for c in &profiled {
+        let w = c.requests as f64 / pn;
+        for (comp, by) in &c.profile_us {
+            let e = profile_us.entry(comp.clone()).or_default();
+            for (sub, v) in by {
+                *e.entry(sub.clone()).or_default() += v * w;
+            }
+        }
+        for (f, v) in &c.functions_us {
+            *functions_us.entry(f.clone()).or_default() += v * w;
+        }
+    }
     Some(CpuPerRequest {
         requests,
         server_us: w(|c| c.server_us),
@@ -173,6 +255,8 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
         sampler_us: w(|c| c.sampler_us),
         rest_us: w(|c| c.rest_us),
         machine_us: w(|c| c.machine_us),
+        profile_us,
+        functions_us,
     })
 }
 
@@ -186,6 +270,8 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         Vec<String>,
         Vec<String>,
     );
+    // Per cell: why a trial had no profile (its monitor's note).
+    let mut no_profile: BTreeMap<&str, String> = BTreeMap::new();
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {
@@ -214,6 +300,15 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             }
         }
         where_ran::add(&mut e.2, &m);
+        if m.profile.is_none() {
+            let why = m
+                .notes
+                .iter()
+                .find(|n| n.starts_with("no profile"))
+                .cloned()
+                .unwrap_or_else(|| "no profile: recorded before tare sampled stacks".into());
+            no_profile.entry(&t.cell).or_insert(why);
+        }
         if let Some(h) = &m.host {
             if !e.4.contains(h) {
                 e.4.push(h.clone());
@@ -239,6 +334,11 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         let Some(per_request) = merge(per) else {
             continue;
         };
+        let profile_note = per
+            .iter()
+            .all(|p| p.profile_us.is_empty())
+            .then(|| no_profile.get(id).cloned())
+            .flatten();
         let mut counts = BTreeMap::new();
         for v in verdicts {
             *counts.entry(bound_name(v.bound)).or_insert(0) += 1;
@@ -255,6 +355,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             unit: *unit,
             hosts: hosts.clone(),
             generator_hosts: generator_hosts.clone(),
+            profile_note,
         });
     }
     let mut steps = Vec::new();
@@ -268,6 +369,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
                     to: pair[1].clone(),
                     text: shift.describe(cpu_scale(a.unit).0, &cpu_per(a.unit)),
                     shift,
+                    profile: StepProfile::between(&a.per_request, &b.per_request),
                 });
             }
         }

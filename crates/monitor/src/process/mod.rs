@@ -137,6 +137,12 @@ impl Group {
             .map(|m| m.pid)
     }
 
+    /// Every member since the monitor started, living or exited: (pid,
+    /// thread id for a member that is one thread).
+    pub fn member_ids(&self) -> impl Iterator<Item = (u32, Option<u32>)> + '_ {
+        self.members.iter().map(|m| (m.pid, m.tid))
+    }
+
     fn includes_children(&self) -> bool {
         matches!(self.rule, Rule::Tree(_))
     }

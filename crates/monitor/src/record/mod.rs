@@ -92,6 +92,16 @@ pub struct MonitorRecord {
     /// missing…): the corresponding values are absent or zero.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the machine's CPU did over the window, below the process
+    /// level: CPU seconds by component and kernel subsystem, and by
+    /// function (docs/profiles.md). Absent when no profile could be taken
+    /// (the reason is in `notes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
+    /// The profile's samples until [`MonitorRecord::finish`] knows the
+    /// window (never stored).
+    #[serde(skip)]
+    pub profile_raw: Option<crate::profile::RawProfile>,
 }
 
 /// A period, in Unix seconds.
@@ -280,6 +290,10 @@ impl MonitorRecord {
         } else {
             self
         };
+        if let Some(raw) = r.profile_raw.take() {
+            let window = r.window.map(|w| (w.start_unix_s, w.duration_s));
+            r.profile = Some(raw.build(window));
+        }
         r.per_request = Some(r.per_request(load.requests));
         r.verdict = Some(crate::verdict::verdict(&r, load));
         r.disturbance = Some(r.disturbance());

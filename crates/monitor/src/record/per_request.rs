@@ -29,6 +29,16 @@ pub struct CpuPerRequest {
     /// All busy CPU of the machine per request: what one request costs the
     /// machine, wherever it was spent.
     pub machine_us: f64,
+    /// The profile's CPU per request: component (as in [`Self::parts`]:
+    /// `server`, `generator`, `docker-proxy`, `rest of the machine`...) →
+    /// subsystem (`TCP/IP`, `netfilter`, `user space`...) → µs
+    /// (docs/profiles.md). Empty without a profile.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profile_us: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The profile's top functions (a kernel function, `[comm]` for a
+    /// process's user space) → µs per request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub functions_us: BTreeMap<String, f64>,
 }
 
 impl CpuPerRequest {
@@ -42,6 +52,17 @@ impl CpuPerRequest {
         v.push(("sampler".into(), self.sampler_us));
         v.push(("rest of the machine".into(), self.rest_us));
         v
+    }
+
+    /// The profile's µs per request by subsystem, over all components.
+    pub fn subsystems_us(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for by in self.profile_us.values() {
+            for (s, v) in by {
+                *out.entry(s.clone()).or_default() += v;
+            }
+        }
+        out
     }
 
     /// One line for a terminal table cell.
@@ -178,6 +199,31 @@ impl MonitorRecord {
             sampler_us: us(c.sampler),
             rest_us,
             machine_us,
+            profile_us: self
+                .profile
+                .as_ref()
+                .map(|p| {
+                    p.cpu_s
+                        .iter()
+                        .map(|(c, by)| {
+                            (
+                                c.clone(),
+                                by.iter().map(|(s, v)| (s.clone(), us(*v))).collect(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            functions_us: self
+                .profile
+                .as_ref()
+                .map(|p| {
+                    p.functions_cpu_s
+                        .iter()
+                        .map(|(f, v)| (f.clone(), us(*v)))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::net::{NetFiles, NetReading};
 use crate::proc_stat::{MachineCpu, MachineFiles, MemInfo};
 use crate::process::census::Census;
 use crate::process::Group;
+use crate::profile::Profiler;
 use crate::record::{self, MonitorRecord, SamplerCost, Series};
 use crate::{MonitorError, MonitorSpec};
 
@@ -98,6 +99,19 @@ pub(crate) fn run(
     let mut prev = src.read(CpuTime::thread(), thread_start);
     let cpus = prev.cpu.cpus;
     let census = Census::take(&src.known_pids());
+    let mut profiler = None;
+    if spec.profile_hz > 0 {
+        match Profiler::start(spec.profile_hz) {
+            Ok(mut p) => {
+                if !p.has_symbols() {
+                    src.notes.push("profile: kernel symbols hidden (kernel.kptr_restrict): kernel time is \"other kernel\"".into());
+                }
+                p.note_members(src.members());
+                profiler = Some(p);
+            }
+            Err(line) => src.notes.push(line),
+        }
+    }
     let _ = ready.send(Ok(()));
 
     let mut series = Series::default();
@@ -120,6 +134,9 @@ pub(crate) fn run(
         if t.duration_since(last_tree) >= REDISCOVER_TREE {
             let named = t.duration_since(last_named) >= REDISCOVER_NAMED;
             src.rediscover(named);
+            if let Some(p) = profiler.as_mut() {
+                p.note_members(src.members());
+            }
             last_tree = t;
             if named {
                 last_named = t;
@@ -136,6 +153,9 @@ pub(crate) fn run(
             first_at,
         );
         prev = now;
+        if let Some(p) = profiler.as_mut() {
+            p.drain();
+        }
         samples += 1;
         let took = t.elapsed();
         sample_wall += took;
@@ -149,6 +169,7 @@ pub(crate) fn run(
             next += spec.interval;
         }
     }
+    let profile_raw = profiler.map(|p| p.stop(src.members()));
     let others_cpu_s = Census::take(&src.known_pids()).since(&census, src.hz);
     let cpu_s = CpuTime::thread().total_s() - thread_start;
     let wall = first_at.elapsed().as_secs_f64();
@@ -179,5 +200,7 @@ pub(crate) fn run(
         },
         others_cpu_s,
         notes: src.notes,
+        profile: None,
+        profile_raw,
     }
 }

@@ -280,6 +280,22 @@ impl Sources {
             .collect()
     }
 
+    /// Every group's members, by the component the CPU table names:
+    /// `server`, `generator`, then each watched group (the profile's
+    /// components, `profile::RawProfile::build`).
+    pub(super) fn members(&self) -> Vec<(String, u32, Option<u32>)> {
+        let (ServerSource::Procs(server) | ServerSource::Cgroup { procs: server, .. }) =
+            &self.server;
+        let groups = [("server", server), ("generator", &self.generator)]
+            .into_iter()
+            .chain(self.watched.iter().map(|(n, g)| (n.as_str(), g)));
+        let mut out = Vec::new();
+        for (name, g) in groups {
+            out.extend(g.member_ids().map(|(p, t)| (name.to_string(), p, t)));
+        }
+        out
+    }
+
     /// The names of the watched groups in reading order: the patterns, then
     /// the companions.
     pub(super) fn watched_names(&self) -> Vec<String> {

@@ -8,5 +8,7 @@ mod support;
 
 mod access_log;
 mod docker;
+mod fuzz_smoke;
 mod generator_bound;
+mod profile;
 mod where_it_ran;

@@ -146,6 +146,7 @@ mod tests {
             unit: Unit::Requests,
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
             generator_hosts: generators.iter().map(|h| h.to_string()).collect(),
+            profile_note: None,
         }
     }
 

@@ -311,6 +311,79 @@ fn measured_on(res: &crate::resources::Resources) -> String {
         .collect()
 }
 
+/// A step's differential profile: the subsystems whose CPU per unit moved
+/// by at least [`PROFILE_SHOWN`], then its top functions (docs/profiles.md).
+fn step_profile(p: &crate::resources::StepProfile) -> String {
+    use crate::table::{Align, Table};
+    let shown = |x: f64, y: f64| (y - x).abs() >= PROFILE_SHOWN;
+    let rows: Vec<_> = p
+        .subsystems_us
+        .iter()
+        .filter(|(_, x, y)| shown(*x, *y))
+        .take(PROFILE_ROWS)
+        .collect();
+    if rows.is_empty() {
+        return format!("    (no subsystem moved by {PROFILE_SHOWN} µs or more)\n");
+    }
+    let mut t = Table::new(&[
+        ("subsystem", Align::Left),
+        ("from", Align::Right),
+        ("to", Align::Right),
+        ("moved", Align::Right),
+        ("mostly in", Align::Left),
+    ]);
+    for (sub, x, y) in rows {
+        // The component whose share of this subsystem moved most.
+        let by = p
+            .components_us
+            .iter()
+            .filter(|(_, s, _, _)| s == sub)
+            .max_by(|a, b| (a.3 - a.2).abs().total_cmp(&(b.3 - b.2).abs()))
+            .map(|(c, _, a, b)| format!("{c} {:+.1}", b - a))
+            .unwrap_or_default();
+        t.row(vec![
+            sub.clone(),
+            format!("{x:.1}"),
+            format!("{y:.1}"),
+            format!("{:+.1}", y - x),
+            by,
+        ]);
+    }
+    let mut out = t.render(4);
+    let top: Vec<String> = p
+        .functions_us
+        .iter()
+        .filter(|(_, x, y)| shown(*x, *y))
+        .take(5)
+        .map(|(f, x, y)| format!("{f} {:+.1}", y - x))
+        .collect();
+    if !top.is_empty() {
+        out.push_str(&format!("    top functions: {}\n", top.join(", ")));
+    }
+    out
+}
+
+/// A subsystem is listed under a step when it moved this much (µs per unit).
+const PROFILE_SHOWN: f64 = 0.1;
+/// At most this many subsystems under a step.
+const PROFILE_ROWS: usize = 8;
+
+/// One line per reason some cells have no profile.
+fn no_profile(res: &crate::resources::Resources) -> String {
+    let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &res.cells {
+        if let Some(n) = &c.profile_note {
+            match by.iter_mut().find(|(w, _)| w == n) {
+                Some((_, cells)) => cells.push(&c.cell),
+                None => by.push((n, vec![&c.cell])),
+            }
+        }
+    }
+    by.iter()
+        .map(|(why, cells)| format!("  {} ({})\n", why, cells.join(", ")))
+        .collect()
+}
+
 /// Where the CPU went, per cell and along the attribution chain.
 fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
     use crate::table::{Align, Table};
@@ -378,8 +451,12 @@ fn resources(res: &crate::resources::Resources, notes: &mut Notes) -> String {
         ));
         for s in &res.steps {
             out.push_str(&format!("  {} → {}: {}\n", s.from, s.to, s.text));
+            if let Some(p) = &s.profile {
+                out.push_str(&step_profile(p));
+            }
         }
     }
+    out.push_str(&no_profile(res));
     out.push_str(&measured_on(res));
     out.push_str(&where_ran(res));
     notes.add(
@@ -442,7 +519,70 @@ mod tests {
             unit,
             hosts: Vec::new(),
             generator_hosts: Vec::new(),
+            profile_note: None,
         }
+    }
+
+    /// Under a step: the subsystems that moved, the component that moved
+    /// each most, the top functions; a cell without a profile says why in
+    /// one line.
+    #[test]
+    fn a_step_lists_the_subsystems_that_moved_and_a_cell_without_a_profile_says_why() {
+        let profiled = |nat: f64, tcp: f64| {
+            let mut c = cell("x", 0.0);
+            let p = &mut c.per_request;
+            p.profile_us.insert(
+                "server".into(),
+                [("NAT".to_string(), nat), ("TCP/IP".to_string(), tcp)].into(),
+            );
+            p.profile_us
+                .insert("generator".into(), [("TCP/IP".to_string(), tcp)].into());
+            p.functions_us.insert("nf_nat_manip_pkt".into(), nat);
+            c
+        };
+        let (mut a, mut b) = (profiled(0.0, 10.0), profiled(1.5, 10.02));
+        a.cell = "lab-bridge".into();
+        b.cell = "lab-nat".into();
+        let mut remote = cell("remote", 0.0);
+        remote.profile_note =
+            Some("no profile: the target ran on srv, whose CPU tare does not sample".into());
+        let step = crate::resources::StepCost {
+            from: a.cell.clone(),
+            to: b.cell.clone(),
+            shift: tare_monitor::CostShift::between(&a.per_request, &b.per_request),
+            text: "+1.5 µs/request".into(),
+            profile: crate::resources::StepProfile::between(&a.per_request, &b.per_request),
+        };
+        let res = crate::resources::Resources {
+            cells: vec![a, b, remote],
+            steps: vec![step],
+            warning: None,
+        };
+        let text = resources(&res, &mut Notes::default());
+        let nat = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("NAT"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            nat.contains("0.0") && nat.contains("1.5") && nat.contains("+1.5"),
+            "{nat}"
+        );
+        assert!(nat.contains("server +1.5"), "{nat}");
+        // TCP/IP moved 0.04 µs: under the threshold, not listed.
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("TCP/IP")),
+            "{text}"
+        );
+        assert!(
+            text.contains("top functions: nf_nat_manip_pkt +1.5"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  no profile: the target ran on srv, whose CPU tare does not sample (remote)"
+            ),
+            "{text}"
+        );
     }
 
     /// A target on another host is monitored there, and the

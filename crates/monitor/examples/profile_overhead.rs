@@ -1,0 +1,112 @@
+//! What the profile costs the measurement: the quick experiment's load
+//! (`examples/quick.toml`: tare serve, 1 thread, 32 connections, 0.5 s
+//! warm-up + 2 s) under the monitor with and without its whole-machine
+//! stack sampling (docs/profiles.md), alternating which goes first, several
+//! rounds. Prints each round and the ratio of median req/s with the
+//! profile to without. `bench/profile-overhead.sh` runs it.
+//!
+//! Usage: profile_overhead [ROUNDS] [HZ]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve-child") {
+        // The server runs in its own process, as `tare run` deploys it natively.
+        let cfg = tare_serve::ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            ..Default::default()
+        };
+        let server = tare_serve::Server::start(cfg).expect("tare serve starts");
+        println!("{}", server.local_addr().unwrap().port());
+        server.wait();
+        return;
+    }
+    let rounds: usize = args
+        .get(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(7)
+        .clamp(1, 50);
+    let hz: u32 = args
+        .get(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(tare_monitor::profile::DEFAULT_HZ)
+        .clamp(1, 10_000);
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .arg("--serve-child")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("server child starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().parse().expect("child prints its port");
+    let url = format!("http://127.0.0.1:{port}/");
+
+    let trial = |profile_hz: u32| {
+        let mut c = tare_http::HttpConfig::new(tare_http::Target::new(&url, None, false).unwrap());
+        c.load.threads = 1;
+        c.load.connections = 32;
+        c.load.warmup = Duration::from_millis(500);
+        c.load.duration = Some(Duration::from_secs(2));
+        let mut spec =
+            MonitorSpec::new(ServerRef::Pids(vec![child.id()]), GeneratorRef::SelfProcess);
+        spec.profile_hz = profile_hz;
+        let m = Monitor::start(spec).expect("monitor starts");
+        let r = tare_http::run(&c).expect("load runs");
+        (r.throughput(), m.stop().finish(&r))
+    };
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    for round in 0..rounds {
+        // Alternate which goes first, so drift does not favour one side.
+        let order = if round % 2 == 0 { [hz, 0] } else { [0, hz] };
+        for profile_hz in order {
+            let (rps, rec) = trial(profile_hz);
+            match &rec.profile {
+                Some(p) => {
+                    println!(
+                        "round {round}: profiled   {rps:>9.0} req/s  {} samples, {} lost, sampler {:.3}% of a CPU",
+                        p.samples,
+                        p.lost,
+                        rec.sampler.cpu_fraction * 100.0
+                    );
+                    with.push(rps);
+                }
+                None if profile_hz > 0 => {
+                    eprintln!("no profile: {:?}", rec.notes);
+                    std::process::exit(2);
+                }
+                None => {
+                    println!(
+                        "round {round}: unprofiled {rps:>9.0} req/s  sampler {:.3}% of a CPU",
+                        rec.sampler.cpu_fraction * 100.0
+                    );
+                    without.push(rps);
+                }
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (w, wo) = (median(&mut with), median(&mut without));
+    let ratio = w / wo;
+    println!(
+        "median req/s: with the profile at {hz} Hz {w:.0}, without {wo:.0}; ratio {ratio:.4} (cost {:+.2}%)",
+        (1.0 - ratio) * 100.0
+    );
+    // The profile's budget: throughput with it at least 0.98 of without
+    // (docs/profiles.md, "What it costs").
+    std::process::exit(if ratio >= 0.98 { 0 } else { 1 });
+}
