@@ -191,7 +191,10 @@ pub enum OciSource {
 pub struct OciConfig {
     /// What the engine knows it as (tag or id).
     pub tag: String,
-    /// Its image id (`sha256:...`): the same image under any tag.
+    /// Its files' identity: a digest of its layers' content digests
+    /// (`RootFS.Layers`), the same for the same files under any tag or
+    /// rebuild (a build's labels give each build its own image id); its
+    /// image id when the engine lists no layers.
     #[serde(default)]
     pub id: String,
     /// Entrypoint then cmd.
@@ -220,7 +223,15 @@ impl std::fmt::Display for OciConfig {
 struct Inspected {
     #[serde(default)]
     id: String,
+    #[serde(rename = "RootFS", default)]
+    root_fs: Option<InspectedRootFs>,
     config: Option<InspectedConfig>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedRootFs {
+    layers: Option<Vec<String>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -242,7 +253,14 @@ pub(crate) fn parse_inspect(tag: &str, json: &str) -> Result<OciConfig, String> 
         .into_iter()
         .next()
         .ok_or("docker image inspect printed no image")?;
-    let id = image.id;
+    let layers = image
+        .root_fs
+        .and_then(|r| r.layers)
+        .filter(|l| !l.is_empty());
+    let id = match layers {
+        Some(l) => format!("layers:{}", super::sha256_hex(l.join("\n").as_bytes())),
+        None => image.id,
+    };
     let c = image.config.unwrap_or_default();
     let mut argv = c.entrypoint.unwrap_or_default();
     argv.extend(c.cmd.unwrap_or_default());

@@ -88,7 +88,7 @@ impl Drop for ExportCache {
     }
 }
 
-/// `tag`'s files (image `id`) in `rootfs`, made here, and their tree hash:
+/// `tag`'s files (`id`: their identity, `OciConfig::id`) in `rootfs`, made here, and their tree hash:
 /// copied from the run's cache when the run holds an [`ExportCache`]
 /// (exported into it first if no cell did yet), else exported directly.
 /// `dir` is the deployment directory (it names the export's container).
@@ -122,6 +122,7 @@ pub(crate) fn rootfs(
 /// Exports and hashes `tag` into the run's cache directory for image `id`.
 fn fill(tag: &str, id: &str, dir: &Path, run_id: &str) -> Result<Cached, DeployError> {
     let short: String = id
+        .trim_start_matches("layers:")
         .trim_start_matches("sha256:")
         .chars()
         .filter(char::is_ascii_alphanumeric)

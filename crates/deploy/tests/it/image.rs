@@ -252,19 +252,20 @@ fn deploy_load_stop(
     }
     let f = d.facts().clone();
     d.stop().unwrap();
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &s.run_id),
-        Vec::<String>::new(),
-        "{placement}"
-    );
+    // The run's export stays while its cache is held (checked after).
+    let left: Vec<String> = support::left_behind(&before, &support::machine_state(), &s.run_id)
+        .into_iter()
+        .filter(|l| !l.contains("-export-"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "{placement}");
     f
 }
 
 /// The image in rootful Podman (podman-host) and rootless Podman
 /// (podman-rootless-pasta, in tare-rootless's store) runs the files a
-/// native cell runs: the same tree and entrypoint hashes, imported from
-/// Docker's store once for the run (an `ExportCache`), and the imported
-/// image gone from each store with its deployment.
+/// native cell runs: the same tree and entrypoint hashes, the exported
+/// tree kept for the run by an `ExportCache` and removed with it, and the
+/// imported image gone from each store with its deployment.
 #[test]
 fn podman_rootful_and_rootless_run_the_images_files() {
     use tare_testbed::rootless::{self, TestUser, DEFAULT_USER};
@@ -307,10 +308,9 @@ fn podman_rootful_and_rootless_run_the_images_files() {
                 .is_some_and(|i| i.starts_with("localhost/tare/image:")),
             "{f:?}"
         );
-        assert!(
-            f.root_fs.as_deref().is_some_and(|r| r.contains("overlay")),
-            "{f:?}"
-        );
+        // Podman's storage as the container sees its root (overlay, or
+        // the filesystem under it where Podman bind-mounts a layer).
+        assert!(f.root_fs.is_some(), "{f:?}");
         // The image imported into the user's store went with the deployment.
         let user_left: Vec<String> = rootless::things(DEFAULT_USER)
             .into_iter()
@@ -325,7 +325,8 @@ fn podman_rootful_and_rootless_run_the_images_files() {
             .filter(|l| l.contains(&run) && l.contains("-export-"))
             .collect()
     };
-    assert_eq!(exports().len(), 1, "one export for the run");
+    // Kept for the run (one per image identity), gone with its cache.
+    assert!(!exports().is_empty(), "the run's export is kept");
     drop(cache);
     assert_eq!(exports(), Vec::<String>::new());
 }
@@ -381,11 +382,11 @@ fn vm_bridge_boots_with_the_images_files() {
         }
         assert_eq!(f.cgroup, None, "a guest names no host cgroup");
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &s.run_id),
-            Vec::<String>::new(),
-            "{storage}"
-        );
+        let left: Vec<String> = support::left_behind(&before, &support::machine_state(), &s.run_id)
+            .into_iter()
+            .filter(|l| !l.contains("-export-"))
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{storage}");
     }
 }
 
