@@ -5,7 +5,8 @@
 # and every test removes what it made, failed or not; this is the proof.
 #
 # Looked for: Docker and rootful Podman containers, volumes and networks;
-# Docker images built from a user's Dockerfile;
+# Docker images built from a user's Dockerfile; Podman images imported
+# from a user's image (rootful and rootless);
 # rootless Podman containers and their forwarders in the store of every
 # user tare ran rootless Podman as (`podman ps` as root does not list
 # them: they live under tare-rootless and the test users); network
@@ -52,6 +53,11 @@ if have podman; then
   while read -r v; do
     [[ $v == tare-* ]] && left "podman volume $v"
   done < <(podman volume ls -q 2>/dev/null)
+  # A user's image (kind = "image") imported for a deployment carries its
+  # owner; tare's own images carry none and stay.
+  while read -r i; do
+    [[ -n $i ]] && left "podman image $i"
+  done < <(podman images --filter label=tare.owner --format '{{.Repository}}:{{.Tag}}' 2>/dev/null)
 fi
 
 # Rootless Podman: each user's own store, and the forwarders and conmons
@@ -70,6 +76,11 @@ for entry in "${rootless_users[@]}"; do
     done < <(cd / && runuser -u "$user" -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME="$home" XDG_RUNTIME_DIR="/run/user/$uid" \
       podman ps -a --format '{{.Names}}' 2>/dev/null)
+    while read -r name; do
+      [[ -n $name ]] && left "rootless podman image $name (user $user)"
+    done < <(cd / && runuser -u "$user" -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+      HOME="$home" XDG_RUNTIME_DIR="/run/user/$uid" \
+      podman images --filter label=tare.owner --format '{{.Repository}}:{{.Tag}}' 2>/dev/null)
   fi
   while read -r pid comm; do
     case $comm in

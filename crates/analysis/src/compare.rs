@@ -56,12 +56,9 @@ pub fn incomparable(old: &Run, new: &Run) -> Vec<String> {
             why.push(format!("different targets ({x} vs {y})"));
         }
     }
-    if let (Some(x), Some(y)) = (&a.load, &b.load) {
-        let mut differ = Vec::new();
-        settings_differ("", x, y, &mut differ);
-        if !differ.is_empty() {
-            why.push(format!("different loads ({})", differ.join(", ")));
-        }
+    let (differ, _) = load_differences(old, new);
+    if !differ.is_empty() {
+        why.push(format!("different loads ({})", differ.join(", ")));
     }
     match (debug_mode(old), debug_mode(new)) {
         (true, false) => why.push(format!("{} is a --debug-mode run", old.run_id)),
@@ -69,6 +66,35 @@ pub fn incomparable(old: &Run, new: &Run) -> Vec<String> {
         _ => {}
     }
     why
+}
+
+/// Load settings that differ between two comparable runs without changing
+/// what a second of load measures: the measured window's length, the
+/// warm-up and the ramp before it. `tare compare` prints them as a note
+/// (docs/analysis.md, "Compare").
+pub fn load_notes(old: &Run, new: &Run) -> Vec<String> {
+    let (_, notes) = load_differences(old, new);
+    if notes.is_empty() {
+        return notes;
+    }
+    vec![format!("different load windows ({})", notes.join(", "))]
+}
+
+/// Keys of `[load]` whose difference leaves a rate comparable.
+const WINDOW_KEYS: [&str; 3] = ["duration", "warmup", "ramp"];
+
+/// The differing load settings of two runs: those that change what is
+/// measured, and those of the window only ([`WINDOW_KEYS`]).
+fn load_differences(old: &Run, new: &Run) -> (Vec<String>, Vec<String>) {
+    let plan = |r: &Run| r.plan.clone().unwrap_or_default();
+    let (a, b) = (plan(old), plan(new));
+    let mut differ = Vec::new();
+    if let (Some(x), Some(y)) = (&a.load, &b.load) {
+        settings_differ("", x, y, &mut differ);
+    }
+    differ
+        .into_iter()
+        .partition(|d| !WINDOW_KEYS.iter().any(|k| d.starts_with(&format!("{k} "))))
 }
 
 /// Whether `run` was made by `tare run --debug-mode` (mock placements and

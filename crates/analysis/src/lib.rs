@@ -50,7 +50,7 @@ pub use attribution::{
     attribution, attribution_of_cells, parts_of_gap, Attribution, FactorChange, GapShare, Step,
 };
 pub use cell::{CellStats, NOISY_SPREAD};
-pub use compare::{compare, incomparable, CompareRow, Comparison};
+pub use compare::{compare, incomparable, load_notes, CompareRow, Comparison};
 pub use error::{AnalysisError, AttributionError};
 pub use factors::changed_factors;
 pub use levels::{drift as levels_drift, Drift};

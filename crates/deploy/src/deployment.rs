@@ -243,20 +243,17 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
         s.check(spec.transport).map_err(DeployError::Invalid)?;
     }
     if target.oci.is_some() {
-        image_runs_in(spec.placement, spec.transport).map_err(DeployError::Invalid)?;
+        image_runs_in(spec.transport).map_err(DeployError::Invalid)?;
     }
     Ok(())
 }
 
-/// Whether a user's image can run in `spec`'s placement: containers run
-/// it, a plain process (native, lab-*) chroots into its files; it is
-/// reached over TCP at the port its config exposes.
-pub fn image_runs_in(placement: crate::PlacementKind, transport: Transport) -> Result<(), String> {
-    if !matches!(placement.mechanism(), "process" | "lab" | "docker") {
-        return Err(format!(
-            "kind = \"image\" runs in native, lab-* and docker-* placements, not {placement} (yet)"
-        ));
-    }
+/// Whether a user's image can run over `transport`. Every placement runs
+/// one: containers (Docker's, Podman's rootful and rootless) run the image,
+/// a plain process (native, lab-*) chroots into its exported files, a
+/// guest boots with them. It is reached over TCP at the port its config
+/// exposes.
+pub fn image_runs_in(transport: Transport) -> Result<(), String> {
     if transport == Transport::Unix {
         return Err(
             "kind = \"image\" is reached over TCP: an image cannot be told a socket".into(),
@@ -349,7 +346,8 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     let spec = match &spec.target.target.oci {
         Some(_) => {
             let mut s = spec.clone();
-            s.target.target = targets::image::resolve(&s.target.target, &dir, teardown, &owner)?;
+            s.target.target =
+                targets::image::resolve(&s.target.target, &dir, teardown, &owner, &spec.run_id)?;
             resolved = s;
             &resolved
         }

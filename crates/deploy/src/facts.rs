@@ -42,7 +42,8 @@ pub struct Facts {
     /// A user's image (`kind = "image"`): the digest of the file tree it
     /// runs from ([`crate::tree_sha256`]), the filesystem type of its root
     /// as it sees it (`overlay` in a container, the host's under a
-    /// chroot), and its cgroup (a container's own, or the host's).
+    /// chroot, the initramfs's or the disk's in a guest), and its cgroup
+    /// (a container's own, or the host's; none in a guest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rootfs_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -486,8 +487,10 @@ pub(crate) fn measure(
     );
     // A guest's server is not a host process: what it sees comes from the
     // guest's own report (its CPUs, limits and filesystem), not QEMU's /proc.
+    let mut guest_root_fs = None;
     let guest = described.guest.map(|(facts, inside)| {
         process.as_seen_in_guest(&inside);
+        guest_root_fs = inside.root_fs.clone();
         log_fs = inside.fs.clone();
         content_fs = inside.data_fs.or(inside.fs);
         facts
@@ -510,11 +513,19 @@ pub(crate) fn measure(
         // in the server's namespace (lab-*: `ip netns exec` mounts its own
         // namespace) shows none, and is then the type of the host directory
         // it is.
-        root_fs: server.root.as_ref().and_then(|r| {
-            procfs::fs_type(worker, std::path::Path::new("/"))
-                .or_else(|| procfs::fs_type(std::process::id() as libc::pid_t, &r.dir))
+        // A guest's is what its init saw (QEMU's is the host's).
+        root_fs: server.root.as_ref().and_then(|r| match &guest {
+            Some(_) => guest_root_fs,
+            None => procfs::fs_type(worker, std::path::Path::new("/"))
+                .or_else(|| procfs::fs_type(std::process::id() as libc::pid_t, &r.dir)),
         }),
-        cgroup: server.root.as_ref().and_then(|_| cgroup_of(worker)),
+        // A guest has no cgroup of its own to name (its server is in
+        // the guest's kernel).
+        cgroup: server
+            .root
+            .as_ref()
+            .filter(|_| guest.is_none())
+            .and_then(|_| cgroup_of(worker)),
         backend: None,
         guest,
         helpers: Vec::new(),

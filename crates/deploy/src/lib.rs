@@ -6,8 +6,10 @@
 //!   recipe (one file each, in one registry: [`TargetKind`] names an
 //!   entry), or from a user's command line ([`Service`]).
 //! - `placements`: one file per placement behind the `Placement` trait, in
-//!   one registry ([`PlacementKind`]), on three mechanisms: plain processes,
-//!   tare's namespace [`lab`], and [`docker`].
+//!   one registry ([`PlacementKind`]), on six mechanisms: plain processes
+//!   (and a chroot, for an image's files natively), tare's namespace
+//!   [`lab`], [`docker`], rootful Podman, rootless Podman (a user of its
+//!   own), and QEMU guests ([`vm`]).
 //! - [`deploy`] / [`Deployment`]: start, health-check, describe, stop.
 //! - [`lab`]: namespaces, veth, bridge, nftables NAT, netem (no Docker).
 //! - [`vm`]: QEMU guests from the host's kernel and an initramfs tare builds.
@@ -51,8 +53,8 @@ pub use spec::{
     TargetKind, TargetSpec, Transport, Variant, VmOptions, VmPin,
 };
 pub use targets::{
-    app_path, tree_sha256, Oci, OciConfig, OciSource, Placeholder, Protocol, Ready, Service,
-    ServiceError,
+    app_path, tree_sha256, ExportCache, ExportedRoot, Oci, OciConfig, OciSource, Placeholder,
+    Protocol, Ready, Service, ServiceError,
 };
 pub use teardown::{install_interrupt_handler, teardown_all};
 

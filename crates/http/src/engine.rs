@@ -221,6 +221,10 @@ impl Prepared {
             crate::worker::Request {
                 bytes: request::build(method, path, &t.authority, headers, body, config.keepalive),
                 head: method == "HEAD",
+                idempotent: matches!(
+                    method,
+                    "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+                ),
             }
         };
         let Some(mix) = config.mix.as_ref().filter(|m| m.requests.len() > 1) else {

@@ -45,6 +45,11 @@ pub enum Command {
     /// Stop and answer with the record (not finished: the tare that asked
     /// has the load's result).
     Stop,
+    /// Whether the deployment still serves (`Deployment::check`: its
+    /// process or container alive, not stopped, answering its readiness
+    /// probe), asked after every measured load as for a local one
+    /// (docs/experiments.md, "Failed trials").
+    Check,
 }
 
 /// The agent's side of one line: what to answer. A line that is no
@@ -77,6 +82,12 @@ pub(crate) fn serve(line: &str, deployment: &Deployment, running: &mut Option<Mo
                 value: m.stop().to_json(),
             },
             None => failed("no monitor is running".into()),
+        },
+        Command::Check => match deployment.check() {
+            Ok(()) => Event::Done {
+                value: serde_json::Value::Null,
+            },
+            Err(why) => failed(why),
         },
     }
 }
@@ -111,6 +122,10 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<Command>(r#"{"monitor":"stop"}"#).unwrap(),
             Command::Stop
+        );
+        assert_eq!(
+            serde_json::from_str::<Command>(r#"{"monitor":"check"}"#).unwrap(),
+            Command::Check
         );
         assert!(serde_json::from_str::<Command>(r#"{"monitor":"pause"}"#).is_err());
     }

@@ -91,6 +91,15 @@ impl RemoteTarget {
         })
     }
 
+    /// Whether it still serves, as its host's agent sees it: the reason
+    /// when it does not, or why the agent no longer answers.
+    pub fn check(&mut self) -> Result<(), String> {
+        // `host NAME: server exited with signal 9`, or the agent's end.
+        self.ask(&Command::Check)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     fn ask(&mut self, cmd: &Command) -> Result<serde_json::Value, RemoteError> {
         let line = serde_json::to_string(cmd).map_err(|e| RemoteError::Local(e.to_string()))?;
         self.agent.say(&line)?;

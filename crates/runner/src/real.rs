@@ -37,12 +37,16 @@ pub struct RealExecutor {
     run_dir: PathBuf,
     /// The remote hosts, once `prepare` installed tare on them.
     fleet: Option<Arc<Fleet>>,
+    /// A user's image, exported and hashed once for all the run's cells
+    /// (removed when the run ends).
+    _exports: tare_deploy::ExportCache,
 }
 
 impl RealExecutor {
     pub fn new(exp: &Experiment, run_dir: &std::path::Path, interrupt: Arc<AtomicBool>) -> Self {
+        let run_id = deploy_id(run_dir);
         RealExecutor {
-            run_id: deploy_id(run_dir),
+            run_id: run_id.clone(),
             exp: exp.clone(),
             configs_dir: run_dir.join("configs"),
             interrupt,
@@ -50,6 +54,7 @@ impl RealExecutor {
             cpus: exp.cpus.here(),
             run_dir: run_dir.to_path_buf(),
             fleet: None,
+            _exports: tare_deploy::ExportCache::new(&run_id),
         }
     }
 
@@ -376,12 +381,11 @@ impl RunningCell for RealCell {
         self.monitor.take()
     }
 
-    /// A remote target is checked by its host's agent when it is stopped;
-    /// here only the engine's own signals judge it.
+    /// A remote target is checked where it runs, by its host's agent.
     fn check(&mut self) -> Result<(), String> {
-        match &self.deployment {
+        match &mut self.deployment {
             Placed::Local(d) => d.check(),
-            Placed::Remote(_) => Ok(()),
+            Placed::Remote(r) => r.check(),
         }
     }
 

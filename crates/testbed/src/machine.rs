@@ -41,6 +41,10 @@ pub fn resources() -> Vec<String> {
     for l in run("podman", &["volume", "ls", "-q"]).lines() {
         v.push(format!("podman volume {l}"));
     }
+    // A user's image tare imported for a deployment, by its owner label.
+    for l in run("podman", &built).lines() {
+        v.push(format!("podman image {l}"));
+    }
     for l in run("podman", &["network", "ls", "-q"]).lines() {
         v.push(format!("podman network {l}"));
     }

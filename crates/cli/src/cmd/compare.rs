@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use tare_analysis::{compare, incomparable, load_run};
+use tare_analysis::{compare, incomparable, load_notes, load_run};
 use tare_report::{exporter, Format};
 
 use super::report::emit_stdout;
@@ -48,6 +48,9 @@ pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             );
         }
         eprintln!("tare: warning: compared anyway (--force): {said}");
+    }
+    for note in load_notes(&old, &new) {
+        eprintln!("tare: note: {note}; rates and latencies compare, counts do not");
     }
     let comparison = compare(&old, &new);
     match args.json {

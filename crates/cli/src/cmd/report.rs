@@ -46,7 +46,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("tare: HTML report written to {}", path.display());
     }
-    match args.json {
+    let printed = match args.json {
         Some(path) if path.as_os_str() == "-" => emit_stdout(&exporter(Format::Json).run(&report)?),
         Some(path) => {
             std::fs::write(&path, exporter(Format::Json).run(&report)?)
@@ -54,7 +54,26 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             emit_stdout(&exporter(Format::Text).run(&report)?)
         }
         None => emit_stdout(&exporter(Format::Text).run(&report)?),
+    }?;
+    if let Some(why) = nothing_measured(&run) {
+        eprintln!("tare report: {why}");
+        return Ok(ExitCode::from(1));
     }
+    Ok(printed)
+}
+
+/// Why a run measured nothing, when no trial of it is usable: a script must
+/// not read an all-failed run as a result, whether `tare run` just made it
+/// or `tare report` reads it again (docs/experiments.md, "Failed trials").
+pub(crate) fn nothing_measured(run: &tare_analysis::Run) -> Option<String> {
+    if run.trials.iter().any(|t| t.usable().is_some()) {
+        return None;
+    }
+    let first = run.trials.iter().find_map(|t| t.error.as_deref());
+    Some(format!(
+        "no trial measured anything (first failure: {}); the report says why",
+        first.unwrap_or("nothing completed")
+    ))
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.

@@ -129,14 +129,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let run = report(&session).with_context(|| {
         format!("the run is complete, its report is not: `tare report {dir}` makes it once this is fixed")
     })?;
-    // Nothing usable is nothing measured: a script must not read an
-    // all-failed run as a result (docs/experiments.md, "Failed trials").
-    if !run.trials.iter().any(|t| t.usable().is_some()) {
-        let first = run.trials.iter().find_map(|t| t.error.as_deref());
-        eprintln!(
-            "tare run: no trial measured anything (first failure: {}); the report above says why",
-            first.unwrap_or("nothing completed")
-        );
+    if let Some(why) = super::report::nothing_measured(&run) {
+        eprintln!("tare run: {why}");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

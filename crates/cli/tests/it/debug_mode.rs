@@ -100,20 +100,21 @@ fn the_quick_experiment_runs_in_debug_mode() {
 #[test]
 fn compare_refuses_runs_that_are_not_comparable_unless_forced() {
     let root = tempfile::tempdir().unwrap();
-    let exp = |name: &str, connections: u32| {
+    let exp = |name: &str, connections: u32, duration: &str| {
         let path = root.path().join(name);
         std::fs::write(
             &path,
             format!(
-                "[target]\nkind = \"tare-serve\"\n[load]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = {connections}\nthreads = 1\n[trials]\ncount = 2\ncooldown = \"0s\"\n"
+                "[target]\nkind = \"tare-serve\"\n[load]\nduration = \"{duration}\"\nwarmup = \"0s\"\nconnections = {connections}\nthreads = 1\n[trials]\ncount = 2\ncooldown = \"0s\"\n"
             ),
         )
         .unwrap();
         path.display().to_string()
     };
-    let (a, b) = (exp("a.toml", 4), exp("b.toml", 8));
+    let (a, b) = (exp("a.toml", 4, "1s"), exp("b.toml", 8, "1s"));
+    let longer = exp("longer.toml", 4, "2s");
     let dir = |n: &str| root.path().join(n).display().to_string();
-    for (d, e) in [("a1", &a), ("a2", &a), ("b", &b)] {
+    for (d, e) in [("a1", &a), ("a2", &a), ("b", &b), ("longer", &longer)] {
         tare(&["run", "--debug-mode", "-q", "--out", &dir(d), e]);
     }
     tare(&["run", "-q", "--out", &dir("real"), &a]);
@@ -131,6 +132,15 @@ fn compare_refuses_runs_that_are_not_comparable_unless_forced() {
         "{}",
         String::from_utf8_lossy(&same.stderr)
     );
+    // A longer window measures the same rate: compared, with a note.
+    let window = compare(&[&dir("a1"), &dir("longer")]);
+    let err = String::from_utf8_lossy(&window.stderr);
+    assert_eq!(window.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("tare: note: different load windows (duration"),
+        "{err}"
+    );
+    assert!(!window.stdout.is_empty());
     for (other, says) in [
         ("b", "different loads (connections 4 vs 8)"),
         ("real", "is a --debug-mode run"),

@@ -280,4 +280,20 @@ fn a_run_with_nothing_usable_left_exits_non_zero() {
         "{err}"
     );
     assert!(out.join("report.txt").is_file());
+    // Read again later, the run is still nothing measured.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_tare"))
+        .arg("report")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tare report: no trial measured anything"),
+        "{err}"
+    );
+    assert!(
+        !again.stdout.is_empty(),
+        "the report is printed all the same"
+    );
 }

@@ -13,6 +13,7 @@ mod debug_mode;
 mod examples;
 mod faults;
 mod http_cli;
+mod image;
 mod messages;
 mod mysql_cli;
 mod net_cli;

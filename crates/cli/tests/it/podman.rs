@@ -208,11 +208,14 @@ fn cleanup_after_sigkill_removes_the_podman_container() {
         .arg("run")
         .arg(dir.join("pkill.toml"))
         .arg("--out")
-        .arg(dir.join("out"))
+        .arg(dir.join("pkillout"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // This run's containers only (`tare-<run id>-<pid>-<n>`): other tests
+    // may run Podman containers meanwhile, and theirs come and go.
+    let ours = format!("podman container tare-rpkillout-{}-", child.id());
     let mut child = Killer(child);
     let start = std::time::Instant::now();
     let made = loop {
@@ -221,7 +224,7 @@ fn cleanup_after_sigkill_removes_the_podman_container() {
         // leaves nothing for the test to see cleaned.
         let new: Vec<String> = podman_things()
             .into_iter()
-            .filter(|l| !before.contains(l) && l.starts_with("podman container tare-"))
+            .filter(|l| !before.contains(l) && l.starts_with(&ours))
             .filter(|l| running(l.trim_start_matches("podman container ")))
             .collect();
         if !new.is_empty() {

@@ -263,7 +263,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         Fleet::connect(&exp.hosts, "rexact", &run_dir, std::slice::from_ref(&spec)).unwrap();
     assert_eq!(fleet.reach.unwrap().to_string(), s.hosts.host("srv").1);
     spec.reach = fleet.reach;
-    let target = RemoteTarget::deploy(fleet.installed("srv").unwrap(), &spec).unwrap();
+    let mut target = RemoteTarget::deploy(fleet.installed("srv").unwrap(), &spec).unwrap();
     fleet.check_endpoint(Some("srv"), &target.endpoint).unwrap();
     let log_file = target.deployed.dir.join("log/access.log");
     // The readiness probe's requests are in the log before the load.
@@ -330,6 +330,20 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         .map(|e| format!("{} at {}", e, e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    // Its host's agent checks it where it runs: alive after the load, and
+    // a server killed there is seen dead, with the host's reason.
+    target.check().unwrap();
+    let pid: i32 = std::fs::read_to_string(target.deployed.dir.join("nginx.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: plain syscall on the nginx master this test deployed.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let dead = wait_until(Duration::from_secs(10), || target.check().is_err());
+    assert!(dead, "a killed server still checked alive");
+    let why = target.check().unwrap_err();
+    assert!(why.starts_with("host srv: "), "{why}");
     target.stop().unwrap();
     assert!(fleet.close().is_empty());
     drop(fleet);

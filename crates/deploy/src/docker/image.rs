@@ -269,7 +269,7 @@ fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, String> {
 
 /// A Dockerfile string literal: the engine parses import changes as
 /// Dockerfile instructions, so a path with a space stays one value.
-fn dockerfile_quote(v: &str) -> String {
+pub(crate) fn dockerfile_quote(v: &str) -> String {
     format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

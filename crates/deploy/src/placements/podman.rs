@@ -2,7 +2,8 @@
 //! Podman placement drives ([`Cli`]: as root, or as the rootless user).
 //! Podman has no daemon; tare runs `podman` and reads its `--format json`.
 //! Its store holds the image tare builds for Docker from the host's binary,
-//! imported under the same content tag ([`ensure_image`]). The containers
+//! imported under the same content tag ([`ensure_image`]), and a user's
+//! image imported from its exported files ([`import_rootfs`]). The containers
 //! themselves are `podman_site`'s.
 
 use std::io::Write;
@@ -129,6 +130,22 @@ pub(super) fn clean_labelled(cli: &Cli, what: &str, report: &mut CleanupReport) 
             Err(e) => report.notes.push(format!("{what} volume {}: {e}", v.name)),
         }
     }
+    // A user's image imported for a deployment (`import_rootfs`); tare's
+    // own image cache carries no owner and stays.
+    let images = match cli.run(&["images", "--filter", &owner_filter, "--format", "json"]) {
+        Ok(out) => out,
+        Err(e) => return report.notes.push(e.to_string()),
+    };
+    for i in labelled(&images, "Names") {
+        if i.owner.as_deref().is_some_and(procfs::owner_alive) {
+            report.live.push(format!("{what} image {}", i.name));
+            continue;
+        }
+        match remove_image(cli, &i.id) {
+            Ok(()) => report.removed.push(format!("{what} image {}", i.name)),
+            Err(e) => report.notes.push(format!("{what} image {}: {e}", i.name)),
+        }
+    }
 }
 
 /// Who runs `podman`: tare itself as root (rootful), or the rootless user.
@@ -144,7 +161,7 @@ impl Cli {
     /// `tare run` races `tare cleanup`'s `podman rm` and can leave a
     /// running container with no record (`podman_orphans`). Every `podman`
     /// tare runs is waited for by the thread that started it.
-    fn command(&self) -> Command {
+    pub(super) fn command(&self) -> Command {
         use std::os::unix::process::CommandExt;
         let mut c = match self {
             Cli::Rootful => Command::new("podman"),
@@ -296,6 +313,74 @@ pub(crate) fn labelled(json: &str, name_key: &str) -> Vec<Labelled> {
 pub(super) fn remove_container(cli: &Cli, id: &str) -> Result<(), DeployError> {
     cli.run(&["rm", "--force", "--volumes", "--ignore", "--time", "2", id])
         .map(drop)
+}
+
+/// Removes an image tare imported, if it is still there.
+pub(super) fn remove_image(cli: &Cli, image: &str) -> Result<(), DeployError> {
+    match cli.run(&["rmi", "--force", image]) {
+        Err(DeployError::Podman(e)) if e.contains("image not known") => Ok(()),
+        r => r.map(drop),
+    }
+}
+
+/// A user's image in this store as `tag`: the root filesystem tare
+/// exported from Docker's store for the deployment (`rootfs`, the files
+/// every other placement runs), streamed into `podman import` with tare's
+/// labels and `owner` (found by `tare cleanup` if tare is killed). The
+/// image's entrypoint, env, working directory and user are given to the
+/// container when it is created, as Docker's are.
+pub(super) fn import_rootfs(
+    cli: &Cli,
+    rootfs: &std::path::Path,
+    tag: &str,
+    labels: &[(&str, &str)],
+) -> Result<(), DeployError> {
+    let failed = |reason: String| DeployError::ImageBuild {
+        target: tag.to_string(),
+        reason,
+    };
+    let mut tar = Command::new("tar")
+        .args(["--numeric-owner", "-C"])
+        .arg(rootfs)
+        .args(["-c", "."])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| DeployError::io("running tar", e))?;
+    let stream = tar.stdout.take().expect("piped");
+    let mut import = cli.command();
+    import.args(["import", "--quiet"]);
+    for (k, v) in labels {
+        import.arg("--change").arg(format!(
+            "LABEL {k}={}",
+            crate::docker::image::dockerfile_quote(v)
+        ));
+    }
+    let imported = import
+        .args(["-", tag])
+        .stdin(stream)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output();
+    let packed = tar
+        .wait_with_output()
+        .map_err(|e| DeployError::io("running tar", e))?;
+    let imported = imported.map_err(|e| DeployError::io("running podman import", e))?;
+    if !imported.status.success() {
+        return Err(failed(format!(
+            "podman import: {}",
+            last_error(&imported.stderr, "level=warning")
+        )));
+    }
+    if !packed.status.success() {
+        return Err(failed(format!(
+            "tar of {}: {}",
+            rootfs.display(),
+            last_error(&packed.stderr, "\0")
+        )));
+    }
+    Ok(())
 }
 
 pub(super) fn remove_volume(cli: &Cli, name: &str) -> Result<(), DeployError> {

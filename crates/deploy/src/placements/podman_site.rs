@@ -1,6 +1,7 @@
 //! The containers of one Podman deployment, rootful or rootless: made from
 //! the image tare builds from the host's binary (imported into the store of
-//! whoever runs `podman`), given the deployment's files as the storage
+//! whoever runs `podman`), or a user's image imported from its exported
+//! files, given the deployment's files as the storage
 //! option says, with Docker's labels, names, limits and seccomp options.
 //! The Podman placements differ only in their [`PodNet`].
 
@@ -11,12 +12,15 @@ use serde_json::Value;
 use tare_engine::cpu::CpuList;
 use tare_engine::Endpoint;
 
-use super::podman::{ensure_image, remove_container, remove_volume, Cli, PODMAN};
+use super::podman::{
+    ensure_image, import_rootfs, remove_container, remove_image, remove_volume, Cli, PODMAN,
+};
 use super::podman_user::RootlessUser;
 use super::{Context, Described, Mechanism, Role, Running, Site};
 use crate::docker::{LABEL, LABEL_OWNER, LABEL_RUN};
 use crate::error::DeployError;
 use crate::spec::{Storage, Transport};
+use crate::targets::image::RootFs;
 use crate::targets::{self, Listen, Server};
 use crate::teardown::{Resource, Undo};
 
@@ -92,6 +96,9 @@ impl PodmanSite {
         let spec = cx.spec;
         let image = match &spec.image {
             Some(i) => i.clone(),
+            // A user's image: imported from its exported files when its
+            // server starts (`import`).
+            None if spec.target.target.oci.is_some() => String::new(),
             None => {
                 let binary = targets::binary(&spec.target.target)?;
                 ensure_image(&cli, &spec.target.target, &binary)?
@@ -107,6 +114,27 @@ impl PodmanSite {
         }))
     }
 
+    /// A user's image's files (`root`) in this site's store, labelled
+    /// with the deployment's owner and run, named as the deployment
+    /// directory, removed with it.
+    fn import(&mut self, cx: &Context<'_>, root: &RootFs, name: &str) -> Result<(), DeployError> {
+        let tag = format!("localhost/tare/image:{name}");
+        // Registered first: a half-imported image goes too.
+        cx.teardown.push(Resource::Undo(Box::new(Made::Image(
+            self.cli.clone(),
+            tag.clone(),
+        ))));
+        let run = cx.spec.run_id.as_str();
+        import_rootfs(
+            &self.cli,
+            &root.dir,
+            &tag,
+            &[(LABEL, "1"), (LABEL_RUN, run), (LABEL_OWNER, cx.owner)],
+        )?;
+        self.image = tag;
+        Ok(())
+    }
+
     fn rootless(&self) -> Option<&Arc<RootlessUser>> {
         match &self.cli {
             Cli::Rootless(u) => Some(u),
@@ -119,6 +147,7 @@ impl PodmanSite {
 enum Made {
     Container(Cli, String),
     Volume(Cli, String),
+    Image(Cli, String),
 }
 
 impl Undo for Made {
@@ -126,6 +155,7 @@ impl Undo for Made {
         match *self {
             Made::Container(cli, id) => remove_container(&cli, &id),
             Made::Volume(cli, name) => remove_volume(&cli, &name),
+            Made::Image(cli, tag) => remove_image(&cli, &tag),
         }
     }
 }
@@ -154,6 +184,9 @@ impl Site for PodmanSite {
             .and_then(|f| f.to_str())
             .unwrap_or("tare-unnamed");
         let dir = cx.dir.display().to_string();
+        if let (Role::Server, Some(root), true) = (role, &server.root, self.image.is_empty()) {
+            self.import(cx, root, dir_name)?;
+        }
         let rootless = self.rootless().cloned();
         // The server's user inside the container, and who that is on the
         // host: a rootless container's ids are the user's subordinate ones,

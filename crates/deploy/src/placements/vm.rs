@@ -17,7 +17,7 @@
 //! ([`refuses_storage`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use tare_engine::cpu::CpuList;
@@ -322,6 +322,7 @@ fn program<'a>(s: &'a Server, at: &Listen) -> init::Program<'a> {
         workdir: s.workdir.as_deref(),
         run_as: s.run_as,
         port: tcp_port(at),
+        root: s.root.as_ref().map(|_| Path::new(init::IMAGE_ROOT)),
     }
 }
 
@@ -356,8 +357,14 @@ impl VmSite {
         let failed = |what: &str, e: String| {
             DeployError::Invalid(format!("{}: {what}: {e}", self.placement))
         };
-        let mut files = crate::docker::image::closure(&server.target, &server.binary)
-            .map_err(|e| failed("the server's files", e))?;
+        // A user's image brings its own files (its exported root
+        // filesystem), not the host's.
+        let image = server.root.as_ref().map(|r| r.dir.as_path());
+        let mut files = match image {
+            Some(_) => Default::default(),
+            None => crate::docker::image::closure(&server.target, &server.binary)
+                .map_err(|e| failed("the server's files", e))?,
+        };
         if let Some((c, _)) = companion {
             files.extend(
                 crate::docker::image::closure(&c.target, &c.binary)
@@ -373,12 +380,25 @@ impl VmSite {
         if let Some(why) = refuses_storage(storage) {
             return Err(DeployError::Invalid(format!("{}: {why}", self.placement)));
         }
+        // A user's image on `volume` is its whole root filesystem on the
+        // disk; a tmpfs cannot hold it (its files are the image's).
+        let guest_root = Path::new(init::IMAGE_ROOT);
+        let (content, at) = match image {
+            Some(root) => (root, guest_root),
+            None => (server.content_path.as_path(), server.content_path.as_path()),
+        };
+        if image.is_some() && storage == Storage::Tmpfs {
+            return Err(DeployError::Invalid(format!(
+                "{}: kind = \"image\" in a guest runs from its files in the initramfs (storage = \"image\") or on its disk (\"volume\"), not a tmpfs",
+                self.placement
+            )));
+        }
         let disk = match storage {
             Storage::Volume => {
                 kernel::modules(&host.kernel, initramfs::DISK_MODULES)
                     .map_err(|e| failed("the data disk's modules", e))?;
                 Some(
-                    disk::make(&vm_dir, &server.content_path, disk::DEFAULT_BYTES)
+                    disk::make(&vm_dir, content, disk::DEFAULT_BYTES)
                         .map_err(|e| failed("the data disk", e))?,
                 )
             }
@@ -390,7 +410,7 @@ impl VmSite {
         };
         let data = match storage {
             Storage::Volume => init::Data::Disk {
-                at: &server.content_path,
+                at,
                 device: disk::DEVICE,
                 fs: disk::GUEST_FS,
             },
@@ -407,8 +427,17 @@ impl VmSite {
             data,
         });
         let initrd = vm_dir.join("initrd.cpio");
-        let built = initramfs::build(&host.kernel, &files, cx.dir, &script, &host.cache, &initrd)
-            .map_err(|e| failed("building the initramfs", e))?;
+        let in_initramfs = image.filter(|_| storage == Storage::Image);
+        let built = initramfs::build(
+            &host.kernel,
+            &files,
+            cx.dir,
+            in_initramfs,
+            &script,
+            &host.cache,
+            &initrd,
+        )
+        .map_err(|e| failed("building the initramfs", e))?;
 
         let accel = host.accel.accel;
         let (ip, gateway, nic) = match &self.wiring {
@@ -469,10 +498,19 @@ impl VmSite {
             nic,
             disk: disk.as_ref(),
         };
+        // QEMU is a host process: a user's image's root, working
+        // directory and environment are the guest's, not QEMU's.
+        let (env, workdir) = match image {
+            Some(_) => (Vec::new(), None),
+            None => (server.env.clone(), server.workdir.clone()),
+        };
         let qemu_server = Server {
             binary: host.qemu.clone(),
             args: machine.args(),
             run_as: None,
+            root: None,
+            env,
+            workdir,
             ..server.clone()
         };
         let started = Instant::now();

@@ -8,9 +8,10 @@
 //! Every placement runs the image's own files. Containers run the image;
 //! a plain process (native, lab-*) runs the entrypoint chrooted into the
 //! image's root filesystem, exported next to the deployment directory
-//! (`placements::chroot`). Each deployment exports the tree and hashes it
-//! ([`tree_sha256`]), so the facts compare the files that ran, not only the
-//! binary.
+//! (`placements::chroot`); a guest boots with it; Podman imports it. Each
+//! deployment gets the tree and its hash (`image_export`, exported once a
+//! run with an `ExportCache`), so the facts compare the files that ran,
+//! not only the binary.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,10 +65,13 @@ impl Recipe for Image {
             .config
             .as_ref()
             .ok_or_else(|| DeployError::Invalid("the image's config was not read".into()))?;
-        let rootfs = root_dir(cx.dir).join("rootfs");
-        export(&config.tag, &rootfs, cx.dir)?;
-        let tree = tree_sha256(&rootfs)
-            .map_err(|e| DeployError::io(format!("hashing {}", rootfs.display()), e))?;
+        let ExportedRoot {
+            dir: rootfs,
+            tree_sha256: tree,
+        } = o
+            .exported
+            .clone()
+            .ok_or_else(|| DeployError::Invalid("the image's files were not exported".into()))?;
         let binary = in_root(&rootfs, &config.argv[0], &config.env);
         let binary_sha256 = binary.as_deref().and_then(|b| super::file_sha256(b).ok());
         let run_as = match config.user.as_str() {
@@ -122,6 +126,16 @@ fn root_dir(dir: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+impl Oci {
+    /// The directory the user named (`build`), for messages.
+    fn source_dir(&self) -> &Path {
+        match &self.source {
+            OciSource::Build(dir) => dir,
+            _ => Path::new(""),
+        }
+    }
+}
+
 fn oci(target: &Target) -> Result<&Oci, DeployError> {
     target
         .oci
@@ -138,9 +152,25 @@ pub struct Oci {
     /// The port it listens on, when the image exposes none or several.
     #[serde(default)]
     pub port: Option<u16>,
+    /// With `Build`: host files put into the build context at their host
+    /// paths (`/bin/busybox` as `bin/busybox`) before it is built.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_files: Vec<PathBuf>,
     /// Its config, read from the engine when it deploys.
     #[serde(default)]
     pub config: Option<OciConfig>,
+    /// Its files on the host, exported when it deploys.
+    #[serde(skip)]
+    pub exported: Option<ExportedRoot>,
+}
+
+/// An image's root filesystem exported for one deployment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportedRoot {
+    /// The tree (`<deployment dir>-root/rootfs`).
+    pub dir: PathBuf,
+    /// [`tree_sha256`](crate::tree_sha256) of it as exported.
+    pub tree_sha256: String,
 }
 
 /// Where the image comes from.
@@ -161,6 +191,9 @@ pub enum OciSource {
 pub struct OciConfig {
     /// What the engine knows it as (tag or id).
     pub tag: String,
+    /// Its image id (`sha256:...`): the same image under any tag.
+    #[serde(default)]
+    pub id: String,
     /// Entrypoint then cmd.
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -185,6 +218,8 @@ impl std::fmt::Display for OciConfig {
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct Inspected {
+    #[serde(default)]
+    id: String,
     config: Option<InspectedConfig>,
 }
 
@@ -203,12 +238,12 @@ struct InspectedConfig {
 pub(crate) fn parse_inspect(tag: &str, json: &str) -> Result<OciConfig, String> {
     let list: Vec<Inspected> =
         serde_json::from_str(json).map_err(|e| format!("docker image inspect: {e}"))?;
-    let c = list
+    let image = list
         .into_iter()
         .next()
-        .ok_or("docker image inspect printed no image")?
-        .config
-        .unwrap_or_default();
+        .ok_or("docker image inspect printed no image")?;
+    let id = image.id;
+    let c = image.config.unwrap_or_default();
     let mut argv = c.entrypoint.unwrap_or_default();
     argv.extend(c.cmd.unwrap_or_default());
     if argv.first().is_none_or(|p| p.is_empty()) {
@@ -238,6 +273,7 @@ pub(crate) fn parse_inspect(tag: &str, json: &str) -> Result<OciConfig, String> 
     ports.sort_unstable();
     Ok(OciConfig {
         tag: tag.to_string(),
+        id,
         argv,
         env,
         workdir: c.working_dir.unwrap_or_default(),
@@ -254,6 +290,7 @@ pub(crate) fn resolve(
     dir: &Path,
     teardown: &Teardown,
     owner: &str,
+    run_id: &str,
 ) -> Result<Target, DeployError> {
     let mut target = target.clone();
     let o = target
@@ -273,7 +310,11 @@ pub(crate) fn resolve(
         OciSource::Build(context) => {
             let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("tare");
             let tag = format!("tare/built:{name}");
-            build(context, &tag, owner, teardown)?;
+            let context = match o.context_files.as_slice() {
+                [] => context.clone(),
+                files => with_host_files(context, files, &outer.join("context"))?,
+            };
+            build(&context, o.source_dir(), &tag, owner, teardown)?;
             tag
         }
         OciSource::Unset => return Err(DeployError::Invalid(
@@ -304,6 +345,14 @@ pub(crate) fn resolve(
             )))
         }
     };
+    // Every placement's facts say the tree's hash; a chroot, a guest and
+    // Podman run from it.
+    let rootfs = outer.join("rootfs");
+    let tree_sha256 = super::image_export::rootfs(&tag, &config.id, &rootfs, dir, run_id)?;
+    o.exported = Some(ExportedRoot {
+        dir: rootfs,
+        tree_sha256,
+    });
     target.binary = Some(PathBuf::from(&config.argv[0]));
     target.image = tag;
     o.config = Some(config);
@@ -311,7 +360,7 @@ pub(crate) fn resolve(
 }
 
 /// `docker ARGS`, its output captured.
-fn docker(args: &[&str]) -> Result<std::process::Output, DeployError> {
+pub(super) fn docker(args: &[&str]) -> Result<std::process::Output, DeployError> {
     Cmd::new("docker")
         .args(args)
         .stdin(Stdio::null())
@@ -320,7 +369,7 @@ fn docker(args: &[&str]) -> Result<std::process::Output, DeployError> {
 }
 
 /// The last `n` non-empty lines of `bytes`, joined with ` | `.
-fn last_lines(bytes: &[u8], n: usize) -> String {
+pub(super) fn last_lines(bytes: &[u8], n: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
     let lines: Vec<&str> = text
         .lines()
@@ -330,10 +379,47 @@ fn last_lines(bytes: &[u8], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
+/// `context` copied to `to` with each of `files` (host files) added at
+/// its host path, as the Dockerfile's `COPY` finds them; removed with the
+/// deployment (it is under its `-root` directory).
+fn with_host_files(context: &Path, files: &[PathBuf], to: &Path) -> Result<PathBuf, DeployError> {
+    let out = Cmd::new("cp")
+        .args(["-a"])
+        .arg(context)
+        .arg(to)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| DeployError::io("running cp", e))?;
+    if !out.status.success() {
+        return Err(DeployError::Invalid(format!(
+            "copying the build context {}: {}",
+            context.display(),
+            last_lines(&out.stderr, 1)
+        )));
+    }
+    for f in files {
+        let at = to.join(f.strip_prefix("/").unwrap_or(f));
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| DeployError::io(format!("creating {}", parent.display()), e))?;
+        }
+        std::fs::copy(f, &at).map_err(|e| {
+            DeployError::io(format!("copying {} into the build context", f.display()), e)
+        })?;
+    }
+    Ok(to.to_path_buf())
+}
+
 /// Builds `context` as `tag` with the local engine, labelled with its
 /// owner so `tare cleanup` finds it if tare is killed; removed with the
 /// deployment.
-fn build(context: &Path, tag: &str, owner: &str, teardown: &Teardown) -> Result<(), DeployError> {
+fn build(
+    context: &Path,
+    shown: &Path,
+    tag: &str,
+    owner: &str,
+    teardown: &Teardown,
+) -> Result<(), DeployError> {
     use crate::docker::{LABEL, LABEL_OWNER};
     let ctx = context.display().to_string();
     let labels = [format!("{LABEL}=1"), format!("{LABEL_OWNER}={owner}")];
@@ -360,7 +446,7 @@ fn build(context: &Path, tag: &str, owner: &str, teardown: &Teardown) -> Result<
             .flat_map(|l| l.bytes().chain([b'\n']))
             .collect();
         return Err(DeployError::ImageBuild {
-            target: format!("build = {ctx:?}"),
+            target: format!("build = {:?}", shown.display().to_string()),
             reason: format!("docker build failed: {}", last_lines(&all, 3)),
         });
     }
@@ -387,110 +473,6 @@ pub(crate) fn remove_image(tag: &str) -> Result<(), DeployError> {
         "removing image {tag}: {}",
         err.trim()
     )))
-}
-
-/// `tag`'s files, exported into `rootfs` through a container created for
-/// it and removed at once (`docker create`, `docker export`, `tar -x`).
-fn export(tag: &str, rootfs: &Path, dir: &Path) -> Result<(), DeployError> {
-    use crate::docker::{LABEL, LABEL_OWNER};
-    std::fs::create_dir(rootfs)
-        .map_err(|e| DeployError::io(format!("creating {}", rootfs.display()), e))?;
-    let name = format!(
-        "{}-export",
-        dir.file_name().and_then(|n| n.to_str()).unwrap_or("tare")
-    );
-    let owner = format!("{LABEL_OWNER}={}", crate::procfs::own_identity());
-    let created = docker(&[
-        "create",
-        "--name",
-        &name,
-        "--label",
-        &format!("{LABEL}=1"),
-        "--label",
-        &owner,
-        "--entrypoint",
-        "/",
-        tag,
-    ])?;
-    if !created.status.success() {
-        return Err(DeployError::Docker(format!(
-            "exporting {tag}: {}",
-            last_lines(&created.stderr, 2)
-        )));
-    }
-    let result = export_into(&name, rootfs);
-    let removed = crate::docker::remove_container(&name);
-    result.and(removed)
-}
-
-fn export_into(container: &str, rootfs: &Path) -> Result<(), DeployError> {
-    let mut exporter = Cmd::new("docker")
-        .args(["export", container])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| DeployError::Docker(format!("running docker export: {e}")))?;
-    let stream = exporter.stdout.take().expect("piped");
-    let untar = Cmd::new("tar")
-        .args(["-x", "--numeric-owner", "-C"])
-        .arg(rootfs)
-        .stdin(stream)
-        .stderr(Stdio::piped())
-        .output();
-    let exported = exporter
-        .wait_with_output()
-        .map_err(|e| DeployError::Docker(format!("docker export: {e}")))?;
-    let untar = untar.map_err(|e| DeployError::io("running tar", e))?;
-    if !exported.status.success() || !untar.status.success() {
-        return Err(DeployError::Docker(format!(
-            "exporting {container}: {} {}",
-            last_lines(&exported.stderr, 2),
-            last_lines(&untar.stderr, 2)
-        )));
-    }
-    Ok(())
-}
-
-/// A digest over a root filesystem tree: every entry's path, type, mode,
-/// owner, and its content's sha256 (a file) or target (a link), sorted by
-/// path. The same image exported twice hashes the same.
-pub fn tree_sha256(root: &Path) -> std::io::Result<String> {
-    let mut lines = Vec::new();
-    tree_lines(root, Path::new(""), &mut lines)?;
-    lines.sort();
-    Ok(super::sha256_hex(lines.join("\n").as_bytes()))
-}
-
-fn tree_lines(root: &Path, rel: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    for entry in std::fs::read_dir(root.join(rel))? {
-        let entry = entry?;
-        let rel = rel.join(entry.file_name());
-        let path = root.join(&rel);
-        let md = std::fs::symlink_metadata(&path)?;
-        let head = format!(
-            "{} {:o} {}:{}",
-            rel.display(),
-            md.mode(),
-            md.uid(),
-            md.gid()
-        );
-        if md.is_dir() {
-            out.push(format!("{head} dir"));
-            tree_lines(root, &rel, out)?;
-        } else if md.file_type().is_symlink() {
-            out.push(format!(
-                "{head} -> {}",
-                std::fs::read_link(&path)?.display()
-            ));
-        } else if md.is_file() {
-            let h = super::sha256_hex(&std::fs::read(&path)?);
-            out.push(format!("{head} {h}"));
-        } else {
-            out.push(format!("{head} special {}", md.rdev()));
-        }
-    }
-    Ok(())
 }
 
 /// The host path of `program` in `rootfs`: a path as is, a bare name on
@@ -611,6 +593,7 @@ mod tests {
 
     #[test]
     fn a_tree_hash_sees_content_modes_and_links() {
+        use crate::targets::image_export::tree_sha256;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir(root.join("bin")).unwrap();

@@ -14,6 +14,7 @@
 
 pub(crate) mod command;
 pub(crate) mod image;
+pub(crate) mod image_export;
 mod mariadb;
 mod net;
 mod nginx;
@@ -38,7 +39,8 @@ use crate::error::DeployError;
 use crate::spec::TargetSpec;
 
 pub use command::{app_path, Placeholder, Service, ServiceError};
-pub use image::{tree_sha256, Oci, OciConfig, OciSource};
+pub use image::{ExportedRoot, Oci, OciConfig, OciSource};
+pub use image_export::{tree_sha256, ExportCache};
 pub use protocol::Protocol;
 
 /// Every recipe, in the order `tare doctor` lists them. The first is the

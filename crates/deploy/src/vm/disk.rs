@@ -69,11 +69,22 @@ pub(crate) fn make(vm_dir: &Path, content: &Path, bytes: u64) -> Result<Disk, St
             path.display()
         ));
     }
-    // One inode per MiB (a few files, not millions), and the inode tables
-    // written now: with lazy initialisation the guest kernel would zero
-    // them in the background (ext4lazyinit) while the benchmark runs.
+    // One inode per MiB (a few files, not millions), or twice the
+    // content's entries when it has more (an image's root filesystem), and
+    // the inode tables written now: with lazy initialisation the guest
+    // kernel would zero them in the background (ext4lazyinit) while the
+    // benchmark runs.
+    let inodes = (bytes >> 20).max(2 * entries(content) + 1024);
     let child = Command::new(&mkfs)
-        .args(["-q", "-F", "-L", "tare-data", "-i", "1048576", "-E"])
+        .args([
+            "-q",
+            "-F",
+            "-L",
+            "tare-data",
+            "-N",
+            &inodes.to_string(),
+            "-E",
+        ])
         .arg("lazy_itable_init=0,lazy_journal_init=1")
         .arg("-d")
         .arg(content)
@@ -105,6 +116,19 @@ pub(crate) fn make(vm_dir: &Path, content: &Path, bytes: u64) -> Result<Disk, St
         bytes,
         host_fs,
     })
+}
+
+/// How many entries the tree at `dir` holds (0 if it cannot be read).
+fn entries(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => 1 + entries(&e.path()),
+            _ => 1,
+        })
+        .sum()
 }
 
 impl Disk {

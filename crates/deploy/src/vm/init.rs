@@ -33,7 +33,15 @@ pub(crate) struct Program<'a> {
     /// The TCP port it listens on: the init says the server started only
     /// once every such port listens.
     pub port: Option<u16>,
+    /// A user's image: it runs chrooted into the image's files, here in
+    /// the guest ([`IMAGE_ROOT`]), as a native cell's entrypoint does.
+    pub root: Option<&'a Path>,
 }
+
+/// Where a user's image's root filesystem is in the guest: its own
+/// directory, beside (not over) the init's busybox, so its files are the
+/// image's alone.
+pub(crate) const IMAGE_ROOT: &str = "/tare/root";
 
 /// What the init mounts over the server's content directory before it
 /// starts the server (the storage factor in a guest).
@@ -66,6 +74,9 @@ pub(crate) struct Plan<'a> {
 /// The shell words that run `p`: in its working directory, with its
 /// environment, the shell replaced by it (so `$!` is its pid).
 fn command(p: &Program<'_>) -> String {
+    if let Some(root) = p.root {
+        return chrooted(p, root);
+    }
     let mut command: Vec<String> = Vec::new();
     if !p.env.is_empty() {
         command.push("env".into());
@@ -96,6 +107,42 @@ fn command(p: &Program<'_>) -> String {
         Some(w) => format!("( cd {} && exec {words} )", quote(&w.display().to_string())),
         None => words,
     }
+}
+
+/// The shell words that run `p` chrooted into `root` (a user's image), as
+/// a native cell runs it (`placements::chroot`): only the image's
+/// environment, its working directory, its user, the guest's /proc, /dev,
+/// /sys and a tmpfs /tmp mounted inside the tree first. busybox's nsenter
+/// opens the working directory before the chroot and enters it after (its
+/// chroot applet would start in `/`), and sets the ids last.
+fn chrooted(p: &Program<'_>, root: &Path) -> String {
+    let r = root.display().to_string();
+    let workdir = p.workdir.unwrap_or(Path::new("/"));
+    let inside = format!(
+        "{r}/{}",
+        workdir.display().to_string().trim_start_matches('/')
+    );
+    let mut words: Vec<String> = vec!["env".into(), "-i".into()];
+    words.extend(p.env.iter().map(|(k, v)| format!("{k}={v}")));
+    words.extend([
+        "nsenter".into(),
+        "-F".into(),
+        format!("-r{r}"),
+        format!("-w{}", inside.trim_end_matches('/')),
+    ]);
+    if let Some((uid, gid)) = p.run_as {
+        words.extend([format!("-S{uid}"), format!("-G{gid}")]);
+    }
+    words.push(p.binary.display().to_string());
+    words.extend(p.args.iter().cloned());
+    let q = quote(&r);
+    format!(
+        "{{ for d in proc dev sys tmp; do mkdir -p {q}/$d; done; mkdir -p {w}; \
+mount -t proc proc {q}/proc; mount -o bind /dev {q}/dev; mount -o bind /sys {q}/sys; \
+mount -t tmpfs -o mode=1777 tmpfs {q}/tmp; exec {words}; }}",
+        w = quote(&inside),
+        words = words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+    )
 }
 
 /// The shell lines that mount `data` before the server starts. A mount
@@ -217,7 +264,7 @@ while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 200 ]; do tick; n=$((n+1)); done
 ip link set eth0 up || say "no eth0"
 [ -n "$IP" ] && ip addr add "$IP" dev eth0
 [ -n "$GW" ] && ip route add default via "$GW"
-say "facts kernel=$(uname -r) cpus=$(nproc) mem_kb=$(awk '/^MemTotal/{{print $2}}' /proc/meminfo) nofile=$(ulimit -Sn):$(ulimit -Hn) fs=$(fstype {dir}) data_fs=$(fstype {data}) addr=$IP"
+say "facts kernel=$(uname -r) cpus=$(nproc) mem_kb=$(awk '/^MemTotal/{{print $2}}' /proc/meminfo) nofile=$(ulimit -Sn):$(ulimit -Hn) fs=$(fstype {dir}) data_fs=$(fstype {data}){root_fs} addr=$IP"
 listening() {{ while read -r _ a _ st _; do [ "$st" = 0A ] && [ "${{a#*:}}" = "$1" ] && return 0; done < /proc/net/tcp; return 1; }}
 alive() {{ while read -r k v _; do [ "$k" = State: ] && {{ [ "$v" != Z ]; return; }}; done 2>/dev/null < /proc/$1/status; return 1; }}
 n=0
@@ -236,6 +283,10 @@ reboot -f
         dir = quote(&plan.dir.display().to_string()),
         data = quote(&data_dir(plan).display().to_string()),
         mount = mount(&plan.data),
+        root_fs = match plan.server.root {
+            Some(r) => format!(" root_fs=$(fstype {})", quote(&r.display().to_string())),
+            None => String::new(),
+        },
         companion_log = if plan.companion.is_some() {
             "say \"companion's last output:\"\ntail -n 10 /tmp/tare-companion.log\n"
         } else {
@@ -261,6 +312,9 @@ pub struct GuestReport {
     /// Filesystem type of the server's content (data) directory in the
     /// guest: the disk's or tmpfs's when one is mounted there.
     pub data_fs: Option<String>,
+    /// Filesystem type of a user's image's root in the guest (the
+    /// initramfs's, or the disk's with `storage = "volume"`).
+    pub root_fs: Option<String>,
 }
 
 /// The last `facts` line of a console log, if any. Values are single
@@ -292,6 +346,10 @@ pub fn guest_report(console: &str) -> Option<GuestReport> {
             .map(|s| s.to_string()),
         data_fs: kv
             .get("data_fs")
+            .filter(|v| !v.is_empty())
+            .map(|s| s.to_string()),
+        root_fs: kv
+            .get("root_fs")
             .filter(|v| !v.is_empty())
             .map(|s| s.to_string()),
     })
@@ -333,6 +391,7 @@ mod tests {
                 workdir: None,
                 run_as: Some((104, 111)),
                 port: Some(5432),
+                root: None,
             },
             companion: Some(Program {
                 binary: Path::new("/usr/bin/tare"),
@@ -341,6 +400,7 @@ mod tests {
                 workdir: None,
                 run_as: None,
                 port: Some(8080),
+                root: None,
             }),
             nofile: (1024, libc::RLIM_INFINITY),
             data: Data::Root,
@@ -358,6 +418,35 @@ mod tests {
     }
 
     #[test]
+    fn an_image_runs_chrooted_with_its_own_env_workdir_and_user() {
+        let args = vec!["httpd".to_string(), "-f".to_string()];
+        let env = vec![("PATH".to_string(), "/bin".to_string())];
+        let s = script(&Plan {
+            dir: Path::new("/tmp/tare-x"),
+            server: Program {
+                binary: Path::new("/bin/busybox"),
+                args: &args,
+                env: &env,
+                workdir: Some(Path::new("/www")),
+                run_as: Some((65534, 65534)),
+                port: Some(8080),
+                root: Some(Path::new(IMAGE_ROOT)),
+            },
+            companion: None,
+            nofile: (1024, 1024),
+            data: Data::Root,
+        });
+        assert!(s.contains("mount -t proc proc '/tare/root'/proc"), "{s}");
+        assert!(
+            s.contains("exec 'env' '-i' 'PATH=/bin' 'nsenter' '-F' '-r/tare/root' '-w/tare/root/www' '-S65534' '-G65534' '/bin/busybox' 'httpd' '-f'; } >/tmp/tare-server.log"),
+            "{s}"
+        );
+        assert!(s.contains(" root_fs=$(fstype '/tare/root')"), "{s}");
+        let r = guest_report("tare-vm: facts kernel=6.1 fs=rootfs root_fs=rootfs addr=").unwrap();
+        assert_eq!(r.root_fs.as_deref(), Some("rootfs"));
+    }
+
+    #[test]
     fn a_data_disk_is_mounted_before_the_server_starts() {
         let args = vec!["tool".to_string()];
         let plan = |data| Plan {
@@ -369,6 +458,7 @@ mod tests {
                 workdir: None,
                 run_as: None,
                 port: Some(9876),
+                root: None,
             },
             companion: None,
             nofile: (1024, 1024),

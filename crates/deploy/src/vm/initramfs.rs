@@ -17,6 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::cpio::Cpio;
+use super::init::IMAGE_ROOT;
 use super::kernel::{self, Kernel};
 use crate::targets::sha256_hex;
 
@@ -49,11 +50,13 @@ pub(crate) struct Built {
 }
 
 /// Writes the guest's initramfs to `out`: the cached base for `files`
-/// (plus busybox and the modules), then `dir` and `init`.
+/// (plus busybox and the modules), then `dir`, a user's image's exported
+/// root filesystem (`image`, at [`IMAGE_ROOT`]) and `init`.
 pub(crate) fn build(
     kernel: &Kernel,
     files: &BTreeSet<PathBuf>,
     dir: &Path,
+    image: Option<&Path>,
     init: &str,
     cache: &Path,
     out: &Path,
@@ -93,6 +96,10 @@ pub(crate) fn build(
         }
     }
     add_dir(&mut c, dir, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(root) = image {
+        add_tree(&mut c, root, Path::new(IMAGE_ROOT))
+            .map_err(|e| format!("{}: {e}", root.display()))?;
+    }
     c.file("init", 0o755, 0, 0, init.as_bytes())
         .map_err(|e| e.to_string())?;
     c.finish().map_err(|e| e.to_string())?;
@@ -240,6 +247,30 @@ fn add_dir<W: Write>(c: &mut Cpio<W>, root: &Path, dir: &Path) -> std::io::Resul
         } else if md.file_type().is_symlink() {
             let target = std::fs::read_link(&p)?;
             c.symlink(&p.display().to_string(), &target.display().to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// The tree at `host` stored at `guest` (an image's root filesystem in
+/// the guest): directories, files and links with their modes and owners,
+/// in path order; anything else (a device node) is left out, as the guest
+/// mounts its own /dev.
+fn add_tree<W: Write>(c: &mut Cpio<W>, host: &Path, guest: &Path) -> std::io::Result<()> {
+    let md = std::fs::symlink_metadata(host)?;
+    c.dir(&guest.display().to_string(), md.mode(), md.uid(), md.gid())?;
+    let mut entries: Vec<_> = std::fs::read_dir(host)?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let (from, to) = (e.path(), guest.join(e.file_name()));
+        let md = std::fs::symlink_metadata(&from)?;
+        let at = to.display().to_string();
+        if md.is_dir() {
+            add_tree(c, &from, &to)?;
+        } else if md.is_file() {
+            c.file(&at, md.mode(), md.uid(), md.gid(), &std::fs::read(&from)?)?;
+        } else if md.file_type().is_symlink() {
+            c.symlink(&at, &std::fs::read_link(&from)?.display().to_string())?;
         }
     }
     Ok(())

@@ -212,3 +212,211 @@ fn an_image_that_cannot_run_is_one_line_and_leaves_nothing() {
         );
     }
 }
+
+/// `podman logs NAME` (rootful), both streams: httpd logs on stderr.
+fn podman_log(name: &str) -> String {
+    let out = std::process::Command::new("podman")
+        .args(["logs", name])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// One deployment of the image in `placement`, loaded with exactly 200
+/// requests and stopped; its facts, and nothing of `run` left behind.
+fn deploy_load_stop(
+    ctx: &Path,
+    test: &str,
+    placement: &str,
+    log: Option<&dyn Fn(&str) -> String>,
+) -> tare_deploy::Facts {
+    let before = support::machine_state();
+    let mut s = spec(test, ctx, placement);
+    s.target.target.ready_within = Some(Duration::from_secs(120));
+    let d = deploy(&s).unwrap_or_else(|e| panic!("{placement}: {e}"));
+    let r = support::load_exactly(&d, 200);
+    assert_eq!(r.errors.total(), 0, "{placement}: {:?}", r.errors);
+    assert_eq!(r.requests, 200, "{placement}");
+    if let Some(log) = log {
+        let name = d.dir().file_name().unwrap().to_string_lossy().to_string();
+        assert_eq!(
+            answered(|| log(&name), 200),
+            200,
+            "{placement}: {}",
+            log(&name)
+        );
+    }
+    let f = d.facts().clone();
+    d.stop().unwrap();
+    assert_eq!(
+        support::left_behind(&before, &support::machine_state(), &s.run_id),
+        Vec::<String>::new(),
+        "{placement}"
+    );
+    f
+}
+
+/// The image in rootful Podman (podman-host) and rootless Podman
+/// (podman-rootless-pasta, in tare-rootless's store) runs the files a
+/// native cell runs: the same tree and entrypoint hashes, imported from
+/// Docker's store once for the run (an `ExportCache`), and the imported
+/// image gone from each store with its deployment.
+#[test]
+fn podman_rootful_and_rootless_run_the_images_files() {
+    use tare_testbed::rootless::{self, TestUser, DEFAULT_USER};
+    let test = "image_podman";
+    if !ready(test) {
+        return;
+    }
+    let _user = TestUser::adopt(DEFAULT_USER);
+    let ctx = context(&httpd(free_port()));
+    let run = support::run_id("imgpod");
+    let cache = tare_deploy::ExportCache::new(&run);
+    let native = deploy_load_stop(ctx.path(), "imgpod", "native", None);
+    let tree = native.rootfs_sha256.clone().expect("a tree hash");
+    for placement in ["podman-host", "podman-rootless-pasta"] {
+        if let Err(why) = PlacementKind::named(placement).unwrap().available() {
+            eprintln!("{test}: {placement} skipped: {why}");
+            continue;
+        }
+        let user_before = rootless::things(DEFAULT_USER);
+        let log: Option<&dyn Fn(&str) -> String> = match placement {
+            "podman-host" => Some(&podman_log),
+            _ => None,
+        };
+        let f = deploy_load_stop(ctx.path(), "imgpod", placement, log);
+        eprintln!(
+            "{test}: {placement}: image {:?}, root {:?}, tree {}",
+            f.image,
+            f.root_fs,
+            &tree[..12]
+        );
+        assert_eq!(
+            f.rootfs_sha256.as_deref(),
+            Some(tree.as_str()),
+            "{placement}"
+        );
+        assert_eq!(f.process.binary_sha256, native.process.binary_sha256);
+        assert!(
+            f.image
+                .as_deref()
+                .is_some_and(|i| i.starts_with("localhost/tare/image:")),
+            "{f:?}"
+        );
+        assert!(
+            f.root_fs.as_deref().is_some_and(|r| r.contains("overlay")),
+            "{f:?}"
+        );
+        // The image imported into the user's store went with the deployment.
+        let user_left: Vec<String> = rootless::things(DEFAULT_USER)
+            .into_iter()
+            .filter(|l| !user_before.contains(l) && l.contains("tare/image"))
+            .collect();
+        assert_eq!(user_left, Vec::<String>::new(), "{placement}");
+    }
+    // The run's export is removed with its cache.
+    let exports = || -> Vec<String> {
+        support::machine_state()
+            .into_iter()
+            .filter(|l| l.contains(&run) && l.contains("-export-"))
+            .collect()
+    };
+    assert_eq!(exports().len(), 1, "one export for the run");
+    drop(cache);
+    assert_eq!(exports(), Vec::<String>::new());
+}
+
+/// The image in a guest (vm-bridge, under KVM or TCG, whichever works
+/// here): booted with the image's exported files, its entrypoint run
+/// chrooted into them, the same tree hash as a native cell's; from the
+/// initramfs and from the guest's virtio disk (`storage = "volume"`).
+#[test]
+fn vm_bridge_boots_with_the_images_files() {
+    let test = "image_vm";
+    if !ready(test) {
+        return;
+    }
+    let vm = PlacementKind::named("vm-bridge").unwrap();
+    if let Err(why) = vm.available() {
+        eprintln!("{test}: skipped, no guests here: {why}");
+        return;
+    }
+    let ctx = context(&httpd(free_port()));
+    let run = support::run_id("imgvm");
+    let _cache = tare_deploy::ExportCache::new(&run);
+    let native = deploy_load_stop(ctx.path(), "imgvm", "native", None);
+    let tree = native.rootfs_sha256.clone().expect("a tree hash");
+    for storage in [tare_deploy::Storage::Image, tare_deploy::Storage::Volume] {
+        let before = support::machine_state();
+        let mut s = spec("imgvm", ctx.path(), "vm-bridge");
+        s.target.target.ready_within = Some(Duration::from_secs(120));
+        s.container.storage = storage;
+        let d = deploy(&s).unwrap_or_else(|e| panic!("vm-bridge, {storage}: {e}"));
+        let r = support::load_exactly(&d, 200);
+        assert_eq!(r.errors.total(), 0, "{storage}: {:?}", r.errors);
+        assert_eq!(r.requests, 200, "{storage}");
+        let f = d.facts().clone();
+        let guest = f.guest.clone().expect("guest facts");
+        eprintln!(
+            "{test}: {storage}: accel {} ({}), root {:?}, tree {}",
+            guest.accel,
+            guest.accel_reason,
+            f.root_fs,
+            &tree[..12]
+        );
+        assert!(["kvm", "tcg"].contains(&guest.accel.as_str()), "{guest:?}");
+        assert_eq!(f.rootfs_sha256.as_deref(), Some(tree.as_str()), "{storage}");
+        assert_eq!(f.process.binary_sha256, native.process.binary_sha256);
+        let root_fs = f.root_fs.clone().unwrap_or_default();
+        match storage {
+            tare_deploy::Storage::Volume => assert_eq!(root_fs, "ext4", "{f:?}"),
+            _ => assert!(
+                ["rootfs", "tmpfs", "ramfs"].contains(&root_fs.as_str()),
+                "{f:?}"
+            ),
+        }
+        assert_eq!(f.cgroup, None, "a guest names no host cgroup");
+        d.stop().unwrap();
+        assert_eq!(
+            support::left_behind(&before, &support::machine_state(), &s.run_id),
+            Vec::<String>::new(),
+            "{storage}"
+        );
+    }
+}
+
+/// A guest whose entrypoint exits at once: one line naming the placement
+/// and the cause, with the entrypoint's last words, and nothing left.
+#[test]
+fn vm_guest_whose_entrypoint_exits_is_one_line() {
+    let test = "image_vm_exits";
+    if !ready(test) {
+        return;
+    }
+    if let Err(why) = PlacementKind::named("vm-bridge").unwrap().available() {
+        eprintln!("{test}: skipped, no guests here: {why}");
+        return;
+    }
+    let ctx = context(
+        "FROM scratch\nCOPY busybox /bin/busybox\nEXPOSE 8080\n\
+         ENTRYPOINT [\"/bin/busybox\", \"sh\", \"-c\", \"echo no config here >&2; exit 3\"]\n",
+    );
+    let before = support::machine_state();
+    let mut s = spec("imgvmexit", ctx.path(), "vm-bridge");
+    s.target.target.ready_within = Some(Duration::from_secs(120));
+    let e = deploy(&s)
+        .expect_err("an entrypoint that exits")
+        .to_string();
+    eprintln!("{test}: {e}");
+    assert!(e.contains("vm-bridge"), "{e}");
+    assert!(e.contains("no config here"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+    assert_eq!(
+        support::left_behind(&before, &support::machine_state(), &s.run_id),
+        Vec::<String>::new()
+    );
+}

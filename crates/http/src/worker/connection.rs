@@ -23,9 +23,25 @@ impl Worker<'_> {
         }
     }
 
+    /// A request on a reused keep-alive connection ended before any byte of
+    /// its response: the server had let the idle connection go (its close
+    /// crossed the request). An idempotent request is sent again, once, on
+    /// a new connection, its latency still counted from its first send, as
+    /// HTTP clients do (RFC 9110 §9.2.2; docs/http.md, "Keep-alive").
+    /// True when it was.
+    pub(super) fn resent(&mut self, i: usize, now: u64) -> bool {
+        let c = &self.conns[i];
+        if !c.reused || c.got_first_byte || !self.plan.requests[c.req as usize].idempotent {
+            return false;
+        }
+        self.conns[i].resend = Some(self.conns[i].began_ns);
+        self.open(i, now);
+        true
+    }
+
     /// Opens a new connection for slot `i`.
     pub(super) fn open(&mut self, i: usize, now: u64) {
-        if self.schedule.is_none() && self.quota == Some(0) {
+        if self.schedule.is_none() && self.quota == Some(0) && self.conns[i].resend.is_none() {
             self.conns[i].phase = Phase::Done;
             self.close(i);
             return;
@@ -35,6 +51,7 @@ impl Worker<'_> {
         let c = &mut self.conns[i];
         c.began_ns = now;
         c.busy_since = now;
+        c.reused = false;
         match self.plan.endpoint.connect_from(source) {
             Err(_) => self.connect_failed(i, now),
             Ok(sock) => {
@@ -96,7 +113,7 @@ impl Worker<'_> {
                 l.record_ns(now - c.began_ns);
             }
         }
-        if self.schedule.is_some() && c.intended.is_none() {
+        if self.schedule.is_some() && c.intended.is_none() && c.resend.is_none() {
             return self.make_ready(i, now);
         }
         self.send(i, now);

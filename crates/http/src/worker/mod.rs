@@ -95,6 +95,10 @@ pub(crate) struct Request {
     pub bytes: Vec<u8>,
     /// HEAD: its response has no body whatever it says.
     pub head: bool,
+    /// Idempotent (RFC 9110 §9.2.2): sent again, once, when a reused
+    /// keep-alive connection turns out closed before any byte of its
+    /// response (docs/http.md, "Keep-alive").
+    pub idempotent: bool,
 }
 
 /// One named request's counts in a mix (one per request, in mix order).
@@ -191,6 +195,13 @@ struct Conn {
     established: bool,
     /// The request being sent or awaited (its index in `Plan::requests`).
     req: u32,
+    /// The connection had completed a response before the current request
+    /// was sent on it: a close before any byte of the answer is the server
+    /// letting an idle connection go, not the request failing.
+    reused: bool,
+    /// The current request's begin time, kept while it is sent again on a
+    /// new connection after such a close.
+    resend: Option<u64>,
 }
 
 pub(crate) struct Worker<'a> {
@@ -255,6 +266,8 @@ impl<'a> Worker<'a> {
                 sent_ns: 0,
                 rx_ns: None,
                 got_first_byte: false,
+                reused: false,
+                resend: None,
                 backoff_ns: BACKOFF_MIN_NS,
                 intended: None,
                 busy_since: 0,

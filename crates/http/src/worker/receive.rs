@@ -92,6 +92,9 @@ impl Worker<'_> {
 
     pub(super) fn failed_read(&mut self, i: usize) {
         let now = self.plan.clock.now_ns();
+        if self.resent(i, now) {
+            return;
+        }
         if self.measuring(now) {
             self.rec.errors.read += 1;
             if let Some(n) = self.named(i) {
@@ -134,7 +137,10 @@ impl Worker<'_> {
         }
         if c.parser.close || !self.plan.keepalive || junk {
             self.recycle(i, now);
-        } else if self.schedule.is_some() {
+            return;
+        }
+        c.reused = true;
+        if self.schedule.is_some() {
             self.make_ready(i, now);
         } else {
             self.send(i, now);

@@ -9,6 +9,16 @@ use super::{Phase, Worker};
 impl Worker<'_> {
     /// Starts the next request on an established connection.
     pub(super) fn send(&mut self, i: usize, now: u64) {
+        if let Some(began) = self.conns[i].resend.take() {
+            // The same request again (its quota or arrival already spent).
+            let c = &mut self.conns[i];
+            c.began_ns = began;
+            c.busy_since = now;
+            c.sent_ns = now;
+            c.got_first_byte = false;
+            c.parser.reset();
+            return self.write(i, 0);
+        }
         if let Some(intended) = self.conns[i].intended.take() {
             // Open loop: the quota was spent when the arrival was issued, and
             // latency counts from the intended time, connect included.
@@ -79,6 +89,9 @@ impl Worker<'_> {
                 }
                 Err(_) => {
                     let now = self.plan.clock.now_ns();
+                    if self.resent(i, now) {
+                        return;
+                    }
                     if self.measuring(now) {
                         self.rec.errors.write += 1;
                         // A write is always of the slot's request.

@@ -3,7 +3,8 @@
 //! the target value tare-deploy deploys ([`tare_deploy::Oci`] on a
 //! `tare_deploy::Target`). Its command line, environment and working
 //! directory are the image's own, so the keys that set them for a command
-//! are refused; every cell's placement must be one that runs an image.
+//! are refused (`files` with `build` are host files for its build
+//! context); every cell must reach it over TCP.
 
 use std::path::PathBuf;
 
@@ -34,11 +35,17 @@ pub(super) fn apply(
             None => Ok(target),
         };
     }
+    // `files` with `build` are host files put into the build context.
+    let files_span = t
+        .files
+        .as_ref()
+        .filter(|_| t.build.is_none())
+        .map(Spanned::span);
     let own: [(&str, Option<std::ops::Range<usize>>); 5] = [
         ("command", t.command.as_ref().map(Spanned::span)),
         ("env", t.env.as_ref().map(Spanned::span)),
         ("workdir", t.workdir.as_ref().map(Spanned::span)),
-        ("files", t.files.as_ref().map(Spanned::span)),
+        ("files", files_span),
         ("binary", t.binary.as_ref().map(Spanned::span)),
     ];
     if let Some((key, Some(span))) = own.into_iter().find(|(_, s)| s.is_some()) {
@@ -74,9 +81,33 @@ pub(super) fn apply(
         source,
         path: super::service::path(loc, t)?,
         port: t.port.as_ref().map(|_| target.port),
+        context_files: context_files(loc, t)?,
         config: None,
+        exported: None,
     });
     Ok(target)
+}
+
+/// `files` with `build`: host files (absolute paths) the build context
+/// gets at their host paths, so a `FROM scratch` Dockerfile can `COPY`
+/// them without a copy made by hand.
+fn context_files(loc: &Locator, t: &RawTarget) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for f in t.files.iter().flat_map(|f| f.get_ref()) {
+        let path = PathBuf::from(f.get_ref());
+        let bad = |m: String| loc.error(f.span(), "target.files", m);
+        if !path.is_absolute() {
+            return Err(bad(format!(
+                "{}: with `build`, files are host files by their absolute paths (put your own in the build directory)",
+                path.display()
+            )));
+        }
+        if !path.is_file() {
+            return Err(bad(format!("{}: no such file here", path.display())));
+        }
+        out.push(path);
+    }
+    Ok(out)
 }
 
 /// `build`: a directory with a Dockerfile, relative to this file.
@@ -96,7 +127,7 @@ fn context(loc: &Locator, b: &Spanned<String>, source: &ConfigSource) -> Result<
     Ok(dir)
 }
 
-/// Every cell's placement runs an image, over TCP.
+/// Every cell reaches the image over TCP (every placement runs one).
 pub(super) fn check_cells(
     loc: &Locator,
     raw: &RawExperiment,
@@ -107,7 +138,7 @@ pub(super) fn check_cells(
         return Ok(());
     }
     for cell in cells {
-        if let Err(m) = tare_deploy::image_runs_in(cell.setup.placement, cell.setup.transport) {
+        if let Err(m) = tare_deploy::image_runs_in(cell.setup.transport) {
             return Err(loc.error(
                 raw.target.get_ref().kind.span(),
                 "target.kind",

@@ -113,7 +113,7 @@ fn mistakes_are_named_with_file_line_and_key() {
         ("image with both image and build", "[target]\nkind = \"image\"\nimage = \"web:1\"\nbuild = \"web\"\n[load]\n".into()),
         ("image given a command", "[target]\nkind = \"image\"\nimage = \"web:1\"\ncommand = [\"x\", \"{port}\"]\n[load]\n".into()),
         ("image build without a Dockerfile", "[target]\nkind = \"image\"\nbuild = \"no/such/dir\"\n[load]\n".into()),
-        ("image in a guest", "[target]\nkind = \"image\"\nimage = \"web:1\"\n[factors]\nplacement = [\"native\", \"vm-bridge\"]\n[load]\n".into()),
+        ("image in a guest and in podman", "[target]\nkind = \"image\"\nimage = \"web:1\"\n[factors]\nplacement = [\"native\", \"vm-bridge\", \"podman-host\", \"podman-rootless-pasta\"]\n[load]\n".into()),
         ("image over a socket", "[target]\nkind = \"image\"\nimage = \"web:1\"\n[factors]\ntransport = [\"tcp\", \"unix\"]\n[load]\n".into()),
         ("build on a built-in", "[target]\nkind = \"nginx\"\nbuild = \"web\"\n[load]\n".into()),
     ];
