@@ -516,7 +516,10 @@ pub(crate) fn measure(
         // A guest's is what its init saw (QEMU's is the host's).
         root_fs: server.root.as_ref().and_then(|r| match &guest {
             Some(_) => guest_root_fs,
+            // The child read as the worker may be gone already (a
+            // short-lived helper of the entrypoint): then the server's own.
             None => procfs::fs_type(worker, std::path::Path::new("/"))
+                .or_else(|| procfs::fs_type(pid, std::path::Path::new("/")))
                 .or_else(|| procfs::fs_type(std::process::id() as libc::pid_t, &r.dir)),
         }),
         // A guest has no cgroup of its own to name (its server is in
