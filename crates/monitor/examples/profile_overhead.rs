@@ -7,26 +7,14 @@
 //!
 //! Usage: profile_overhead [ROUNDS] [HZ]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+#[path = "common/mod.rs"]
+mod common;
 
 use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
 
 fn main() {
+    let (mut child, url) = common::server();
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--serve-child") {
-        // The server runs in its own process, as `tare run` deploys it natively.
-        let cfg = tare_serve::ServeConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            threads: 1,
-            ..Default::default()
-        };
-        let server = tare_serve::Server::start(cfg).expect("tare serve starts");
-        println!("{}", server.local_addr().unwrap().port());
-        server.wait();
-        return;
-    }
     let rounds: usize = args
         .get(1)
         .and_then(|a| a.parse().ok())
@@ -38,24 +26,8 @@ fn main() {
         .unwrap_or(tare_monitor::profile::DEFAULT_HZ)
         .clamp(1, 10_000);
 
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .arg("--serve-child")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("server child starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().parse().expect("child prints its port");
-    let url = format!("http://127.0.0.1:{port}/");
-
     let trial = |profile_hz: u32| {
-        let mut c = tare_http::HttpConfig::new(tare_http::Target::new(&url, None, false).unwrap());
-        c.load.threads = 1;
-        c.load.connections = 32;
-        c.load.warmup = Duration::from_millis(500);
-        c.load.duration = Some(Duration::from_secs(2));
+        let c = common::quick_load(&url);
         let mut spec =
             MonitorSpec::new(ServerRef::Pids(vec![child.id()]), GeneratorRef::SelfProcess);
         spec.profile_hz = profile_hz;
@@ -96,10 +68,7 @@ fn main() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let median = common::median;
     let (w, wo) = (median(&mut with), median(&mut without));
     let ratio = w / wo;
     println!(
