@@ -15,6 +15,9 @@
 #
 # BASELINE=/path/to/another/tare adds that build's default run to every
 # round and transport, to compare two builds in one run (printed last).
+# TARE=/path/to/tare measures that build instead of building
+# target/release/tare (e.g. target/ci/tare, where a release build is not
+# wanted).
 #
 # Usage: bench/vs-pgbench.sh [ROUNDS] [SECONDS]      (as root)
 set -euo pipefail
@@ -27,8 +30,10 @@ BASELINE=${BASELINE:-}
 
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pgbench" ] || { bash scripts/setup.sh; PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
-cargo build --release -q -p tare || { [ -x target/release/tare ] && echo "vs-pgbench: build failed, using the existing target/release/tare" >&2; }
-TARE=$PWD/target/release/tare
+if [ -z "${TARE:-}" ]; then
+  cargo build --release -q -p tare || { [ -x target/release/tare ] && echo "vs-pgbench: build failed, using the existing target/release/tare" >&2; }
+  TARE=$PWD/target/release/tare
+fi
 
 dir=$(mktemp -d /tmp/tare-pgbench-XXXXXX)
 chown postgres "$dir"

@@ -98,6 +98,9 @@ pub struct PgConfig {
     pub per_statement: bool,
     /// `-P`: print a progress line on stderr every interval.
     pub progress_interval: Option<Duration>,
+    /// `--progress-timestamp`: the `-P` line says the Unix time, not the
+    /// time since the start.
+    pub progress_timestamp: bool,
     /// A live one-line display on a terminal.
     pub live: bool,
     /// `-s`: the `:scale` variable; `None` reads it from `pgbench_branches`
@@ -125,6 +128,11 @@ pub struct PgConfig {
     pub max_tries: u32,
     /// `--verbose-errors`: a line on stderr for every error retried or failed.
     pub verbose_errors: bool,
+    /// Each client's abort on stderr as it happens, one line in pgbench's
+    /// words (`tare: error: client 3 script 0 aborted in command 1 query 0:
+    /// ERROR:  ...`), as pgbench prints them (the command line); the
+    /// result keeps the first either way (`abort_error`).
+    pub print_aborts: bool,
     /// `--failures-detailed`: the report splits failures by kind.
     pub failures_detailed: bool,
     /// `--debug`: pgbench's trace of every client's steps on stderr.
@@ -194,6 +202,7 @@ impl PgConfig {
             connect_per_transaction: false,
             per_statement: false,
             progress_interval: None,
+            progress_timestamp: false,
             live: false,
             scale: None,
             vacuum: true,
@@ -204,6 +213,7 @@ impl PgConfig {
             continue_on_error: true,
             max_tries: 1,
             verbose_errors: false,
+            print_aborts: false,
             failures_detailed: false,
             debug: false,
             latency_limit: None,

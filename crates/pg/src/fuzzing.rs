@@ -66,6 +66,10 @@ pub fn backend(data: &[u8]) {
                 let _ = protocol::sqlstate(body);
                 let e = ServerError::parse(body);
                 let _ = (e.class(), e.to_string());
+                // The caret under any position, in a statement made of the
+                // same bytes (lines, tabs, multibyte text, a far position).
+                let text = String::from_utf8_lossy(body);
+                let _ = (e.libpq_text(Some(&text)), e.libpq_text(None));
             }
             tag::READY => {
                 let _ = protocol::ready_status(body);

@@ -6,7 +6,8 @@
 //! - `conninfo`: host/port/user/database/password resolved as libpq does.
 //! - [`script`]: pgbench's script language (SQL, `:var`, `\set`, `\sleep`).
 //! - `program`: scripts compiled once, protocol bytes prebuilt.
-//! - `protocol`: wire messages; `startup`: connection start-up and
+//! - `protocol`: wire messages (`server_message`: an error in libpq's
+//!   words); `startup`: connection start-up and
 //!   authentication (cleartext, MD5, SCRAM-SHA-256) as a state machine.
 //! - `engine`: worker threads, one epoll loop each, clients as state machines.
 //! - [`run()`]: one run from config to [`tare_record::LoadResult`]; [`Pg`],
@@ -30,6 +31,7 @@ mod protocol;
 pub mod report;
 mod run;
 pub mod script;
+mod server_message;
 pub mod session;
 mod startup;
 

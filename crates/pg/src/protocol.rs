@@ -209,6 +209,15 @@ pub struct ServerError {
     pub code: String,
     pub message: String,
     pub detail: Option<String>,
+    pub hint: Option<String>,
+    /// `P`: where in the statement (1-based, in characters) the error is.
+    pub position: Option<u32>,
+    /// `p` and `q`: the same in a statement the server ran internally
+    /// (PL/pgSQL's), with that statement's text.
+    pub internal_position: Option<u32>,
+    pub internal_query: Option<String>,
+    /// `W`: the call stack (`PL/pgSQL function ... line 1 at PERFORM`).
+    pub context: Option<String>,
 }
 
 impl ServerError {
@@ -226,6 +235,11 @@ impl ServerError {
                 b'C' => e.code = value,
                 b'M' => e.message = value,
                 b'D' => e.detail = Some(value),
+                b'H' => e.hint = Some(value),
+                b'P' => e.position = value.parse().ok(),
+                b'p' => e.internal_position = value.parse().ok(),
+                b'q' => e.internal_query = Some(value),
+                b'W' => e.context = Some(value),
                 _ => {}
             }
         }

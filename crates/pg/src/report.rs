@@ -87,7 +87,14 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
             pct_nan(pg.deadlock_failures, total)
         );
     }
-    if pg.max_tries.is_some() {
+    // pgbench prints retries whenever --max-tries is not 1.
+    let retries = pg.max_tries.is_some();
+    let columns = if retries {
+        ", failures and retries"
+    } else {
+        " and failures"
+    };
+    if retries {
         let _ = writeln!(
             o,
             "number of transactions retried: {} ({:.3}%)",
@@ -168,27 +175,64 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
                 pct(s.transactions, r.requests),
                 s.tps
             );
+            // pgbench 15's denominator: the script's every transaction.
+            let all = s.transactions + s.failed + s.skipped;
             let _ = writeln!(
                 o,
                 " - number of failed transactions: {} ({:.3}%)",
                 s.failed,
-                pct(s.failed, s.transactions + s.failed)
+                pct_nan(s.failed, all)
             );
-            let _ = writeln!(o, " - latency average = {:.3} ms", s.latency_mean_ms);
-            let _ = writeln!(o, " - latency stddev = {:.3} ms", s.latency_stdev_ms);
+            if opts.failures_detailed {
+                let _ = writeln!(
+                    o,
+                    " - number of serialization failures: {} ({:.3}%)",
+                    s.serialization_failures,
+                    pct_nan(s.serialization_failures, all)
+                );
+                let _ = writeln!(
+                    o,
+                    " - number of deadlock failures: {} ({:.3}%)",
+                    s.deadlock_failures,
+                    pct_nan(s.deadlock_failures, all)
+                );
+            }
+            if retries {
+                let _ = writeln!(
+                    o,
+                    " - number of transactions retried: {} ({:.3}%)",
+                    s.retried,
+                    pct_nan(s.retried, all)
+                );
+                let _ = writeln!(o, " - total number of retries: {}", s.retries);
+            }
+            if rate.is_some() && pg.latency_limit_ms.is_some() {
+                let _ = writeln!(
+                    o,
+                    " - number of transactions skipped: {} ({:.3}%)",
+                    s.skipped,
+                    pct_nan(s.skipped, all)
+                );
+            }
+            // pgbench prints no latency of a script that never ran.
+            if s.transactions > 0 {
+                let _ = writeln!(o, " - latency average = {:.3} ms", s.latency_mean_ms);
+                let _ = writeln!(o, " - latency stddev = {:.3} ms", s.latency_stdev_ms);
+            }
             let stmts: Vec<&StatementLatency> = pg
                 .statements
                 .iter()
                 .filter(|st| st.script == s.name)
                 .collect();
             if !stmts.is_empty() {
-                let _ = writeln!(o, " - statement latencies in milliseconds and failures:");
-                statement_lines(&mut o, &stmts);
+                let _ = writeln!(o, " - statement latencies in milliseconds{columns}:");
+                statement_lines(&mut o, &stmts, retries);
             }
         }
     } else if !pg.statements.is_empty() {
-        let _ = writeln!(o, "statement latencies in milliseconds and failures:");
-        statement_lines(&mut o, &pg.statements.iter().collect::<Vec<_>>());
+        let _ = writeln!(o, "statement latencies in milliseconds{columns}:");
+        let stmts: Vec<&StatementLatency> = pg.statements.iter().collect();
+        statement_lines(&mut o, &stmts, retries);
     }
 
     // tare's additions, after everything pgbench prints.
@@ -303,14 +347,15 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// pgbench: `printf("   %11.3f  %10" INT64_MODIFIER "d  %s\n", ...)`.
-fn statement_lines(o: &mut String, stmts: &[&StatementLatency]) {
+/// pgbench 15: mean latency, failures and, when retries are possible,
+/// retries, each right-aligned, then the command's first line.
+fn statement_lines(o: &mut String, stmts: &[&StatementLatency], retries: bool) {
     for s in stmts {
-        let _ = writeln!(
-            o,
-            "   {:>11.3}  {:>10}  {}",
-            s.mean_ms, s.failures, s.command
-        );
+        let _ = write!(o, "   {:>11.3}  {:>10}  ", s.mean_ms, s.failures);
+        if retries {
+            let _ = write!(o, "{:>10}  ", s.retries);
+        }
+        let _ = writeln!(o, "{}", s.command);
     }
 }
 
@@ -349,6 +394,7 @@ mod tests {
                     command: "select 1;".into(),
                     mean_ms: 0.016,
                     failures: 0,
+                    retries: 0,
                 }],
                 ..Default::default()
             }),
@@ -485,5 +531,111 @@ latency percentiles: ";
             "{t}"
         );
         assert!(!t.contains("retried"), "{t}");
+    }
+
+    /// Several scripts under `--max-tries`, `--failures-detailed`, `-R`
+    /// and `-L`: pgbench 15.18's per-script lines, in its order, with the
+    /// script's own denominators, and `-r`'s retries column.
+    #[test]
+    fn per_script_retries_failures_and_skips() {
+        let mut r = sample();
+        r.requests = 10;
+        r.schedule = Some(ScheduleReport {
+            target_rate: Some(100.0),
+            ..Default::default()
+        });
+        let pg = r.pg.as_mut().unwrap();
+        pg.max_tries = Some(3);
+        pg.latency_limit_ms = Some(100.0);
+        let script = |name: &str, weight, transactions, failed, retried, retries| PgScriptResult {
+            name: name.into(),
+            weight,
+            transactions,
+            failed,
+            serialization_failures: failed,
+            retried,
+            retries,
+            skipped: 1,
+            ..Default::default()
+        };
+        pg.script_results = vec![
+            script("a.sql", 2, 6, 1, 2, 3),
+            script("b.sql", 1, 4, 0, 0, 0),
+        ];
+        pg.statements = vec![
+            StatementLatency {
+                script: "a.sql".into(),
+                line: 1,
+                command: "select 1;".into(),
+                mean_ms: 0.973,
+                failures: 1,
+                retries: 3,
+            },
+            StatementLatency {
+                script: "b.sql".into(),
+                line: 1,
+                command: "select 2;".into(),
+                mean_ms: 0.14,
+                failures: 0,
+                retries: 0,
+            },
+        ];
+        let t = text(
+            &r,
+            TextOptions {
+                failures_detailed: true,
+                ..Default::default()
+            },
+        );
+        let want = "SQL script 1: a.sql
+ - weight: 2 (targets 66.7% of total)
+ - 6 transactions (60.0% of total, tps = 0.000000)
+ - number of failed transactions: 1 (12.500%)
+ - number of serialization failures: 1 (12.500%)
+ - number of deadlock failures: 0 (0.000%)
+ - number of transactions retried: 2 (25.000%)
+ - total number of retries: 3
+ - number of transactions skipped: 1 (12.500%)
+ - latency average = 0.000 ms
+ - latency stddev = 0.000 ms
+ - statement latencies in milliseconds, failures and retries:
+         0.973           1           3  select 1;
+SQL script 2: b.sql
+ - weight: 1 (targets 33.3% of total)
+ - 4 transactions (40.0% of total, tps = 0.000000)
+ - number of failed transactions: 0 (0.000%)
+ - number of serialization failures: 0 (0.000%)
+ - number of deadlock failures: 0 (0.000%)
+ - number of transactions retried: 0 (0.000%)
+ - total number of retries: 0
+ - number of transactions skipped: 1 (20.000%)
+ - latency average = 0.000 ms
+ - latency stddev = 0.000 ms
+ - statement latencies in milliseconds, failures and retries:
+         0.140           0           0  select 2;
+";
+        assert!(t.contains(want), "{t}");
+        // One script: no per-script block, the retries column all the same.
+        let mut r = sample();
+        r.pg.as_mut().unwrap().max_tries = Some(0);
+        let t = text(&r, TextOptions::default());
+        assert!(
+            t.contains("statement latencies in milliseconds, failures and retries:\n         0.016           0           0  select 1;\n"),
+            "{t}"
+        );
+        assert!(!t.contains("SQL script"), "{t}");
+        // A script never chosen (weight 0): NaN shares, no latency.
+        let mut r = sample();
+        let pg = r.pg.as_mut().unwrap();
+        pg.max_tries = Some(2);
+        pg.script_results.push(PgScriptResult {
+            name: "never.sql".into(),
+            ..Default::default()
+        });
+        let t = text(&r, TextOptions::default());
+        assert!(
+            t.contains("SQL script 2: never.sql\n - weight: 0 (targets 0.0% of total)\n - 0 transactions (0.0% of total, tps = 0.000000)\n - number of failed transactions: 0 (NaN%)\n - number of transactions retried: 0 (NaN%)\n - total number of retries: 0\nlatency percentiles"),
+            "{t}"
+        );
     }
 }

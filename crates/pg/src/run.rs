@@ -118,7 +118,8 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
             let stop_progress = Arc::new(AtomicBool::new(false));
             let progress = cfg.progress_interval.map(|every| {
                 let (sh, stop) = (shared.clone(), stop_progress.clone());
-                std::thread::spawn(move || report_progress(&sh, every, &stop))
+                let stamp = cfg.progress_timestamp;
+                std::thread::spawn(move || report_progress(&sh, every, stamp, &stop))
             });
             Some((started, start_ns, line, stop_progress, progress))
         },
@@ -175,6 +176,10 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         server_version,
     );
     if let (Some(pg), Some(why)) = (result.pg.as_mut(), lost.1) {
+        if cfg.print_aborts {
+            // Its clients printed nothing: their thread is gone.
+            eprintln!("tare: error: {why}");
+        }
         pg.aborted_clients += lost.0;
         pg.abort_error.get_or_insert(why);
     }
@@ -336,8 +341,9 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
     }
 }
 
-/// pgbench's `-P` line on stderr, every `every`.
-fn report_progress(sh: &Shared, every: Duration, stop: &AtomicBool) {
+/// pgbench's `-P` line on stderr, every `every`: the time since the
+/// start, or with `--progress-timestamp` (`stamp`) the Unix time in ms.
+fn report_progress(sh: &Shared, every: Duration, stamp: bool, stop: &AtomicBool) {
     let origin = Instant::now();
     let (mut last_n, mut last_sum, mut last_sq, mut last_t) = (0u64, 0u64, 0f64, 0f64);
     let mut tick = 1u32;
@@ -369,8 +375,16 @@ fn report_progress(sh: &Shared, every: Duration, stop: &AtomicBool) {
         } else {
             (0.0, 0.0)
         };
+        let when = if stamp {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            format!("{}.{:03}", now.as_secs(), now.subsec_millis())
+        } else {
+            format!("{t:.1}")
+        };
         eprintln!(
-            "progress: {t:.1} s, {:.1} tps, lat {mean:.3} ms stddev {sd:.3}, {failed} failed",
+            "progress: {when} s, {:.1} tps, lat {mean:.3} ms stddev {sd:.3}, {failed} failed",
             dn as f64 / (t - last_t).max(1e-9)
         );
         (last_n, last_sum, last_sq, last_t) = (n, sum, sq, t);
@@ -413,12 +427,14 @@ fn assemble(
             a.sum_ns += b.sum_ns;
             a.count += b.count;
             a.failures += b.failures;
+            a.retries += b.retries;
         }
         for (a, b) in per_script.iter_mut().zip(&o.result.per_script) {
             a.count += b.count;
             a.failed += b.failed;
             a.sum_ms += b.sum_ms;
             a.sumsq_ms += b.sumsq_ms;
+            a.tx.add(&b.tx);
         }
         for (k, v) in o.result.failed_by_class {
             *by_class.entry(k).or_insert(0) += v;
@@ -472,6 +488,7 @@ fn assemble(
                             st.sum_ns as f64 / 1e6 / st.count as f64
                         },
                         failures: st.failures,
+                        retries: st.retries,
                     }
                 })
             })
@@ -502,6 +519,11 @@ fn assemble(
                 latency_mean_ms: mean,
                 latency_stdev_ms: var.sqrt(),
                 tps: st.count as f64 / duration_s,
+                retried: st.tx.retried,
+                retries: st.tx.retries,
+                serialization_failures: st.tx.serialization,
+                deadlock_failures: st.tx.deadlock,
+                skipped: st.tx.skipped,
             }
         })
         .collect();

@@ -537,6 +537,18 @@ pub struct PgScriptResult {
     pub latency_mean_ms: f64,
     pub latency_stdev_ms: f64,
     pub tps: f64,
+    /// This script's share of `PgDetails`' `retried`, `retries`,
+    /// `serialization_failures`, `deadlock_failures` and `skipped`.
+    #[serde(default)]
+    pub retried: u64,
+    #[serde(default)]
+    pub retries: u64,
+    #[serde(default)]
+    pub serialization_failures: u64,
+    #[serde(default)]
+    pub deadlock_failures: u64,
+    #[serde(default)]
+    pub skipped: u64,
 }
 
 /// `-r`: one script command's latency.
@@ -546,7 +558,11 @@ pub struct StatementLatency {
     pub line: u64,
     pub command: String,
     pub mean_ms: f64,
+    /// Transactions that failed at this command (after their last try).
     pub failures: u64,
+    /// `--max-tries`: retries after an error in this command.
+    #[serde(default)]
+    pub retries: u64,
 }
 
 /// Mean, standard deviation and maximum of a set of rate samples, and the

@@ -195,6 +195,7 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
     cfg.connect_per_transaction = args.connect > 0;
     cfg.per_statement = args.per_command > 0;
     cfg.progress_interval = checked.progress.map(Duration::from_secs);
+    cfg.progress_timestamp = args.progress_timestamp > 0;
     cfg.scale = checked.scale;
     cfg.vacuum = args.no_vacuum == 0;
     cfg.vacuum_accounts = args.vacuum_all > 0;
@@ -229,8 +230,8 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
         report::text(&result, opts)
     })?;
     if let Some(pg) = &result.pg {
-        if let Some(why) = &pg.abort_error {
-            eprintln!("tare: error: {why}");
+        // Each client's abort was printed as it happened (print_aborts).
+        if pg.abort_error.is_some() {
             eprintln!(
                 "tare: error: Run was aborted ({} of {} clients); the above results are incomplete.",
                 pg.aborted_clients, result.connections

@@ -152,6 +152,7 @@ impl PgbenchArgs {
             .and_then(|m| m.parse().ok())
             .unwrap_or(1);
         cfg.verbose_errors = self.verbose_errors > 0;
+        cfg.print_aborts = true;
         cfg.failures_detailed = self.failures_detailed > 0;
         cfg.debug = self.debug > 0;
         cfg.latency_limit = self

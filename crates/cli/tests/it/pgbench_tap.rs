@@ -850,6 +850,87 @@ fn deadlock_error(err: &str) -> Result<(), String> {
     }
 }
 
+/// Beyond the TAP files: pgbench 15's output that its own tests do not
+/// pin, run the same way (pgbench must pass each case, then tare): the
+/// per-script retry and failure lines, the statement latencies' retries
+/// column, the server's caret under a failed statement and one abort
+/// line (or two, for a meta command) per client. Judged on their own,
+/// not counted among the TAP cases.
+fn output_cases() -> Vec<Case> {
+    const TWO: &[(&str, &str)] = &[("one.sql", "select 1;\n"), ("two.sql", "select 2;\n")];
+    vec![
+        script("per-script retries", "-n -t 5 -c 2 --max-tries 3 -r", 0,
+            &["transaction type: multiple scripts\n", "maximum number of tries: 3\n",
+              "number of transactions retried: 0 (0.000%)\ntotal number of retries: 0\n",
+              " - number of failed transactions: 0 (0.000%)\n - number of transactions retried: 0 (0.000%)\n - total number of retries: 0\n - latency average = ",
+              " - statement latencies in milliseconds, failures and retries:\n",
+              "           0           0  select 1;\n", "           0           0  select 2;\n"], &[""], TWO),
+        script("per-script failures by kind and skips", "-n -t 5 -c 2 --max-tries 2 --failures-detailed --rate=1000 --latency-limit=1000", 0,
+            &[" - number of failed transactions: 0 (0.000%)\n - number of serialization failures: 0 (0.000%)\n - number of deadlock failures: 0 (0.000%)\n - number of transactions retried: 0 (0.000%)\n - total number of retries: 0\n - number of transactions skipped: 0 (0.000%)\n - latency average = "],
+            &[""], TWO),
+        script("one script, no retries column", "-n -t 2 -r", 0,
+            &["statement latencies in milliseconds and failures:\n", "           0  select 1;\n", "!retried"], &[""],
+            &[("one.sql", "select 1;\n")]),
+        // 001's serialization script beside one that is never chosen: the
+        // retry is the first script's, and the UPDATE's.
+        Case { env: REPEATABLE_READ, setup: RETRY_TABLES,
+            ..script("per-script retried serialization failure", "-n -c 2 -t 1 --max-tries 2 -r", 0,
+                &["SQL script 1: ", " - number of transactions retried: 1 (50.000%)\n - total number of retries: 1\n",
+                  "           0           1  UPDATE xy SET y = y + :delta",
+                  "SQL script 2: ", " - 0 transactions (0.0% of total, tps = 0.000000)\n - number of failed transactions: 0 (NaN%)\n - number of transactions retried: 0 (NaN%)\n - total number of retries: 0\n - statement latencies"], &[],
+                &[("serialization.sql", SERIALIZATION), ("never.sql@0", "select 1;\n")]) },
+        Case { check: Some(|e| aborts(e, 3)),
+            ..script("failed statement: caret, one abort per client", "-n -t 2 -c 3", 2, &["processed: 0/6"],
+                &["client 0 script 0 aborted in command 1 query 0: ERROR:  relation \"nothere\" does not exist\nLINE 1: select   foo from  nothere;\n                           ^\n",
+                  "client 1 script 0 aborted in command 1 query 0: ERROR:  relation \"nothere\"",
+                  "client 2 script 0 aborted in command 1 query 0: ERROR:  relation \"nothere\"",
+                  "Run was aborted"],
+                &[("nothere.sql", "select 1;\nselect   foo from  nothere;\n")]) },
+        script("caret on the second line, extended", "-n -t 1 -M extended -Dv=1", 2, &[],
+            &["client 0 script 0 aborted in command 0 query 0: ERROR:  column \"nocol\" does not exist\nLINE 2:   $1::int, 'x b' +  nocol;\n                            ^\n"],
+            &[("second.sql", "select 1 +\n  :v::int, 'x\tb' +  nocol;\n")]),
+        script("caret in a long line, simple", "-n -t 1", 2, &[],
+            &["LINE 1: ...aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' || nocol || '...\n                                                             ^\n"],
+            &[("long.sql", "select 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' || nocol || 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb';\n")]),
+        script("caret in PL/pgSQL's statement", "-n -t 1", 2, &[],
+            &["ERROR:  column \"nocol\" does not exist\nLINE 1: SELECT nocol FROM pg_class\n               ^\nQUERY:  SELECT nocol FROM pg_class\nCONTEXT:  PL/pgSQL function inline_code_block line 1 at PERFORM\n"],
+            &[("plpgsql.sql", "DO $$ BEGIN PERFORM nocol FROM pg_class; END $$;\n")]),
+        script("no caret without a position", "-n -t 1", 2, &[],
+            &["client 0 script 0 aborted in command 0 query 0: ERROR:  division by zero\n", "!LINE"],
+            &[("zero.sql", "select 1/0;\n")]),
+        Case { check: Some(|e| aborts(e, 2)),
+            ..script("failed meta command: its detail, then the abort", "-n -t 2 -c 2", 2, &[],
+                &["error: division by zero\n",
+                  "error: client 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed\n",
+                  "error: client 1 aborted in command 0 (set) of script 0; evaluation of meta-command failed\n"],
+                &[("set.sql", "\\set x 1/0\n")]) },
+        script("failed sleep", "-n -t 1", 2, &[],
+            &["error: sleep: undefined variable \"nope\"\n",
+              "error: client 0 aborted in command 0 (sleep) of script 0; execution of meta-command failed\n"],
+            &[("sleep.sql", "\\sleep :nope\n")]),
+        script("failed shell command", "-n -t 1", 2, &[],
+            &["error: false: could not launch shell command\n",
+              "error: client 0 aborted in command 0 (shell) of script 0; execution of meta-command failed\n"],
+            &[("shell.sql", "\\shell false\n")]),
+        script("gset without a row", "-n -t 1", 2, &[],
+            &["error: client 0 script 0 command 0 query 0: expected one row, got 0\n", "!aborted in"],
+            &[("gset.sql", "select 1 where false \\gset\n")]),
+    ]
+}
+
+/// `n` clients aborted, each said once.
+fn aborts(err: &str, n: usize) -> Result<(), String> {
+    let lines = err
+        .lines()
+        .filter(|l| l.contains(" aborted in command "))
+        .count();
+    if lines == n {
+        Ok(())
+    } else {
+        Err(format!("{lines} abort lines, want {n}"))
+    }
+}
+
 /// 001's `^[CLIENTS] \d{1,2} \d+ \d \d+ \d+$`: a client among `clients`,
 /// the transaction's number, its latency, the script, the time.
 fn log_line(line: &str, clients: &str) -> bool {
@@ -1139,6 +1220,10 @@ fn check_logs(dir: &std::path::Path, l: &LogCheck) -> Result<(), String> {
 }
 
 fn judge(outcomes: &[Outcome]) {
+    judge_as(outcomes, "pgbench TAP cases");
+}
+
+fn judge_as(outcomes: &[Outcome], what: &str) {
     let mut unexpected = Vec::new();
     let mut passed = 0;
     for o in outcomes {
@@ -1156,10 +1241,7 @@ fn judge(outcomes: &[Outcome]) {
             (Some(_), Some(_)) => {}
         }
     }
-    eprintln!(
-        "tare pg passes {passed} of {} pgbench TAP cases",
-        outcomes.len()
-    );
+    eprintln!("tare pg passes {passed} of {} {what}", outcomes.len());
     if std::env::var_os("TARE_BIN").is_some() {
         return;
     }
@@ -1253,4 +1335,29 @@ fn pgbench_tap_cases_with_a_server() {
     }
     let _ = s.query("DROP TABLESPACE tap_ts");
     judge(&outcomes);
+}
+
+/// pgbench 15's output beyond what its TAP files check ([`output_cases`]).
+#[test]
+fn pgbench_output_beyond_the_tap_cases() {
+    assert!(
+        pgbench_installed(),
+        "pgbench is missing: run scripts/setup.sh"
+    );
+    let server = PgServer::start("");
+    let scripts = server.dir.join("scripts");
+    std::fs::create_dir(&scripts).unwrap();
+    let env = Env {
+        server: Some(&server),
+        dir: scripts,
+    };
+    let outcomes: Vec<Outcome> = output_cases()
+        .iter()
+        .map(|c| {
+            let files: Vec<(&str, String)> =
+                c.files.iter().map(|(n, t)| (*n, t.to_string())).collect();
+            run_case(&env, c, &files)
+        })
+        .collect();
+    judge_as(&outcomes, "output cases beyond the TAP files");
 }

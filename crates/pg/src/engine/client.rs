@@ -61,6 +61,9 @@ pub(crate) struct Client {
     /// Per flat statement slot: already prepared on this connection.
     pub prepared: Vec<bool>,
     pub script: usize,
+    /// `script` holds the choice for the next transaction (made before
+    /// its start may be skipped as late, as pgbench makes it).
+    pub script_chosen: bool,
     pub cmd: usize,
     pub tx_start: u64,
     /// When the transaction really started (its intended start, `tx_start`,
@@ -127,6 +130,7 @@ impl Client {
             rng: rng.clone(),
             prepared: vec![false; statements],
             script: 0,
+            script_chosen: false,
             cmd: 0,
             tx_start: 0,
             actual_start: 0,

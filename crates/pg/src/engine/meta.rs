@@ -6,9 +6,13 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use super::client::Client;
+use super::worker::failed;
 use crate::program::Program;
 use crate::script::expr::{truth, Env, Expr, Value};
 use crate::script::{CommandKind, ShellWord};
+
+/// pgbench's reason for a meta command that could not run.
+const EXECUTION: &str = "execution of meta-command failed";
 
 /// Runs `kind` (the client's current command); `Err` is why the client
 /// aborts.
@@ -49,7 +53,7 @@ fn condition(expr: &Expr, c: &mut Client, program: &Program) -> Result<bool, Str
     };
     match expr.eval(&mut env) {
         Ok(v) => Ok(truth(&v)),
-        Err(e) => Err(format!("evaluation of meta-command failed: {e}")),
+        Err(e) => Err(failed(e, "evaluation of meta-command failed")),
     }
 }
 
@@ -90,7 +94,10 @@ fn shell(
             ShellWord::Lit(s) => line.push_str(s),
             ShellWord::Var(id, text) => match &c.vars[id.0] {
                 Some(v) => line.push_str(&v.to_string()),
-                None => return Err(format!("{name}: undefined variable \"{text}\"")),
+                None => {
+                    let detail = format!("{name}: undefined variable \"{text}\"");
+                    return Err(failed(detail, EXECUTION));
+                }
             },
         }
     }
@@ -103,7 +110,10 @@ fn shell(
         return if ok {
             Ok(())
         } else {
-            Err("execution of meta-command failed".into())
+            Err(failed(
+                format!("{line}: could not launch shell command"),
+                EXECUTION,
+            ))
         };
     };
     let out = Command::new("/bin/sh")
@@ -111,20 +121,24 @@ fn shell(
         .arg(&line)
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|_| format!("{name}: could not read result of shell command"))?;
+        .map_err(|_| failed(format!("{line}: could not launch shell command"), EXECUTION))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let first = text.lines().next().unwrap_or("");
     if first.is_empty() {
-        return Err(format!("{name}: could not read result of shell command"));
+        let detail = format!("{line}: could not read result of shell command");
+        return Err(failed(detail, EXECUTION));
     }
     match first.trim().parse::<i64>() {
         Ok(v) => {
             c.vars[var.0] = Some(Value::Int(v));
             Ok(())
         }
-        Err(_) => Err(format!(
-            "{name}: shell command must return an integer (not \"{}\")",
-            Arc::<str>::from(first)
+        Err(_) => Err(failed(
+            format!(
+                "{line}: shell command must return an integer (not \"{}\")",
+                Arc::<str>::from(first)
+            ),
+            EXECUTION,
         )),
     }
 }

@@ -44,7 +44,10 @@ use worker::{wake_at, Ctx, WorkerResult};
 pub(crate) struct CmdStat {
     pub sum_ns: u64,
     pub count: u64,
+    /// Transactions that failed here after their last try.
     pub failures: u64,
+    /// Retries after an error here (`--max-tries`).
+    pub retries: u64,
 }
 
 /// Per-script totals (pgbench's per-script report lines).
@@ -54,6 +57,9 @@ pub(crate) struct ScriptStat {
     pub failed: u64,
     pub sum_ms: f64,
     pub sumsq_ms: f64,
+    /// This script's retries, failures by kind and skipped starts
+    /// (`late` is kept for the whole run only).
+    pub tx: TxCounts,
 }
 
 /// pgbench's counts beyond successes and failures: retries

@@ -11,9 +11,10 @@ use tare_engine::uring::{self, Event, Io};
 use super::client::{Client, Phase};
 use super::worker::{AbortKind, Ctx};
 use crate::config::QueryMode;
+use crate::program::Program;
 use crate::protocol::{self, tag};
 use crate::script::expr::Value;
-use crate::script::{CommandKind, Piece};
+use crate::script::{CommandKind, Piece, Sql};
 use crate::startup::Progress;
 
 impl Ctx<'_> {
@@ -288,7 +289,9 @@ impl Ctx<'_> {
                         if self.cfg.verbose_errors
                             || (!self.cfg.continue_on_error && !super::worker::retryable(code))
                         {
-                            c.error_text = Some(protocol::ServerError::parse(body).to_string());
+                            let text = sent_text(c, self.program);
+                            let e = protocol::ServerError::parse(body);
+                            c.error_text = Some(e.libpq_text(text.as_deref()));
                         }
                         // Once per worker, off the hot path: what a run in
                         // which every transaction fails says (docs/pg.md).
@@ -389,18 +392,8 @@ impl Ctx<'_> {
         c.wbuf.clear();
         match program.mode {
             QueryMode::Simple => {
-                let (vars, text) = (&c.vars, sql.text.as_bytes());
-                protocol::query(&mut c.wbuf, |b| {
-                    for piece in &sql.pieces {
-                        match piece {
-                            Piece::Lit(r) => b.extend_from_slice(&text[r.clone()]),
-                            Piece::Var(id, r) => match &vars[id.0] {
-                                Some(v) => push_value(b, v),
-                                None => b.extend_from_slice(&text[r.clone()]),
-                            },
-                        }
-                    }
-                });
+                let vars = &c.vars;
+                protocol::query(&mut c.wbuf, |b| substitute(b, sql, vars));
             }
             QueryMode::Extended | QueryMode::Prepared => {
                 if program.mode == QueryMode::Prepared && !c.prepared[stmt.slot] {
@@ -482,6 +475,41 @@ fn debug_sending(c: &Client, text: &str, mode: QueryMode) {
         _ => text.to_string(),
     };
     eprintln!("tare: client {} sending {sent}", c.id);
+}
+
+/// Simple mode's statement text: the script's text with each defined
+/// variable's value in place of its `:name`.
+#[inline]
+fn substitute(b: &mut Vec<u8>, sql: &Sql, vars: &[Option<Value>]) {
+    let text = sql.text.as_bytes();
+    for piece in &sql.pieces {
+        match piece {
+            Piece::Lit(r) => b.extend_from_slice(&text[r.clone()]),
+            Piece::Var(id, r) => match &vars[id.0] {
+                Some(v) => push_value(b, v),
+                None => b.extend_from_slice(&text[r.clone()]),
+            },
+        }
+    }
+}
+
+/// The statement in flight as the server got it, for the caret under an
+/// error's position (libpq shows the text it sent): in simple mode with
+/// the variables substituted, else with `$n` parameters. `None` for a
+/// pipeline's batch, whose failing statement is not known here.
+fn sent_text(c: &Client, program: &Program) -> Option<String> {
+    let command = program.scripts[c.script].script.commands.get(c.cmd)?;
+    let CommandKind::Sql(sql) = &command.kind else {
+        return None;
+    };
+    Some(match program.mode {
+        QueryMode::Simple => {
+            let mut b = Vec::new();
+            substitute(&mut b, sql, &c.vars);
+            String::from_utf8_lossy(&b).into_owned()
+        }
+        QueryMode::Extended | QueryMode::Prepared => sql.parameterized.clone(),
+    })
 }
 
 /// A variable's value as statement text or a text-format parameter.

@@ -286,7 +286,7 @@ impl<'a> Ctx<'a> {
             AbortKind::Script => {}
         }
         self.aborted += 1;
-        if self.abort_message.is_none() {
+        if self.abort_message.is_none() || self.cfg.print_aborts {
             let connecting = matches!(
                 c.phase,
                 Phase::Disconnected | Phase::Connecting | Phase::Starting
@@ -303,14 +303,30 @@ impl<'a> Ctx<'a> {
                     .unwrap_or("meta"),
                 None => "connection",
             };
-            self.abort_message = Some(match why.strip_prefix(WHOLE) {
+            // pgbench prints a failed meta command's detail on a line of
+            // its own before the abort; the record joins the two.
+            let (detail, why) = match why.split_once(DETAIL) {
+                Some((detail, why)) => (Some(detail), why),
+                None => (None, why),
+            };
+            let mut message = match why.strip_prefix(WHOLE) {
                 Some(whole) => format!("client {} aborted: {whole}", c.id),
                 None if why.starts_with(RAW) => why[RAW.len()..].to_string(),
                 None => format!(
                     "client {} aborted in command {} ({what}) of script {}; {why}",
                     c.id, c.cmd, c.script
                 ),
-            });
+            };
+            if self.cfg.print_aborts {
+                if let Some(d) = detail {
+                    eprintln!("tare: error: {d}");
+                }
+                eprintln!("tare: error: {message}");
+            }
+            if let Some(d) = detail {
+                message = format!("{message}: {d}");
+            }
+            self.abort_message.get_or_insert(message);
         }
         self.finish(c, Phase::Aborted);
     }
@@ -346,12 +362,25 @@ impl<'a> Ctx<'a> {
                             None => now,
                         },
                     };
+                    // pgbench chooses the script first (drawing only when
+                    // there is a choice), then skips late starts for it.
+                    if !c.script_chosen {
+                        c.script = if program.scripts.len() > 1 {
+                            program
+                                .choose(self.choose_rng.uniform(0, program.total_weight as i64 - 1)
+                                    as u64)
+                        } else {
+                            0
+                        };
+                        c.script_chosen = true;
+                    }
                     // pgbench's latency limit under a rate: a start already
                     // later than the limit is skipped (counted, not run).
                     if let (Some(limit), Some(_)) = (self.cfg.latency_limit, self.cfg.load.rate) {
                         if now.saturating_sub(start) > limit.as_nanos() as u64 {
                             if self.measuring(start) {
                                 self.counts.skipped += 1;
+                                self.per_script[c.script].tx.skipped += 1;
                             }
                             if let Some(log) = self.txlog.as_mut() {
                                 log.skipped(c.id, c.done_txs, c.script, start, now);
@@ -367,14 +396,7 @@ impl<'a> Ctx<'a> {
                     }
                     c.tx_start = start;
                     c.actual_start = now;
-                    // pgbench draws only when there is a choice.
-                    c.script = if program.scripts.len() > 1 {
-                        program.choose(
-                            self.choose_rng.uniform(0, program.total_weight as i64 - 1) as u64
-                        )
-                    } else {
-                        0
-                    };
+                    c.script_chosen = false;
                     c.cmd = 0;
                     c.error = None;
                     c.tries = 1;
@@ -420,7 +442,7 @@ impl<'a> Ctx<'a> {
                                     return self.abort(
                                         c,
                                         AbortKind::Script,
-                                        &format!("evaluation of meta-command failed: {e}"),
+                                        &failed(e, "evaluation of meta-command failed"),
                                     )
                                 }
                             }
@@ -445,9 +467,12 @@ impl<'a> Ctx<'a> {
                                         return self.abort(
                                             c,
                                             AbortKind::Script,
-                                            &format!(
-                                                "sleep: undefined variable \"{}\"",
-                                                program.vars.name(*id)
+                                            &failed(
+                                                format!(
+                                                    "sleep: undefined variable \"{}\"",
+                                                    program.vars.name(*id)
+                                                ),
+                                                "execution of meta-command failed",
                                             ),
                                         )
                                     }
@@ -507,7 +532,11 @@ impl<'a> Ctx<'a> {
                 let stored = c.results.finish(g, &mut c.vars, &program.vars);
                 c.results.clear();
                 if let Err(e) = stored {
-                    let why = format!("{e}; SQL command failed");
+                    // pgbench's words: no "aborted" in them.
+                    let why = format!(
+                        "{RAW}client {} script {} command {} query 0: {e}",
+                        c.id, c.script, c.cmd
+                    );
                     return self.abort(c, AbortKind::Script, &why);
                 }
             }
@@ -521,7 +550,6 @@ impl<'a> Ctx<'a> {
             let s = &mut self.per_cmd[self.program.command_base[c.script] + c.cmd];
             s.sum_ns += now.saturating_sub(c.cmd_start);
             s.count += 1;
-            s.failures += c.error.is_some() as u64;
         }
         if let Some(code) = c.error {
             if !retryable(code) && !self.cfg.continue_on_error {
@@ -570,6 +598,9 @@ impl<'a> Ctx<'a> {
                     try_of(c.tries, max)
                 );
             }
+            if self.cfg.per_statement && self.measuring(now) {
+                self.per_cmd[self.program.command_base[c.script] + c.cmd].retries += 1;
+            }
             // pgbench's retry: the same script from its first command,
             // the generator as the first try found it, the same start.
             c.tries += 1;
@@ -589,11 +620,21 @@ impl<'a> Ctx<'a> {
             *self.failed_by_class.entry([code[0], code[1]]).or_insert(0) += 1;
             self.rec.errors.status += 1;
             self.failed += 1;
-            self.per_script[c.script].failed += 1;
+            let script = &mut self.per_script[c.script];
+            script.failed += 1;
             match &code {
-                b"40001" => self.counts.serialization += 1,
-                b"40P01" => self.counts.deadlock += 1,
+                b"40001" => {
+                    self.counts.serialization += 1;
+                    script.tx.serialization += 1;
+                }
+                b"40P01" => {
+                    self.counts.deadlock += 1;
+                    script.tx.deadlock += 1;
+                }
                 _ => {}
+            }
+            if self.cfg.per_statement {
+                self.per_cmd[self.program.command_base[c.script] + c.cmd].failures += 1;
             }
             self.count_tries(c);
         }
@@ -617,8 +658,12 @@ impl<'a> Ctx<'a> {
 
     fn count_tries(&mut self, c: &Client) {
         if c.tries > 1 {
+            let retries = (c.tries - 1) as u64;
             self.counts.retried += 1;
-            self.counts.retries += (c.tries - 1) as u64;
+            self.counts.retries += retries;
+            let s = &mut self.per_script[c.script].tx;
+            s.retried += 1;
+            s.retries += retries;
         }
     }
 
@@ -688,6 +733,15 @@ const WHOLE: &str = "\0";
 /// An abort reason that is the whole message (pgbench's words for a
 /// failed SQL command differ from those for a meta command).
 const RAW: &str = "\u{1}";
+/// Separates a failed meta command's detail from the abort's reason.
+const DETAIL: char = '\u{2}';
+
+/// The abort reason of a meta command that failed: pgbench prints
+/// `detail` (`division by zero`) on its own line, then the abort ending
+/// with `reason` (`evaluation of meta-command failed`).
+pub(crate) fn failed(detail: impl std::fmt::Display, reason: &str) -> String {
+    format!("{detail}{DETAIL}{reason}")
+}
 
 /// SQLSTATEs pgbench retries under `--max-tries` (its
 /// `getSQLErrorStatus`): serialization failure, deadlock.
