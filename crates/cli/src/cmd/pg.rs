@@ -18,8 +18,10 @@ use tare_pg::{ConnFlags, ConnParams, Length, Pg, PgConfig, ScriptSource, ScriptS
 use super::load_args::{self, LoadArgs};
 use super::pgbench_flags::{check_flags, listing, InitArgs, PgbenchArgs};
 
+/// A valued flag given twice takes its last value, as in pgbench (getopt);
+/// repeatable flags (`-f`, `-b`, `-D`, `-n`, `-S`) add up.
 #[derive(Args, Debug)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, args_override_self = true)]
 pub(crate) struct PgArgs {
     /// Database server host, or a Unix socket directory if it starts with '/' (PGHOST).
     #[arg(short = 'h', long = "host", value_name = "HOST|SOCKETDIR")]
