@@ -915,10 +915,30 @@ fn output_cases() -> Vec<Case> {
         script("valued flags repeated: the last wins", "-n -t 1 -t 2 -c 1 -c 2 -M simple -M extended -r -r", 0,
             &["query mode: extended\n", "number of clients: 2\n", "processed: 4/4\n", "statement latencies"], &[""],
             &[("one.sql", "select 1;\n")]),
+        Case { check: Some(unix_time_progress),
+            ..script("progress with timestamps", "-n -T 2 -P 1 --progress-timestamp", 0, &["duration: 2 s\n"], &["progress: "],
+                &[("one.sql", "select 1;\n")]) },
         script("gset without a row", "-n -t 1", 2, &[],
             &["error: client 0 script 0 command 0 query 0: expected one row, got 0\n", "!aborted in"],
             &[("gset.sql", "select 1 where false \\gset\n")]),
     ]
+}
+
+/// `--progress-timestamp`: every `-P` line's time is Unix time in ms.
+fn unix_time_progress(err: &str) -> Result<(), String> {
+    let times: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("progress: ")?.split(' ').next())
+        .collect();
+    let unix = |t: &&str| {
+        t.split_once('.')
+            .is_some_and(|(s, ms)| s.len() >= 10 && ms.len() == 3 && s.parse::<u64>().is_ok())
+    };
+    if !times.is_empty() && times.iter().all(unix) {
+        Ok(())
+    } else {
+        Err(format!("progress times {times:?}"))
+    }
 }
 
 /// `n` clients aborted, each said once.
