@@ -546,7 +546,9 @@ impl<'a> Ctx<'a> {
         } else {
             0
         };
-        if self.cfg.per_statement && self.measuring(now) {
+        // pgbench's `-r` latency is of the executions that succeeded (a
+        // failed one, often a lock wait, counts in the failures column).
+        if self.cfg.per_statement && c.error.is_none() && self.measuring(now) {
             let s = &mut self.per_cmd[self.program.command_base[c.script] + c.cmd];
             s.sum_ns += now.saturating_sub(c.cmd_start);
             s.count += 1;

@@ -19,6 +19,27 @@ fn script(name: &str, text: &str) -> ScriptSpec {
     }
 }
 
+/// `-r`, as pgbench's: a command's mean latency is of its executions that
+/// succeeded; one that failed after 50 ms of work counts as a failure only.
+#[test]
+fn statement_latency_leaves_out_failed_executions() {
+    let server = PgServer::start("");
+    let mut cfg = server.config();
+    cfg.load.connections = 1;
+    cfg.load.threads = 1;
+    cfg.set_length(Length::TransactionsPerClient(3));
+    cfg.per_statement = true;
+    cfg.scripts = vec![script(
+        "slow_failure.sql",
+        "select 1;\nselect 1 / ((select count(*) from pg_sleep(0.05)) - 1);\n",
+    )];
+    let pg = tare_pg::run(&cfg).unwrap().pg.unwrap();
+    assert_eq!(pg.failed, 3);
+    assert_eq!(pg.statements[1].failures, 3);
+    assert_eq!(pg.statements[1].mean_ms, 0.0, "{:?}", pg.statements);
+    assert_eq!(pg.statements[0].failures, 0);
+}
+
 #[test]
 fn failing_queries_are_counted_by_class_and_the_run_goes_on() {
     let server = PgServer::start("");
