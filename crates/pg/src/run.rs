@@ -5,6 +5,7 @@
 //! one per client), reads `server_version` and, for built-in scripts, the
 //! scale from `pgbench_branches`, and vacuums as pgbench does.
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -342,10 +343,14 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
 }
 
 /// pgbench's `-P` line on stderr, every `every`: the time since the
-/// start, or with `--progress-timestamp` (`stamp`) the Unix time in ms.
+/// start, or with `--progress-timestamp` (`stamp`) the Unix time in ms;
+/// the interval's tps, latency and failures, then as pgbench 15 adds them
+/// the mean schedule lag (`-R`), skipped starts (`-R` with `-L`) and the
+/// retried transactions and retries (`--max-tries` not 1).
 fn report_progress(sh: &Shared, every: Duration, stamp: bool, stop: &AtomicBool) {
     let origin = Instant::now();
-    let (mut last_n, mut last_sum, mut last_sq, mut last_t) = (0u64, 0u64, 0f64, 0f64);
+    let sum_of = |f: fn(&LatCounters) -> u64| -> u64 { sh.lat.iter().map(f).sum() };
+    let (mut last, mut last_sq, mut last_t) = (Interval::default(), 0f64, 0f64);
     let mut tick = 1u32;
     while !stop.load(Ordering::Relaxed) {
         let due = every * tick;
@@ -356,24 +361,34 @@ fn report_progress(sh: &Shared, every: Duration, stamp: bool, stop: &AtomicBool)
         }
         tick += 1;
         let (n, failed) = sh.board.totals();
-        let sum: u64 = sh
-            .lat
-            .iter()
-            .map(|l| l.lat_sum_ns.load(Ordering::Relaxed))
-            .sum();
+        let cur = Interval {
+            n,
+            failed,
+            lat_sum: sum_of(|l| l.lat_sum_ns.load(Ordering::Relaxed)),
+            lag_sum: sum_of(|l| l.lag_sum_ns.load(Ordering::Relaxed)),
+            skipped: sum_of(|l| l.skipped.load(Ordering::Relaxed)),
+            retried: sum_of(|l| l.retried.load(Ordering::Relaxed)),
+            retries: sum_of(|l| l.retries.load(Ordering::Relaxed)),
+        };
         let sq: f64 = sh
             .lat
             .iter()
             .map(|l| f64::from_bits(l.lat_sumsq_ms.load(Ordering::Relaxed)))
             .sum();
         let t = origin.elapsed().as_secs_f64();
-        let dn = n.saturating_sub(last_n);
-        let (mean, sd) = if dn > 0 {
-            let mean = (sum - last_sum.min(sum)) as f64 / 1e6 / dn as f64;
-            let var = ((sq - last_sq) / dn as f64 - mean * mean).max(0.0);
-            (mean, var.sqrt())
+        let dn = cur.n.saturating_sub(last.n);
+        let per_tx = |sum: u64, last: u64| {
+            if dn > 0 {
+                sum.saturating_sub(last) as f64 / 1e6 / dn as f64
+            } else {
+                0.0
+            }
+        };
+        let mean = per_tx(cur.lat_sum, last.lat_sum);
+        let sd = if dn > 0 {
+            ((sq - last_sq) / dn as f64 - mean * mean).max(0.0).sqrt()
         } else {
-            (0.0, 0.0)
+            0.0
         };
         let when = if stamp {
             let now = SystemTime::now()
@@ -383,12 +398,45 @@ fn report_progress(sh: &Shared, every: Duration, stamp: bool, stop: &AtomicBool)
         } else {
             format!("{t:.1}")
         };
-        eprintln!(
-            "progress: {when} s, {:.1} tps, lat {mean:.3} ms stddev {sd:.3}, {failed} failed",
-            dn as f64 / (t - last_t).max(1e-9)
+        let mut line = format!(
+            "progress: {when} s, {:.1} tps, lat {mean:.3} ms stddev {sd:.3}, {} failed",
+            dn as f64 / (t - last_t).max(1e-9),
+            cur.failed.saturating_sub(last.failed)
         );
-        (last_n, last_sum, last_sq, last_t) = (n, sum, sq, t);
+        if sh.cfg.load.rate.is_some() {
+            let lag = per_tx(cur.lag_sum, last.lag_sum);
+            let _ = write!(line, ", lag {lag:.3} ms");
+            if sh.cfg.latency_limit.is_some() {
+                let _ = write!(
+                    line,
+                    ", {} skipped",
+                    cur.skipped - last.skipped.min(cur.skipped)
+                );
+            }
+        }
+        if sh.cfg.max_tries != 1 {
+            let _ = write!(
+                line,
+                ", {} retried, {} retries",
+                cur.retried.saturating_sub(last.retried),
+                cur.retries.saturating_sub(last.retries)
+            );
+        }
+        eprintln!("{line}");
+        (last, last_sq, last_t) = (cur, sq, t);
     }
+}
+
+/// The running totals one `-P` line is the difference of.
+#[derive(Clone, Copy, Default)]
+struct Interval {
+    n: u64,
+    failed: u64,
+    lat_sum: u64,
+    lag_sum: u64,
+    skipped: u64,
+    retried: u64,
+    retries: u64,
 }
 
 /// Merges the workers' results; `start_ns`: when measurement began.

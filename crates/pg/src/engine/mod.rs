@@ -97,13 +97,20 @@ pub(crate) struct LatCounters {
     pub lat_sum_ns: AtomicU64,
     /// f64 bits of the sum of squared latencies in ms².
     pub lat_sumsq_ms: AtomicU64,
+    /// The open loop's schedule lag, summed (pgbench's `lag` field).
+    pub lag_sum_ns: AtomicU64,
+    /// `TxCounts`' `skipped`, `retried` and `retries` so far.
+    pub skipped: AtomicU64,
+    pub retried: AtomicU64,
+    pub retries: AtomicU64,
 }
 
 /// What a worker publishes while it runs.
 pub(crate) struct LiveStats<'a> {
     pub board: &'a tare_engine::progress::Counters,
-    pub lat_sum_ns: &'a AtomicU64,
-    pub lat_sumsq_ms: &'a AtomicU64,
+    pub lat: &'a LatCounters,
+    /// `-P` is on: publish the lag and retry counts too.
+    pub progress: bool,
 }
 
 /// Everything the threads share.
@@ -201,8 +208,8 @@ pub(crate) fn run_worker(
     }
     let live = LiveStats {
         board: &shared.board.threads[index],
-        lat_sum_ns: &shared.lat[index].lat_sum_ns,
-        lat_sumsq_ms: &shared.lat[index].lat_sumsq_ms,
+        lat: &shared.lat[index],
+        progress: shared.cfg.progress_interval.is_some(),
     };
     for (i, c) in clients.iter_mut().enumerate() {
         ctx.advance(c, i);

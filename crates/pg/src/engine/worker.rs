@@ -257,9 +257,16 @@ impl<'a> Ctx<'a> {
     pub(crate) fn publish(&self, live: &LiveStats) {
         live.board
             .publish(self.rec.requests + self.early, self.failed);
-        live.lat_sum_ns.store(self.lat_sum_ns, Ordering::Relaxed);
-        live.lat_sumsq_ms
+        let lat = live.lat;
+        lat.lat_sum_ns.store(self.lat_sum_ns, Ordering::Relaxed);
+        lat.lat_sumsq_ms
             .store(self.lat_sumsq_ms.to_bits(), Ordering::Relaxed);
+        if live.progress {
+            lat.lag_sum_ns.store(self.rec.lag_sum_ns, Ordering::Relaxed);
+            lat.skipped.store(self.counts.skipped, Ordering::Relaxed);
+            lat.retried.store(self.counts.retried, Ordering::Relaxed);
+            lat.retries.store(self.counts.retries, Ordering::Relaxed);
+        }
     }
 
     fn stop_new(&self, c: &Client) -> bool {
