@@ -174,9 +174,9 @@ pub struct StepProfile {
     pub components_us: Vec<(String, String, f64, f64)>,
     /// Subsystem → the 95% interval of its move (second − first, µs per
     /// unit) across the trials: paired on the round (the mean within-round
-    /// move, Student's t) when both cells have two or more profiled rounds
-    /// in common, else Welch's; a subsystem is absent without one (one
-    /// profiled trial a side).
+    /// move, Student's t) when both cells' profiled trials pair up round
+    /// by round (two rounds or more), else Welch's; a subsystem is absent
+    /// without one (one profiled trial a side).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub subsystems_moved_ci_us: BTreeMap<String, (f64, f64)>,
     /// Function → the 95% interval of its move, for `functions_us`'s
@@ -198,7 +198,10 @@ pub struct StepProfile {
 pub(crate) type ProfiledTrial<'a> = (Option<u32>, &'a CpuPerRequest);
 
 /// The interval of `value`'s move from `a`'s trials to `b`'s: paired on
-/// the rounds both have (two or more), else Welch's.
+/// the round when every trial of each has a partner in the other (two
+/// rounds or more), else Welch's over all of them. A paired interval over
+/// only some trials would be about other trials than the merged figures
+/// it is printed beside (a failed trial, an unprofiled one).
 fn moved_ci(
     a: &[ProfiledTrial],
     b: &[ProfiledTrial],
@@ -212,7 +215,7 @@ fn moved_ci(
             Some((value(pa), value(pb)))
         })
         .collect();
-    if pairs.len() >= 2 {
+    if pairs.len() >= 2 && pairs.len() == a.len() && pairs.len() == b.len() {
         return paired_difference(&pairs);
     }
     let side = |t: &[ProfiledTrial]| t.iter().map(|(_, p)| value(p)).collect::<Vec<f64>>();
@@ -549,6 +552,11 @@ mod tests {
         assert_eq!(unpaired.moved_ci_method, Some(Method::WelchT));
         let (lo, hi) = unpaired.subsystems_moved_ci_us["TCP/IP"];
         assert!(lo < 0.0 && hi > 0.2, "drift is not cancelled: {lo} {hi}");
+        // A trial without a partner (its pair failed): Welch's, over all.
+        let uneven = base
+            .clone()
+            .with_intervals(&rounds(&a, true)[..2], &rounds(&b, true));
+        assert_eq!(uneven.moved_ci_method, Some(Method::WelchT));
         let one = base.with_intervals(&rounds(&a, true)[..1], &rounds(&b, true)[..1]);
         assert!(one.subsystems_moved_ci_us.is_empty() && one.moved_ci_method.is_none());
         let json = serde_json::to_value(&paired).unwrap();
