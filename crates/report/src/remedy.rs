@@ -79,7 +79,10 @@ pub struct Remedy {
 
 /// A cause counts when it moved at least this much (µs per unit)...
 const MIN_US: f64 = 0.2;
-/// ...and at least this share of the step's largest subsystem move.
+/// ...and surely (its interval excludes no change) or, without an
+/// interval, by at least this share of the step's largest subsystem move.
+/// Not a share alone: on a shared machine other processes' user space can
+/// be the largest move of every step.
 const MIN_SHARE: f64 = 0.3;
 
 fn moved(p: &StepProfile, sign: Sign) -> Option<(f64, Option<(f64, f64)>)> {
@@ -101,8 +104,8 @@ fn moved(p: &StepProfile, sign: Sign) -> Option<(f64, Option<(f64, f64)>)> {
     }
 }
 
-/// The remedy of the step `from → to`, when its largest known cause
-/// moved enough and, where an interval exists, surely.
+/// The remedy of the step `from → to`: its largest known cause that
+/// moved enough (`MIN_US`, `MIN_SHARE`).
 pub(crate) fn of(p: &StepProfile, from: &str, to: &str) -> Option<Remedy> {
     let largest = p
         .subsystems_us
@@ -111,21 +114,16 @@ pub(crate) fn of(p: &StepProfile, from: &str, to: &str) -> Option<Remedy> {
         .fold(0.0, f64::max);
     let mut best: Option<(&Rule, f64)> = None;
     for rule in RULES {
-        let Some((m, ci)) = rule
-            .signs
-            .iter()
-            .filter_map(|s| moved(p, *s))
-            .max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))
-        else {
-            continue;
-        };
-        let sure = ci.is_none_or(|(lo, hi)| lo > 0.0 || hi < 0.0);
-        if sure
-            && m.abs() >= MIN_US
-            && m.abs() >= MIN_SHARE * largest
-            && best.is_none_or(|(_, b)| m.abs() > b.abs())
-        {
-            best = Some((rule, m));
+        // Each sign on its own: a process's user space may be unsure where
+        // its kernel subsystem is sure.
+        for (m, ci) in rule.signs.iter().filter_map(|s| moved(p, *s)) {
+            let counts = match ci {
+                Some((lo, hi)) => lo > 0.0 || hi < 0.0,
+                None => m.abs() >= MIN_SHARE * largest,
+            };
+            if counts && m.abs() >= MIN_US && best.is_none_or(|(_, b)| m.abs() > b.abs()) {
+                best = Some((rule, m));
+            }
         }
     }
     let (rule, m) = best?;
@@ -212,5 +210,27 @@ mod tests {
         assert!(of(&p, "a", "b").is_none());
         // A cause with no known remedy.
         assert!(of(&step(&[("server", "bridge", 0.0, 3.0)]), "a", "b").is_none());
+    }
+
+    /// A sure move counts beside a larger one elsewhere (other processes'
+    /// user space on a shared machine), and a cause's sure sign counts
+    /// where its larger sign is unsure.
+    #[test]
+    fn a_sure_move_counts_beside_larger_noise() {
+        let mut p = step(&[
+            ("rest of the machine", "user space", 200.0, 100.0),
+            ("server", "FUSE", 15.0, 0.2),
+        ]);
+        p.subsystems_moved_ci_us
+            .insert("FUSE".into(), (-19.0, -10.0));
+        p.functions_us.push(("[fuse-overlayfs]".into(), 40.0, 10.0));
+        p.functions_moved_ci_us
+            .insert("[fuse-overlayfs]".into(), (-90.0, 30.0));
+        let r = of(&p, "storage=image", "storage=volume").unwrap();
+        assert_eq!(
+            (r.cause.as_str(), r.cell.as_str()),
+            ("fuse-overlayfs", "storage=image")
+        );
+        assert!((r.extra_us - 14.8).abs() < 1e-9, "{r:?}");
     }
 }
