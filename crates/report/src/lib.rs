@@ -6,7 +6,10 @@
 //! - `export`: the [`Exporter`] trait, one implementation per format.
 //! - `text`: the text layout (cells, attribution waterfall, comparisons).
 //! - [`html`]: the HTML document and its charts.
-//! - `resources`: where the CPU went, from the trials' resource monitoring.
+//! - `resources`: where the CPU went, from the trials' resource monitoring,
+//!   and each step's differential profile with its intervals.
+//! - `remedy`: what removes a step's known cause (docker-proxy, the image's
+//!   overlay, seccomp, conntrack), and the experiment lines that measure it.
 //! - `where_ran`: where each process ran (the monitor's `cpus_seen`), and
 //!   which helpers shared the server's CPU.
 //! - `noise`: which trials were disturbed, and whether the statistics keep them.
@@ -18,6 +21,7 @@
 mod export;
 pub mod html;
 mod noise;
+mod remedy;
 mod report;
 mod resources;
 mod table;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use tare_analysis::stats::{paired_difference, welch_difference, Difference, Method};
 use tare_analysis::Run;
 use tare_monitor::{run_warning, Bound, CostShift, CpuPerRequest, MonitorRecord, Verdict};
 use tare_record::Unit;
@@ -131,6 +132,21 @@ pub(crate) fn cpu_per(unit: Unit) -> String {
     format!("{}/{}", cpu_scale(unit).1, unit.noun())
 }
 
+/// Each reason some cells have no profile, with those cells, in the
+/// cells' order: one line each in the text and HTML reports.
+pub(crate) fn no_profile(res: &Resources) -> Vec<(&str, Vec<&str>)> {
+    let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &res.cells {
+        if let Some(n) = &c.profile_note {
+            match by.iter_mut().find(|(w, _)| w == n) {
+                Some((_, cells)) => cells.push(&c.cell),
+                None => by.push((n, vec![&c.cell])),
+            }
+        }
+    }
+    by
+}
+
 /// One attribution step's change of CPU per request.
 #[derive(Clone, Debug, Serialize)]
 pub struct StepCost {
@@ -156,6 +172,54 @@ pub struct StepProfile {
     /// (component, subsystem, first, second): the moves by where they
     /// ran (server, generator, docker-proxy, rest of the machine...).
     pub components_us: Vec<(String, String, f64, f64)>,
+    /// Subsystem → the 95% interval of its move (second − first, µs per
+    /// unit) across the trials: paired on the round (the mean within-round
+    /// move, Student's t) when both cells' profiled trials pair up round
+    /// by round (two rounds or more), else Welch's; a subsystem is absent
+    /// without one (one profiled trial a side).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub subsystems_moved_ci_us: BTreeMap<String, (f64, f64)>,
+    /// Function → the 95% interval of its move, for `functions_us`'s
+    /// functions, as `subsystems_moved_ci_us`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub functions_moved_ci_us: BTreeMap<String, (f64, f64)>,
+    /// How the intervals were computed: `paired_t` (on the round) or
+    /// `welch_t` (unpaired); absent without intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_ci_method: Option<Method>,
+    /// The step's largest known cause, what removes it and the experiment
+    /// lines that measure that (`crate::remedy`); absent when none is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<crate::remedy::Remedy>,
+}
+
+/// One profiled trial's CPU per unit, with its round when the run ran in
+/// rounds (its trial number: docs/analysis.md).
+pub(crate) type ProfiledTrial<'a> = (Option<u32>, &'a CpuPerRequest);
+
+/// The interval of `value`'s move from `a`'s trials to `b`'s: paired on
+/// the round when every trial of each has a partner in the other (two
+/// rounds or more), else Welch's over all of them. A paired interval over
+/// only some trials would be about other trials than the merged figures
+/// it is printed beside (a failed trial, an unprofiled one).
+fn moved_ci(
+    a: &[ProfiledTrial],
+    b: &[ProfiledTrial],
+    value: impl Fn(&CpuPerRequest) -> f64,
+) -> Option<Difference> {
+    let pairs: Vec<(f64, f64)> = a
+        .iter()
+        .filter_map(|(ra, pa)| {
+            let ra = (*ra)?;
+            let (_, pb) = b.iter().find(|(rb, _)| *rb == Some(ra))?;
+            Some((value(pa), value(pb)))
+        })
+        .collect();
+    if pairs.len() >= 2 && pairs.len() == a.len() && pairs.len() == b.len() {
+        return paired_difference(&pairs);
+    }
+    let side = |t: &[ProfiledTrial]| t.iter().map(|(_, p)| value(p)).collect::<Vec<f64>>();
+    welch_difference(&side(a), &side(b))
 }
 
 /// Functions a step lists.
@@ -198,8 +262,42 @@ impl StepProfile {
                 .into_iter()
                 .map(|((c, s), x, y)| (c, s, x, y))
                 .collect(),
+            ..Default::default()
         })
     }
+
+    /// Adds the intervals of the subsystems' and the listed functions'
+    /// moves across the cells' profiled trials (trials without a profile
+    /// are left out; a function missing from a trial's top list counts 0).
+    pub(crate) fn with_intervals(mut self, a: &[ProfiledTrial], b: &[ProfiledTrial]) -> Self {
+        let (a, b) = (profiled(a), profiled(b));
+        for (sub, _, _) in &self.subsystems_us {
+            let of = |p: &CpuPerRequest| p.subsystems_us().get(sub).copied().unwrap_or(0.0);
+            if let Some(d) = moved_ci(&a, &b, of) {
+                self.moved_ci_method = Some(d.method);
+                if let Some(ci) = d.ci {
+                    self.subsystems_moved_ci_us.insert(sub.clone(), ci);
+                }
+            }
+        }
+        for (f, _, _) in &self.functions_us {
+            let of = |p: &CpuPerRequest| p.functions_us.get(f).copied().unwrap_or(0.0);
+            if let Some(ci) = moved_ci(&a, &b, of).and_then(|d| d.ci) {
+                self.functions_moved_ci_us.insert(f.clone(), ci);
+            }
+        }
+        if self.subsystems_moved_ci_us.is_empty() {
+            self.moved_ci_method = None;
+        }
+        self
+    }
+}
+
+fn profiled<'a>(t: &[ProfiledTrial<'a>]) -> Vec<ProfiledTrial<'a>> {
+    t.iter()
+        .filter(|(_, p)| !p.profile_us.is_empty())
+        .copied()
+        .collect()
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -269,10 +367,13 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         Unit,
         Vec<String>,
         Vec<String>,
+        Vec<Option<u32>>,
     );
     // Per cell: why a trial had no profile (its monitor's note).
     let mut no_profile: BTreeMap<&str, String> = BTreeMap::new();
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
+    // Trials pair on their round only when the run ran in rounds.
+    let rounds = run.in_rounds();
     let mut order: Vec<&str> = Vec::new();
     for t in &run.trials {
         let (Some(r), Some(m)) = (t.usable(), &t.monitor) else {
@@ -290,6 +391,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
                 Vec::new(),
                 Default::default(),
                 r.unit(),
+                Vec::new(),
                 Vec::new(),
                 Vec::new(),
             )
@@ -316,6 +418,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         }
         if let Some(p) = m.per_request {
             e.0.push(p);
+            e.6.push(rounds.then_some(t.trial));
         }
         if let Some(v) = m.verdict {
             e.1.push(v);
@@ -330,7 +433,7 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
     let mut cells = Vec::new();
     let mut all_verdicts = Vec::new();
     for id in order {
-        let (per, verdicts, seen, unit, hosts, generator_hosts) = &by_cell[id];
+        let (per, verdicts, seen, unit, hosts, generator_hosts, _) = &by_cell[id];
         let Some(per_request) = merge(per) else {
             continue;
         };
@@ -358,6 +461,12 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
             profile_note,
         });
     }
+    let trials_of = |id: &str| -> Vec<ProfiledTrial> {
+        by_cell
+            .get(id)
+            .map(|e| e.6.iter().copied().zip(e.0.iter()).collect())
+            .unwrap_or_default()
+    };
     let mut steps = Vec::new();
     if let Some(chain) = chain {
         for pair in chain.windows(2) {
@@ -369,7 +478,11 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
                     to: pair[1].clone(),
                     text: shift.describe(cpu_scale(a.unit).0, &cpu_per(a.unit)),
                     shift,
-                    profile: StepProfile::between(&a.per_request, &b.per_request),
+                    profile: StepProfile::between(&a.per_request, &b.per_request).map(|p| {
+                        let mut p = p.with_intervals(&trials_of(&pair[0]), &trials_of(&pair[1]));
+                        p.remedy = crate::remedy::of(&p, &pair[0], &pair[1]);
+                        p
+                    }),
                 });
             }
         }
@@ -383,4 +496,73 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
 
 fn bound_name(b: Bound) -> String {
     b.name().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(nat: f64, tcp: f64) -> CpuPerRequest {
+        let mut p = CpuPerRequest {
+            requests: 1000,
+            ..Default::default()
+        };
+        p.profile_us.insert(
+            "server".into(),
+            [("NAT".to_string(), nat), ("TCP/IP".to_string(), tcp)].into(),
+        );
+        p.functions_us.insert("nf_nat_manip_pkt".into(), nat);
+        p
+    }
+
+    fn rounds(v: &[CpuPerRequest], in_rounds: bool) -> Vec<ProfiledTrial<'_>> {
+        v.iter()
+            .enumerate()
+            .map(|(i, p)| (in_rounds.then_some(i as u32 + 1), p))
+            .collect()
+    }
+
+    /// A step's intervals: paired on the round, the rounds' drift (TCP/IP
+    /// moves with the machine) cancels and NAT's move is tight; the same
+    /// trials unpaired give Welch's wider interval; one trial a side, none.
+    #[test]
+    fn a_steps_moves_get_intervals_paired_on_the_round() {
+        let a = [trial(0.0, 10.0), trial(0.0, 14.0), trial(0.0, 8.0)];
+        let b = [trial(1.4, 10.1), trial(1.6, 14.1), trial(1.5, 8.1)];
+        let merged = |v: &[CpuPerRequest]| merge(v).unwrap();
+        let base = StepProfile::between(&merged(&a), &merged(&b)).unwrap();
+        let paired = base
+            .clone()
+            .with_intervals(&rounds(&a, true), &rounds(&b, true));
+        assert_eq!(paired.moved_ci_method, Some(Method::PairedT));
+        let (lo, hi) = paired.subsystems_moved_ci_us["NAT"];
+        assert!(lo > 1.0 && hi < 2.0, "{lo} {hi}");
+        let (lo, hi) = paired.subsystems_moved_ci_us["TCP/IP"];
+        assert!(
+            (lo - 0.1).abs() < 1e-6 && (hi - 0.1).abs() < 1e-6,
+            "{lo} {hi}"
+        );
+        assert_eq!(
+            paired.functions_moved_ci_us["nf_nat_manip_pkt"],
+            paired.subsystems_moved_ci_us["NAT"]
+        );
+        let unpaired = base
+            .clone()
+            .with_intervals(&rounds(&a, false), &rounds(&b, false));
+        assert_eq!(unpaired.moved_ci_method, Some(Method::WelchT));
+        let (lo, hi) = unpaired.subsystems_moved_ci_us["TCP/IP"];
+        assert!(lo < 0.0 && hi > 0.2, "drift is not cancelled: {lo} {hi}");
+        // A trial without a partner (its pair failed): Welch's, over all.
+        let uneven = base
+            .clone()
+            .with_intervals(&rounds(&a, true)[..2], &rounds(&b, true));
+        assert_eq!(uneven.moved_ci_method, Some(Method::WelchT));
+        let one = base.with_intervals(&rounds(&a, true)[..1], &rounds(&b, true)[..1]);
+        assert!(one.subsystems_moved_ci_us.is_empty() && one.moved_ci_method.is_none());
+        let json = serde_json::to_value(&paired).unwrap();
+        assert_eq!(json["moved_ci_method"], "paired_t");
+        assert!(json["subsystems_moved_ci_us"]["NAT"][0].is_f64(), "{json}");
+        let json = serde_json::to_value(&one).unwrap();
+        assert!(json.get("subsystems_moved_ci_us").is_none(), "{json}");
+    }
 }

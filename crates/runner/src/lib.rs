@@ -42,7 +42,7 @@ pub mod starter;
 pub use executor::{ExecError, Executor, Finding, RunningCell};
 pub use experiment::{
     Cell, ConfigSource, CpuChoice, CpuPlan, CpuPolicy, Experiment, ExperimentError, HelperChoice,
-    Hosts, InputFile, LoadSettings,
+    Hosts, InputFile, LoadSettings, MonitorSettings,
 };
 pub use plan::Plan;
 pub use rundir::RunDir;

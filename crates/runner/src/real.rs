@@ -224,6 +224,7 @@ impl Executor for RealExecutor {
             generator_cpus: self.cpus.generator.clone(),
             interrupt: self.interrupt.clone(),
             monitor: None,
+            profile_hz: self.exp.monitor.profile_hz,
             remote: remote
                 .filter(|f| f.remote_generators())
                 .map(|f| (f, self.exp.clone())),
@@ -300,7 +301,14 @@ struct RealCell {
     interrupt: Arc<AtomicBool>,
     /// The last measured load's resource monitoring (docs/monitor.md).
     monitor: Option<serde_json::Value>,
+    /// `[monitor] profile`: stack samples per second per CPU, 0 for none.
+    profile_hz: u32,
 }
+
+/// The record's line when the experiment turned the profile off
+/// (docs/profiles.md, "When there is no profile").
+pub(crate) const PROFILE_OFF: &str =
+    "no profile: turned off by the experiment ([monitor] profile = false)";
 
 impl RunningCell for RealCell {
     fn facts(&self) -> serde_json::Value {
@@ -369,7 +377,11 @@ impl RunningCell for RealCell {
             }
         };
         if let (Some(m), Ok(r)) = (monitor, result.as_ref()) {
-            self.monitor = Some(m.stop().finish(r).to_json());
+            let mut record = m.stop().finish(r);
+            if self.profile_hz == 0 {
+                record.notes.push(PROFILE_OFF.into());
+            }
+            self.monitor = Some(record.to_json());
         }
         if remote_monitor {
             self.monitor = self.remote_monitor(result.as_ref().ok());
@@ -405,7 +417,9 @@ impl RealCell {
             return None;
         };
         let generator = tare_monitor::GeneratorRef::Threads(self.engine.thread_prefix());
-        tare_monitor::Monitor::start(tare_remote::monitor::spec(deployment, generator)).ok()
+        let mut spec = tare_remote::monitor::spec(deployment, generator);
+        spec.profile_hz = self.profile_hz;
+        tare_monitor::Monitor::start(spec).ok()
     }
 
     /// The remote target's record of the load that just ran, on this

@@ -7,6 +7,8 @@
 //! - [`contrast`]: one sample against another: ratio, interval, p, call.
 //! - [`paired`]: the paired (within-round) and Welch t contrasts on logs,
 //!   and the minimum detectable effect.
+//! - [`difference`]: additive differences (`b - a`), paired or Welch,
+//!   with t intervals: µs per request that may be zero on one side.
 //! - [`twoway`]: cell levels with the rounds' drift removed (cell + round
 //!   model on log throughput).
 //! - [`fieller`]: the interval of a ratio of two correlated means (shares).
@@ -14,6 +16,7 @@
 
 pub mod bootstrap;
 pub mod contrast;
+pub mod difference;
 pub mod fieller;
 pub mod mannwhitney;
 pub mod median_ci;
@@ -22,6 +25,7 @@ pub mod tdist;
 pub mod twoway;
 
 pub use contrast::{contrast, Contrast, Method, Significance, ALPHA, CONFIDENCE};
+pub use difference::{paired_difference, welch_difference, Difference};
 pub use mannwhitney::{mann_whitney, min_p_value, recommended_trials, MannWhitney};
 pub use median_ci::{median, median_ci, trials_for_confidence, MedianCi};
 pub use paired::{paired_contrast, welch_contrast};

@@ -7,7 +7,7 @@
 //! and so does a generator that ran elsewhere.
 
 use super::escape::html;
-use crate::resources::{self, cpu_per, cpu_scale, CellResources, Resources};
+use crate::resources::{self, cpu_per, cpu_scale, CellResources, Resources, StepProfile};
 
 /// The section, or nothing when no trial was monitored.
 pub(super) fn section(res: Option<&Resources>) -> String {
@@ -87,15 +87,27 @@ fn after_table(res: &Resources, one_unit: Option<tare_record::Unit>) -> String {
             "<h3>Along the chain, CPU per {} moved</h3>\n<ul>",
             html(one_unit.map_or("unit of work", |u| u.noun()))
         ));
+        let unit = one_unit.map_or("µs/unit".to_string(), cpu_per);
         for st in &res.steps {
             s.push_str(&format!(
-                "<li><code>{}</code> → <code>{}</code>: {}</li>",
+                "<li><code>{}</code> → <code>{}</code>: {}",
                 html(&st.from),
                 html(&st.to),
                 html(&st.text)
             ));
+            if let Some(p) = &st.profile {
+                s.push_str(&step_profile(p, &format!("{} → {}", st.from, st.to), &unit));
+            }
+            s.push_str("</li>");
         }
         s.push_str("</ul>\n");
+    }
+    for (why, cells) in resources::no_profile(res) {
+        s.push_str(&format!(
+            "<p class=\"muted\">{} ({}).</p>\n",
+            html(why),
+            html(&cells.join(", "))
+        ));
     }
     for (host, cells) in resources::by_host(res) {
         let cells: Vec<String> = cells
@@ -114,6 +126,61 @@ fn after_table(res: &Resources, one_unit: Option<tare_record::Unit>) -> String {
             "<ul class=\"warnings\"><li>generator-bound: {}</li></ul>\n",
             html(w)
         ));
+    }
+    s
+}
+
+/// A step's differential flame graph, then the subsystems and functions
+/// that moved most, with their intervals (docs/profiles.md).
+fn step_profile(p: &StepProfile, title: &str, unit: &str) -> String {
+    let mut s = super::flame::step_graph(p, title, unit);
+    let ci = |c: Option<&(f64, f64)>| {
+        c.map(|(lo, hi)| format!(" [{lo:+.1}, {hi:+.1}]"))
+            .unwrap_or_default()
+    };
+    let line = |rows: Vec<String>| rows.join(", ");
+    let subs: Vec<String> = p
+        .subsystems_us
+        .iter()
+        .filter(|(_, x, y)| (y - x).abs() >= 0.1)
+        .take(8)
+        .map(|(n, x, y)| format!("{n} {:+.1}{}", y - x, ci(p.subsystems_moved_ci_us.get(n))))
+        .collect();
+    let funcs: Vec<String> = p
+        .functions_us
+        .iter()
+        .filter(|(_, x, y)| (y - x).abs() >= 0.1)
+        .take(5)
+        .map(|(n, x, y)| format!("{n} {:+.1}{}", y - x, ci(p.functions_moved_ci_us.get(n))))
+        .collect();
+    if !subs.is_empty() {
+        s.push_str(&format!(
+            "<p class=\"sub\">subsystems moved ({} [95% CI]): {}</p>",
+            html(unit),
+            html(&line(subs))
+        ));
+    }
+    if !funcs.is_empty() {
+        s.push_str(&format!(
+            "<p class=\"sub\">top functions: {}</p>",
+            html(&line(funcs))
+        ));
+    }
+    if let Some(r) = &p.remedy {
+        s.push_str(&format!(
+            "<p>What removes it: <strong>{}</strong>, {:.1} {} more in <code>{}</code>: {}</p>",
+            html(&r.cause),
+            r.extra_us,
+            html(unit),
+            html(&r.cell),
+            html(&r.change)
+        ));
+        if let Some(e) = &r.experiment {
+            s.push_str(&format!(
+                "<p class=\"sub\">Measure it with:</p><pre>{}</pre>",
+                html(e)
+            ));
+        }
     }
     s
 }
@@ -212,6 +279,58 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("generator-bound: 1 of 6"), "{page}");
+    }
+
+    /// A profiled step gets its flame graph and its moves with intervals;
+    /// a cell without a profile, one line saying why.
+    #[test]
+    fn a_profiled_step_has_a_flame_graph_and_a_cell_without_says_why() {
+        let profiled = |nat: f64| {
+            let mut c = cell("x", &[], &[]);
+            c.per_request
+                .profile_us
+                .insert("server".into(), [("NAT".to_string(), nat)].into());
+            c.per_request
+                .functions_us
+                .insert("nf_nat_manip_pkt".into(), nat);
+            c
+        };
+        let (a, b) = (profiled(0.0), profiled(1.5));
+        let mut p = StepProfile::between(&a.per_request, &b.per_request).unwrap();
+        p.subsystems_moved_ci_us.insert("NAT".into(), (1.2, 1.8));
+        let mut refused = cell("refused", &[], &[]);
+        refused.profile_note = Some("no profile: perf_event_open: Permission denied (kernel.perf_event_paranoid = 2; tare needs root or CAP_PERFMON)".into());
+        let res = Resources {
+            cells: vec![a, b, refused],
+            steps: vec![resources::StepCost {
+                from: "lab-bridge".into(),
+                to: "lab-nat".into(),
+                shift: tare_monitor::CostShift::between(
+                    &CpuPerRequest::default(),
+                    &CpuPerRequest::default(),
+                ),
+                text: "+1.5 µs/request".into(),
+                profile: Some(p),
+            }],
+            warning: None,
+        };
+        let page = section(Some(&res));
+        assert_eq!(page.matches("data-chart=\"flame\"").count(), 1, "{page}");
+        assert!(
+            page.contains("server / NAT: 0.00 → 1.50 µs/request"),
+            "{page}"
+        );
+        assert!(page.contains("NAT +1.5 [+1.2, +1.8]"), "{page}");
+        assert!(
+            page.contains("top functions: nf_nat_manip_pkt +1.5"),
+            "{page}"
+        );
+        assert_eq!(
+            page.matches("no profile: perf_event_open").count(),
+            1,
+            "{page}"
+        );
+        assert!(page.contains("CAP_PERFMON) (refused)."), "{page}");
     }
 
     #[test]

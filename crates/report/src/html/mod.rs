@@ -20,6 +20,7 @@ pub mod bars;
 pub mod concurrency;
 mod cpu;
 pub mod escape;
+mod flame;
 pub mod page;
 pub mod percentiles;
 pub mod round_trips;

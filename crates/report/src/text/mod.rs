@@ -329,9 +329,13 @@ fn step_profile(p: &crate::resources::StepProfile) -> String {
         ("subsystem", Align::Left),
         ("from", Align::Right),
         ("to", Align::Right),
-        ("moved", Align::Right),
+        ("moved [95% CI]", Align::Left),
         ("mostly in", Align::Left),
     ]);
+    let ci = |ci: Option<&(f64, f64)>| {
+        ci.map(|(lo, hi)| format!(" [{lo:+.1}, {hi:+.1}]"))
+            .unwrap_or_default()
+    };
     for (sub, x, y) in rows {
         // The component whose share of this subsystem moved most.
         let by = p
@@ -345,7 +349,11 @@ fn step_profile(p: &crate::resources::StepProfile) -> String {
             sub.clone(),
             format!("{x:.1}"),
             format!("{y:.1}"),
-            format!("{:+.1}", y - x),
+            format!(
+                "{:+.1}{}",
+                y - x,
+                ci(p.subsystems_moved_ci_us.get(sub.as_str()))
+            ),
             by,
         ]);
     }
@@ -355,10 +363,28 @@ fn step_profile(p: &crate::resources::StepProfile) -> String {
         .iter()
         .filter(|(_, x, y)| shown(*x, *y))
         .take(5)
-        .map(|(f, x, y)| format!("{f} {:+.1}", y - x))
+        .map(|(f, x, y)| {
+            format!(
+                "{f} {:+.1}{}",
+                y - x,
+                ci(p.functions_moved_ci_us.get(f.as_str()))
+            )
+        })
         .collect();
     if !top.is_empty() {
         out.push_str(&format!("    top functions: {}\n", top.join(", ")));
+    }
+    if let Some(r) = &p.remedy {
+        out.push_str(&format!(
+            "    what removes it: {}, {:.1} µs more in {}: {}\n",
+            r.cause, r.extra_us, r.cell, r.change
+        ));
+        if let Some(e) = &r.experiment {
+            out.push_str("    measure it with:\n");
+            for l in e.lines() {
+                out.push_str(&format!("      {l}\n"));
+            }
+        }
     }
     out
 }
@@ -370,16 +396,8 @@ const PROFILE_ROWS: usize = 8;
 
 /// One line per reason some cells have no profile.
 fn no_profile(res: &crate::resources::Resources) -> String {
-    let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
-    for c in &res.cells {
-        if let Some(n) = &c.profile_note {
-            match by.iter_mut().find(|(w, _)| w == n) {
-                Some((_, cells)) => cells.push(&c.cell),
-                None => by.push((n, vec![&c.cell])),
-            }
-        }
-    }
-    by.iter()
+    crate::resources::no_profile(res)
+        .iter()
         .map(|(why, cells)| format!("  {} ({})\n", why, cells.join(", ")))
         .collect()
 }
@@ -551,7 +569,14 @@ mod tests {
             to: b.cell.clone(),
             shift: tare_monitor::CostShift::between(&a.per_request, &b.per_request),
             text: "+1.5 µs/request".into(),
-            profile: crate::resources::StepProfile::between(&a.per_request, &b.per_request),
+            profile: crate::resources::StepProfile::between(&a.per_request, &b.per_request).map(
+                |mut p| {
+                    p.subsystems_moved_ci_us.insert("NAT".into(), (1.2, 1.8));
+                    p.functions_moved_ci_us
+                        .insert("nf_nat_manip_pkt".into(), (1.2, 1.8));
+                    p
+                },
+            ),
         };
         let res = crate::resources::Resources {
             cells: vec![a, b, remote],
@@ -564,7 +589,7 @@ mod tests {
             .find(|l| l.trim_start().starts_with("NAT"))
             .unwrap_or_else(|| panic!("{text}"));
         assert!(
-            nat.contains("0.0") && nat.contains("1.5") && nat.contains("+1.5"),
+            nat.contains("0.0") && nat.contains("1.5") && nat.contains("+1.5 [+1.2, +1.8]"),
             "{nat}"
         );
         assert!(nat.contains("server +1.5"), "{nat}");
@@ -574,7 +599,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("top functions: nf_nat_manip_pkt +1.5"),
+            text.contains("top functions: nf_nat_manip_pkt +1.5 [+1.2, +1.8]"),
             "{text}"
         );
         assert!(

@@ -9,6 +9,7 @@ pub(crate) mod factor;
 mod hosts;
 mod image;
 mod limits;
+mod monitor;
 mod raw;
 mod service;
 mod settings;
@@ -30,6 +31,7 @@ pub use cpus::{CpuChoice, CpuPlan, CpuPolicy, HelperChoice};
 pub use error::ExperimentError;
 pub(crate) use factor::FactorKind;
 pub use hosts::Hosts;
+pub use monitor::MonitorSettings;
 pub(crate) use setup::Setup;
 pub(crate) use split::StepSplit;
 pub(crate) use tare_deploy::{PlacementKind, TargetKind};
@@ -63,6 +65,8 @@ pub struct Experiment {
     pub cpus: CpuPolicy,
     /// Remote hosts, and which of them run the generators and the target.
     pub hosts: Hosts,
+    /// `[monitor]`: whether every monitored trial is profiled, and how often.
+    pub monitor: MonitorSettings,
 }
 
 /// Where a config variant's `file = ...` is looked for.

@@ -37,6 +37,29 @@ pub(super) struct RawExperiment {
     /// `[hosts.NAME]`: remote hosts over SSH (`super::hosts`).
     #[serde(default)]
     pub hosts: IndexMap<Spanned<String>, Spanned<RawHost>>,
+    /// `[monitor]`: the profile's switch and rate (`super::monitor`).
+    #[serde(default)]
+    pub monitor: Option<Spanned<RawMonitor>>,
+}
+
+/// `[monitor]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMonitor {
+    pub profile: Option<Spanned<RawProfileSetting>>,
+}
+
+/// `profile = true | false | "on" | "off" | HZ`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawProfileSetting {
+    Bool(bool),
+    Integer(i64),
+    Text(String),
+    /// Anything else TOML holds (a float, a table): refused by
+    /// `super::monitor` with the same line as a bad word (only its span
+    /// is read).
+    Other(#[allow(dead_code)] serde::de::IgnoredAny),
 }
 
 /// `[hosts.NAME]`: a remote host.

@@ -465,6 +465,46 @@ fn exclude_disturbed_is_a_boolean_off_by_default() {
     assert_eq!(e.lines().count(), 1, "{e}");
 }
 
+/// `[monitor] profile`: on at the default rate unless turned off; a rate
+/// in Hz; anything else is one line naming the file, line and key.
+#[test]
+fn the_profile_is_on_by_default_and_turns_off_or_takes_a_rate() {
+    let hz = |extra: &str| {
+        parse(&format!("{HEAD}[monitor]\n{extra}\n"))
+            .map(|e| e.monitor.profile_hz)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        parse(HEAD).unwrap().monitor.profile_hz,
+        tare_monitor::profile::DEFAULT_HZ
+    );
+    assert_eq!(hz("profile = false"), Ok(0));
+    assert_eq!(hz("profile = \"off\""), Ok(0));
+    assert_eq!(hz("profile = true"), Ok(tare_monitor::profile::DEFAULT_HZ));
+    assert_eq!(
+        hz("profile = \"on\""),
+        Ok(tare_monitor::profile::DEFAULT_HZ)
+    );
+    assert_eq!(hz("profile = 997"), Ok(997));
+    for bad in [
+        "profile = 0",
+        "profile = 10001",
+        "profile = -1",
+        "profile = \"no\"",
+        "profile = 99.5",
+        "profile = [1]",
+    ] {
+        let e = hz(bad).unwrap_err();
+        assert!(
+            e.contains("exp.toml:6") && e.contains("monitor.profile"),
+            "{bad}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    let e = hz("rate = 5").unwrap_err();
+    assert!(e.contains("rate") && e.lines().count() == 1, "{e}");
+}
+
 /// `[attribution] split = true`: the docker-host → native step gets the
 /// intermediate cells (seccomp unconfined, then storage on the host path),
 /// container cells name the split factors at their defaults, native names

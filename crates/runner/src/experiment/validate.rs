@@ -74,6 +74,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
     }
     let cpus = super::cpus::cpus(&loc, raw.cpus.as_ref())?;
     let hosts = super::hosts::hosts(&loc, &raw, configs)?;
+    let monitor = super::monitor::monitor(&loc, raw.monitor.as_ref())?;
 
     let mut exp = Experiment {
         name: raw.name.clone().unwrap_or_else(|| {
@@ -93,6 +94,7 @@ pub(super) fn validate(text: &str, path: &Path, configs: &ConfigSource) -> Resul
         splits: Vec::new(),
         cpus,
         hosts,
+        monitor,
     };
     if let Some(split) = raw.attribution.as_ref().and_then(|a| a.split.as_ref()) {
         if *split.get_ref() {

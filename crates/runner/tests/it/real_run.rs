@@ -317,3 +317,59 @@ fn the_server_runs_on_the_cpus_the_experiment_gives_it() {
     assert_eq!(facts["cpus_allowed"], last.to_string(), "{facts}");
     assert_eq!(facts["cpus_visible"], 1, "{facts}");
 }
+
+/// `[monitor] profile = false`: every trial is still monitored (CPU per
+/// request, the verdict), without a profile, and its record says why in
+/// the one line the report prints (docs/profiles.md).
+#[test]
+fn a_profile_turned_off_leaves_one_note_and_the_rest_measured() {
+    let toml = r#"
+name = "noprofile"
+[target]
+kind = "nginx"
+[factors]
+placement = ["native"]
+[load]
+threads = 1
+connections = 4
+duration = "1s"
+warmup = "200ms"
+[trials]
+count = 1
+cooldown = "0s"
+[monitor]
+profile = false
+"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("noprofile.toml");
+    std::fs::write(&path, toml).unwrap();
+    let exp = Experiment::load(&path).unwrap();
+    assert_eq!(exp.monitor.profile_hz, 0);
+    let dir = RunDir::create(Some(&tmp.path().join("tare-test-noprofile")), tmp.path()).unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
+    let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
+    assert_eq!(summary.failed, 0, "{summary:?}");
+    let trials = s.dir.read_trials(false).unwrap();
+    assert_eq!(trials.len(), 1);
+    let m = tare_monitor::MonitorRecord::from_json(trials[0].monitor.as_ref().expect("monitored"))
+        .unwrap();
+    assert!(m.profile.is_none(), "{:?}", m.profile);
+    assert!(
+        m.verdict.is_some() && m.per_request.is_some(),
+        "{:?}",
+        m.notes
+    );
+    let why: Vec<&String> = m
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("no profile"))
+        .collect();
+    assert_eq!(
+        why,
+        ["no profile: turned off by the experiment ([monitor] profile = false)"],
+        "{:?}",
+        m.notes
+    );
+}
