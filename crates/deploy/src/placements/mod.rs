@@ -45,8 +45,9 @@ use std::sync::Arc;
 
 use tare_engine::Endpoint;
 
-use crate::cleanup::CleanupReport;
 use crate::error::DeployError;
+use crate::facts::Described;
+use crate::owner::CleanupReport;
 use crate::spec::{DeploySpec, Storage};
 use crate::targets::{Listen, Server};
 use crate::teardown::Teardown;
@@ -251,6 +252,15 @@ pub(crate) struct Started {
     pub companion: Option<Box<dyn Running>>,
 }
 
+/// What the resource monitor should follow for a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// These processes and their descendants.
+    Pids(Vec<u32>),
+    /// The cgroup of this process (a container: everything in it).
+    CgroupOf(u32),
+}
+
 /// A started server process, however it runs.
 pub(crate) trait Running: Send + Sync {
     /// Its pid on the host.
@@ -272,7 +282,7 @@ pub(crate) trait Running: Send + Sync {
     fn log_tail(&self, lines: usize) -> String;
 
     /// What the resource monitor follows for it.
-    fn scope(&self) -> crate::Scope;
+    fn scope(&self) -> Scope;
 
     /// Processes of its placement that are neither it nor the generator
     /// and get their own part in where the CPU goes, by name (a guest's
@@ -290,22 +300,6 @@ pub(crate) trait Running: Send + Sync {
     fn helpers(&self) -> Vec<crate::helpers::Helper> {
         Vec::new()
     }
-}
-
-/// The facts a placement knows about a server beyond /proc.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Described {
-    /// The image it runs from, if any.
-    pub image: Option<String>,
-    /// Where its content and logs live: `image`, `volume` or `host-path`
-    /// (a plain process reads the host directory: what a container gets
-    /// with a bind mount, so the two compare equal).
-    pub storage: String,
-    /// Limits asked for, when the kernel's cgroup files cannot be read.
-    pub cpu_limit: Option<f64>,
-    pub memory_limit: Option<u64>,
-    /// A guest's facts, and what it said about itself from inside.
-    pub guest: Option<(crate::facts::GuestFacts, crate::vm::init::GuestReport)>,
 }
 
 /// A handle on one entry of `PLACEMENTS`: what [`DeploySpec`] names.
@@ -399,15 +393,6 @@ fn names_where(keep: impl Fn(&dyn Placement) -> bool) -> String {
         .map(|p| p.name())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// A container's exit code as its state says it: 128 + N is how a
-/// runtime records its process killed by signal N (`137`: SIGKILL).
-pub(crate) fn container_exit(code: i64) -> String {
-    match code {
-        129..=192 => format!("container exited with code {code} (signal {})", code - 128),
-        _ => format!("container exited with code {code}"),
-    }
 }
 
 #[cfg(test)]
