@@ -120,13 +120,13 @@ fn plan(config: &NetConfig, stop: Arc<AtomicBool>) -> Plan {
     }
 }
 
+/// Every thread's outcome, the measured period's start on the run's
+/// clock, and that start in Unix seconds.
+type Measured = (Vec<Outcome>, u64, f64);
+
 /// A stream: one blocking thread per connection, each sending, receiving
-/// or (`both`) the one or the other. Returns as [`transactions`] does.
-fn streams(
-    config: &NetConfig,
-    plan: &Plan,
-    board: &Board,
-) -> Result<(Vec<Outcome>, u64, f64), NetError> {
+/// or (`both`) the one or the other.
+fn streams(config: &NetConfig, plan: &Plan, board: &Board) -> Result<Measured, NetError> {
     let load = &config.load;
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -354,14 +354,8 @@ pub(crate) fn blocks(config: &NetConfig) -> bool {
 }
 
 /// rr, crr and udp-rr: `config.workers()` event-loop threads, each with
-/// its share of the connections, opened before a common start. Returns
-/// the outcomes, the measured period's start on the run's clock, and that
-/// start in Unix seconds.
-fn transactions(
-    config: &NetConfig,
-    plan: &Plan,
-    board: &Board,
-) -> Result<(Vec<Outcome>, u64, f64), NetError> {
+/// its share of the connections, opened before a common start.
+fn transactions(config: &NetConfig, plan: &Plan, board: &Board) -> Result<Measured, NetError> {
     let load = &config.load;
     let threads = config.workers();
     let conns = load.connections;
