@@ -17,7 +17,10 @@
 //! - [`compare`]: two runs side by side, benchstat-style.
 //! - `precision`: [`precision()`], the half-widths the runner's stopping
 //!   rule compares with `[trials] precision`.
-//! - `synthetic` (feature `synthetic`): deterministic fake runs for tests.
+//! - `synthetic`: deterministic fake runs for tests (here, in tare-report
+//!   and in the runner). Always built, not behind a feature: a feature the
+//!   tests turn on would make `cargo install` rebuild every crate above this
+//!   one instead of reusing the test build (scripts/install-check.sh).
 //!
 //! ```no_run
 //! let run = tare_analysis::load_run("runs/2026-11-22T02-30-00")?;
@@ -43,7 +46,6 @@ pub mod plan;
 mod precision;
 mod run;
 pub mod stats;
-#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 
 pub use attribution::{
