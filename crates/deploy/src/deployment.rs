@@ -331,11 +331,18 @@ fn make_dir(run_id: &str, teardown: &Teardown) -> Result<PathBuf, DeployError> {
     Ok(dir)
 }
 
-/// A target's companion, started beside the server.
-struct Companion {
-    /// Where the server reaches it.
-    addr: std::net::SocketAddr,
-    server: targets::Server,
+/// A server a deployment starts: its target's first, then the target's
+/// companion (nginx-proxy's backend), each prepared before any starts.
+struct Member {
+    role: Role,
+    server: Server,
+    /// Where it listens (a companion: where the target reaches it).
+    listen: Listen,
+}
+
+/// A started member of the deployment.
+struct Up {
+    member: Member,
     running: Box<dyn Running>,
 }
 
@@ -365,51 +372,27 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         owner: &owner,
     };
     let mut site = spec.placement.get().site(&cx)?;
-    let (listen, server, companion_server) = prepare(spec, &dir, site.as_mut())?;
-    let companion_listen = companion_server.as_ref().map(|(a, _)| Listen::Tcp(*a));
-    let started = site.start_all(
-        &cx,
-        &server,
-        &listen,
-        companion_server
-            .as_ref()
-            .zip(companion_listen.as_ref())
-            .map(|((_, s), at)| (s, at)),
-    )?;
-    let running = started.running;
-    let endpoint = site.endpoint(&listen, running.as_ref())?;
-    let companion = match (companion_server, started.companion) {
-        (Some((addr, server)), Some(running)) => Some(Companion {
-            addr,
-            server,
-            running,
-        }),
-        _ => None,
-    };
-    wait_answering(
-        spec,
-        site.client_netns(),
-        (&server, &listen, &endpoint),
-        running.as_ref(),
-        companion.as_ref(),
-    )?;
-    running.settle();
-    if let Some(c) = &companion {
-        c.running.settle();
+    let members = prepare(spec, &dir, site.as_mut())?;
+    let servers: Vec<(&Server, &Listen)> = members.iter().map(|m| (&m.server, &m.listen)).collect();
+    let running = site.start_all(&cx, &servers)?;
+    let mut ups: Vec<Up> = members
+        .into_iter()
+        .zip(running)
+        .map(|(member, running)| Up { member, running })
+        .collect();
+    let endpoint = site.endpoint(&ups[0].member.listen, ups[0].running.as_ref())?;
+    wait_answering(spec, site.client_netns(), &endpoint, &ups)?;
+    for u in &ups {
+        u.running.settle();
     }
-    let url = server.url(&endpoint);
-    let facts = measure_all(
-        spec,
-        &server,
-        &endpoint,
-        running.as_ref(),
-        companion.as_ref(),
-    );
-    let watch = watch(running.as_ref(), companion.as_ref());
+    let url = ups[0].member.server.url(&endpoint);
+    let facts = measure_all(spec, &endpoint, &ups);
+    let watch = watch(&ups);
+    let target = ups.remove(0);
     let liveness = Liveness {
-        running,
-        companion: companion.map(|c| c.running),
-        server,
+        running: target.running,
+        companions: ups.into_iter().map(|u| u.running).collect(),
+        server: target.member.server,
         endpoint: endpoint.clone(),
         netns: site.client_netns().map(Path::to_path_buf),
     };
@@ -424,18 +407,12 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     })
 }
 
-/// A companion's server and where the target reaches it.
-type CompanionAt = (SocketAddr, Server);
-
 /// Where the server (and its companion) listens in `site`, and each one's
 /// config written into `dir` and its command line: all known before
 /// anything starts, as the server's config names its companion's address
-/// and a guest carries both in the archive it boots from.
-fn prepare(
-    spec: &DeploySpec,
-    dir: &Path,
-    site: &mut dyn Site,
-) -> Result<(Listen, Server, Option<CompanionAt>), DeployError> {
+/// and a guest carries both in the archive it boots from. The target's
+/// server first.
+fn prepare(spec: &DeploySpec, dir: &Path, site: &mut dyn Site) -> Result<Vec<Member>, DeployError> {
     let target = &spec.target.target;
     let listen = match spec.transport {
         Transport::Unix => Listen::Unix(dir.join("sock").join(&target.socket)),
@@ -464,39 +441,47 @@ fn prepare(
         companion: companion_addr,
         cpus,
     })?;
-    let companion = match (companion_spec, companion_addr) {
-        (Some(c), Some(addr)) => Some((
-            addr,
-            c.target.kind.get().prepare(&Prepare {
-                spec: &c,
-                binary: targets::binary(&c.target)?,
-                dir,
-                listen: &Listen::Tcp(addr),
-                companion: None,
-                cpus,
-            })?,
-        )),
-        _ => None,
-    };
-    Ok((listen, server, companion))
+    let mut members = vec![Member {
+        role: Role::Server,
+        server,
+        listen,
+    }];
+    if let (Some(c), Some(addr)) = (companion_spec, companion_addr) {
+        let listen = Listen::Tcp(addr);
+        let server = c.target.kind.get().prepare(&Prepare {
+            spec: &c,
+            binary: targets::binary(&c.target)?,
+            dir,
+            listen: &listen,
+            companion: None,
+            cpus,
+        })?;
+        members.push(Member {
+            role: Role::Companion,
+            server,
+            listen,
+        });
+    }
+    Ok(members)
 }
 
-/// Probes the server (`server` listening on `listen`, reached at
-/// `endpoint`) from `netns` until it answers, while it and its companion
-/// stay alive; else the error says what it last said and its log.
+/// Probes the target (the first of `ups`, reached at `endpoint`) from
+/// `netns` until it answers, while every server of the deployment stays
+/// alive; else the error says what it last said and the servers' logs.
 fn wait_answering(
     spec: &DeploySpec,
     netns: Option<&Path>,
-    (server, listen, endpoint): (&Server, &Listen, &Endpoint),
-    running: &dyn Running,
-    companion: Option<&Companion>,
+    endpoint: &Endpoint,
+    ups: &[Up],
 ) -> Result<(), DeployError> {
     let target = &spec.target.target;
+    let (first, others) = ups.split_first().expect("a deployment starts its target");
+    let (server, running) = (&first.member.server, first.running.as_ref());
     let alive = || -> Result<(), String> {
-        if let Some(c) = companion {
-            c.running
+        for u in others {
+            u.running
                 .alive()
-                .map_err(|e| format!("the {}: {e}", Role::Companion.name()))?;
+                .map_err(|e| format!("the {}: {e}", u.member.role.name()))?;
         }
         running.alive()
     };
@@ -510,13 +495,13 @@ fn wait_answering(
         return Ok(());
     };
     let mut log = one_line(&running.log_tail(20));
-    if let Some(c) = companion {
-        let tail = one_line(&c.running.log_tail(10));
+    for u in others {
+        let tail = one_line(&u.running.log_tail(10));
         if !tail.is_empty() {
-            log = format!("{log}; {}: {tail}", Role::Companion.name());
+            log = format!("{log}; {}: {tail}", u.member.role.name());
         }
     }
-    let told = match listen {
+    let told = match &first.member.listen {
         Listen::Tcp(a) => Some(a.port()),
         Listen::Unix(_) => None,
     };
@@ -538,48 +523,55 @@ fn wait_answering(
     })
 }
 
-/// The facts of the answering server and its companion, its helpers
-/// pinned to `[cpus] helpers` first.
-fn measure_all(
-    spec: &DeploySpec,
-    server: &Server,
-    endpoint: &Endpoint,
-    running: &dyn Running,
-    companion: Option<&Companion>,
-) -> Facts {
-    let mut facts = measure::facts(spec, server, endpoint, running.pid(), running.described());
+/// The facts of the answering target (the first of `ups`) and its
+/// companion, their helpers pinned to `[cpus] helpers` first.
+fn measure_all(spec: &DeploySpec, endpoint: &Endpoint, ups: &[Up]) -> Facts {
+    let (first, others) = ups.split_first().expect("a deployment starts its target");
+    let running = first.running.as_ref();
+    let mut facts = measure::facts(
+        spec,
+        &first.member.server,
+        endpoint,
+        running.pid(),
+        running.described(),
+    );
     // Once the server answers, its helpers all exist (a published port's
     // proxy, the storage daemon): pinned now, they stay pinned, as threads
     // they start inherit their CPUs.
     if let Some(cpus) = spec.helper_cpus.as_deref().and_then(|l| l.parse().ok()) {
-        let mut helpers = running.helpers();
-        if let Some(c) = companion {
-            helpers.extend(c.running.helpers());
-        }
+        let helpers: Vec<_> = ups.iter().flat_map(|u| u.running.helpers()).collect();
         facts.helpers = crate::helpers::pin(&helpers, &cpus);
     }
-    facts.backend = companion
-        .map(|c| measure::backend(c.addr, &c.server, c.running.pid(), c.running.described()));
+    facts.backend = others.first().map(|c| {
+        measure::backend(
+            &c.member.listen,
+            &c.member.server,
+            c.running.pid(),
+            c.running.described(),
+        )
+    });
     facts
 }
 
-/// What the resource monitor follows: the server, a companion with a
-/// host process of its own as its own part, and the placement's parts.
-fn watch(running: &dyn Running, companion: Option<&Companion>) -> Watch {
+/// What the resource monitor follows: the target (the first of `ups`), a
+/// companion with a host process of its own as its own part, and the
+/// placement's parts.
+fn watch(ups: &[Up]) -> Watch {
+    let (first, others) = ups.split_first().expect("a deployment starts its target");
     Watch {
-        server: running.scope(),
+        server: first.running.scope(),
         // A companion with no host process of its own (in the server's
         // guest) is counted where its CPU goes: in the server's.
-        companions: companion
+        companions: others
             .iter()
             .filter_map(|c| match c.running.scope() {
                 Scope::Pids(p) if p.is_empty() => None,
                 _ => Some((
-                    Role::Companion.name().to_string(),
+                    c.member.role.name().to_string(),
                     vec![c.running.pid() as u32],
                 )),
             })
-            .chain(running.parts())
+            .chain(first.running.parts())
             .collect(),
     }
 }

@@ -7,7 +7,7 @@ use tare_engine::Endpoint;
 use crate::facts::{BackendFacts, Described, Facts, ProcessFacts};
 use crate::procfs;
 use crate::spec::DeploySpec;
-use crate::targets::{self, Server};
+use crate::targets::{self, Listen, Server};
 
 impl ProcessFacts {
     /// Measures process `pid` running `server` (a user image's binary is
@@ -119,10 +119,10 @@ fn cgroup_of(pid: i32) -> Option<String> {
 
 /// What a companion is (nginx-proxy's backend), measured from /proc of its
 /// process `pid` like the server, so a difference between placements is
-/// found on either side: where the server reaches it (`addr`), and what
+/// found on either side: where the server reaches it (`at`), and what
 /// its placement adds (`described`).
 pub(crate) fn backend(
-    addr: std::net::SocketAddr,
+    at: &Listen,
     server: &Server,
     pid: i32,
     described: Described,
@@ -135,7 +135,10 @@ pub(crate) fn backend(
         .map(|(_, inside)| process.as_seen_in_guest(&inside));
     BackendFacts {
         target: server.target.name().to_string(),
-        endpoint: addr.to_string(),
+        endpoint: match at {
+            Listen::Tcp(a) => a.to_string(),
+            Listen::Unix(p) => p.display().to_string(),
+        },
         image: described.image,
         process,
         pid: in_guest.is_none().then_some(pid),

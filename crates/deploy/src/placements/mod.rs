@@ -217,24 +217,28 @@ pub(crate) trait Site {
         role: Role,
     ) -> Result<Box<dyn Running>, DeployError>;
 
-    /// Starts the server and, when the target has one, its companion
-    /// (`companion`: its server and where it listens), each registered for
-    /// teardown. By default each is started on its own with `start`, the
-    /// server first; a placement that boots one place for both (a guest)
-    /// starts them together.
+    /// Starts every server of a deployment (`servers`: the target's,
+    /// then its companion's, each with where it listens), in that order,
+    /// each registered for teardown; their `Running`s in the same order. By
+    /// default each is started on its own with `start`; a placement that
+    /// boots one place for all (a guest) starts them together.
     fn start_all(
         &mut self,
         cx: &Context<'_>,
-        server: &Server,
-        listen: &Listen,
-        companion: Option<(&Server, &Listen)>,
-    ) -> Result<Started, DeployError> {
-        let running = self.start(cx, server, listen, Role::Server)?;
-        let companion = match companion {
-            Some((c, at)) => Some(self.start(cx, c, at, Role::Companion)?),
-            None => None,
-        };
-        Ok(Started { running, companion })
+        servers: &[(&Server, &Listen)],
+    ) -> Result<Vec<Box<dyn Running>>, DeployError> {
+        servers
+            .iter()
+            .enumerate()
+            .map(|(i, (server, listen))| {
+                let role = if i == 0 {
+                    Role::Server
+                } else {
+                    Role::Companion
+                };
+                self.start(cx, server, listen, role)
+            })
+            .collect()
     }
 
     /// Where load reaches the server started on `listen`.
@@ -244,12 +248,6 @@ pub(crate) trait Site {
     fn client_netns(&self) -> Option<&Path> {
         None
     }
-}
-
-/// A deployment's started server and companion.
-pub(crate) struct Started {
-    pub running: Box<dyn Running>,
-    pub companion: Option<Box<dyn Running>>,
 }
 
 /// What the resource monitor should follow for a server.

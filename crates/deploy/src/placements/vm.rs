@@ -25,7 +25,7 @@ use tare_engine::cpu::CpuList;
 use tare_engine::Endpoint;
 
 use super::process::{free_port, spawn};
-use super::{Context, Mechanism, Role, Running, Site, Started};
+use super::{Context, Mechanism, Role, Running, Site};
 use crate::error::DeployError;
 use crate::facts::{Described, GuestDisk, GuestFacts, GuestReport};
 use crate::lab::{TapNet, TAP_PREFIX};
@@ -282,7 +282,7 @@ impl Site for VmSite {
         role: Role,
     ) -> Result<Box<dyn Running>, DeployError> {
         match role {
-            Role::Server => Ok(self.boot(cx, server, listen, None)?.running),
+            Role::Server => Ok(self.boot(cx, server, listen, None)?.remove(0)),
             Role::Companion => Err(DeployError::Invalid(format!(
                 "{}: a companion starts with its server, in the same guest",
                 self.placement
@@ -293,11 +293,16 @@ impl Site for VmSite {
     fn start_all(
         &mut self,
         cx: &Context<'_>,
-        server: &Server,
-        listen: &Listen,
-        companion: Option<(&Server, &Listen)>,
-    ) -> Result<Started, DeployError> {
-        self.boot(cx, server, listen, companion)
+        servers: &[(&Server, &Listen)],
+    ) -> Result<Vec<Box<dyn Running>>, DeployError> {
+        match servers {
+            [(server, listen)] => self.boot(cx, server, listen, None),
+            [(server, listen), companion] => self.boot(cx, server, listen, Some(*companion)),
+            _ => Err(DeployError::Invalid(format!(
+                "{}: a guest runs a server and at most one companion",
+                self.placement
+            ))),
+        }
     }
 
     fn endpoint(&self, listen: &Listen, _server: &dyn Running) -> Result<Endpoint, DeployError> {
@@ -349,7 +354,7 @@ impl VmSite {
         server: &Server,
         listen: &Listen,
         companion: Option<(&Server, &Listen)>,
-    ) -> Result<Started, DeployError> {
+    ) -> Result<Vec<Box<dyn Running>>, DeployError> {
         if let Listen::Unix(_) = listen {
             // A Unix socket is a file in one kernel: the guest's socket
             // cannot be connected to from the host (virtio-vsock is not a
@@ -435,10 +440,9 @@ impl VmSite {
                 described: run.described(),
             }) as Box<dyn Running>
         });
-        Ok(Started {
-            running: Box::new(run),
-            companion,
-        })
+        Ok(std::iter::once(Box::new(run) as Box<dyn Running>)
+            .chain(companion)
+            .collect())
     }
 
     /// The host files the guest's initramfs carries: the server's binary
