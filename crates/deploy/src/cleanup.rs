@@ -5,23 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use crate::deployment::{OWNER_FILE, PREFIX};
 use crate::error::DeployError;
+use crate::owner::{CleanupReport, OWNER_FILE, PREFIX};
 use crate::placements::{self, process::PIDS_FILE};
 use crate::procfs;
 use crate::teardown::signal_group;
-
-#[derive(Debug, Default, Serialize)]
-pub struct CleanupReport {
-    /// What was removed, one line each ("container tare-x-1", "process 1234", …).
-    pub removed: Vec<String>,
-    /// tare resources left alone because their owner still runs.
-    pub live: Vec<String>,
-    /// What could not be checked or removed (e.g. Docker not reachable).
-    pub notes: Vec<String>,
-}
 
 /// Removes every tare leftover whose owner is gone: server processes and
 /// deployment directories, then what each placement mechanism made (Docker

@@ -3,6 +3,7 @@
 //! facts. `Deployment`: what the runner holds while it measures; dropping it
 //! removes everything.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -11,33 +12,20 @@ use std::time::Duration;
 use tare_engine::Endpoint;
 
 use crate::error::DeployError;
-use crate::facts::{BackendFacts, Facts};
+use crate::facts::Facts;
 use crate::health;
 use crate::liveness::Liveness;
-use crate::placements::{Context, Role, Running, SpecOption};
+use crate::measure;
+use crate::owner::{OWNER_FILE, PREFIX};
+use crate::placements::{Context, PlacementKind, Role, Running, Scope, Site, SpecOption};
 use crate::procfs;
 use crate::spec::{DeploySpec, TargetSpec, Transport};
-use crate::targets::{self, Listen, Prepare};
+use crate::targets::{self, Listen, Prepare, Server, TargetKind};
 use crate::teardown::{Resource, Teardown};
-
-/// Prefix of every deployment directory (in the system temp dir) and every
-/// container and volume name.
-pub(crate) const PREFIX: &str = "tare-";
-/// Name of the file in a deployment directory naming its owner ("pid:starttime").
-pub(crate) const OWNER_FILE: &str = ".tare-owner";
 
 /// How long a server may take to answer its first request. Postgres after
 /// initdb and a container on fuse-overlayfs take a few seconds here.
 const HEALTH_LIMIT: Duration = Duration::from_secs(60);
-
-/// What the resource monitor should follow for a server.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// These processes and their descendants.
-    Pids(Vec<u32>),
-    /// The cgroup of this process (a container: everything in it).
-    CgroupOf(u32),
-}
 
 /// Which processes make up a deployment, for the resource monitor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,6 +131,7 @@ pub fn deploy(spec: &DeploySpec) -> Result<Deployment, DeployError> {
     }
 }
 
+/// The spec's run id, options and target checked before anything is made.
 fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
     let ok = !spec.run_id.is_empty()
         && spec.run_id.len() <= 32
@@ -156,11 +145,18 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             spec.run_id
         )));
     }
+    check_options(spec)?;
+    check_target(spec)
+}
+
+/// Each deployment option the spec sets is one its placement honours,
+/// within its bounds.
+fn check_options(spec: &DeploySpec) -> Result<(), DeployError> {
     let placement = spec.placement;
     if spec.netem.is_some() && !placement.accepts(SpecOption::Netem) {
         return Err(DeployError::Invalid(format!(
             "--netem applies to {} only, not {placement}",
-            crate::PlacementKind::accepting(SpecOption::Netem)
+            PlacementKind::accepting(SpecOption::Netem)
         )));
     }
     if let Some(list) = &spec.server_cpus {
@@ -187,13 +183,13 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
         return Err(DeployError::Invalid(format!(
             "{} apply to {} only, not {placement}",
             SpecOption::Container.describe(),
-            crate::PlacementKind::accepting(SpecOption::Container)
+            PlacementKind::accepting(SpecOption::Container)
         )));
     }
     if spec.container.storage != Default::default() && !placement.accepts(SpecOption::Storage) {
         return Err(DeployError::Invalid(format!(
             "storage applies to {} only, not {placement}",
-            crate::PlacementKind::accepting(SpecOption::Storage)
+            PlacementKind::accepting(SpecOption::Storage)
         )));
     }
     if let Some(why) = placement.refuses_storage(spec.container.storage) {
@@ -203,20 +199,20 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
         return Err(DeployError::Invalid(format!(
             "{} apply to {} only, not {placement}",
             SpecOption::Vm.describe(),
-            crate::PlacementKind::accepting(SpecOption::Vm)
+            PlacementKind::accepting(SpecOption::Vm)
         )));
     }
     if spec.rootless_user.is_some() && !placement.accepts(SpecOption::Rootless) {
         return Err(DeployError::Invalid(format!(
             "{} applies to {} only, not {placement}",
             SpecOption::Rootless.describe(),
-            crate::PlacementKind::accepting(SpecOption::Rootless)
+            PlacementKind::accepting(SpecOption::Rootless)
         )));
     }
     if spec.reach.is_some() && !placement.accepts(SpecOption::Reach) {
         return Err(DeployError::Invalid(format!(
             "{placement} cannot be reached from another host (placements that can: {})",
-            crate::PlacementKind::accepting(SpecOption::Reach)
+            PlacementKind::accepting(SpecOption::Reach)
         )));
     }
     if spec.vm.cpus == Some(0) || spec.vm.memory_mib.is_some_and(|m| m < 64) {
@@ -224,14 +220,20 @@ fn validate(spec: &DeploySpec) -> Result<(), DeployError> {
             "vm_cpus must be at least 1 and vm_memory at least 64 MiB".into(),
         ));
     }
+    Ok(())
+}
+
+/// The target's own settings: `access_log`, its config variant, a
+/// service's command line, an image's transport.
+fn check_target(spec: &DeploySpec) -> Result<(), DeployError> {
     let target = &spec.target.target;
     if spec.target.access_log.is_some() && !target.access_log {
         return Err(DeployError::Invalid(format!(
             "access_log does not apply to {} (it applies to: {})",
             target.name(),
-            crate::TargetKind::all()
+            TargetKind::all()
                 .filter(|t| t.target().access_log)
-                .map(crate::TargetKind::name)
+                .map(TargetKind::name)
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
@@ -329,14 +331,24 @@ fn make_dir(run_id: &str, teardown: &Teardown) -> Result<PathBuf, DeployError> {
     Ok(dir)
 }
 
-/// A target's companion, started beside the server.
-struct Companion {
-    /// Where the server reaches it.
-    addr: std::net::SocketAddr,
-    server: targets::Server,
+/// A server a deployment starts: its target's first, then the target's
+/// companion (nginx-proxy's backend), each prepared before any starts.
+struct Member {
+    role: Role,
+    server: Server,
+    /// Where it listens (a companion: where the target reaches it).
+    listen: Listen,
+}
+
+/// A started member of the deployment.
+struct Up {
+    member: Member,
     running: Box<dyn Running>,
 }
 
+/// Every step of a deployment, in order: its directory, its site, where
+/// everything listens and its configs, the servers started, the target
+/// answering, its facts.
 fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployError> {
     let dir = make_dir(&spec.run_id, teardown)?;
     let owner = procfs::own_identity();
@@ -353,7 +365,6 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         }
         None => spec,
     };
-    let target = &spec.target.target;
     let cx = Context {
         spec,
         dir: &dir,
@@ -361,15 +372,54 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
         owner: &owner,
     };
     let mut site = spec.placement.get().site(&cx)?;
+    let members = prepare(spec, &dir, site.as_mut())?;
+    let servers: Vec<(&Server, &Listen)> = members.iter().map(|m| (&m.server, &m.listen)).collect();
+    let running = site.start_all(&cx, &servers)?;
+    let mut ups: Vec<Up> = members
+        .into_iter()
+        .zip(running)
+        .map(|(member, running)| Up { member, running })
+        .collect();
+    let endpoint = site.endpoint(&ups[0].member.listen, ups[0].running.as_ref())?;
+    wait_answering(spec, site.client_netns(), &endpoint, &ups)?;
+    for u in &ups {
+        u.running.settle();
+    }
+    let url = ups[0].member.server.url(&endpoint);
+    let facts = measure_all(spec, &endpoint, &ups);
+    let watch = watch(&ups);
+    let target = ups.remove(0);
+    let liveness = Liveness {
+        running: target.running,
+        companions: ups.into_iter().map(|u| u.running).collect(),
+        server: target.member.server,
+        endpoint: endpoint.clone(),
+        netns: site.client_netns().map(Path::to_path_buf),
+    };
+    Ok(Parts {
+        endpoint,
+        url,
+        client_netns: site.client_netns().map(Path::to_path_buf),
+        facts,
+        watch,
+        dir,
+        liveness,
+    })
+}
 
-    // Where everything listens is known before anything starts: the
-    // server's config names its companion's address.
+/// Where the server (and its companion) listens in `site`, and each one's
+/// config written into `dir` and its command line: all known before
+/// anything starts, as the server's config names its companion's address
+/// and a guest carries both in the archive it boots from. The target's
+/// server first.
+fn prepare(spec: &DeploySpec, dir: &Path, site: &mut dyn Site) -> Result<Vec<Member>, DeployError> {
+    let target = &spec.target.target;
     let listen = match spec.transport {
         Transport::Unix => Listen::Unix(dir.join("sock").join(&target.socket)),
         // An image listens where its config says, on the host's network too.
         Transport::Tcp if target.oci.is_some() => {
             let at = site.listen(target.port)?;
-            Listen::Tcp(std::net::SocketAddr::new(at.ip(), target.port))
+            Listen::Tcp(SocketAddr::new(at.ip(), target.port))
         }
         Transport::Tcp => Listen::Tcp(site.listen(target.port)?),
     };
@@ -386,142 +436,142 @@ fn start(spec: &DeploySpec, teardown: &Arc<Teardown>) -> Result<Parts, DeployErr
     let server = target.kind.get().prepare(&Prepare {
         spec: &target_spec,
         binary: targets::binary(target)?,
-        dir: &dir,
+        dir,
         listen: &listen,
         companion: companion_addr,
         cpus,
     })?;
-    // The companion's config is written before anything starts: a guest
-    // carries both in the archive it boots from.
-    let companion_server = match (companion_spec, companion_addr) {
-        (Some(c), Some(addr)) => Some((
-            addr,
-            c.target.kind.get().prepare(&Prepare {
-                spec: &c,
-                binary: targets::binary(&c.target)?,
-                dir: &dir,
-                listen: &Listen::Tcp(addr),
-                companion: None,
-                cpus,
-            })?,
-        )),
-        _ => None,
-    };
-    let companion_listen = companion_server.as_ref().map(|(a, _)| Listen::Tcp(*a));
-    let started = site.start_all(
-        &cx,
-        &server,
-        &listen,
-        companion_server
-            .as_ref()
-            .zip(companion_listen.as_ref())
-            .map(|((_, s), at)| (s, at)),
-    )?;
-    let running = started.running;
-    let endpoint = site.endpoint(&listen, running.as_ref())?;
-    let companion = match (companion_server, started.companion) {
-        (Some((addr, server)), Some(running)) => Some(Companion {
-            addr,
+    let mut members = vec![Member {
+        role: Role::Server,
+        server,
+        listen,
+    }];
+    if let (Some(c), Some(addr)) = (companion_spec, companion_addr) {
+        let listen = Listen::Tcp(addr);
+        let server = c.target.kind.get().prepare(&Prepare {
+            spec: &c,
+            binary: targets::binary(&c.target)?,
+            dir,
+            listen: &listen,
+            companion: None,
+            cpus,
+        })?;
+        members.push(Member {
+            role: Role::Companion,
             server,
-            running,
-        }),
-        _ => None,
-    };
+            listen,
+        });
+    }
+    Ok(members)
+}
 
+/// Probes the target (the first of `ups`, reached at `endpoint`) from
+/// `netns` until it answers, while every server of the deployment stays
+/// alive; else the error says what it last said and the servers' logs.
+fn wait_answering(
+    spec: &DeploySpec,
+    netns: Option<&Path>,
+    endpoint: &Endpoint,
+    ups: &[Up],
+) -> Result<(), DeployError> {
+    let target = &spec.target.target;
+    let (first, others) = ups.split_first().expect("a deployment starts its target");
+    let (server, running) = (&first.member.server, first.running.as_ref());
     let alive = || -> Result<(), String> {
-        if let Some(c) = &companion {
-            c.running
+        for u in others {
+            u.running
                 .alive()
-                .map_err(|e| format!("the {}: {e}", Role::Companion.name()))?;
+                .map_err(|e| format!("the {}: {e}", u.member.role.name()))?;
         }
         running.alive()
     };
-    let probe = |timeout| server.probe(&endpoint, timeout);
-    if let Err((mut last, waited)) = health::wait_healthy(
+    let probe = |timeout| server.probe(endpoint, timeout);
+    let Err((mut last, waited)) = health::wait_healthy(
         &probe,
-        site.client_netns(),
+        netns,
         target.ready_within.unwrap_or(HEALTH_LIMIT),
         alive,
-    ) {
-        let mut log = one_line(&running.log_tail(20));
-        if let Some(c) = &companion {
-            let tail = one_line(&c.running.log_tail(10));
-            if !tail.is_empty() {
-                log = format!("{log}; {}: {tail}", Role::Companion.name());
-            }
+    ) else {
+        return Ok(());
+    };
+    let mut log = one_line(&running.log_tail(20));
+    for u in others {
+        let tail = one_line(&u.running.log_tail(10));
+        if !tail.is_empty() {
+            log = format!("{log}; {}: {tail}", u.member.role.name());
         }
-        let told = match &listen {
-            Listen::Tcp(a) => Some(a.port()),
-            Listen::Unix(_) => None,
-        };
-        let elsewhere = told.and_then(|port| {
-            crate::helpers::listening_elsewhere(running.pid(), &server.binary, port)
-        });
-        if let Some(elsewhere) = elsewhere {
-            last = format!("{last} ({elsewhere})");
-        }
-        return Err(DeployError::Unhealthy {
-            target: target.name().to_string(),
-            endpoint: endpoint.to_string(),
-            waited_s: waited,
-            last_error: last,
-            log: if log.is_empty() {
-                String::new()
-            } else {
-                format!("; server log: {log}")
-            },
-        });
     }
+    let told = match &first.member.listen {
+        Listen::Tcp(a) => Some(a.port()),
+        Listen::Unix(_) => None,
+    };
+    let elsewhere = told
+        .and_then(|port| crate::helpers::listening_elsewhere(running.pid(), &server.binary, port));
+    if let Some(elsewhere) = elsewhere {
+        last = format!("{last} ({elsewhere})");
+    }
+    Err(DeployError::Unhealthy {
+        target: target.name().to_string(),
+        endpoint: endpoint.to_string(),
+        waited_s: waited,
+        last_error: last,
+        log: if log.is_empty() {
+            String::new()
+        } else {
+            format!("; server log: {log}")
+        },
+    })
+}
 
-    running.settle();
-    if let Some(c) = &companion {
-        c.running.settle();
-    }
-    let url = server.url(&endpoint);
-    let mut facts = crate::facts::measure(spec, &server, &endpoint, running.as_ref());
+/// The facts of the answering target (the first of `ups`) and its
+/// companion, their helpers pinned to `[cpus] helpers` first.
+fn measure_all(spec: &DeploySpec, endpoint: &Endpoint, ups: &[Up]) -> Facts {
+    let (first, others) = ups.split_first().expect("a deployment starts its target");
+    let running = first.running.as_ref();
+    let mut facts = measure::facts(
+        spec,
+        &first.member.server,
+        endpoint,
+        running.pid(),
+        running.described(),
+    );
     // Once the server answers, its helpers all exist (a published port's
     // proxy, the storage daemon): pinned now, they stay pinned, as threads
     // they start inherit their CPUs.
     if let Some(cpus) = spec.helper_cpus.as_deref().and_then(|l| l.parse().ok()) {
-        let mut helpers = running.helpers();
-        if let Some(c) = &companion {
-            helpers.extend(c.running.helpers());
-        }
+        let helpers: Vec<_> = ups.iter().flat_map(|u| u.running.helpers()).collect();
         facts.helpers = crate::helpers::pin(&helpers, &cpus);
     }
-    facts.backend = companion
-        .as_ref()
-        .map(|c| BackendFacts::measure(c.addr, &c.server, c.running.as_ref()));
-    let watch = Watch {
-        server: running.scope(),
+    facts.backend = others.first().map(|c| {
+        measure::backend(
+            &c.member.listen,
+            &c.member.server,
+            c.running.pid(),
+            c.running.described(),
+        )
+    });
+    facts
+}
+
+/// What the resource monitor follows: the target (the first of `ups`), a
+/// companion with a host process of its own as its own part, and the
+/// placement's parts.
+fn watch(ups: &[Up]) -> Watch {
+    let (first, others) = ups.split_first().expect("a deployment starts its target");
+    Watch {
+        server: first.running.scope(),
         // A companion with no host process of its own (in the server's
         // guest) is counted where its CPU goes: in the server's.
-        companions: companion
+        companions: others
             .iter()
             .filter_map(|c| match c.running.scope() {
                 Scope::Pids(p) if p.is_empty() => None,
                 _ => Some((
-                    Role::Companion.name().to_string(),
+                    c.member.role.name().to_string(),
                     vec![c.running.pid() as u32],
                 )),
             })
-            .chain(running.parts())
+            .chain(first.running.parts())
             .collect(),
-    };
-    let liveness = Liveness {
-        running,
-        companion: companion.map(|c| c.running),
-        server,
-        endpoint: endpoint.clone(),
-        netns: site.client_netns().map(Path::to_path_buf),
-    };
-    Ok(Parts {
-        endpoint,
-        url,
-        client_netns: site.client_netns().map(Path::to_path_buf),
-        facts,
-        watch,
-        dir,
-        liveness,
-    })
+    }
 }

@@ -29,19 +29,46 @@ pub struct DoctorReport {
     pub install: Vec<String>,
 }
 
+/// What this machine can run (each placement and target) and what
+/// would make it noisy.
 pub fn doctor() -> DoctorReport {
     let mut facts = Vec::new();
     let mut warnings = Vec::new();
     // SAFETY: plain syscall.
     let root = unsafe { libc::geteuid() } == 0;
     facts.push(("root".into(), root.to_string()));
+    let placements = placement_checks(&mut facts, &mut warnings);
+    target_versions(&mut facts, &mut warnings);
+    machine_noise(&mut facts, &mut warnings);
+    facts.push(("cgroup".into(), cgroup_version().into()));
+    let install = packages_named(
+        placements
+            .iter()
+            .filter(|p| !p.available)
+            .map(|p| p.detail.as_str())
+            .chain(warnings.iter().map(String::as_str)),
+    );
+    DoctorReport {
+        placements,
+        facts,
+        warnings,
+        install,
+    }
+}
+
+/// Every placement, available or why not (its mechanism's and its own
+/// needs); each mechanism's facts and warnings.
+fn placement_checks(
+    facts: &mut Vec<(String, String)>,
+    warnings: &mut Vec<String>,
+) -> Vec<PlacementCheck> {
     let mut availability = Vec::new();
     for m in placements::mechanisms() {
         availability.push((m.name(), m.available()));
         facts.extend(m.facts());
         warnings.extend(m.warnings());
     }
-    let placements: Vec<PlacementCheck> = PlacementKind::all()
+    PlacementKind::all()
         .map(|p| {
             let (available, detail) = match availability.iter().find(|(m, _)| *m == p.mechanism()) {
                 Some((_, Ok(detail))) => match p.requires() {
@@ -57,7 +84,11 @@ pub fn doctor() -> DoctorReport {
                 detail,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Each built-in target's server version, or why it cannot run here.
+fn target_versions(facts: &mut Vec<(String, String)>, warnings: &mut Vec<String>) {
     // A user's service or image names its own program in its experiment.
     for t in TargetKind::all().map(TargetKind::target) {
         if t.service.is_some() || t.oci.is_some() {
@@ -80,7 +111,11 @@ pub fn doctor() -> DoctorReport {
             }),
         }
     }
+}
 
+/// What on this machine moves results: too few CPUs, the frequency
+/// governor, turbo, other load, a hypervisor's steal time.
+fn machine_noise(facts: &mut Vec<(String, String)>, warnings: &mut Vec<String>) {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -136,20 +171,6 @@ pub fn doctor() -> DoctorReport {
                 steal * 100.0
             ));
         }
-    }
-    facts.push(("cgroup".into(), cgroup_version().into()));
-    let install = packages_named(
-        placements
-            .iter()
-            .filter(|p| !p.available)
-            .map(|p| p.detail.as_str())
-            .chain(warnings.iter().map(String::as_str)),
-    );
-    DoctorReport {
-        placements,
-        facts,
-        warnings,
-        install,
     }
 }
 

@@ -11,8 +11,9 @@
 //! what the deployment costs is also charged to the server's side every
 //! time (`[cpus] helpers`, docs/experiments.md).
 
-use serde::{Deserialize, Serialize};
 use tare_engine::cpu::CpuList;
+
+use crate::facts::HelperFacts;
 
 /// One process serving a deployment from outside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,16 +21,6 @@ pub(crate) struct Helper {
     /// Its process name (`comm`): how the monitor's columns name it.
     pub name: String,
     pub pid: u32,
-}
-
-/// A helper as the fairness facts record it: what its CPUs were after
-/// tare pinned it (read back from /proc, not assumed).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HelperFacts {
-    pub name: String,
-    pub pid: u32,
-    /// `Cpus_allowed_list` of its threads (the first one's; all are set).
-    pub cpus_allowed: Option<String>,
 }
 
 /// Every process named `comm` whose arguments satisfy `matches`.

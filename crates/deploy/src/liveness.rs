@@ -24,7 +24,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// What a liveness check needs of a started deployment.
 pub(crate) struct Liveness {
     pub(crate) running: Box<dyn Running>,
-    pub(crate) companion: Option<Box<dyn Running>>,
+    /// The deployment's other servers (a target's companion).
+    pub(crate) companions: Vec<Box<dyn Running>>,
     pub(crate) server: Server,
     pub(crate) endpoint: Endpoint,
     pub(crate) netns: Option<PathBuf>,
@@ -35,7 +36,7 @@ impl Liveness {
     /// (`server exited with signal 9`, `server stopped (SIGSTOP)`).
     pub(crate) fn check(&self) -> Result<(), String> {
         state(self.running.as_ref()).map_err(|e| format!("server {e}"))?;
-        if let Some(c) = &self.companion {
+        for c in &self.companions {
             state(c.as_ref()).map_err(|e| format!("its {} {e}", Role::Companion.name()))?;
         }
         let probe = |timeout| self.server.probe(&self.endpoint, timeout);

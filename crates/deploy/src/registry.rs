@@ -1,8 +1,17 @@
-//! Handles on registry entries: [`crate::TargetKind`] and
-//! [`crate::PlacementKind`] are each a `&'static` reference to one entry of
+//! Handles on registry entries: `TargetKind` and
+//! `PlacementKind` are each a `&'static` reference to one entry of
 //! their registry (`targets::RECIPES`, `placements::PLACEMENTS`), named,
 //! compared, printed, parsed and serialized by the entry's name. Nothing
 //! outside an entry's own file spells its name: the registry is the list.
+
+/// A name that did not parse; the message lists the accepted names.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown {what} {given:?}: expected one of {expected}")]
+pub struct ParseNameError {
+    pub(crate) what: &'static str,
+    pub(crate) given: String,
+    pub(crate) expected: String,
+}
 
 /// Implements the handle type `$handle(&'static dyn $trait)` over the
 /// registry `$list`, with `$what` in parse errors ("unknown placement ...").
@@ -20,12 +29,12 @@ macro_rules! handle {
             }
 
             /// The entry called `name` (or one of its aliases).
-            pub fn named(name: &str) -> Result<$handle, $crate::spec::ParseNameError> {
+            pub fn named(name: &str) -> Result<$handle, $crate::registry::ParseNameError> {
                 $list
                     .iter()
                     .find(|e| e.name() == name || e.aliases().contains(&name))
                     .map(|e| $handle(*e))
-                    .ok_or_else(|| $crate::spec::ParseNameError {
+                    .ok_or_else(|| $crate::registry::ParseNameError {
                         what: $what,
                         given: name.to_string(),
                         expected: $list
@@ -68,7 +77,7 @@ macro_rules! handle {
         }
 
         impl std::str::FromStr for $handle {
-            type Err = $crate::spec::ParseNameError;
+            type Err = $crate::registry::ParseNameError;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 $handle::named(s)
             }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::placements::PlacementKind;
+use crate::registry::ParseNameError;
 pub use crate::targets::{Target, TargetKind, Variant};
 
 /// One deployment request: everything that decides how the server runs.
@@ -199,15 +200,6 @@ pub enum Storage {
     /// over the server's content directory: for a target that makes its
     /// content once running (the tool agent's test files).
     Tmpfs,
-}
-
-/// A name that did not parse; the message lists the accepted names.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown {what} {given:?}: expected one of {expected}")]
-pub struct ParseNameError {
-    pub(crate) what: &'static str,
-    pub(crate) given: String,
-    pub(crate) expected: String,
 }
 
 macro_rules! kebab_names {

@@ -229,8 +229,13 @@ pub(crate) fn stream(plan: &Plan, out: &mut Outcome, send: bool, stats: &Counter
         }
         last_mb = mb;
     }
-    // End the stream: the responder sees end of file (sink) or our
-    // shut-down side (source), stops, and sends its trailer.
+    finish_stream(&mut conn, plan, out);
+}
+
+/// Ends a stream: the responder sees end of file (sink) or our shut-down
+/// side (source), stops, and sends its trailer, read into `out` (its
+/// bytes and CPU on this connection).
+fn finish_stream(conn: &mut Conn, plan: &Plan, out: &mut Outcome) {
     let _ = conn.shutdown(Shutdown::Write);
     let _ = conn.set_read_timeout(Some(plan.timeout.max(Duration::from_secs(2))));
     let mut tail = [0u8; HEADER_LEN];

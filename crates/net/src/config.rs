@@ -35,16 +35,6 @@ impl Test {
             Test::Stream => "stream",
         }
     }
-
-    /// netperf's name of the same test.
-    pub fn netperf_name(self) -> &'static str {
-        match self {
-            Test::Rr => "TCP_RR",
-            Test::Crr => "TCP_CRR",
-            Test::UdpRr => "UDP_RR",
-            Test::Stream => "TCP_STREAM",
-        }
-    }
 }
 
 impl fmt::Display for Test {
@@ -109,7 +99,7 @@ pub const DEFAULT_STREAM_SIZE: usize = 128 * 1024;
 /// Most stream connections (each is a thread of its own, as each nuttcp
 /// or iperf3 stream is; rr, crr and udp-rr share `-t` threads and take as
 /// many as the open-files limit allows).
-pub const MAX_STREAM_CONNECTIONS: usize = 512;
+pub(crate) const MAX_STREAM_CONNECTIONS: usize = 512;
 
 /// One `tare net` run.
 #[derive(Clone, Debug)]

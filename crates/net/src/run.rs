@@ -64,26 +64,8 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
     let load = &config.load;
     let workers_n = config.workers();
     let duration = load.duration.expect("validated");
-    let origin = Instant::now();
-    let test = config.test;
-    let direction = config.direction;
-    let stream = test == Test::Stream;
-    let plan = Plan {
-        endpoint: config.endpoint.clone(),
-        request: config.request,
-        response: config.response,
-        clock: Clock::new(origin),
-        // Streams measure from the clock's origin; the event loop from
-        // its start gate (`Transactions::run` adds it).
-        start_ns: load.warmup.as_nanos() as u64,
-        end_ns: (load.warmup + duration).as_nanos() as u64,
-        timeout: load.timeout,
-        rate: load.rate,
-        arrivals: load.arrivals,
-        netns: load.netns.clone(),
-        io: load.io,
-        stop,
-    };
+    let stream = config.test == Test::Stream;
+    let plan = plan(config, stop);
     if !stream {
         // One socket per connection; streams stay within their 512.
         let dest = match &config.endpoint {
@@ -100,100 +82,190 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         .progress
         .then(|| Line::start(board.clone(), unit_word, Some(duration + load.warmup)));
     let (outcomes, start_ns, started_unix_s) = if stream {
-        let started_unix_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64())
-            + load.warmup.as_secs_f64();
-        let outcomes = workers::run(Net::NAME, workers_n, load.cpus.as_ref(), |i| {
-            let send = match direction {
-                Direction::Send => true,
-                Direction::Receive => false,
-                Direction::Both => i < load.connections,
-            };
-            client::worker(&plan, false, |p, o| {
-                client::stream(p, o, send, &board.threads[i])
-            })
-        });
-        let outcomes = outcomes
-            .into_iter()
-            .map(|o| o.map_err(|e| NetError::Worker(e.to_string())))
-            .collect::<Result<Vec<_>, _>>()?;
-        (outcomes, plan.start_ns, started_unix_s)
+        streams(config, &plan, &board)?
     } else {
         transactions(config, &plan, &board)?
     };
     if let Some(l) = line {
         l.finish();
     }
+    Ok(result(
+        config,
+        Merged::of(outcomes, start_ns),
+        start_ns,
+        started_unix_s,
+    ))
+}
 
-    let mut total: Option<Recorder> = None;
-    let mut cpu = CpuTime::default();
-    let mut finished_ns = start_ns;
-    let mut unsent = 0;
-    let mut lost = 0;
-    let mut tally = StreamTally::default();
-    let mut server_cpu_ns = 0u64;
-    let mut server_bytes = 0u64;
-    let mut all_reported = true;
-    let mut client_io = "";
-    for o in outcomes {
-        client_io = match client_io {
-            "" => o.io,
-            same if same == o.io => same,
-            _ => "mixed",
+/// What every thread shares: where to, what to send, the measured period
+/// on one clock, the pace, and the stop flag.
+fn plan(config: &NetConfig, stop: Arc<AtomicBool>) -> Plan {
+    let load = &config.load;
+    let duration = load.duration.expect("validated");
+    Plan {
+        endpoint: config.endpoint.clone(),
+        request: config.request,
+        response: config.response,
+        clock: Clock::new(Instant::now()),
+        // Streams measure from the clock's origin; the event loop from
+        // its start gate (`Transactions::run` adds it).
+        start_ns: load.warmup.as_nanos() as u64,
+        end_ns: (load.warmup + duration).as_nanos() as u64,
+        timeout: load.timeout,
+        rate: load.rate,
+        arrivals: load.arrivals,
+        netns: load.netns.clone(),
+        io: load.io,
+        stop,
+    }
+}
+
+/// Every thread's outcome, the measured period's start on the run's
+/// clock, and that start in Unix seconds.
+type Measured = (Vec<Outcome>, u64, f64);
+
+/// A stream: one blocking thread per connection, each sending, receiving
+/// or (`both`) the one or the other.
+fn streams(config: &NetConfig, plan: &Plan, board: &Board) -> Result<Measured, NetError> {
+    let load = &config.load;
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        + load.warmup.as_secs_f64();
+    let outcomes = workers::run(Net::NAME, config.workers(), load.cpus.as_ref(), |i| {
+        let send = match config.direction {
+            Direction::Send => true,
+            Direction::Receive => false,
+            Direction::Both => i < load.connections,
         };
-        cpu.add(&o.cpu);
-        finished_ns = finished_ns.max(o.finished_ns);
-        unsent += o.unsent;
-        lost += o.lost;
-        tally.sent += o.stream.sent;
-        tally.received += o.stream.received;
-        tally.all_bytes += o.stream.all_bytes;
-        server_cpu_ns += o.stream.server_cpu_ns;
-        server_bytes += o.stream.server_bytes;
-        all_reported &= o.stream.server_reported;
-        match total.as_mut() {
-            None => total = Some(o.rec),
-            Some(t) => t.merge(&o.rec),
+        client::worker(plan, false, |p, o| {
+            client::stream(p, o, send, &board.threads[i])
+        })
+    });
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| o.map_err(|e| NetError::Worker(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((outcomes, plan.start_ns, started_unix_s))
+}
+
+/// Every thread's outcome summed: one recorder, CPU time, the last end,
+/// counts, and a stream's bytes both ways and the responder's report.
+struct Merged {
+    rec: Recorder,
+    cpu: CpuTime,
+    finished_ns: u64,
+    unsent: u64,
+    lost: u64,
+    tally: StreamTally,
+    server_cpu_ns: u64,
+    server_bytes: u64,
+    /// Whether every responder's trailer arrived.
+    all_reported: bool,
+    /// How the threads waited, or `mixed`.
+    client_io: &'static str,
+}
+
+impl Merged {
+    fn of(outcomes: Vec<Outcome>, start_ns: u64) -> Merged {
+        let mut total: Option<Recorder> = None;
+        let mut cpu = CpuTime::default();
+        let mut finished_ns = start_ns;
+        let mut unsent = 0;
+        let mut lost = 0;
+        let mut tally = StreamTally::default();
+        let mut server_cpu_ns = 0u64;
+        let mut server_bytes = 0u64;
+        let mut all_reported = true;
+        let mut client_io = "";
+        for o in outcomes {
+            client_io = match client_io {
+                "" => o.io,
+                same if same == o.io => same,
+                _ => "mixed",
+            };
+            cpu.add(&o.cpu);
+            finished_ns = finished_ns.max(o.finished_ns);
+            unsent += o.unsent;
+            lost += o.lost;
+            tally.sent += o.stream.sent;
+            tally.received += o.stream.received;
+            tally.all_bytes += o.stream.all_bytes;
+            server_cpu_ns += o.stream.server_cpu_ns;
+            server_bytes += o.stream.server_bytes;
+            all_reported &= o.stream.server_reported;
+            match total.as_mut() {
+                None => total = Some(o.rec),
+                Some(t) => t.merge(&o.rec),
+            }
+        }
+        Merged {
+            rec: total.expect("at least one worker"),
+            cpu,
+            finished_ns,
+            unsent,
+            lost,
+            tally,
+            server_cpu_ns,
+            server_bytes,
+            all_reported,
+            client_io,
         }
     }
-    let rec = total.expect("at least one worker");
-    // A run ended early (Ctrl-C, a dead responder) covers the time it
-    // measured; otherwise the planned period.
-    let duration_ns = finished_ns.saturating_sub(start_ns).max(1);
-    let secs = duration_ns as f64 / 1e9;
-    let unit = if stream { Unit::Megabits } else { Net::UNIT };
-    let throughput = rec.requests as f64 / secs;
+}
+
+/// `tare net`'s own part of the result: the test, its sizes, the round
+/// trip, and a stream's rates both ways and CPU per gigabyte.
+fn details(config: &NetConfig, m: &Merged, secs: f64, throughput: f64) -> NetDetails {
+    let stream = config.test == Test::Stream;
+    let direction = config.direction;
     let gbit = |bytes: u64| bytes as f64 * 8.0 / secs / 1e9;
     let per_gb = |cpu_s: f64, bytes: u64| (bytes > 0).then(|| cpu_s / (bytes as f64 / 1e9));
-    let details = NetDetails {
-        test: test.name().into(),
+    NetDetails {
+        test: config.test.name().into(),
         request_bytes: config.request as u64,
         response_bytes: config.response as u64,
-        round_trip_us: (!stream && rec.requests > 0)
-            .then(|| 1e6 * load.connections as f64 / throughput),
-        lost,
-        client_io: client_io.into(),
+        round_trip_us: (!stream && m.rec.requests > 0)
+            .then(|| 1e6 * config.load.connections as f64 / throughput),
+        lost: m.lost,
+        client_io: m.client_io.into(),
         direction: if stream {
             direction.name().into()
         } else {
             String::new()
         },
-        bytes_sent: tally.sent,
-        bytes_received: tally.received,
-        send_gbit_s: (stream && direction != Direction::Receive).then(|| gbit(tally.sent)),
-        receive_gbit_s: (stream && direction != Direction::Send).then(|| gbit(tally.received)),
+        bytes_sent: m.tally.sent,
+        bytes_received: m.tally.received,
+        send_gbit_s: (stream && direction != Direction::Receive).then(|| gbit(m.tally.sent)),
+        receive_gbit_s: (stream && direction != Direction::Send).then(|| gbit(m.tally.received)),
         client_cpu_s_per_gb: if stream {
-            per_gb(cpu.total_s(), tally.all_bytes)
+            per_gb(m.cpu.total_s(), m.tally.all_bytes)
         } else {
             None
         },
-        server_cpu_s_per_gb: if stream && all_reported {
-            per_gb(server_cpu_ns as f64 / 1e9, server_bytes)
+        server_cpu_s_per_gb: if stream && m.all_reported {
+            per_gb(m.server_cpu_ns as f64 / 1e9, m.server_bytes)
         } else {
             None
         },
-    };
+    }
+}
+
+/// The run's [`LoadResult`] from the merged outcomes of its measured
+/// period, which began at `start_ns` on the run's clock
+/// (`started_unix_s`).
+fn result(config: &NetConfig, m: Merged, start_ns: u64, started_unix_s: f64) -> LoadResult {
+    let load = &config.load;
+    let test = config.test;
+    let stream = test == Test::Stream;
+    let workers_n = config.workers();
+    // A run ended early (Ctrl-C, a dead responder) covers the time it
+    // measured; otherwise the planned period.
+    let duration_ns = m.finished_ns.saturating_sub(start_ns).max(1);
+    let secs = duration_ns as f64 / 1e9;
+    let unit = if stream { Unit::Megabits } else { Net::UNIT };
+    let throughput = m.rec.requests as f64 / secs;
+    let details = details(config, &m, secs, throughput);
     let target = match &config.endpoint {
         Endpoint::Tcp(a) => format!("{a}"),
         Endpoint::Unix(p) => format!("unix:{}", p.display()),
@@ -203,6 +275,7 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         (_, Test::UdpRr) => "udp",
         _ => "tcp",
     };
+    let (rec, cpu) = (m.rec, m.cpu);
     let mut result = LoadResult {
         engine: Net::NAME.into(),
         unit: Some(unit),
@@ -256,9 +329,9 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
         load.ramp,
         &rec,
         duration_ns,
-        unsent,
+        m.unsent,
     );
-    Ok(result)
+    result
 }
 
 /// A transactions thread: the event loop over its share of the
@@ -281,14 +354,8 @@ pub(crate) fn blocks(config: &NetConfig) -> bool {
 }
 
 /// rr, crr and udp-rr: `config.workers()` event-loop threads, each with
-/// its share of the connections, opened before a common start. Returns
-/// the outcomes, the measured period's start on the run's clock, and that
-/// start in Unix seconds.
-fn transactions(
-    config: &NetConfig,
-    plan: &Plan,
-    board: &Board,
-) -> Result<(Vec<Outcome>, u64, f64), NetError> {
+/// its share of the connections, opened before a common start.
+fn transactions(config: &NetConfig, plan: &Plan, board: &Board) -> Result<Measured, NetError> {
     let load = &config.load;
     let threads = config.workers();
     let conns = load.connections;

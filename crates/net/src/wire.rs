@@ -13,15 +13,15 @@
 use std::fmt;
 
 /// Bytes of a connection header, a datagram header and a stream trailer.
-pub const HEADER_LEN: usize = 16;
+pub(crate) const HEADER_LEN: usize = 16;
 /// Largest TCP request or response (and stream write), 1 MiB: the
 /// responder allocates one buffer of each size per connection.
-pub const MAX_TCP_SIZE: usize = 1 << 20;
+pub(crate) const MAX_TCP_SIZE: usize = 1 << 20;
 /// Largest UDP request or response: the most an IPv4 datagram carries.
-pub const MAX_UDP_SIZE: usize = 65_507;
+pub(crate) const MAX_UDP_SIZE: usize = 65_507;
 /// A UDP request and response carry the 16-byte header, so neither can be
 /// shorter.
-pub const MIN_UDP_SIZE: usize = HEADER_LEN;
+pub(crate) const MIN_UDP_SIZE: usize = HEADER_LEN;
 
 const TCP_MAGIC: &[u8; 4] = b"TNET";
 const UDP_MAGIC: &[u8; 4] = b"TNU1";
@@ -145,13 +145,13 @@ impl Header {
 /// which the response echoes so a late answer to a request already counted
 /// lost is recognised and ignored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Datagram {
+pub(crate) struct Datagram {
     pub response: u32,
     pub seq: u64,
 }
 
 impl Datagram {
-    pub fn write(&self, b: &mut [u8]) {
+    pub(crate) fn write(&self, b: &mut [u8]) {
         b[..4].copy_from_slice(UDP_MAGIC);
         b[4..8].copy_from_slice(&self.response.to_be_bytes());
         b[8..16].copy_from_slice(&self.seq.to_be_bytes());
@@ -159,7 +159,7 @@ impl Datagram {
 
     /// The header of a received datagram, its response size within
     /// [`MIN_UDP_SIZE`]..=[`MAX_UDP_SIZE`].
-    pub fn parse(b: &[u8]) -> Result<Datagram, WireError> {
+    pub(crate) fn parse(b: &[u8]) -> Result<Datagram, WireError> {
         if b.len() < HEADER_LEN {
             return Err(WireError::Short(b.len()));
         }
@@ -182,20 +182,20 @@ impl Datagram {
 /// (sink) or wrote (source) on that connection, and the CPU time of the
 /// thread that served it, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Trailer {
+pub(crate) struct Trailer {
     pub bytes: u64,
     pub cpu_ns: u64,
 }
 
 impl Trailer {
-    pub fn encode(&self) -> [u8; HEADER_LEN] {
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&self.bytes.to_be_bytes());
         b[8..].copy_from_slice(&self.cpu_ns.to_be_bytes());
         b
     }
 
-    pub fn parse(b: &[u8; HEADER_LEN]) -> Trailer {
+    pub(crate) fn parse(b: &[u8; HEADER_LEN]) -> Trailer {
         Trailer {
             bytes: u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
             cpu_ns: u64::from_be_bytes(b[8..].try_into().expect("8 bytes")),

@@ -8,7 +8,7 @@ use std::path::Path;
 use bollard::container::{
     Config, CreateContainerOptions, LogsOptions, StartContainerOptions, UploadToContainerOptions,
 };
-use bollard::models::{HostConfig, PortBinding, ResourcesUlimits};
+use bollard::models::{HostConfig, PortBinding, PortMap, ResourcesUlimits};
 use bollard::volume::CreateVolumeOptions;
 use futures_util::StreamExt;
 
@@ -72,20 +72,53 @@ pub(crate) struct Started {
     pub merged_dir: Option<String>,
 }
 
+/// Creates, fills and starts the container `req` asks for, each thing it
+/// makes registered on `teardown`.
 pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, DeployError> {
     let labels = HashMap::from([
         (LABEL.to_string(), "1".to_string()),
         (LABEL_RUN.to_string(), req.run_id.to_string()),
         (LABEL_OWNER.to_string(), req.owner.to_string()),
     ]);
-    let dir = req.dir.display().to_string();
-    let mut binds = Vec::new();
     let storage = if req.files {
         req.options.storage
     } else {
         // Nothing to copy: the image's own filesystem, untouched.
         Storage::Image
     };
+    let binds = binds(&req, storage, &labels, teardown)?;
+    let config = config(&req, storage, binds, labels);
+    let name = req.name.clone();
+    let id = with(|d| async move {
+        let r = d
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: name.as_str(),
+                    platform: None,
+                }),
+                config,
+            )
+            .await?;
+        Ok(r.id)
+    })?;
+    teardown.push(Resource::Container(id.clone()));
+    if req.files && storage != Storage::HostPath {
+        copy_dir(&id, req.dir)?;
+    }
+    run(id)
+}
+
+/// The container's mounts for `storage` (a volume made, labelled
+/// `labels`, and registered on `teardown`), and the socket directory
+/// shared with the host when the rest is not.
+fn binds(
+    req: &Request<'_>,
+    storage: Storage,
+    labels: &HashMap<String, String>,
+    teardown: &Teardown,
+) -> Result<Vec<String>, DeployError> {
+    let dir = req.dir.display().to_string();
+    let mut binds = Vec::new();
     match storage {
         Storage::HostPath => binds.push(format!("{dir}:{dir}")),
         Storage::Volume => {
@@ -109,10 +142,18 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
     if req.share_socket_dir && storage != Storage::HostPath {
         binds.push(format!("{dir}/sock:{dir}/sock"));
     }
-    let (network_mode, port_bindings, exposed) = match &req.network {
-        Network::Host => ("host".to_string(), None, None),
-        Network::Bridge => ("bridge".to_string(), None, None),
-        Network::Join(id) => (format!("container:{id}"), None, None),
+    Ok(binds)
+}
+
+/// Ports exposed on the container, each with its published binding.
+type Ports = (PortMap, HashMap<String, HashMap<(), ()>>);
+
+/// The network mode, and for `Publish` the ports published.
+fn network(req: &Request<'_>) -> (String, Option<Ports>) {
+    match &req.network {
+        Network::Host => ("host".to_string(), None),
+        Network::Bridge => ("bridge".to_string(), None),
+        Network::Join(id) => (format!("container:{id}"), None),
         Network::Publish {
             host_ip,
             host_port,
@@ -139,14 +180,29 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             };
             (
                 "bridge".to_string(),
-                Some(
+                Some((
                     keys.iter()
                         .map(|k| (k.clone(), Some(vec![binding.clone()])))
                         .collect(),
-                ),
-                Some(keys.into_iter().map(|k| (k, HashMap::new())).collect()),
+                    keys.into_iter().map(|k| (k, HashMap::new())).collect(),
+                )),
             )
         }
+    }
+}
+
+/// The container's configuration: its command, user, environment,
+/// labels, network, mounts and limits.
+fn config(
+    req: &Request<'_>,
+    storage: Storage,
+    binds: Vec<String>,
+    labels: HashMap<String, String>,
+) -> Config<String> {
+    let (network_mode, ports) = network(req);
+    let (port_bindings, exposed) = match ports {
+        Some((bindings, exposed)) => (Some(bindings), Some(exposed)),
+        None => (None, None),
     };
     let mut cmd = vec![req.server.binary.display().to_string()];
     cmd.extend(req.server.args.iter().cloned());
@@ -181,7 +237,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         }]),
         ..Default::default()
     };
-    let config = Config {
+    Config {
         image: Some(req.image.clone()),
         entrypoint,
         cmd: Some(cmd),
@@ -198,45 +254,37 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
         exposed_ports: exposed,
         host_config: Some(host_config),
         ..Default::default()
-    };
-    let name = req.name.clone();
-    let id = with(|d| async move {
-        let r = d
-            .create_container(
-                Some(CreateContainerOptions {
-                    name: name.as_str(),
-                    platform: None,
-                }),
-                config,
-            )
-            .await?;
-        Ok(r.id)
-    })?;
-    teardown.push(Resource::Container(id.clone()));
-    if req.files && storage != Storage::HostPath {
-        // Into the container's own filesystem (overlay) or onto the volume
-        // mounted at the same path: the archive API writes through mounts.
-        let archive = dir_tar(req.dir)
-            .map_err(|e| DeployError::io("archiving the deployment directory", e))?;
-        let id2 = id.clone();
-        with(|d| async move {
-            d.upload_to_container(
-                &id2,
-                Some(UploadToContainerOptions {
-                    path: "/".to_string(),
-                    ..Default::default()
-                }),
-                archive.into(),
-            )
-            .await?;
-            Ok(())
-        })?;
     }
-    let id2 = id.clone();
+}
+
+/// Copies the deployment directory `dir` into container `id`: into its
+/// own filesystem (overlay) or onto the volume mounted at the same path
+/// (the archive API writes through mounts).
+fn copy_dir(id: &str, dir: &Path) -> Result<(), DeployError> {
+    let archive =
+        dir_tar(dir).map_err(|e| DeployError::io("archiving the deployment directory", e))?;
+    let id2 = id.to_string();
     with(|d| async move {
-        d.start_container(&id2, None::<StartContainerOptions<String>>)
+        d.upload_to_container(
+            &id2,
+            Some(UploadToContainerOptions {
+                path: "/".to_string(),
+                ..Default::default()
+            }),
+            archive.into(),
+        )
+        .await?;
+        Ok(())
+    })
+}
+
+/// Starts container `id` and reads back what it is: its pid, address,
+/// limits and root filesystem.
+fn run(id: String) -> Result<Started, DeployError> {
+    with(|d| async move {
+        d.start_container(&id, None::<StartContainerOptions<String>>)
             .await?;
-        let info = d.inspect_container(&id2, None).await?;
+        let info = d.inspect_container(&id, None).await?;
         let pid = info.state.as_ref().and_then(|s| s.pid).unwrap_or(0) as i32;
         let ns = info.network_settings.as_ref();
         let ip = ns
@@ -246,7 +294,7 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
             .and_then(|s| s.parse().ok());
         let hc = info.host_config.as_ref();
         Ok(Started {
-            id: id2,
+            id,
             pid,
             ip,
             nano_cpus: hc.and_then(|h| h.nano_cpus).filter(|&n| n > 0),
@@ -257,6 +305,15 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
                 .and_then(|g| g.data.get("MergedDir").cloned()),
         })
     })
+}
+
+/// A container's exit code as its state says it: 128 + N is how a
+/// runtime records its process killed by signal N (`137`: SIGKILL).
+pub(crate) fn container_exit(code: i64) -> String {
+    match code {
+        129..=192 => format!("container exited with code {code} (signal {})", code - 128),
+        _ => format!("container exited with code {code}"),
+    }
 }
 
 /// `storage = tmpfs` mounts a tmpfs over the server's content directory
@@ -314,9 +371,7 @@ pub(crate) fn state(id: &str) -> Result<(), String> {
         if st.running == Some(true) {
             return Ok(Ok(()));
         }
-        Ok(Err(crate::placements::container_exit(
-            st.exit_code.unwrap_or(-1),
-        )))
+        Ok(Err(container_exit(st.exit_code.unwrap_or(-1))))
     });
     match r {
         Ok(r) => r,

@@ -144,46 +144,61 @@ pub(crate) fn build(
             layout.front = front;
         }
         LabKind::Client => {
-            let (lan_gw, client) = (block.host(17), block.host(18));
-            let cli_ns = names.client_netns();
-            let cli_host = names.link(LinkRole::ClientHost);
-            let cli_inside = names.link(LinkRole::ClientInside);
-            netns(&cli_ns, made)?;
-            ip(&[
-                "link",
-                "add",
-                &cli_host,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &cli_inside,
-                "netns",
-                &cli_ns,
-            ])?;
-            made.push(Made::Link(cli_host.clone()));
-            ip(&["addr", "add", &format!("{lan_gw}/28"), "dev", &bridge])?;
-            ip(&["link", "set", &cli_host, "master", &bridge])?;
-            ip(&["link", "set", &cli_host, "up"])?;
-            inside_up(&cli_ns, &cli_inside, client, 28, lan_gw)?;
-            // Per-device forwarding, so the host forwards between the two
-            // subnets even where net.ipv4.ip_forward is 0; it dies with the bridge.
-            set_conf(&bridge, "forwarding")?;
-            load_table(
-                names,
-                &nat::lan_dnat(&names.table(), lan_gw, server, &bridge),
-                made,
-            )?;
-            if let Some(delete) = nat::open_forward(&bridge, &names.table())? {
-                made.push(Made::ForwardRule(delete));
-            }
-            wait_up(&cli_host)?;
-            layout.front = lan_gw;
+            let (front, cli_ns) = client_side(names, block, server, &bridge, made)?;
+            layout.front = front;
             layout.client_netns = Some(cli_ns);
         }
     }
     wait_up(&host_end)?;
     Ok(layout)
+}
+
+/// The client's side of `lab-client`: its own namespace on a second
+/// subnet of the bridge, reaching the server through the host's DNAT
+/// (`server` at the bridge's address on that subnet). Returns that
+/// address (the load's front) and the client's namespace.
+fn client_side(
+    names: &Names,
+    block: Block,
+    server: Ipv4Addr,
+    bridge: &str,
+    made: &mut Vec<Made>,
+) -> Result<(Ipv4Addr, String), LabError> {
+    let (lan_gw, client) = (block.host(17), block.host(18));
+    let cli_ns = names.client_netns();
+    let cli_host = names.link(LinkRole::ClientHost);
+    let cli_inside = names.link(LinkRole::ClientInside);
+    netns(&cli_ns, made)?;
+    ip(&[
+        "link",
+        "add",
+        &cli_host,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &cli_inside,
+        "netns",
+        &cli_ns,
+    ])?;
+    made.push(Made::Link(cli_host.clone()));
+    ip(&["addr", "add", &format!("{lan_gw}/28"), "dev", bridge])?;
+    ip(&["link", "set", &cli_host, "master", bridge])?;
+    ip(&["link", "set", &cli_host, "up"])?;
+    inside_up(&cli_ns, &cli_inside, client, 28, lan_gw)?;
+    // Per-device forwarding, so the host forwards between the two
+    // subnets even where net.ipv4.ip_forward is 0; it dies with the bridge.
+    set_conf(bridge, "forwarding")?;
+    load_table(
+        names,
+        &nat::lan_dnat(&names.table(), lan_gw, server, bridge),
+        made,
+    )?;
+    if let Some(delete) = nat::open_forward(bridge, &names.table())? {
+        made.push(Made::ForwardRule(delete));
+    }
+    wait_up(&cli_host)?;
+    Ok((lan_gw, cli_ns))
 }
 
 pub(super) fn ip(args: &[&str]) -> Result<(), LabError> {

@@ -8,12 +8,13 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tare_engine::Endpoint;
 
 use super::process::{free_port, free_port_on};
-use super::{Context, Described, Mechanism, Role, Running, Site};
-use crate::cleanup::CleanupReport;
+use super::{Context, Mechanism, Role, Running, Site};
 use crate::docker::container::{self, Network, Started};
 use crate::docker::{self, image};
 use crate::error::DeployError;
+use crate::facts::Described;
 use crate::helpers::{self, Helper};
+use crate::owner::CleanupReport;
 use crate::procfs;
 use crate::spec::{ContainerOptions, Storage, Transport};
 use crate::targets::{self, Listen, Server};
@@ -315,8 +316,8 @@ impl Running for ContainerRun {
         container::logs_tail(&self.started.id, lines)
     }
 
-    fn scope(&self) -> crate::Scope {
-        crate::Scope::CgroupOf(self.started.pid as u32)
+    fn scope(&self) -> super::Scope {
+        super::Scope::CgroupOf(self.started.pid as u32)
     }
 
     fn described(&self) -> Described {

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use super::process::HostSite;
 use super::{Context, Mechanism, Site};
-use crate::cleanup::CleanupReport;
 use crate::error::DeployError;
 use crate::lab::{self, LabKind, LabNet};
+use crate::owner::CleanupReport;
 use crate::teardown::Resource;
 
 pub(crate) struct Lab;

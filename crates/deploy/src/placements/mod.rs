@@ -45,8 +45,9 @@ use std::sync::Arc;
 
 use tare_engine::Endpoint;
 
-use crate::cleanup::CleanupReport;
 use crate::error::DeployError;
+use crate::facts::Described;
+use crate::owner::CleanupReport;
 use crate::spec::{DeploySpec, Storage};
 use crate::targets::{Listen, Server};
 use crate::teardown::Teardown;
@@ -216,24 +217,28 @@ pub(crate) trait Site {
         role: Role,
     ) -> Result<Box<dyn Running>, DeployError>;
 
-    /// Starts the server and, when the target has one, its companion
-    /// (`companion`: its server and where it listens), each registered for
-    /// teardown. By default each is started on its own with `start`, the
-    /// server first; a placement that boots one place for both (a guest)
-    /// starts them together.
+    /// Starts every server of a deployment (`servers`: the target's,
+    /// then its companion's, each with where it listens), in that order,
+    /// each registered for teardown; their `Running`s in the same order. By
+    /// default each is started on its own with `start`; a placement that
+    /// boots one place for all (a guest) starts them together.
     fn start_all(
         &mut self,
         cx: &Context<'_>,
-        server: &Server,
-        listen: &Listen,
-        companion: Option<(&Server, &Listen)>,
-    ) -> Result<Started, DeployError> {
-        let running = self.start(cx, server, listen, Role::Server)?;
-        let companion = match companion {
-            Some((c, at)) => Some(self.start(cx, c, at, Role::Companion)?),
-            None => None,
-        };
-        Ok(Started { running, companion })
+        servers: &[(&Server, &Listen)],
+    ) -> Result<Vec<Box<dyn Running>>, DeployError> {
+        servers
+            .iter()
+            .enumerate()
+            .map(|(i, (server, listen))| {
+                let role = if i == 0 {
+                    Role::Server
+                } else {
+                    Role::Companion
+                };
+                self.start(cx, server, listen, role)
+            })
+            .collect()
     }
 
     /// Where load reaches the server started on `listen`.
@@ -245,10 +250,13 @@ pub(crate) trait Site {
     }
 }
 
-/// A deployment's started server and companion.
-pub(crate) struct Started {
-    pub running: Box<dyn Running>,
-    pub companion: Option<Box<dyn Running>>,
+/// What the resource monitor should follow for a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// These processes and their descendants.
+    Pids(Vec<u32>),
+    /// The cgroup of this process (a container: everything in it).
+    CgroupOf(u32),
 }
 
 /// A started server process, however it runs.
@@ -272,7 +280,7 @@ pub(crate) trait Running: Send + Sync {
     fn log_tail(&self, lines: usize) -> String;
 
     /// What the resource monitor follows for it.
-    fn scope(&self) -> crate::Scope;
+    fn scope(&self) -> Scope;
 
     /// Processes of its placement that are neither it nor the generator
     /// and get their own part in where the CPU goes, by name (a guest's
@@ -290,22 +298,6 @@ pub(crate) trait Running: Send + Sync {
     fn helpers(&self) -> Vec<crate::helpers::Helper> {
         Vec::new()
     }
-}
-
-/// The facts a placement knows about a server beyond /proc.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Described {
-    /// The image it runs from, if any.
-    pub image: Option<String>,
-    /// Where its content and logs live: `image`, `volume` or `host-path`
-    /// (a plain process reads the host directory: what a container gets
-    /// with a bind mount, so the two compare equal).
-    pub storage: String,
-    /// Limits asked for, when the kernel's cgroup files cannot be read.
-    pub cpu_limit: Option<f64>,
-    pub memory_limit: Option<u64>,
-    /// A guest's facts, and what it said about itself from inside.
-    pub guest: Option<(crate::facts::GuestFacts, crate::vm::init::GuestReport)>,
 }
 
 /// A handle on one entry of `PLACEMENTS`: what [`DeploySpec`] names.
@@ -399,15 +391,6 @@ fn names_where(keep: impl Fn(&dyn Placement) -> bool) -> String {
         .map(|p| p.name())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// A container's exit code as its state says it: 128 + N is how a
-/// runtime records its process killed by signal N (`137`: SIGKILL).
-pub(crate) fn container_exit(code: i64) -> String {
-    match code {
-        129..=192 => format!("container exited with code {code} (signal {})", code - 128),
-        _ => format!("container exited with code {code}"),
-    }
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use super::podman_user::RootlessUser;
 use super::Mechanism;
-use crate::cleanup::CleanupReport;
 use crate::docker::{image, LABEL_OWNER};
 use crate::error::DeployError;
+use crate::owner::CleanupReport;
 use crate::procfs;
 
 pub(crate) struct Podman;

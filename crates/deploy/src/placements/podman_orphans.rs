@@ -12,8 +12,8 @@
 use std::path::Path;
 
 use super::podman::Cli;
-use crate::cleanup::CleanupReport;
-use crate::deployment::{OWNER_FILE, PREFIX};
+use crate::owner::CleanupReport;
+use crate::owner::{OWNER_FILE, PREFIX};
 use crate::procfs;
 
 /// A conmon of `uid`: its pid, container id and name.

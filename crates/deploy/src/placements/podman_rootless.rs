@@ -16,9 +16,9 @@ use super::podman::{self, clean_labelled, Cli};
 use super::podman_site::{Forwarder, PodNet, PodmanSite};
 use super::podman_user::{self, which, RootlessUser, INSTALL};
 use super::{Context, Mechanism, Site};
-use crate::cleanup::CleanupReport;
-use crate::deployment::{OWNER_FILE, PREFIX};
 use crate::error::DeployError;
+use crate::owner::CleanupReport;
+use crate::owner::{OWNER_FILE, PREFIX};
 use crate::procfs;
 use crate::teardown::{Resource, Undo};
 

@@ -16,10 +16,11 @@ use super::podman::{
     ensure_image, import_rootfs, remove_container, remove_image, remove_volume, Cli, PODMAN,
 };
 use super::podman_user::RootlessUser;
-use super::{Context, Described, Mechanism, Role, Running, Site};
+use super::{Context, Mechanism, Role, Running, Site};
 use crate::docker::{LABEL, LABEL_OWNER, LABEL_RUN};
 use crate::error::DeployError;
-use crate::spec::{Storage, Transport};
+use crate::facts::Described;
+use crate::spec::{DeploySpec, Storage, Transport};
 use crate::targets::image::RootFs;
 use crate::targets::{self, Listen, Server};
 use crate::teardown::{Resource, Undo};
@@ -183,7 +184,6 @@ impl Site for PodmanSite {
             .file_name()
             .and_then(|f| f.to_str())
             .unwrap_or("tare-unnamed");
-        let dir = cx.dir.display().to_string();
         if let (Role::Server, Some(root), true) = (role, &server.root, self.image.is_empty()) {
             self.import(cx, root, dir_name)?;
         }
@@ -191,16 +191,7 @@ impl Site for PodmanSite {
         // The server's user inside the container, and who that is on the
         // host: a rootless container's ids are the user's subordinate ones,
         // so files it must write are given to that host id.
-        let inside = server.run_as.unwrap_or((0, 0));
-        let host_ids = match &rootless {
-            Some(u) => Some(u.host_ids(inside).ok_or_else(|| {
-                DeployError::Podman(format!(
-                    "the container user {}:{} is outside {}'s subordinate id ranges",
-                    inside.0, inside.1, u.name
-                ))
-            })?),
-            None => None,
-        };
+        let host_ids = host_ids(rootless.as_ref(), server)?;
         let mut args: Vec<String> = vec!["create".into()];
         let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
         push(&["--label", &format!("{LABEL}=1")]);
@@ -209,11 +200,91 @@ impl Site for PodmanSite {
         // Podman's default stop handling would leave conmon waiting on a
         // server that ignores SIGTERM; tare removes with a short timeout.
         push(&["--stop-timeout", "2"]);
+        let (name, image, storage, files) =
+            self.role_args(&mut args, server, listen, role, spec, dir_name)?;
+        let pin = limit_args(&mut args, spec, server, rootless.is_some())?;
+        self.storage_args(&mut args, cx, server, role, storage, &name, host_ids)?;
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
+        push(&["--name", &name, &image]);
+        push(&[&server.binary.display().to_string()]);
+        args.extend(server.args.iter().cloned());
+        let id = self.create_container(cx, &args, files && storage != Storage::HostPath)?;
+        self.cli.run(&["start", &id])?;
+        let started = inspect(&self.cli, &id)?;
+        if let Some(cpus) = &pin {
+            pin_tree(started.pid, cpus);
+        }
+        if let (Some(user), PodNet::Rootless(Forwarder::Pasta), Role::Server, Listen::Tcp(a)) =
+            (&rootless, self.net, role, listen)
+        {
+            super::podman_rootless::attach_pasta(
+                user,
+                cx,
+                started.pid,
+                self.host_port.unwrap_or_default(),
+                a.port(),
+            )?;
+        }
+        if role == Role::Server {
+            self.server = Some(id.clone());
+        }
+        // A rootless container on cgroup v1 (or without delegation) stays
+        // in its caller's cgroup, which holds tare itself: then the
+        // monitor follows its process tree instead.
+        let own_cgroup = rootless.is_none() || cgroup_differs(started.pid);
+        Ok(Box::new(PodmanRun {
+            cli: self.cli.clone(),
+            id,
+            started,
+            image,
+            storage,
+            pin,
+            own_cgroup,
+            forwarded: self
+                .host_port
+                .filter(|_| rootless.is_some() && role == Role::Server),
+        }))
+    }
+
+    fn endpoint(&self, listen: &Listen, server: &dyn Running) -> Result<Endpoint, DeployError> {
+        Ok(match (listen, self.net.shape()) {
+            (Listen::Unix(p), _) => Endpoint::Unix(p.clone()),
+            (Listen::Tcp(a), Net::Host) => Endpoint::Tcp(*a),
+            (Listen::Tcp(a), Net::Bridge) => {
+                let ip = server.address().ok_or_else(|| {
+                    DeployError::Podman("the container has no bridge IP address".into())
+                })?;
+                Endpoint::Tcp(SocketAddr::new(ip, a.port()))
+            }
+            (Listen::Tcp(_), Net::Publish) => Endpoint::Tcp(SocketAddr::new(
+                Ipv4Addr::LOCALHOST.into(),
+                self.host_port.unwrap_or_default(),
+            )),
+        })
+    }
+}
+
+/// Gives `path` and everything under it to `(uid, gid)`.
+impl PodmanSite {
+    /// The arguments that depend on which server of the deployment this
+    /// is: its network (the server's by the placement, a companion beside
+    /// it) and limits; its container's name, image and storage, and
+    /// whether the deployment directory is copied in.
+    fn role_args(
+        &self,
+        args: &mut Vec<String>,
+        server: &Server,
+        listen: &Listen,
+        role: Role,
+        spec: &DeploySpec,
+        dir_name: &str,
+    ) -> Result<(String, String, Storage, bool), DeployError> {
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
         let publish = |host: Option<u16>, a: &SocketAddr| {
             // Loopback only by default (ARCHITECTURE.md, "Principles").
             format!("127.0.0.1:{}:{}", host.unwrap_or_default(), a.port())
         };
-        let (name, image, storage, files) = match role {
+        Ok(match role {
             Role::Server => {
                 match (self.net, listen) {
                     (PodNet::Rootful(Net::Host), _) => push(&["--network", "host"]),
@@ -272,45 +343,25 @@ impl Site for PodmanSite {
                     false,
                 )
             }
-        };
-        if spec.container.seccomp_unconfined {
-            push(&["--security-opt", "seccomp=unconfined"]);
-        }
-        // Rootless Podman has no cpuset without a delegated cgroup (and
-        // none at all on cgroup v1): its server is pinned by affinity
-        // instead, below.
-        let pin: Option<CpuList> = match (&spec.server_cpus, &rootless) {
-            (Some(cpus), None) => {
-                push(&["--cpuset-cpus", cpus]);
-                None
-            }
-            (Some(cpus), Some(_)) => Some(
-                cpus.parse()
-                    .map_err(|e| DeployError::Invalid(format!("server CPUs {cpus}: {e}")))?,
-            ),
-            (None, _) => None,
-        };
-        let (soft, hard) = super::container::own_nofile();
-        push(&["--ulimit", &format!("nofile={soft}:{hard}")]);
-        // A native server inherits tare's nproc. Podman's runtime runs
-        // with nproc no higher than the kernel's pid_max and, without
-        // CAP_SYS_RESOURCE (inside another container), cannot raise it:
-        // runc fails with "error setting rlimit type 6". Above pid_max the
-        // limit cannot bind anyway, so the same effective limit is tare's
-        // capped at pid_max.
-        let (soft, hard) = own_nproc();
-        let cap = pid_max();
-        let (soft, hard) = (soft.min(cap), hard.min(cap));
-        push(&["--ulimit", &format!("nproc={soft}:{hard}")]);
-        if let Some((u, g)) = server.run_as {
-            push(&["--user", &format!("{u}:{g}")]);
-        }
-        for (k, v) in &server.env {
-            push(&["--env", &format!("{k}={v}")]);
-        }
-        if let Some(w) = &server.workdir {
-            push(&["--workdir", &w.display().to_string()]);
-        }
+        })
+    }
+
+    /// Where the server's files live (the storage factor), and the
+    /// deployment's socket directory shared with the host.
+    #[allow(clippy::too_many_arguments)]
+    fn storage_args(
+        &self,
+        args: &mut Vec<String>,
+        cx: &Context<'_>,
+        server: &Server,
+        role: Role,
+        storage: Storage,
+        name: &str,
+        host_ids: Option<(u32, u32)>,
+    ) -> Result<(), DeployError> {
+        let spec = cx.spec;
+        let dir = cx.dir.display().to_string();
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
         match storage {
             Storage::HostPath => {
                 if let Some(ids) = host_ids {
@@ -328,11 +379,11 @@ impl Site for PodmanSite {
                     &format!("{LABEL_RUN}={}", spec.run_id),
                     "--label",
                     &format!("{LABEL_OWNER}={}", cx.owner),
-                    &name,
+                    name,
                 ])?;
                 cx.teardown.push(Resource::Undo(Box::new(Made::Volume(
                     self.cli.clone(),
-                    name.clone(),
+                    name.to_string(),
                 ))));
                 push(&["--volume", &format!("{name}:{dir}")]);
             }
@@ -352,16 +403,24 @@ impl Site for PodmanSite {
             }
             push(&["--volume", &format!("{dir}/sock:{dir}/sock")]);
         }
-        push(&["--name", &name, &image]);
-        push(&[&server.binary.display().to_string()]);
-        args.extend(server.args.iter().cloned());
+        Ok(())
+    }
+
+    /// Creates the container from `args`, registered for removal, and
+    /// copies the deployment directory into it when `files`; its id.
+    fn create_container(
+        &self,
+        cx: &Context<'_>,
+        args: &[String],
+        files: bool,
+    ) -> Result<String, DeployError> {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let id = self.cli.run(&argv)?.trim().to_string();
         cx.teardown.push(Resource::Undo(Box::new(Made::Container(
             self.cli.clone(),
             id.clone(),
         ))));
-        if files && storage != Storage::HostPath {
+        if files {
             // Into the container's own filesystem, or onto the volume mounted
             // at the same path: the same tar Docker's archive upload gets,
             // ownership and modes kept.
@@ -370,62 +429,80 @@ impl Site for PodmanSite {
             self.cli
                 .run_with(&["cp", "-", &format!("{id}:/")], Some(&archive))?;
         }
-        self.cli.run(&["start", &id])?;
-        let started = inspect(&self.cli, &id)?;
-        if let Some(cpus) = &pin {
-            pin_tree(started.pid, cpus);
-        }
-        if let (Some(user), PodNet::Rootless(Forwarder::Pasta), Role::Server, Listen::Tcp(a)) =
-            (&rootless, self.net, role, listen)
-        {
-            super::podman_rootless::attach_pasta(
-                user,
-                cx,
-                started.pid,
-                self.host_port.unwrap_or_default(),
-                a.port(),
-            )?;
-        }
-        if role == Role::Server {
-            self.server = Some(id.clone());
-        }
-        // A rootless container on cgroup v1 (or without delegation) stays
-        // in its caller's cgroup, which holds tare itself: then the
-        // monitor follows its process tree instead.
-        let own_cgroup = rootless.is_none() || cgroup_differs(started.pid);
-        Ok(Box::new(PodmanRun {
-            cli: self.cli.clone(),
-            id,
-            started,
-            image,
-            storage,
-            pin,
-            own_cgroup,
-            forwarded: self
-                .host_port
-                .filter(|_| rootless.is_some() && role == Role::Server),
-        }))
-    }
-
-    fn endpoint(&self, listen: &Listen, server: &dyn Running) -> Result<Endpoint, DeployError> {
-        Ok(match (listen, self.net.shape()) {
-            (Listen::Unix(p), _) => Endpoint::Unix(p.clone()),
-            (Listen::Tcp(a), Net::Host) => Endpoint::Tcp(*a),
-            (Listen::Tcp(a), Net::Bridge) => {
-                let ip = server.address().ok_or_else(|| {
-                    DeployError::Podman("the container has no bridge IP address".into())
-                })?;
-                Endpoint::Tcp(SocketAddr::new(ip, a.port()))
-            }
-            (Listen::Tcp(_), Net::Publish) => Endpoint::Tcp(SocketAddr::new(
-                Ipv4Addr::LOCALHOST.into(),
-                self.host_port.unwrap_or_default(),
-            )),
-        })
+        Ok(id)
     }
 }
 
-/// Gives `path` and everything under it to `(uid, gid)`.
+/// The server's user inside the container, and who that is on the host
+/// (`rootless`: the user's subordinate ids), so files it must write are
+/// given to that host id.
+fn host_ids(
+    rootless: Option<&Arc<RootlessUser>>,
+    server: &Server,
+) -> Result<Option<(u32, u32)>, DeployError> {
+    let inside = server.run_as.unwrap_or((0, 0));
+    Ok(match rootless {
+        Some(u) => Some(u.host_ids(inside).ok_or_else(|| {
+            DeployError::Podman(format!(
+                "the container user {}:{} is outside {}'s subordinate id ranges",
+                inside.0, inside.1, u.name
+            ))
+        })?),
+        None => None,
+    })
+}
+
+/// Seccomp, the server's CPUs, open-file and process limits, its user,
+/// environment and working directory. A `rootless` container is pinned
+/// by affinity after it starts: the CPUs returned.
+fn limit_args(
+    args: &mut Vec<String>,
+    spec: &DeploySpec,
+    server: &Server,
+    rootless: bool,
+) -> Result<Option<CpuList>, DeployError> {
+    let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
+    if spec.container.seccomp_unconfined {
+        push(&["--security-opt", "seccomp=unconfined"]);
+    }
+    // Rootless Podman has no cpuset without a delegated cgroup (and
+    // none at all on cgroup v1): its server is pinned by affinity
+    // instead, once it runs.
+    let pin: Option<CpuList> = match (&spec.server_cpus, rootless) {
+        (Some(cpus), false) => {
+            push(&["--cpuset-cpus", cpus]);
+            None
+        }
+        (Some(cpus), true) => Some(
+            cpus.parse()
+                .map_err(|e| DeployError::Invalid(format!("server CPUs {cpus}: {e}")))?,
+        ),
+        (None, _) => None,
+    };
+    let (soft, hard) = super::container::own_nofile();
+    push(&["--ulimit", &format!("nofile={soft}:{hard}")]);
+    // A native server inherits tare's nproc. Podman's runtime runs
+    // with nproc no higher than the kernel's pid_max and, without
+    // CAP_SYS_RESOURCE (inside another container), cannot raise it:
+    // runc fails with "error setting rlimit type 6". Above pid_max the
+    // limit cannot bind anyway, so the same effective limit is tare's
+    // capped at pid_max.
+    let (soft, hard) = own_nproc();
+    let cap = pid_max();
+    let (soft, hard) = (soft.min(cap), hard.min(cap));
+    push(&["--ulimit", &format!("nproc={soft}:{hard}")]);
+    if let Some((u, g)) = server.run_as {
+        push(&["--user", &format!("{u}:{g}")]);
+    }
+    for (k, v) in &server.env {
+        push(&["--env", &format!("{k}={v}")]);
+    }
+    if let Some(w) = &server.workdir {
+        push(&["--workdir", &w.display().to_string()]);
+    }
+    Ok(pin)
+}
+
 fn chown_tree(path: &std::path::Path, (uid, gid): (u32, u32)) -> Result<(), DeployError> {
     let fail = |e| DeployError::io(format!("chown {}", path.display()), e);
     std::os::unix::fs::lchown(path, Some(uid), Some(gid)).map_err(fail)?;
@@ -550,7 +627,7 @@ impl Running for PodmanRun {
         if v["State"]["Running"].as_bool() == Some(true) {
             return Ok(());
         }
-        Err(super::container_exit(
+        Err(crate::docker::container::container_exit(
             v["State"]["ExitCode"].as_i64().unwrap_or(-1),
         ))
     }
@@ -577,11 +654,11 @@ impl Running for PodmanRun {
         }
     }
 
-    fn scope(&self) -> crate::Scope {
+    fn scope(&self) -> super::Scope {
         if self.own_cgroup {
-            crate::Scope::CgroupOf(self.started.pid as u32)
+            super::Scope::CgroupOf(self.started.pid as u32)
         } else {
-            crate::Scope::Pids(vec![self.started.pid as u32])
+            super::Scope::Pids(vec![self.started.pid as u32])
         }
     }
 

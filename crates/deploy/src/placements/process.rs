@@ -11,9 +11,10 @@ use std::process::{Child, Command, Stdio};
 
 use tare_engine::Endpoint;
 
-use super::{Context, Described, Mechanism, Role, Running, Site};
-use crate::cleanup::CleanupReport;
+use super::{Context, Mechanism, Role, Running, Site};
 use crate::error::DeployError;
+use crate::facts::Described;
+use crate::owner::CleanupReport;
 use crate::procfs;
 use crate::spec::Storage;
 use crate::targets::{Listen, Server};
@@ -146,8 +147,8 @@ impl Running for ProcessRun {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    fn scope(&self) -> crate::Scope {
-        crate::Scope::Pids(vec![self.pid as u32])
+    fn scope(&self) -> super::Scope {
+        super::Scope::Pids(vec![self.pid as u32])
     }
 
     fn described(&self) -> Described {

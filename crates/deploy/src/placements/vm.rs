@@ -16,6 +16,7 @@
 //! mounts a tmpfs in the guest over it; `host-path` is refused
 //! ([`refuses_storage`]).
 
+use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,11 +25,11 @@ use tare_engine::cpu::CpuList;
 use tare_engine::Endpoint;
 
 use super::process::{free_port, spawn};
-use super::{Context, Described, Mechanism, Role, Running, Site, Started};
-use crate::cleanup::CleanupReport;
+use super::{Context, Mechanism, Role, Running, Site};
 use crate::error::DeployError;
-use crate::facts::{GuestDisk, GuestFacts};
+use crate::facts::{Described, GuestDisk, GuestFacts, GuestReport};
 use crate::lab::{TapNet, TAP_PREFIX};
+use crate::owner::CleanupReport;
 use crate::procfs;
 use crate::spec::{Storage, VmPin};
 use crate::targets::{Listen, Server};
@@ -151,7 +152,7 @@ fn guest_name(pid: libc::pid_t) -> Option<String> {
     }
     let at = args.iter().position(|a| *a == b"-name")?;
     let name = String::from_utf8_lossy(args.get(at + 1)?).into_owned();
-    name.starts_with(crate::deployment::PREFIX).then_some(name)
+    name.starts_with(crate::owner::PREFIX).then_some(name)
 }
 
 /// Whether the tare process a guest belongs to still runs: the owner file
@@ -168,7 +169,7 @@ fn guest_owner_alive(name: &str) -> bool {
     let mut bases = vec![std::env::temp_dir(), PathBuf::from("/tmp")];
     bases.dedup();
     bases.iter().any(|b| {
-        std::fs::read_to_string(b.join(name).join(crate::deployment::OWNER_FILE))
+        std::fs::read_to_string(b.join(name).join(crate::owner::OWNER_FILE))
             .is_ok_and(|owner| procfs::owner_alive(owner.trim()))
     })
 }
@@ -281,7 +282,7 @@ impl Site for VmSite {
         role: Role,
     ) -> Result<Box<dyn Running>, DeployError> {
         match role {
-            Role::Server => Ok(self.boot(cx, server, listen, None)?.running),
+            Role::Server => Ok(self.boot(cx, server, listen, None)?.remove(0)),
             Role::Companion => Err(DeployError::Invalid(format!(
                 "{}: a companion starts with its server, in the same guest",
                 self.placement
@@ -292,11 +293,16 @@ impl Site for VmSite {
     fn start_all(
         &mut self,
         cx: &Context<'_>,
-        server: &Server,
-        listen: &Listen,
-        companion: Option<(&Server, &Listen)>,
-    ) -> Result<Started, DeployError> {
-        self.boot(cx, server, listen, companion)
+        servers: &[(&Server, &Listen)],
+    ) -> Result<Vec<Box<dyn Running>>, DeployError> {
+        match servers {
+            [(server, listen)] => self.boot(cx, server, listen, None),
+            [(server, listen), companion] => self.boot(cx, server, listen, Some(*companion)),
+            _ => Err(DeployError::Invalid(format!(
+                "{}: a guest runs a server and at most one companion",
+                self.placement
+            ))),
+        }
     }
 
     fn endpoint(&self, listen: &Listen, _server: &dyn Running) -> Result<Endpoint, DeployError> {
@@ -335,6 +341,11 @@ fn tcp_port(listen: &Listen) -> Option<u16> {
 }
 
 impl VmSite {
+    /// `what` failed, in one line naming the placement.
+    fn failed(&self, what: &str, e: String) -> DeployError {
+        DeployError::Invalid(format!("{}: {what}: {e}", self.placement))
+    }
+
     /// Builds the guest's initramfs (the server, its companion if any, the
     /// deployment directory), boots it and waits until the server listens.
     fn boot(
@@ -343,7 +354,7 @@ impl VmSite {
         server: &Server,
         listen: &Listen,
         companion: Option<(&Server, &Listen)>,
-    ) -> Result<Started, DeployError> {
+    ) -> Result<Vec<Box<dyn Running>>, DeployError> {
         if let Listen::Unix(_) = listen {
             // A Unix socket is a file in one kernel: the guest's socket
             // cannot be connected to from the host (virtio-vsock is not a
@@ -354,29 +365,119 @@ impl VmSite {
             )));
         }
         let host = self.host;
-        let failed = |what: &str, e: String| {
-            DeployError::Invalid(format!("{}: {what}: {e}", self.placement))
-        };
         // A user's image brings its own files (its exported root
         // filesystem), not the host's.
         let image = server.root.as_ref().map(|r| r.dir.as_path());
-        let mut files = match image {
-            Some(_) => Default::default(),
-            None => crate::docker::image::closure(&server.target, &server.binary)
-                .map_err(|e| failed("the server's files", e))?,
-        };
-        if let Some((c, _)) = companion {
-            files.extend(
-                crate::docker::image::closure(&c.target, &c.binary)
-                    .map_err(|e| failed("the companion's files", e))?,
-            );
-        }
+        let files = self.files(server, image, companion)?;
         let vm_dir = cx.dir.join("vm");
         for d in [&vm_dir, &cx.dir.join("log")] {
             std::fs::create_dir_all(d)
                 .map_err(|e| DeployError::io("creating the vm directory", e))?;
         }
         let storage = cx.spec.container.storage;
+        let (disk, data) = self.content(&vm_dir, server, image, storage)?;
+        let script = init::script(&init::Plan {
+            dir: cx.dir,
+            server: program(server, listen),
+            companion: companion.map(|(c, at)| program(c, at)),
+            nofile: super::container::own_nofile(),
+            data,
+        });
+        let initrd = vm_dir.join("initrd.cpio");
+        let in_initramfs = image.filter(|_| storage == Storage::Image);
+        let built = initramfs::build(
+            &host.kernel,
+            &files,
+            cx.dir,
+            in_initramfs,
+            &script,
+            &host.cache,
+            &initrd,
+        )
+        .map_err(|e| self.failed("building the initramfs", e))?;
+
+        let accel = host.accel.accel;
+        let (ip, gateway, nic) = self.nic(listen);
+        let machine = qemu::Machine {
+            name: cx
+                .dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("tare-vm")
+                .to_string(),
+            accel,
+            cpus: cx.spec.vm.cpus.unwrap_or_else(|| default_cpus(cx)),
+            memory_mib: cx.spec.vm.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB),
+            kernel: &host.kernel,
+            initrd: &initrd,
+            append: kernel_line(host, accel, &ip, &gateway),
+            nic,
+            disk: disk.as_ref(),
+        };
+        let started = Instant::now();
+        let pid = launch(cx, host, server, image, &machine)?;
+        let mut run = VmRun {
+            pid,
+            console: cx
+                .dir
+                .join("log")
+                .join(format!("{}.out", Role::Server.name())),
+            guest: guest_facts(host, &machine, built.bytes, cx, companion.is_some()),
+            storage,
+            report: None,
+            address: match &self.wiring {
+                Wiring::Tap { guest, .. } => Some(IpAddr::V4(*guest)),
+                Wiring::User { .. } => None,
+            },
+        };
+        run.wait_started(started, boot_limit(accel))
+            .map_err(|e| self.failed("the guest did not start its server", e))?;
+        self.pin(cx, &mut run)?;
+        let companion: Option<Box<dyn Running>> = companion.map(|_| {
+            Box::new(GuestCompanion {
+                pid,
+                console: run.console.clone(),
+                described: run.described(),
+            }) as Box<dyn Running>
+        });
+        Ok(std::iter::once(Box::new(run) as Box<dyn Running>)
+            .chain(companion)
+            .collect())
+    }
+
+    /// The host files the guest's initramfs carries: the server's binary
+    /// and libraries (none for a user's image, `image`: its exported tree
+    /// goes in whole), and its companion's.
+    fn files(
+        &self,
+        server: &Server,
+        image: Option<&Path>,
+        companion: Option<(&Server, &Listen)>,
+    ) -> Result<BTreeSet<PathBuf>, DeployError> {
+        let mut files = match image {
+            Some(_) => Default::default(),
+            None => crate::docker::image::closure(&server.target, &server.binary)
+                .map_err(|e| self.failed("the server's files", e))?,
+        };
+        if let Some((c, _)) = companion {
+            files.extend(
+                crate::docker::image::closure(&c.target, &c.binary)
+                    .map_err(|e| self.failed("the companion's files", e))?,
+            );
+        }
+        Ok(files)
+    }
+
+    /// Where the server's content lives in the guest (the storage
+    /// factor): the data disk made in `vm_dir` for `volume`, and what the
+    /// init mounts over the content directory.
+    fn content<'a>(
+        &self,
+        vm_dir: &Path,
+        server: &'a Server,
+        image: Option<&'a Path>,
+        storage: Storage,
+    ) -> Result<(Option<disk::Disk>, init::Data<'a>), DeployError> {
         if let Some(why) = refuses_storage(storage) {
             return Err(DeployError::Invalid(format!("{}: {why}", self.placement)));
         }
@@ -395,11 +496,11 @@ impl VmSite {
         }
         let disk = match storage {
             Storage::Volume => {
-                kernel::modules(&host.kernel, initramfs::DISK_MODULES)
-                    .map_err(|e| failed("the data disk's modules", e))?;
+                kernel::modules(&self.host.kernel, initramfs::DISK_MODULES)
+                    .map_err(|e| self.failed("the data disk's modules", e))?;
                 Some(
-                    disk::make(&vm_dir, content, disk::DEFAULT_BYTES)
-                        .map_err(|e| failed("the data disk", e))?,
+                    disk::make(vm_dir, content, disk::DEFAULT_BYTES)
+                        .map_err(|e| self.failed("the data disk", e))?,
                 )
             }
             Storage::Tmpfs => {
@@ -419,28 +520,14 @@ impl VmSite {
             },
             Storage::Image | Storage::HostPath => init::Data::Root,
         };
-        let script = init::script(&init::Plan {
-            dir: cx.dir,
-            server: program(server, listen),
-            companion: companion.map(|(c, at)| program(c, at)),
-            nofile: super::container::own_nofile(),
-            data,
-        });
-        let initrd = vm_dir.join("initrd.cpio");
-        let in_initramfs = image.filter(|_| storage == Storage::Image);
-        let built = initramfs::build(
-            &host.kernel,
-            &files,
-            cx.dir,
-            in_initramfs,
-            &script,
-            &host.cache,
-            &initrd,
-        )
-        .map_err(|e| failed("building the initramfs", e))?;
+        Ok((disk, data))
+    }
 
-        let accel = host.accel.accel;
-        let (ip, gateway, nic) = match &self.wiring {
+    /// The guest's address (with its prefix), its gateway and its network
+    /// card: a tap on the lab's bridge, or QEMU's user network forwarding
+    /// the host port to the server's.
+    fn nic(&self, listen: &Listen) -> (String, String, qemu::Nic) {
+        match &self.wiring {
             Wiring::Tap {
                 tap,
                 guest,
@@ -451,7 +538,7 @@ impl VmSite {
                 gateway.to_string(),
                 qemu::Nic::Tap {
                     ifname: tap.clone(),
-                    vhost: host.vhost,
+                    vhost: self.host.vhost,
                 },
             ),
             Wiring::User { host_port } => {
@@ -469,114 +556,24 @@ impl VmSite {
                     },
                 )
             }
-        };
-        let mut append = format!("tare.ip={ip} tare.gw={gateway}");
-        if let (Accel::Tcg, Some(khz)) = (accel, host.tsc_khz) {
-            append.push_str(&format!(" tsc_early_khz={khz} tsc=reliable"));
-            // Loops per jiffy from the same rate: each secondary vCPU
-            // otherwise calibrates its delay loop, ~0.15 s each under TCG.
-            if let Some(hz) = host.kernel.hz {
-                append.push_str(&format!(" lpj={}", khz * 1000 / u64::from(hz)));
-            }
         }
-        let cpus = cx.spec.vm.cpus.unwrap_or_else(|| default_cpus(cx));
-        let memory_mib = cx.spec.vm.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
-        let name = cx
-            .dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("tare-vm")
-            .to_string();
-        let machine = qemu::Machine {
-            name,
-            accel,
-            cpus,
-            memory_mib,
-            kernel: &host.kernel,
-            initrd: &initrd,
-            append,
-            nic,
-            disk: disk.as_ref(),
-        };
-        // QEMU is a host process: a user's image's root, working
-        // directory and environment are the guest's, not QEMU's.
-        let (env, workdir) = match image {
-            Some(_) => (Vec::new(), None),
-            None => (server.env.clone(), server.workdir.clone()),
-        };
-        let qemu_server = Server {
-            binary: host.qemu.clone(),
-            args: machine.args(),
-            run_as: None,
-            root: None,
-            env,
-            workdir,
-            ..server.clone()
-        };
-        let started = Instant::now();
-        let child = spawn(
-            &qemu_server,
-            cx.dir,
-            Role::Server.name(),
-            None,
-            cx.spec.server_cpus.as_deref(),
-        )?;
-        let pid = child.id() as i32;
-        cx.teardown.push(Resource::Process(child));
-        let mut run = VmRun {
-            pid,
-            console: cx
-                .dir
-                .join("log")
-                .join(format!("{}.out", Role::Server.name())),
-            guest: GuestFacts {
-                accel: accel.name().into(),
-                accel_reason: host.accel.reason.clone(),
-                note: (accel == Accel::Tcg).then(|| TCG_LABEL.to_string()),
-                kernel: host.kernel.version.clone(),
-                kernel_boot: if host.kernel.unpacked() {
-                    "vmlinux"
-                } else {
-                    "bzImage"
-                }
-                .into(),
-                machine: "microvm".into(),
-                cpus,
-                memory_mib,
-                vhost: matches!(machine.nic, qemu::Nic::Tap { vhost: true, .. }),
-                initramfs_bytes: built.bytes,
-                boot_s: 0.0,
-                pin: cx.spec.vm.pin.name().into(),
-                vcpu_cpus: Vec::new(),
-                companion: companion.is_some(),
-                disk: disk.as_ref().map(|d| GuestDisk {
-                    interface: "virtio-blk".into(),
-                    format: "raw".into(),
-                    cache: disk::CACHE.into(),
-                    aio: disk::AIO.into(),
-                    bytes: d.bytes,
-                    fs: disk::GUEST_FS.into(),
-                    host_fs: d.host_fs.clone(),
-                }),
-            },
-            storage,
-            report: None,
-            address: match &self.wiring {
-                Wiring::Tap { guest, .. } => Some(IpAddr::V4(*guest)),
-                Wiring::User { .. } => None,
-            },
-        };
-        run.wait_started(started, boot_limit(accel))
-            .map_err(|e| failed("the guest did not start its server", e))?;
+    }
+
+    /// With `vm_pin = "vcpu"`, each vCPU thread on one of the server's
+    /// CPUs; either way, the CPUs each vCPU thread may run on, as the
+    /// kernel reports them, into the guest's facts.
+    fn pin(&self, cx: &Context<'_>, run: &mut VmRun) -> Result<(), DeployError> {
+        let pid = run.pid;
         if cx.spec.vm.pin == VmPin::Vcpu {
             let cpus = match cx.spec.server_cpus.as_deref() {
                 Some(list) => list
                     .parse::<CpuList>()
-                    .map_err(|e| failed("server CPUs", e))?,
+                    .map_err(|e| self.failed("server CPUs", e))?,
                 None => CpuList::allowed()
-                    .map_err(|e| failed("reading the CPUs tare may use", e.to_string()))?,
+                    .map_err(|e| self.failed("reading the CPUs tare may use", e.to_string()))?,
             };
-            threads::pin_vcpus(pid, &cpus).map_err(|e| failed("pinning the vCPU threads", e))?;
+            threads::pin_vcpus(pid, &cpus)
+                .map_err(|e| self.failed("pinning the vCPU threads", e))?;
         }
         run.guest.vcpu_cpus = threads::vcpu_threads(pid)
             .iter()
@@ -584,17 +581,100 @@ impl VmSite {
                 procfs::status_field(*tid, "Cpus_allowed_list").unwrap_or_else(|| "?".into())
             })
             .collect();
-        let companion: Option<Box<dyn Running>> = companion.map(|_| {
-            Box::new(GuestCompanion {
-                pid,
-                console: run.console.clone(),
-                described: run.described(),
-            }) as Box<dyn Running>
-        });
-        Ok(Started {
-            running: Box::new(run),
-            companion,
-        })
+        Ok(())
+    }
+}
+
+/// The guest kernel's command line beyond the console settings: its
+/// address and gateway, and under TCG the host's TSC rate.
+fn kernel_line(host: &vm::Host, accel: Accel, ip: &str, gateway: &str) -> String {
+    let mut append = format!("tare.ip={ip} tare.gw={gateway}");
+    if let (Accel::Tcg, Some(khz)) = (accel, host.tsc_khz) {
+        append.push_str(&format!(" tsc_early_khz={khz} tsc=reliable"));
+        // Loops per jiffy from the same rate: each secondary vCPU
+        // otherwise calibrates its delay loop, ~0.15 s each under TCG.
+        if let Some(hz) = host.kernel.hz {
+            append.push_str(&format!(" lpj={}", khz * 1000 / u64::from(hz)));
+        }
+    }
+    append
+}
+
+/// Starts QEMU for `machine` as the deployment's server process,
+/// registered for teardown; its pid.
+fn launch(
+    cx: &Context<'_>,
+    host: &vm::Host,
+    server: &Server,
+    image: Option<&Path>,
+    machine: &qemu::Machine<'_>,
+) -> Result<i32, DeployError> {
+    // QEMU is a host process: a user's image's root, working
+    // directory and environment are the guest's, not QEMU's.
+    let (env, workdir) = match image {
+        Some(_) => (Vec::new(), None),
+        None => (server.env.clone(), server.workdir.clone()),
+    };
+    let qemu_server = Server {
+        binary: host.qemu.clone(),
+        args: machine.args(),
+        run_as: None,
+        root: None,
+        env,
+        workdir,
+        ..server.clone()
+    };
+    let child = spawn(
+        &qemu_server,
+        cx.dir,
+        Role::Server.name(),
+        None,
+        cx.spec.server_cpus.as_deref(),
+    )?;
+    let pid = child.id() as i32;
+    cx.teardown.push(Resource::Process(child));
+    Ok(pid)
+}
+
+/// What the guest is, as booted: its accelerator and why, its kernel,
+/// machine, vCPUs and memory, network card, initramfs and data disk.
+fn guest_facts(
+    host: &vm::Host,
+    machine: &qemu::Machine<'_>,
+    initramfs_bytes: u64,
+    cx: &Context<'_>,
+    companion: bool,
+) -> GuestFacts {
+    let accel = machine.accel;
+    GuestFacts {
+        accel: accel.name().into(),
+        accel_reason: host.accel.reason.clone(),
+        note: (accel == Accel::Tcg).then(|| TCG_LABEL.to_string()),
+        kernel: host.kernel.version.clone(),
+        kernel_boot: if host.kernel.unpacked() {
+            "vmlinux"
+        } else {
+            "bzImage"
+        }
+        .into(),
+        machine: "microvm".into(),
+        cpus: machine.cpus,
+        memory_mib: machine.memory_mib,
+        vhost: matches!(machine.nic, qemu::Nic::Tap { vhost: true, .. }),
+        initramfs_bytes,
+        boot_s: 0.0,
+        pin: cx.spec.vm.pin.name().into(),
+        vcpu_cpus: Vec::new(),
+        companion,
+        disk: machine.disk.map(|d| GuestDisk {
+            interface: "virtio-blk".into(),
+            format: "raw".into(),
+            cache: disk::CACHE.into(),
+            aio: disk::AIO.into(),
+            bytes: d.bytes,
+            fs: disk::GUEST_FS.into(),
+            host_fs: d.host_fs.clone(),
+        }),
     }
 }
 
@@ -627,7 +707,7 @@ struct VmRun {
     /// Where the server's content is (`image`: the initramfs).
     storage: Storage,
     /// What the guest said about itself.
-    report: Option<init::GuestReport>,
+    report: Option<GuestReport>,
     address: Option<IpAddr>,
 }
 
@@ -694,8 +774,8 @@ impl Running for VmRun {
         init::console_tail(&self.console_text(), lines)
     }
 
-    fn scope(&self) -> crate::Scope {
-        crate::Scope::Pids(vec![self.pid as u32])
+    fn scope(&self) -> super::Scope {
+        super::Scope::Pids(vec![self.pid as u32])
     }
 
     fn parts(&self) -> Vec<(String, Vec<u32>)> {
@@ -758,8 +838,8 @@ impl Running for GuestCompanion {
         init::console_tail(&text, lines)
     }
 
-    fn scope(&self) -> crate::Scope {
-        crate::Scope::Pids(Vec::new())
+    fn scope(&self) -> super::Scope {
+        super::Scope::Pids(Vec::new())
     }
 
     fn described(&self) -> Described {

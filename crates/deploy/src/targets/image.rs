@@ -321,7 +321,7 @@ pub(crate) fn resolve(
     std::fs::create_dir(&outer)
         .map_err(|e| DeployError::io(format!("creating {}", outer.display()), e))?;
     teardown.push(Resource::Dir(outer.clone()));
-    std::fs::write(outer.join(crate::deployment::OWNER_FILE), owner)
+    std::fs::write(outer.join(crate::owner::OWNER_FILE), owner)
         .map_err(|e| DeployError::io("writing the owner file", e))?;
     let tag = match &o.source {
         OciSource::Image(name) => name.clone(),

@@ -130,14 +130,14 @@ fn fill(tag: &str, id: &str, dir: &Path, run_id: &str) -> Result<Cached, DeployE
         .collect();
     let cache = std::env::temp_dir().join(format!(
         "{}{run_id}-{}-export-{short}",
-        crate::deployment::PREFIX,
+        crate::owner::PREFIX,
         std::process::id()
     ));
     let made = (|| {
         std::fs::create_dir(&cache)
             .map_err(|e| DeployError::io(format!("creating {}", cache.display()), e))?;
         std::fs::write(
-            cache.join(crate::deployment::OWNER_FILE),
+            cache.join(crate::owner::OWNER_FILE),
             crate::procfs::own_identity(),
         )
         .map_err(|e| DeployError::io("writing the owner file", e))?;

@@ -238,8 +238,9 @@ impl Target {
     }
 
     /// Whether `variant` is one it can run, or why not (with the variants
-    /// it has): the one check experiment files and `deploy` share.
-    pub fn check_variant(&self, variant: &Variant) -> Result<(), String> {
+    /// it has): `deploy` refuses any other; the experiment file checks its
+    /// levels against the same list, [`Target::variants`], when it is read.
+    pub(crate) fn check_variant(&self, variant: &Variant) -> Result<(), String> {
         match variant {
             Variant::Named(n) if self.variants.contains(n) => Ok(()),
             Variant::Named(n) => Err(format!(

@@ -19,7 +19,7 @@ use crate::targets::sha256_hex;
 /// How a guest's CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Accel {
+pub(crate) enum Accel {
     /// Hardware virtualisation through /dev/kvm.
     Kvm,
     /// QEMU's Tiny Code Generator: every guest instruction translated.
@@ -30,7 +30,7 @@ pub enum Accel {
 pub const TCG_LABEL: &str = "emulated: functional, not a speed result";
 
 impl Accel {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Accel::Kvm => "kvm",
             Accel::Tcg => "tcg",

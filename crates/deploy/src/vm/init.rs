@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::initramfs::{DISK_MODULE_DIR, MODULE_DIR};
+use crate::facts::GuestReport;
 
 /// The line saying the server process runs.
 pub(crate) const STARTED: &str = "tare-vm: server started";
@@ -298,23 +299,6 @@ reboot -f
 /// A word for sh, single-quoted.
 fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
-}
-
-/// What the guest said about itself on its `facts` line.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct GuestReport {
-    pub kernel: Option<String>,
-    pub cpus: Option<usize>,
-    pub memory_kb: Option<u64>,
-    pub nofile: Option<(Option<u64>, Option<u64>)>,
-    /// Filesystem type of the deployment directory in the guest.
-    pub fs: Option<String>,
-    /// Filesystem type of the server's content (data) directory in the
-    /// guest: the disk's or tmpfs's when one is mounted there.
-    pub data_fs: Option<String>,
-    /// Filesystem type of a user's image's root in the guest (the
-    /// initramfs's, or the disk's with `storage = "volume"`).
-    pub root_fs: Option<String>,
 }
 
 /// The last `facts` line of a console log, if any. Values are single

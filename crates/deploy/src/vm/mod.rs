@@ -27,7 +27,8 @@ pub(crate) mod threads;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use accel::{Accel, TCG_LABEL};
+pub(crate) use accel::Accel;
+pub use accel::TCG_LABEL;
 
 /// Where unpacked kernels, base initramfs archives and the accelerator
 /// verdict are cached (`TARE_VM_CACHE` overrides). A cache, not a leftover:
