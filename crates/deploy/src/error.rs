@@ -50,9 +50,3 @@ impl DeployError {
         }
     }
 }
-
-impl From<bollard::errors::Error> for DeployError {
-    fn from(e: bollard::errors::Error) -> Self {
-        DeployError::Docker(e.to_string())
-    }
-}

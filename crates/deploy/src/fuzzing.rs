@@ -1,6 +1,6 @@
 //! Thin wrappers over the parsers of what tools print and users write,
-//! for the cargo-fuzz targets `podman_output`, `service_command` and
-//! `image_config` (crates/deploy/fuzz, docs/fuzzing.md); hidden, so the
+//! for the cargo-fuzz targets `podman_output`, `service_command`,
+//! `image_config` and `docker_reply` (crates/deploy/fuzz, docs/fuzzing.md); hidden, so the
 //! parsers stay private.
 
 use crate::placements::{podman, podman_rootless, podman_user};
@@ -48,4 +48,20 @@ pub fn image_config(json: &str) {
     if let Ok(c) = crate::targets::image::parse_inspect("fuzz:1", json) {
         let _ = (c.to_string(), c.argv.len(), c.ports.len());
     }
+}
+
+/// Reads `data` as the Docker engine's answer to a call: the HTTP head and
+/// body (chunked or sized), the error message of a failed call, a log's
+/// frames and an import's progress stream.
+pub fn docker_reply(data: &[u8]) {
+    use crate::docker::api;
+    if let Ok((status, body)) = api::parse_reply(data) {
+        let _ = (status, api::demux_log(&body), api::stream_error(&body));
+        let _ = api::ApiError::Status {
+            status,
+            message: api::error_message(&body),
+        }
+        .to_string();
+    }
+    let _ = api::demux_log(data);
 }

@@ -13,7 +13,7 @@
 //! - [`deploy`] / [`Deployment`]: start, health-check, describe, stop.
 //! - [`lab`]: namespaces, veth, bridge, nftables NAT, netem (no Docker).
 //! - [`vm`]: QEMU guests from the host's kernel and an initramfs tare builds.
-//! - [`docker`]: containers and images through the Docker Engine API (bollard).
+//! - [`docker`]: containers and images through the Docker Engine API (its Unix socket).
 //! - [`facts`]: what a running deployment is (plain data), measured by
 //!   `measure`, and [`fairness`] between cells.
 //! - `teardown`: what to undo, and the registry an interrupt handler empties.

@@ -10,7 +10,7 @@
 //! [`HostDocker`]): a second `dockerd` in the host's network namespace,
 //! with its own bridge and iptables rules there, and sshd's sessions get
 //! `DOCKER_HOST` pointing at its socket. The agent's Docker calls on that
-//! host then go to that daemon (bollard and the docker CLI read
+//! host then go to that daemon (tare and the docker CLI read
 //! `DOCKER_HOST`), and its containers live in the host's network
 //! namespace or on its bridge, as on another machine. The daemon, its
 //! containers and directories are removed on drop, before the namespaces

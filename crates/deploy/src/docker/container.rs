@@ -1,18 +1,13 @@
 //! One server container: created with tare's labels, given its files
 //! according to the storage option, started, and described by inspection.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 
-use bollard::container::{
-    Config, CreateContainerOptions, LogsOptions, StartContainerOptions, UploadToContainerOptions,
-};
-use bollard::models::{HostConfig, PortBinding, PortMap, ResourcesUlimits};
-use bollard::volume::CreateVolumeOptions;
-use futures_util::StreamExt;
+use serde_json::{json, Map, Value};
 
-use super::{with, LABEL, LABEL_OWNER, LABEL_RUN};
+use super::api::{demux_log, query_escape};
+use super::{connect, LABEL, LABEL_OWNER, LABEL_RUN};
 use crate::error::DeployError;
 use crate::spec::{ContainerOptions, Storage};
 use crate::targets::Server;
@@ -72,14 +67,12 @@ pub(crate) struct Started {
     pub merged_dir: Option<String>,
 }
 
-/// Creates, fills and starts the container `req` asks for, each thing it
-/// makes registered on `teardown`.
 pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, DeployError> {
-    let labels = HashMap::from([
-        (LABEL.to_string(), "1".to_string()),
-        (LABEL_RUN.to_string(), req.run_id.to_string()),
-        (LABEL_OWNER.to_string(), req.owner.to_string()),
-    ]);
+    let labels = json!({
+        LABEL: "1",
+        LABEL_RUN: req.run_id,
+        LABEL_OWNER: req.owner,
+    });
     let storage = if req.files {
         req.options.storage
     } else {
@@ -88,33 +81,40 @@ pub(crate) fn start(req: Request<'_>, teardown: &Teardown) -> Result<Started, De
     };
     let binds = binds(&req, storage, &labels, teardown)?;
     let config = config(&req, storage, binds, labels);
-    let name = req.name.clone();
-    let id = with(|d| async move {
-        let r = d
-            .create_container(
-                Some(CreateContainerOptions {
-                    name: name.as_str(),
-                    platform: None,
-                }),
-                config,
-            )
-            .await?;
-        Ok(r.id)
-    })?;
+    let d = connect()?;
+    let created = d.post(
+        &format!("/containers/create?name={}", query_escape(&req.name)),
+        Some(&config),
+    )?;
+    let id = created
+        .get("Id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| DeployError::Docker(format!("container create answered {created}")))?
+        .to_string();
     teardown.push(Resource::Container(id.clone()));
     if req.files && storage != Storage::HostPath {
-        copy_dir(&id, req.dir)?;
+        // Into the container's own filesystem (overlay) or onto the volume
+        // mounted at the same path: the archive API writes through mounts.
+        let archive = dir_tar(req.dir)
+            .map_err(|e| DeployError::io("archiving the deployment directory", e))?;
+        d.send_tar(
+            "PUT",
+            &format!("/containers/{id}/archive?path=%2F"),
+            &archive,
+            std::time::Duration::from_secs(600),
+        )?;
     }
-    run(id)
+    d.post(&format!("/containers/{id}/start"), None)?;
+    let info = d.get(&format!("/containers/{id}/json"))?;
+    Ok(started(id, &info))
 }
 
-/// The container's mounts for `storage` (a volume made, labelled
-/// `labels`, and registered on `teardown`), and the socket directory
-/// shared with the host when the rest is not.
+/// The host paths and volumes the container mounts; a volume is created
+/// (and given to `teardown`) here.
 fn binds(
     req: &Request<'_>,
     storage: Storage,
-    labels: &HashMap<String, String>,
+    labels: &Value,
     teardown: &Teardown,
 ) -> Result<Vec<String>, DeployError> {
     let dir = req.dir.display().to_string();
@@ -123,16 +123,10 @@ fn binds(
         Storage::HostPath => binds.push(format!("{dir}:{dir}")),
         Storage::Volume => {
             let vol = req.name.clone();
-            let (v, l) = (vol.clone(), labels.clone());
-            with(|d| async move {
-                d.create_volume(CreateVolumeOptions {
-                    name: v,
-                    labels: l,
-                    ..Default::default()
-                })
-                .await?;
-                Ok(())
-            })?;
+            connect()?.post(
+                "/volumes/create",
+                Some(&json!({ "Name": vol, "Labels": labels })),
+            )?;
             teardown.push(Resource::Volume(vol.clone()));
             binds.push(format!("{vol}:{dir}"));
         }
@@ -145,15 +139,12 @@ fn binds(
     Ok(binds)
 }
 
-/// Ports exposed on the container, each with its published binding.
-type Ports = (PortMap, HashMap<String, HashMap<(), ()>>);
-
-/// The network mode, and for `Publish` the ports published.
-fn network(req: &Request<'_>) -> (String, Option<Ports>) {
+/// The network mode, port bindings and exposed ports of `network`.
+fn network(req: &Request<'_>) -> (String, Option<Value>, Option<Value>) {
     match &req.network {
-        Network::Host => ("host".to_string(), None),
-        Network::Bridge => ("bridge".to_string(), None),
-        Network::Join(id) => (format!("container:{id}"), None),
+        Network::Host => ("host".to_string(), None, None),
+        Network::Bridge => ("bridge".to_string(), None, None),
+        Network::Join(id) => (format!("container:{id}"), None, None),
         Network::Publish {
             host_ip,
             host_port,
@@ -167,144 +158,147 @@ fn network(req: &Request<'_>) -> (String, Option<Ports>) {
             } else {
                 &["tcp"]
             };
-            let keys: Vec<String> = protocols
-                .iter()
-                .map(|p| format!("{container_port}/{p}"))
-                .collect();
-            let binding = PortBinding {
-                // Loopback only by default (ARCHITECTURE.md, "Principles"):
-                // on 127.0.0.1 this is docker-proxy; on an address other
-                // hosts reach (`DeploySpec::reach`), iptables DNAT.
-                host_ip: Some(host_ip.to_string()),
-                host_port: Some(host_port.to_string()),
-            };
+            // Loopback only by default (ARCHITECTURE.md, "Principles"): on
+            // 127.0.0.1 this is docker-proxy; on an address other hosts
+            // reach (`DeploySpec::reach`), iptables DNAT.
+            let binding = json!([{
+                "HostIp": host_ip.to_string(),
+                "HostPort": host_port.to_string(),
+            }]);
+            let mut bindings = Map::new();
+            let mut exposed = Map::new();
+            for p in protocols {
+                let key = format!("{container_port}/{p}");
+                bindings.insert(key.clone(), binding.clone());
+                exposed.insert(key, json!({}));
+            }
             (
                 "bridge".to_string(),
-                Some((
-                    keys.iter()
-                        .map(|k| (k.clone(), Some(vec![binding.clone()])))
-                        .collect(),
-                    keys.into_iter().map(|k| (k, HashMap::new())).collect(),
-                )),
+                Some(Value::Object(bindings)),
+                Some(Value::Object(exposed)),
             )
         }
     }
 }
 
-/// The container's configuration: its command, user, environment,
-/// labels, network, mounts and limits.
-fn config(
-    req: &Request<'_>,
-    storage: Storage,
-    binds: Vec<String>,
-    labels: HashMap<String, String>,
-) -> Config<String> {
-    let (network_mode, ports) = network(req);
-    let (port_bindings, exposed) = match ports {
-        Some((bindings, exposed)) => (Some(bindings), Some(exposed)),
-        None => (None, None),
-    };
+/// The container's create request (the engine's `ContainerConfig` with its
+/// `HostConfig`).
+fn config(req: &Request<'_>, storage: Storage, binds: Vec<String>, labels: Value) -> Value {
+    let (network_mode, port_bindings, exposed) = network(req);
     let mut cmd = vec![req.server.binary.display().to_string()];
     cmd.extend(req.server.args.iter().cloned());
     // A user's image runs its own entrypoint and cmd, which tare read and
     // passes whole (the engine would put the entrypoint before it again).
-    let (entrypoint, cmd) = match req.server.root {
-        Some(_) => (Some(vec![cmd.remove(0)]), cmd),
-        None => (None, cmd),
-    };
+    let entrypoint = req.server.root.as_ref().map(|_| vec![cmd.remove(0)]);
     let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    let host_config = HostConfig {
-        network_mode: Some(network_mode),
-        port_bindings,
-        binds: (!binds.is_empty()).then_some(binds),
-        tmpfs: (storage == Storage::Tmpfs).then(|| {
-            HashMap::from([(
-                req.server.content_path.display().to_string(),
-                "rw,exec".to_string(),
-            )])
-        }),
-        security_opt: req
-            .options
-            .seccomp_unconfined
-            .then(|| vec!["seccomp=unconfined".into()]),
-        nano_cpus: req.options.cpus.map(|c| (c * 1e9) as i64),
-        memory: req.options.memory.map(to_i64),
-        cpuset_cpus: req.cpuset.clone(),
-        ulimits: Some(vec![ResourcesUlimits {
-            name: Some("nofile".into()),
-            soft: Some(to_i64(req.nofile.0)),
-            hard: Some(to_i64(req.nofile.1)),
+    let mut host = Map::new();
+    host.insert("NetworkMode".into(), json!(network_mode));
+    host.insert(
+        "Ulimits".into(),
+        json!([{
+            "Name": "nofile",
+            "Soft": to_i64(req.nofile.0),
+            "Hard": to_i64(req.nofile.1),
         }]),
-        ..Default::default()
+    );
+    let mut set = |key: &str, value: Option<Value>| {
+        if let Some(v) = value {
+            host.insert(key.into(), v);
+        }
     };
-    Config {
-        image: Some(req.image.clone()),
-        entrypoint,
-        cmd: Some(cmd),
-        user: req.server.run_as.map(|(u, g)| format!("{u}:{g}")),
-        env: (!req.server.env.is_empty()).then(|| {
-            req.server
+    set("PortBindings", port_bindings);
+    set("Binds", (!binds.is_empty()).then(|| json!(binds)));
+    set(
+        "Tmpfs",
+        (storage == Storage::Tmpfs)
+            .then(|| json!({ req.server.content_path.display().to_string(): "rw,exec" })),
+    );
+    set(
+        "SecurityOpt",
+        req.options
+            .seccomp_unconfined
+            .then(|| json!(["seccomp=unconfined"])),
+    );
+    set(
+        "NanoCpus",
+        req.options.cpus.map(|c| json!((c * 1e9) as i64)),
+    );
+    set("Memory", req.options.memory.map(|m| json!(to_i64(m))));
+    set("CpusetCpus", req.cpuset.as_ref().map(|c| json!(c)));
+    let mut config = Map::new();
+    config.insert("Image".into(), json!(req.image));
+    config.insert("Cmd".into(), json!(cmd));
+    config.insert("Labels".into(), labels);
+    config.insert("HostConfig".into(), Value::Object(host));
+    let mut set = |key: &str, value: Option<Value>| {
+        if let Some(v) = value {
+            config.insert(key.into(), v);
+        }
+    };
+    set("Entrypoint", entrypoint.map(|e| json!(e)));
+    set(
+        "User",
+        req.server.run_as.map(|(u, g)| json!(format!("{u}:{g}"))),
+    );
+    set(
+        "Env",
+        (!req.server.env.is_empty()).then(|| {
+            json!(req
+                .server
                 .env
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
-                .collect()
+                .collect::<Vec<_>>())
         }),
-        working_dir: req.server.workdir.as_ref().map(|w| w.display().to_string()),
-        labels: Some(labels),
-        exposed_ports: exposed,
-        host_config: Some(host_config),
-        ..Default::default()
-    }
+    );
+    set(
+        "WorkingDir",
+        req.server
+            .workdir
+            .as_ref()
+            .map(|w| json!(w.display().to_string())),
+    );
+    set("ExposedPorts", exposed);
+    Value::Object(config)
 }
 
-/// Copies the deployment directory `dir` into container `id`: into its
-/// own filesystem (overlay) or onto the volume mounted at the same path
-/// (the archive API writes through mounts).
-fn copy_dir(id: &str, dir: &Path) -> Result<(), DeployError> {
-    let archive =
-        dir_tar(dir).map_err(|e| DeployError::io("archiving the deployment directory", e))?;
-    let id2 = id.to_string();
-    with(|d| async move {
-        d.upload_to_container(
-            &id2,
-            Some(UploadToContainerOptions {
-                path: "/".to_string(),
-                ..Default::default()
-            }),
-            archive.into(),
-        )
-        .await?;
-        Ok(())
-    })
-}
-
-/// Starts container `id` and reads back what it is: its pid, address,
-/// limits and root filesystem.
-fn run(id: String) -> Result<Started, DeployError> {
-    with(|d| async move {
-        d.start_container(&id, None::<StartContainerOptions<String>>)
-            .await?;
-        let info = d.inspect_container(&id, None).await?;
-        let pid = info.state.as_ref().and_then(|s| s.pid).unwrap_or(0) as i32;
-        let ns = info.network_settings.as_ref();
-        let ip = ns
-            .and_then(|n| n.networks.as_ref())
-            .and_then(|n| n.values().find_map(|e| e.ip_address.clone()))
-            .or_else(|| ns.and_then(|n| n.ip_address.clone()))
-            .and_then(|s| s.parse().ok());
-        let hc = info.host_config.as_ref();
-        Ok(Started {
-            id,
-            pid,
-            ip,
-            nano_cpus: hc.and_then(|h| h.nano_cpus).filter(|&n| n > 0),
-            memory: hc.and_then(|h| h.memory).filter(|&n| n > 0),
-            merged_dir: info
-                .graph_driver
-                .as_ref()
-                .and_then(|g| g.data.get("MergedDir").cloned()),
+/// What the inspection of a started container says tare needs.
+fn started(id: String, info: &Value) -> Started {
+    let pid = info
+        .pointer("/State/Pid")
+        .and_then(Value::as_i64)
+        .unwrap_or(0) as i32;
+    let ns = info.get("NetworkSettings");
+    let ip = ns
+        .and_then(|n| n.get("Networks"))
+        .and_then(Value::as_object)
+        .and_then(|n| {
+            n.values()
+                .find_map(|e| e.get("IPAddress").and_then(Value::as_str))
+                .filter(|a| !a.is_empty())
         })
-    })
+        .or_else(|| {
+            ns.and_then(|n| n.get("IPAddress"))
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+        })
+        .and_then(|s| s.parse().ok());
+    let positive = |key: &str| {
+        info.pointer(&format!("/HostConfig/{key}"))
+            .and_then(Value::as_i64)
+            .filter(|&n| n > 0)
+    };
+    Started {
+        id,
+        pid,
+        ip,
+        nano_cpus: positive("NanoCpus"),
+        memory: positive("Memory"),
+        merged_dir: info
+            .pointer("/GraphDriver/Data/MergedDir")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    }
 }
 
 /// A container's exit code as its state says it: 128 + N is how a
@@ -364,39 +358,29 @@ fn append_tree(b: &mut tar::Builder<Vec<u8>>, path: &Path) -> std::io::Result<()
 
 /// True while the container runs; else its exit code and last log lines.
 pub(crate) fn state(id: &str) -> Result<(), String> {
-    let id = id.to_string();
-    let r = with(|d| async move {
-        let info = d.inspect_container(&id, None).await?;
-        let st = info.state.unwrap_or_default();
-        if st.running == Some(true) {
-            return Ok(Ok(()));
-        }
-        Ok(Err(container_exit(st.exit_code.unwrap_or(-1))))
-    });
-    match r {
-        Ok(r) => r,
-        Err(e) => Err(e.to_string()),
+    let info = connect()
+        .map_err(|e| e.to_string())?
+        .get(&format!("/containers/{}/json", query_escape(id)))
+        .map_err(|e| DeployError::from(e).to_string())?;
+    if info.pointer("/State/Running").and_then(Value::as_bool) == Some(true) {
+        return Ok(());
     }
+    Err(container_exit(
+        info.pointer("/State/ExitCode")
+            .and_then(Value::as_i64)
+            .unwrap_or(-1),
+    ))
 }
 
 /// The last lines the container wrote (for error messages).
 pub(crate) fn logs_tail(id: &str, lines: usize) -> String {
-    let id = id.to_string();
-    with(|d| async move {
-        let mut s = d.logs(
-            &id,
-            Some(LogsOptions::<String> {
-                stdout: true,
-                stderr: true,
-                tail: lines.to_string(),
-                ..Default::default()
-            }),
-        );
-        let mut out = String::new();
-        while let Some(Ok(chunk)) = s.next().await {
-            out.push_str(&chunk.to_string());
-        }
-        Ok(out)
-    })
-    .unwrap_or_default()
+    let path = format!(
+        "/containers/{}/logs?stdout=true&stderr=true&tail={lines}",
+        query_escape(id)
+    );
+    connect()
+        .ok()
+        .and_then(|d| d.raw_get(&path).ok())
+        .map(|bytes| demux_log(&bytes))
+        .unwrap_or_default()
 }

@@ -13,13 +13,12 @@
 //! behind (under a random name `tare cleanup` cannot know). An import makes no
 //! container at all.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use bollard::image::{CreateImageOptions, ListImagesOptions, RemoveImageOptions};
-use futures_util::StreamExt;
-
-use super::{with, LABEL};
+use super::api::{label_filter, query_escape, stream_error};
+use super::{connect, LABEL};
 use crate::error::DeployError;
 use crate::spec::Target;
 use crate::targets::{self, sha256_hex};
@@ -85,21 +84,21 @@ pub fn build(target: &Target, binary: &Path, force: bool) -> Result<ImageInfo, D
     } = recipe(target, binary, &binary_sha256).map_err(&failed)?;
     let context_bytes = context.len() as u64;
     let (repo, version) = tag.split_once(':').expect("tags are repo:version");
-    let (repo, version) = (repo.to_string(), version.to_string());
-    with(|d| async move {
-        let opts = CreateImageOptions {
-            from_src: "-".to_string(),
-            repo,
-            tag: version,
-            changes: changes.iter().map(String::as_str).collect(),
-            ..Default::default()
-        };
-        let mut stream = d.create_image(Some(opts), Some(context.into()), None);
-        while let Some(item) = stream.next().await {
-            item.map_err(|e| failed(e.to_string()))?;
-        }
-        Ok(())
-    })?;
+    // `docker import -`: the tar in the body, the labels as changes.
+    let mut path = format!(
+        "/images/create?fromSrc=-&repo={}&tag={}",
+        query_escape(repo),
+        query_escape(version)
+    );
+    for change in &changes {
+        path.push_str(&format!("&changes={}", query_escape(change)));
+    }
+    let progress = connect()?
+        .send_tar("POST", &path, &context, Duration::from_secs(600))
+        .map_err(|e| failed(e.to_string()))?;
+    if let Some(error) = stream_error(&progress) {
+        return Err(failed(error));
+    }
     if !exists(&tag)? {
         return Err(failed(
             "the engine reported success but the tag is missing".into(),
@@ -155,41 +154,28 @@ pub(crate) fn recipe(
 /// them: every `cargo build` of tare makes a new tare-serve binary). Images a
 /// container still uses stay: removal without force fails for them.
 fn prune_superseded(image: &str, keep: &str) {
-    let keep = keep.to_string();
-    let _ = with(|d| async move {
-        let filters = HashMap::from([("label".to_string(), vec![format!("tare.target={image}")])]);
-        let images = d
-            .list_images(Some(ListImagesOptions {
-                all: false,
-                filters,
-                ..Default::default()
-            }))
-            .await?;
-        for img in images {
-            if img.repo_tags.contains(&keep) {
-                continue;
-            }
-            let opts = RemoveImageOptions {
-                force: false,
-                noprune: false,
-            };
-            let _ = d.remove_image(&img.id, Some(opts), None).await;
+    let Ok(d) = connect() else { return };
+    let filter = label_filter(&format!("tare.target={image}"));
+    let Ok(images) = d.get(&format!("/images/json?filters={filter}")) else {
+        return;
+    };
+    for img in images.as_array().into_iter().flatten() {
+        let tags = img.get("RepoTags").and_then(|t| t.as_array());
+        if tags.is_some_and(|t| t.iter().any(|t| t.as_str() == Some(keep))) {
+            continue;
         }
-        Ok(())
-    });
+        if let Some(id) = img.get("Id").and_then(|i| i.as_str()) {
+            let _ = d.delete(&format!("/images/{}?force=false", query_escape(id)));
+        }
+    }
 }
 
 pub(crate) fn exists(tag: &str) -> Result<bool, DeployError> {
-    let tag = tag.to_string();
-    with(|d| async move {
-        match d.inspect_image(&tag).await {
-            Ok(_) => Ok(true),
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
-    })
+    match connect()?.get(&format!("/images/{tag}/json")) {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Every host file the image needs, by absolute path.

@@ -1,19 +1,15 @@
-//! The Docker Engine API (bollard), behind a synchronous face.
+//! The Docker Engine API, behind a synchronous face (`api`).
 //!
-//! bollard is async; the library's API is not. Each call builds a
-//! current-thread tokio runtime and a client, runs one operation set, and
-//! drops both: cheap next to a container start, and safe to call from any
-//! thread, including an interrupt handler while another runtime is blocked.
+//! Each call connects to the engine's socket, asks, and closes: cheap next
+//! to a container start, and safe to call from any thread, including an
+//! interrupt handler while another call is under way.
 
+pub(crate) mod api;
 pub(crate) mod container;
 pub(crate) mod image;
 
-use std::collections::HashMap;
-use std::future::Future;
-
-use bollard::container::{ListContainersOptions, RemoveContainerOptions};
-use bollard::volume::{ListVolumesOptions, RemoveVolumeOptions};
-use bollard::Docker;
+use api::{label_filter, query_escape, Docker};
+use serde_json::Value;
 
 use crate::error::DeployError;
 
@@ -25,80 +21,50 @@ pub(crate) const LABEL_RUN: &str = "tare.run";
 /// only what belongs to processes that no longer run.
 pub(crate) const LABEL_OWNER: &str = "tare.owner";
 
-/// Runs `f` with a connected client on a fresh current-thread runtime.
-pub(crate) fn with<T, Fut>(f: impl FnOnce(Docker) -> Fut) -> Result<T, DeployError>
-where
-    Fut: Future<Output = Result<T, DeployError>>,
-{
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| DeployError::io("starting the Docker client runtime", e))?;
-    rt.block_on(async move {
-        let docker = connect().await?;
-        f(docker).await
-    })
+/// A connected client, or why Docker is not reachable.
+pub(crate) fn connect() -> Result<Docker, DeployError> {
+    Docker::connect().map_err(|reason| DeployError::DockerUnavailable { reason })
 }
 
-async fn connect() -> Result<Docker, DeployError> {
-    let unavailable = |e: bollard::errors::Error| DeployError::DockerUnavailable {
-        reason: e.to_string(),
-    };
-    let docker = Docker::connect_with_local_defaults().map_err(unavailable)?;
-    // The engine here may speak an older API than bollard's default (Docker
-    // 20.10 speaks 1.41): agree on the highest both know.
-    let docker = docker.negotiate_version().await.map_err(unavailable)?;
-    docker.ping().await.map_err(unavailable)?;
-    Ok(docker)
+fn text(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The engine's version if Docker is reachable.
 pub fn engine_version() -> Result<String, DeployError> {
-    with(|d| async move {
-        let v = d.version().await?;
-        Ok(format!(
-            "{} (API {})",
-            v.version.unwrap_or_default(),
-            v.api_version.unwrap_or_default()
-        ))
-    })
+    let v = connect()?.get("/version")?;
+    Ok(format!(
+        "{} (API {})",
+        text(&v, "Version"),
+        text(&v, "ApiVersion")
+    ))
 }
 
 /// The engine's storage driver (`overlay2`, `fuse-overlayfs`, `vfs`...):
 /// what a container's own filesystem (the `image` storage) runs on.
 pub(crate) fn storage_driver() -> Result<String, DeployError> {
-    with(|d| async move { Ok(d.info().await?.driver.unwrap_or_default()) })
+    Ok(text(&connect()?.get("/info")?, "Driver"))
 }
 
 pub(crate) fn remove_container(id: &str) -> Result<(), DeployError> {
-    let id = id.to_string();
-    with(|d| async move { remove_container_async(&d, &id).await })
-}
-
-pub(crate) async fn remove_container_async(d: &Docker, id: &str) -> Result<(), DeployError> {
-    let opts = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..Default::default()
-    };
-    match d.remove_container(id, Some(opts)).await {
+    let d = connect()?;
+    let path = format!("/containers/{}?force=true&v=true", query_escape(id));
+    match d.delete(&path) {
         Ok(()) => Ok(()),
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
         // A killed run may have asked for the removal already; the engine
         // finishes it on its own. Wait for it (bounded) so "removed" is true.
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 409,
+        Err(api::ApiError::Status {
+            status: 409,
             message,
         }) if message.contains("already in progress") => {
+            let inspect = format!("/containers/{}/json", query_escape(id));
             for _ in 0..300 {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                if let Err(bollard::errors::Error::DockerResponseServerError {
-                    status_code: 404,
-                    ..
-                }) = d.inspect_container(id, None).await
-                {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                if d.get(&inspect).is_err_and(|e| e.is_not_found()) {
                     return Ok(());
                 }
             }
@@ -111,19 +77,11 @@ pub(crate) async fn remove_container_async(d: &Docker, id: &str) -> Result<(), D
 }
 
 pub(crate) fn remove_volume(name: &str) -> Result<(), DeployError> {
-    let name = name.to_string();
-    with(|d| async move {
-        match d
-            .remove_volume(&name, Some(RemoveVolumeOptions { force: true }))
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    })
+    match connect()?.delete(&format!("/volumes/{}?force=true", query_escape(name))) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A tare container or volume found by label.
@@ -134,69 +92,72 @@ pub(crate) struct Labelled {
     pub owner: Option<String>,
 }
 
+fn owner_label(v: &Value) -> Option<String> {
+    v.get("Labels")
+        .and_then(|l| l.get(LABEL_OWNER))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn array(v: Value) -> Vec<Value> {
+    match v {
+        Value::Array(items) => items,
+        _ => Vec::new(),
+    }
+}
+
 /// Containers and volumes tare created (they carry the `tare.owner` label).
 pub(crate) fn list_labelled() -> Result<(Vec<Labelled>, Vec<Labelled>), DeployError> {
-    with(|d| async move {
-        // By the owner label, which only `deploy` sets when it creates a
-        // container or volume: a user's container made from a tare image
-        // inherits the image's `tare` label but is not tare's to remove.
-        let filter = HashMap::from([("label".to_string(), vec![LABEL_OWNER.to_string()])]);
-        let containers = d
-            .list_containers(Some(ListContainersOptions {
-                all: true,
-                filters: filter.clone(),
-                ..Default::default()
-            }))
-            .await?
-            .into_iter()
-            .map(|c| Labelled {
-                id: c.id.clone().unwrap_or_default(),
-                name: c
-                    .names
-                    .and_then(|n| n.first().cloned())
-                    .unwrap_or_default()
-                    .trim_start_matches('/')
-                    .to_string(),
-                owner: c.labels.and_then(|l| l.get(LABEL_OWNER).cloned()),
-            })
-            .collect();
-        let volumes = d
-            .list_volumes(Some(ListVolumesOptions { filters: filter }))
-            .await?
-            .volumes
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| Labelled {
-                id: v.name.clone(),
-                name: v.name,
-                owner: v.labels.get(LABEL_OWNER).cloned(),
-            })
-            .collect();
-        Ok((containers, volumes))
-    })
+    let d = connect()?;
+    // By the owner label, which only `deploy` sets when it creates a
+    // container or volume: a user's container made from a tare image
+    // inherits the image's `tare` label but is not tare's to remove.
+    let filter = label_filter(LABEL_OWNER);
+    let containers = array(d.get(&format!("/containers/json?all=true&filters={filter}"))?)
+        .into_iter()
+        .map(|c| Labelled {
+            id: text(&c, "Id"),
+            name: c
+                .pointer("/Names/0")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
+            owner: owner_label(&c),
+        })
+        .collect();
+    let volumes = d.get(&format!("/volumes?filters={filter}"))?;
+    let volumes = array(volumes.get("Volumes").cloned().unwrap_or_default())
+        .into_iter()
+        .map(|v| Labelled {
+            id: text(&v, "Name"),
+            name: text(&v, "Name"),
+            owner: owner_label(&v),
+        })
+        .collect();
+    Ok((containers, volumes))
 }
 
 /// Images tare built from a user's Dockerfile for one deployment (the only
 /// images with the `tare.owner` label; the images `tare image build`
 /// makes are a cache and carry none).
 pub(crate) fn list_built_images() -> Result<Vec<Labelled>, DeployError> {
-    with(|d| async move {
-        let filters = HashMap::from([("label".to_string(), vec![LABEL_OWNER.to_string()])]);
-        let images = d
-            .list_images(Some(bollard::image::ListImagesOptions {
-                filters,
-                ..Default::default()
-            }))
-            .await?;
-        Ok(images
-            .into_iter()
-            .map(|i| Labelled {
-                name: i.repo_tags.first().cloned().unwrap_or_else(|| i.id.clone()),
-                owner: i.labels.get(LABEL_OWNER).cloned(),
-                id: i.id,
-            })
-            .collect())
-    })
+    let d = connect()?;
+    let images = d.get(&format!(
+        "/images/json?filters={}",
+        label_filter(LABEL_OWNER)
+    ))?;
+    Ok(array(images)
+        .into_iter()
+        .map(|i| Labelled {
+            name: i
+                .pointer("/RepoTags/0")
+                .and_then(Value::as_str)
+                .map_or_else(|| text(&i, "Id"), str::to_string),
+            owner: owner_label(&i),
+            id: text(&i, "Id"),
+        })
+        .collect())
 }
 
 /// Appends `src` as a plain regular-file entry named `name`, keeping mode,

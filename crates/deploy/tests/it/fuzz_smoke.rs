@@ -1,5 +1,5 @@
-//! Runs the guest-console, Podman-output, service-command and image-config
-//! fuzz targets (crates/deploy/fuzz) for a bounded time, so every test run
+//! Runs the guest-console, Podman-output, service-command, image-config and
+//! Docker-reply fuzz targets (crates/deploy/fuzz) for a bounded time, so every test run
 //! also fuzzes them (docs/fuzzing.md).
 
 #[test]
@@ -30,4 +30,9 @@ fn service_command_reading_survives_bounded_fuzzing() {
 #[test]
 fn image_config_reading_survives_bounded_fuzzing() {
     tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "image_config", "seeds_image", 5);
+}
+
+#[test]
+fn docker_reply_reading_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "docker_reply", "seeds_docker", 5);
 }
