@@ -67,9 +67,11 @@ impl Docker {
         let socket = match std::env::var("DOCKER_HOST") {
             Ok(host) if !host.is_empty() => match host.strip_prefix("unix://") {
                 Some(path) => PathBuf::from(path),
-                None => return Err(format!(
-                    "DOCKER_HOST={host}: tare reaches Docker only over a Unix socket (unix://PATH)"
-                )),
+                None => {
+                    return Err(format!(
+                        "DOCKER_HOST={host}: tare reaches Docker only at unix://PATH"
+                    ))
+                }
             },
             _ => PathBuf::from(DEFAULT_SOCKET),
         };

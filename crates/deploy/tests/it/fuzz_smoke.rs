@@ -4,7 +4,7 @@
 
 #[test]
 fn guest_console_reading_survives_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "vm_console", "seeds", 10);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "vm_console", "seeds", 4);
 }
 
 #[test]
@@ -13,7 +13,7 @@ fn podman_output_reading_survives_bounded_fuzzing() {
         env!("CARGO_MANIFEST_DIR"),
         "podman_output",
         "seeds_podman",
-        5,
+        3,
     );
 }
 
@@ -23,16 +23,21 @@ fn service_command_reading_survives_bounded_fuzzing() {
         env!("CARGO_MANIFEST_DIR"),
         "service_command",
         "seeds_service",
-        5,
+        3,
     );
 }
 
 #[test]
 fn image_config_reading_survives_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "image_config", "seeds_image", 5);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "image_config", "seeds_image", 3);
 }
 
 #[test]
 fn docker_reply_reading_survives_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "docker_reply", "seeds_docker", 5);
+    tare_testbed::fuzz::run(
+        env!("CARGO_MANIFEST_DIR"),
+        "docker_reply",
+        "seeds_docker",
+        3,
+    );
 }

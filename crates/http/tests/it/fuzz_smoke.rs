@@ -6,13 +6,13 @@
 
 #[test]
 fn response_parser_survives_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "response", "seeds", 20);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "response", "seeds", 6);
 }
 
 /// A person's file: memory must stay near its size (docs/fuzzing.md).
 #[test]
 fn url_file_parser_survives_bounded_fuzzing() {
-    tare_testbed::fuzz::run_within(env!("CARGO_MANIFEST_DIR"), "url_file", "url-seeds", 10, 512);
+    tare_testbed::fuzz::run_within(env!("CARGO_MANIFEST_DIR"), "url_file", "url-seeds", 4, 512);
 }
 
 #[test]
@@ -21,7 +21,7 @@ fn requests_file_parser_survives_bounded_fuzzing() {
         env!("CARGO_MANIFEST_DIR"),
         "requests_file",
         "requests-seeds",
-        10,
+        4,
         512,
     );
 }

@@ -5,5 +5,5 @@
 
 #[test]
 fn perf_records_survive_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "perf_records", "seeds", 5);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "perf_records", "seeds", 3);
 }

@@ -5,5 +5,5 @@
 
 #[test]
 fn mysql_replies_survive_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "replies", "seeds/replies", 5);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "replies", "seeds/replies", 3);
 }

@@ -3,5 +3,5 @@
 
 #[test]
 fn wire_parsers_survive_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "wire", "seeds/wire", 8);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "wire", "seeds/wire", 3);
 }

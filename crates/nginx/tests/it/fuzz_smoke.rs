@@ -5,7 +5,7 @@
 
 #[test]
 fn config_parser_and_builder_survive_bounded_fuzzing() {
-    tare_testbed::fuzz::run_within(env!("CARGO_MANIFEST_DIR"), "config", "seeds", 10, MEMORY_MB);
+    tare_testbed::fuzz::run_within(env!("CARGO_MANIFEST_DIR"), "config", "seeds", 4, MEMORY_MB);
 }
 
 /// The parser of a person's file runs within a memory limit: 384 MB for

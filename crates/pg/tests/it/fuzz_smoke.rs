@@ -6,22 +6,22 @@
 
 #[test]
 fn backend_messages_survive_bounded_fuzzing() {
-    fuzz("backend", "seeds/backend", 8);
+    fuzz("backend", "seeds/backend", 3);
 }
 
 #[test]
 fn startup_exchange_survives_bounded_fuzzing() {
-    fuzz("startup", "seeds/startup", 8);
+    fuzz("startup", "seeds/startup", 3);
 }
 
 #[test]
 fn script_parser_survives_bounded_fuzzing() {
-    fuzz("script", "seeds/script", 10);
+    fuzz("script", "seeds/script", 4);
 }
 
 #[test]
 fn password_file_survives_bounded_fuzzing() {
-    fuzz("passfile", "seeds/passfile", 5);
+    fuzz("passfile", "seeds/passfile", 3);
 }
 
 /// This crate's fuzz target `target` for `seconds` (`tare_testbed::fuzz::run`).

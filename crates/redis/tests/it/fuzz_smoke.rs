@@ -5,5 +5,5 @@
 
 #[test]
 fn resp_replies_survive_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "resp", "seeds/resp", 10);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "resp", "seeds/resp", 4);
 }

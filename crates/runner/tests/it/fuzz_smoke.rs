@@ -9,7 +9,7 @@ fn experiment_parser_survives_bounded_fuzzing() {
         env!("CARGO_MANIFEST_DIR"),
         "experiment",
         "seeds",
-        10,
+        4,
         MEMORY_MB,
     );
 }
@@ -18,7 +18,7 @@ fn experiment_parser_survives_bounded_fuzzing() {
 /// here, where the fuzz build already has tare-record (docs/remote.md).
 #[test]
 fn merging_remote_records_survives_bounded_fuzzing() {
-    fuzz("merge", "merge-seeds", 5);
+    fuzz("merge", "merge-seeds", 3);
 }
 
 /// The parser of a person's file runs within a memory limit: 384 MB for

@@ -5,7 +5,7 @@
 
 #[test]
 fn request_parser_survives_bounded_fuzzing() {
-    fuzz("requests", "seeds", 8);
+    fuzz("requests", "seeds", 3);
 }
 
 /// This crate's fuzz target `target` for `seconds` (`tare_testbed::fuzz::run`).

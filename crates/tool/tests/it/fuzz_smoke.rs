@@ -3,10 +3,10 @@
 
 #[test]
 fn tool_output_parsers_survive_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "outputs", "seeds/outputs", 5);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "outputs", "seeds/outputs", 3);
 }
 
 #[test]
 fn agent_wire_survives_bounded_fuzzing() {
-    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "wire", "seeds/wire", 5);
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "wire", "seeds/wire", 3);
 }
