@@ -68,25 +68,6 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
     }
     // pgbench's denominators: every transaction, skipped ones included.
     let total = r.requests + failed + pg.skipped;
-    let _ = writeln!(
-        o,
-        "number of failed transactions: {failed} ({:.3}%)",
-        pct_nan(failed, total)
-    );
-    if opts.failures_detailed {
-        let _ = writeln!(
-            o,
-            "number of serialization failures: {} ({:.3}%)",
-            pg.serialization_failures,
-            pct_nan(pg.serialization_failures, total)
-        );
-        let _ = writeln!(
-            o,
-            "number of deadlock failures: {} ({:.3}%)",
-            pg.deadlock_failures,
-            pct_nan(pg.deadlock_failures, total)
-        );
-    }
     // pgbench prints retries whenever --max-tries is not 1.
     let retries = pg.max_tries.is_some();
     let columns = if retries {
@@ -94,25 +75,22 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
     } else {
         " and failures"
     };
-    if retries {
-        let _ = writeln!(
-            o,
-            "number of transactions retried: {} ({:.3}%)",
-            pg.retried,
-            pct_nan(pg.retried, total)
-        );
-        let _ = writeln!(o, "total number of retries: {}", pg.retries);
-    }
     let rate = r.schedule.as_ref().filter(|s| s.target_rate.is_some());
+    let lines = TallyLines {
+        detailed: opts.failures_detailed,
+        retries,
+        skipped: rate.is_some() && pg.latency_limit_ms.is_some(),
+    };
+    let run = Tally {
+        failed,
+        serialization_failures: pg.serialization_failures,
+        deadlock_failures: pg.deadlock_failures,
+        retried: pg.retried,
+        retries: pg.retries,
+        skipped: pg.skipped,
+    };
+    lines.write(&mut o, "", &run, total);
     if let Some(limit) = pg.latency_limit_ms {
-        if rate.is_some() {
-            let _ = writeln!(
-                o,
-                "number of transactions skipped: {} ({:.3}%)",
-                pg.skipped,
-                pct_nan(pg.skipped, total)
-            );
-        }
         let _ = writeln!(
             o,
             "number of transactions above the {limit:.1} ms latency limit: {}/{} ({:.3}%)",
@@ -177,43 +155,15 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
             );
             // pgbench 15's denominator: the script's every transaction.
             let all = s.transactions + s.failed + s.skipped;
-            let _ = writeln!(
-                o,
-                " - number of failed transactions: {} ({:.3}%)",
-                s.failed,
-                pct_nan(s.failed, all)
-            );
-            if opts.failures_detailed {
-                let _ = writeln!(
-                    o,
-                    " - number of serialization failures: {} ({:.3}%)",
-                    s.serialization_failures,
-                    pct_nan(s.serialization_failures, all)
-                );
-                let _ = writeln!(
-                    o,
-                    " - number of deadlock failures: {} ({:.3}%)",
-                    s.deadlock_failures,
-                    pct_nan(s.deadlock_failures, all)
-                );
-            }
-            if retries {
-                let _ = writeln!(
-                    o,
-                    " - number of transactions retried: {} ({:.3}%)",
-                    s.retried,
-                    pct_nan(s.retried, all)
-                );
-                let _ = writeln!(o, " - total number of retries: {}", s.retries);
-            }
-            if rate.is_some() && pg.latency_limit_ms.is_some() {
-                let _ = writeln!(
-                    o,
-                    " - number of transactions skipped: {} ({:.3}%)",
-                    s.skipped,
-                    pct_nan(s.skipped, all)
-                );
-            }
+            let script = Tally {
+                failed: s.failed,
+                serialization_failures: s.serialization_failures,
+                deadlock_failures: s.deadlock_failures,
+                retried: s.retried,
+                retries: s.retries,
+                skipped: s.skipped,
+            };
+            lines.write(&mut o, " - ", &script, all);
             // pgbench prints no latency of a script that never ran.
             if s.transactions > 0 {
                 let _ = writeln!(o, " - latency average = {:.3} ms", s.latency_mean_ms);
@@ -335,6 +285,49 @@ fn schedule_lines(o: &mut String, s: &ScheduleReport) {
 }
 
 /// pgbench's `100.0 * part / whole` in doubles: `NaN` of nothing.
+/// A run's or a script's transactions that did not simply succeed.
+struct Tally {
+    failed: u64,
+    serialization_failures: u64,
+    deadlock_failures: u64,
+    retried: u64,
+    retries: u64,
+    skipped: u64,
+}
+
+/// Which of pgbench's failure, retry and skip lines the options ask for;
+/// the same lines for the run and (indented) for each script.
+struct TallyLines {
+    detailed: bool,
+    retries: bool,
+    skipped: bool,
+}
+
+impl TallyLines {
+    /// The lines of `t`, out of `total` transactions, each after `prefix`.
+    fn write(&self, o: &mut String, prefix: &str, t: &Tally, total: u64) {
+        let line = |o: &mut String, what: &str, n: u64| {
+            let _ = writeln!(
+                o,
+                "{prefix}number of {what}: {n} ({:.3}%)",
+                pct_nan(n, total)
+            );
+        };
+        line(o, "failed transactions", t.failed);
+        if self.detailed {
+            line(o, "serialization failures", t.serialization_failures);
+            line(o, "deadlock failures", t.deadlock_failures);
+        }
+        if self.retries {
+            line(o, "transactions retried", t.retried);
+            let _ = writeln!(o, "{prefix}total number of retries: {}", t.retries);
+        }
+        if self.skipped {
+            line(o, "transactions skipped", t.skipped);
+        }
+    }
+}
+
 fn pct_nan(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole as f64
 }
