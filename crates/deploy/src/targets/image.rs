@@ -441,7 +441,7 @@ fn build(
     use crate::docker::{LABEL, LABEL_OWNER};
     let ctx = context.display().to_string();
     let labels = [format!("{LABEL}=1"), format!("{LABEL_OWNER}={owner}")];
-    let out = docker(&[
+    let args = [
         "build",
         "--force-rm",
         "--label",
@@ -451,7 +451,19 @@ fn build(
         "-t",
         tag,
         &ctx,
-    ])?;
+    ];
+    // The legacy builder shares cached layers between builds; removing an
+    // image prunes its untagged parents, so another run's (or test's)
+    // removal can delete a cached layer in the middle of this build. The
+    // build then fails on a missing digest; a second build recomputes the
+    // layer. Bounded: three builds at most.
+    let mut out = docker(&args)?;
+    for _ in 0..2 {
+        if out.status.success() || !lost_a_cached_layer(&out.stdout, &out.stderr) {
+            break;
+        }
+        out = docker(&args)?;
+    }
     // Registered before it is known to exist: a half-built tag is removed too.
     teardown.push(Resource::Undo(Box::new(BuiltImage(tag.to_string()))));
     if !out.status.success() {
@@ -460,7 +472,11 @@ fn build(
         // The legacy builder's notice about BuildKit is not the cause.
         let all: Vec<u8> = String::from_utf8_lossy(&all)
             .lines()
-            .filter(|l| !l.contains("BuildKit") && !l.contains("docs.docker.com/go/buildx"))
+            .filter(|l| {
+                !l.contains("BuildKit")
+                    && !l.contains("docs.docker.com/go/buildx")
+                    && !l.contains("legacy builder is deprecated")
+            })
             .flat_map(|l| l.bytes().chain([b'\n']))
             .collect();
         return Err(DeployError::ImageBuild {
@@ -469,6 +485,15 @@ fn build(
         });
     }
     Ok(())
+}
+
+/// Whether a failed build lost a layer it had taken from the cache (see
+/// `build`): the engine's words for an image removed under it.
+fn lost_a_cached_layer(stdout: &[u8], stderr: &[u8]) -> bool {
+    [stdout, stderr].iter().any(|o| {
+        let e = String::from_utf8_lossy(o);
+        e.contains("failed to get digest") || e.contains("No such image")
+    })
 }
 
 /// An image tare built from a Dockerfile.
@@ -576,6 +601,17 @@ pub(crate) struct RootFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_layer_removed_under_a_build_is_told_from_a_failed_build() {
+        // Docker 20.10's words when another removal pruned a cached layer.
+        let lost = b"Removing intermediate container 1beb57236b4f\nfailed to get digest \
+            sha256:0bb7: open /var/lib/docker/image/overlay2/imagedb/content/sha256/0bb7: \
+            no such file or directory\n";
+        assert!(lost_a_cached_layer(b"Step 5/6 : EXPOSE 80\n", lost));
+        let copy = b"COPY failed: file not found in build context: stat x: file does not exist\n";
+        assert!(!lost_a_cached_layer(b"", copy));
+    }
 
     #[test]
     fn an_image_config_is_read_or_refused() {
