@@ -98,3 +98,25 @@ pub fn run_within(crate_dir: &str, target: &str, seeds: &str, seconds: u32, rss_
     );
     assert!(log.contains("Done "), "fuzzer {target} did not run:\n{log}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{lock_target_name, shared_target_dir};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_target_name_is_held_by_one_smoke_test_at_a_time() {
+        let crate_dir = env!("CARGO_MANIFEST_DIR");
+        let name = format!("lock-test-{}", std::process::id());
+        let held = lock_target_name(crate_dir, &name);
+        let path = shared_target_dir(crate_dir).join(format!(".smoke-{name}.lock"));
+        let other = std::fs::File::open(&path).unwrap();
+        // SAFETY: a non-blocking flock on a descriptor this test owns.
+        let try_lock = || unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(try_lock(), -1, "a second holder must wait");
+        drop(held);
+        assert_eq!(try_lock(), 0, "free once the first is dropped");
+        drop(other);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
