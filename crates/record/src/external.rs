@@ -1,4 +1,5 @@
-//! [`ExternalDetails`]: what an external load tool (wrk, ab, h2load) run
+//! [`ExternalDetails`]: what an external load tool (wrk, ab, h2load,
+//! pgbench) run
 //! as a cell's load reported, in its own terms (docs/external.md).
 //!
 //! The record's common fields (`requests`, `rps`, `errors`, `latency_us`)
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// One run of an external load tool.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExternalDetails {
-    /// `wrk`, `ab` or `h2load`.
+    /// `wrk`, `ab`, `h2load` or `pgbench`.
     pub tool: String,
     /// The command line as run, placeholders filled.
     pub command: Vec<String>,

@@ -191,3 +191,35 @@ fn a_cell_the_tool_cannot_reach_fails_alone_in_one_line() {
         }
     }
 }
+
+/// pgbench with a script of the experiment's (its built-in scripts need
+/// `pgbench -i`'s tables) against the postgres target, natively and in
+/// docker-host: transactions, tps, its mean latency.
+#[test]
+fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = format!(
+        "[target]\nkind = \"postgres\"\n[factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load.external]\ntool = \"pgbench\"\n\
+         args = [\"-n\", \"-M\", \"prepared\", \"-f\", \"select1.sql\", \"-c{{connections}}\", \"-j{{threads}}\", \"-T{{duration}}\", \"{{url}}\"]\n\
+         scripts = [\"select1.sql\"]\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
+        placements()
+    );
+    let trials = run(dir.path(), &exp, &[("select1.sql", "SELECT 1;\n")]);
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    let schema = schema();
+    for t in &trials {
+        let r = &t["result"];
+        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+        let errors: Vec<String> = schema.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(r["unit"], "transactions");
+        assert!(
+            r["tps"].as_f64().unwrap() > 0.0 && r.get("rps").is_none(),
+            "{r}"
+        );
+        assert!(r["external"]["latency_us"]["mean"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["errors"]["status"], 0);
+    }
+}

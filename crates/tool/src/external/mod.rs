@@ -1,9 +1,9 @@
 //! External load tools as a cell's load (docs/external.md): wrk (with its
-//! Lua scripts), ab and h2load (HTTP/2) run against the cell's address,
+//! Lua scripts), ab, h2load (HTTP/2) and pgbench run against the cell's address,
 //! their output read into the same [`LoadResult`] every engine writes.
 //!
 //! - [`LoadTool`]: which tools, their Debian packages, their default
-//!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`]).
+//!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`], [`pgbench`]).
 //! - [`args`]: the argument list's placeholders, filled per cell.
 //! - [`run`]: one run of a tool: pinned, in the client's namespace, killed
 //!   past its duration, its own CPU from its rusage.
@@ -15,6 +15,7 @@
 pub mod ab;
 pub mod args;
 pub mod h2load;
+pub mod pgbench;
 pub mod run;
 mod units;
 pub mod wrk;
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use tare_record::Errors;
+use tare_record::{Errors, Unit};
 
 use crate::parsed::ParseError;
 
@@ -43,10 +44,16 @@ pub enum LoadTool {
     Wrk,
     Ab,
     H2load,
+    Pgbench,
 }
 
 impl LoadTool {
-    pub const ALL: &'static [LoadTool] = &[LoadTool::Wrk, LoadTool::Ab, LoadTool::H2load];
+    pub const ALL: &'static [LoadTool] = &[
+        LoadTool::Wrk,
+        LoadTool::Ab,
+        LoadTool::H2load,
+        LoadTool::Pgbench,
+    ];
 
     /// Its executable's name, as `[load.external] tool` spells it.
     pub fn name(self) -> &'static str {
@@ -54,6 +61,15 @@ impl LoadTool {
             LoadTool::Wrk => "wrk",
             LoadTool::Ab => "ab",
             LoadTool::H2load => "h2load",
+            LoadTool::Pgbench => "pgbench",
+        }
+    }
+
+    /// What one completion is: an HTTP request, or pgbench's transaction.
+    pub fn unit(self) -> Unit {
+        match self {
+            LoadTool::Pgbench => Unit::Transactions,
+            _ => Unit::Requests,
         }
     }
 
@@ -67,13 +83,19 @@ impl LoadTool {
             LoadTool::Wrk => "wrk",
             LoadTool::Ab => "apache2-utils",
             LoadTool::H2load => "nghttp2-client",
+            LoadTool::Pgbench => "postgresql-client",
         }
     }
 
     /// The arguments when the experiment gives none: the cell's
     /// connections, threads and duration, and the URL. ab's `-t` implies
-    /// `-n 50000` (ab.c, `MAX_REQUESTS`), so a larger `-n` follows it; ab
-    /// has no threads.
+    /// `-n 50000` (ab.c, `MAX_REQUESTS`), so a larger `-n` follows it: ab
+    /// stops at either, and allocates its per-request table for `-n` up
+    /// front (`-n1000000000` failed to start here), so ten million, 100k
+    /// requests a second for 100 s; ab has no threads. pgbench's built-in
+    /// scripts need `pgbench -i`'s tables: an experiment names its own
+    /// script (`-f`, docs/external.md); `-n` skips the vacuum of those
+    /// tables.
     pub fn default_args(self) -> &'static [&'static str] {
         match self {
             LoadTool::Wrk => &[
@@ -91,6 +113,13 @@ impl LoadTool {
                 "{url}",
             ],
             LoadTool::H2load => &["-t{threads}", "-c{connections}", "-D{duration}", "{url}"],
+            LoadTool::Pgbench => &[
+                "-n",
+                "-c{connections}",
+                "-j{threads}",
+                "-T{duration}",
+                "{url}",
+            ],
         }
     }
 
@@ -100,6 +129,7 @@ impl LoadTool {
             LoadTool::Wrk => wrk::parse(output),
             LoadTool::Ab => ab::parse(output),
             LoadTool::H2load => h2load::parse(output),
+            LoadTool::Pgbench => pgbench::parse(output),
         }?;
         r.check()?;
         Ok(r)

@@ -372,10 +372,22 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
     }
     let requests = p.requests.unwrap_or(0);
     let cpu = exit.cpu_user_s + exit.cpu_system_s;
+    let unit = config.tool.unit();
+    // A response with status >= 400 is a completed request; a failed
+    // transaction is not among pgbench's processed ones (as tare pg counts).
+    let attempts = match unit {
+        Unit::Requests => requests + p.errors.total() - p.errors.status,
+        _ => requests + p.errors.total(),
+    };
+    let rate = Some(p.throughput());
+    let (rps, tps) = match unit {
+        Unit::Requests => (rate, None),
+        _ => (None, rate),
+    };
     LoadResult {
         engine: NAME.into(),
-        unit: Some(Unit::Requests),
-        attempts: Some(requests + p.errors.total() - p.errors.status),
+        unit: Some(unit),
+        attempts: Some(attempts),
         target: config.target.clone(),
         transport: config.transport.clone(),
         started_unix_s: exit.started_unix_s,
@@ -385,7 +397,8 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         keepalive: true,
         requests,
         errors: p.errors,
-        rps: Some(p.throughput()),
+        rps,
+        tps,
         bytes_read: p.bytes_read.unwrap_or(0),
         latency_us: summary(&p.latency_us),
         generator_cpu_s: cpu,

@@ -148,3 +148,39 @@ fn output_with_no_count_is_an_error_naming_what_is_missing() {
         "{e}"
     );
 }
+
+#[test]
+fn pgbench_text_gives_transactions_failures_tps_and_its_mean_latency() {
+    let r = LoadTool::Pgbench
+        .parse(&data("pgbench-select1.txt"))
+        .unwrap();
+    assert_eq!(r.requests, Some(55300));
+    assert_eq!(r.duration_s, Some(1.0));
+    assert_eq!(r.rps, Some(55808.470979));
+    assert_eq!(r.latency_us["mean"], 51.0);
+    assert_eq!(r.latency_us["stdev"], 269.0);
+    assert_eq!(r.errors_by_kind["failed"], 0);
+    assert!(
+        !r.latency_us.contains_key("p50"),
+        "pgbench prints no percentiles"
+    );
+    let s = LoadTool::Pgbench
+        .parse(&data("pgbench-select-only.txt"))
+        .unwrap();
+    assert_eq!(s.requests, Some(23855));
+    assert!(
+        !s.latency_us.contains_key("stdev"),
+        "printed only with -P or a rate"
+    );
+    let t = LoadTool::Pgbench
+        .parse(&data("pgbench-transactions.txt"))
+        .unwrap();
+    assert_eq!(t.requests, Some(1000), "N/M with -t");
+    assert_eq!(t.duration_s, None);
+    // An aborted run (a script error) prints its counts and no rate; its
+    // exit status 2 is what fails the trial.
+    let a = LoadTool::Pgbench
+        .parse(&data("pgbench-aborted.txt"))
+        .unwrap();
+    assert_eq!((a.requests, a.rps), (Some(0), None));
+}
