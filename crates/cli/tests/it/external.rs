@@ -223,3 +223,30 @@ fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
         assert_eq!(r["errors"]["status"], 0);
     }
 }
+
+/// redis-benchmark (its default: 100k GETs, here 20k) against the redis
+/// target, natively and in docker-host.
+#[test]
+fn redis_benchmark_loads_redis_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = format!(
+        "[target]\nkind = \"redis\"\n[factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load.external]\ntool = \"redis-benchmark\"\n\
+         args = [\"-h\", \"{{host}}\", \"-p\", \"{{port}}\", \"-c\", \"{{connections}}\", \"-n\", \"20000\", \"-t\", \"get\"]\n\
+         [trials]\ncount = 1\ncooldown = \"0s\"\n",
+        placements()
+    );
+    let trials = run(dir.path(), &exp, &[]);
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    for t in &trials {
+        let r = &t["result"];
+        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+        assert_eq!(r["unit"], "commands");
+        assert_eq!(r["requests"], 20000);
+        assert!(
+            r["external"]["latency_us"]["p99"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+    }
+}

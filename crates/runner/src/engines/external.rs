@@ -1,5 +1,5 @@
 //! `engine = "external"`: the load people already have. `[load.external]`
-//! names a load tool (wrk, ab, h2load, pgbench), its arguments with placeholders
+//! names a load tool (wrk, ab, h2load, pgbench, redis-benchmark), its arguments with placeholders
 //! filled per cell, and its script files; `tare_tool::external` runs it
 //! against each cell's address and reads its output into the same record
 //! every engine writes (docs/external.md).
@@ -11,7 +11,7 @@
 //! connections = 50         # {connections} (a cell's `connections` level wins)
 //! threads = 2              # {threads}
 //! [load.external]
-//! tool = "wrk"             # wrk, ab, h2load or pgbench
+//! tool = "wrk"             # wrk, ab, h2load, pgbench or redis-benchmark
 //! args = ["-t{threads}", "-c{connections}", "-d{duration}s", "-s", "post.lua", "--latency", "{url}"]
 //! scripts = ["lua/post.lua"]   # copied into the run directory, hashed, written beside the tool
 //! binary = "/usr/bin/wrk"  # default: the tool on PATH
@@ -105,7 +105,7 @@ impl Engine for ExternalEngine {
                 return Err(loc.error(
                     0..0,
                     "load.external.tool",
-                    "is required with engine = \"external\" (wrk, ab, h2load or pgbench)",
+                    "is required with engine = \"external\" (wrk, ab, h2load, pgbench or redis-benchmark)",
                 ))
             }
             Some(t) => LoadTool::from_name(t.get_ref()).ok_or_else(|| {

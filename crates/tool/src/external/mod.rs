@@ -1,9 +1,11 @@
 //! External load tools as a cell's load (docs/external.md): wrk (with its
-//! Lua scripts), ab, h2load (HTTP/2) and pgbench run against the cell's address,
+//! Lua scripts), ab, h2load (HTTP/2), pgbench and redis-benchmark run
+//! against the cell's address,
 //! their output read into the same [`LoadResult`] every engine writes.
 //!
 //! - [`LoadTool`]: which tools, their Debian packages, their default
-//!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`], [`pgbench`]).
+//!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`], [`pgbench`],
+//!   [`redis_benchmark`]).
 //! - [`args`]: the argument list's placeholders, filled per cell.
 //! - [`run`]: one run of a tool: pinned, in the client's namespace, killed
 //!   past its duration, its own CPU from its rusage.
@@ -16,6 +18,7 @@ pub mod ab;
 pub mod args;
 pub mod h2load;
 pub mod pgbench;
+pub mod redis_benchmark;
 pub mod run;
 mod units;
 pub mod wrk;
@@ -45,6 +48,8 @@ pub enum LoadTool {
     Ab,
     H2load,
     Pgbench,
+    #[serde(rename = "redis-benchmark")]
+    RedisBenchmark,
 }
 
 impl LoadTool {
@@ -53,6 +58,7 @@ impl LoadTool {
         LoadTool::Ab,
         LoadTool::H2load,
         LoadTool::Pgbench,
+        LoadTool::RedisBenchmark,
     ];
 
     /// Its executable's name, as `[load.external] tool` spells it.
@@ -62,6 +68,7 @@ impl LoadTool {
             LoadTool::Ab => "ab",
             LoadTool::H2load => "h2load",
             LoadTool::Pgbench => "pgbench",
+            LoadTool::RedisBenchmark => "redis-benchmark",
         }
     }
 
@@ -69,6 +76,7 @@ impl LoadTool {
     pub fn unit(self) -> Unit {
         match self {
             LoadTool::Pgbench => Unit::Transactions,
+            LoadTool::RedisBenchmark => Unit::Commands,
             _ => Unit::Requests,
         }
     }
@@ -84,6 +92,7 @@ impl LoadTool {
             LoadTool::Ab => "apache2-utils",
             LoadTool::H2load => "nghttp2-client",
             LoadTool::Pgbench => "postgresql-client",
+            LoadTool::RedisBenchmark => "redis-tools",
         }
     }
 
@@ -120,6 +129,21 @@ impl LoadTool {
                 "-T{duration}",
                 "{url}",
             ],
+            // redis-benchmark runs a count, not a time: 100k GETs.
+            LoadTool::RedisBenchmark => &[
+                "-h",
+                "{host}",
+                "-p",
+                "{port}",
+                "-c",
+                "{connections}",
+                "--threads",
+                "{threads}",
+                "-n",
+                "100000",
+                "-t",
+                "get",
+            ],
         }
     }
 
@@ -130,6 +154,7 @@ impl LoadTool {
             LoadTool::Ab => ab::parse(output),
             LoadTool::H2load => h2load::parse(output),
             LoadTool::Pgbench => pgbench::parse(output),
+            LoadTool::RedisBenchmark => redis_benchmark::parse(output),
         }?;
         r.check()?;
         Ok(r)

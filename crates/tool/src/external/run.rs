@@ -379,10 +379,12 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         Unit::Requests => requests + p.errors.total() - p.errors.status,
         _ => requests + p.errors.total(),
     };
+    // Transactions per second are `tps`; requests and commands (as tare
+    // redis writes them) `rps`.
     let rate = Some(p.throughput());
     let (rps, tps) = match unit {
-        Unit::Requests => (rate, None),
-        _ => (None, rate),
+        Unit::Transactions => (None, rate),
+        _ => (rate, None),
     };
     LoadResult {
         engine: NAME.into(),

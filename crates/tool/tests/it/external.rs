@@ -184,3 +184,31 @@ fn pgbench_text_gives_transactions_failures_tps_and_its_mean_latency() {
         .unwrap();
     assert_eq!((a.requests, a.rps), (Some(0), None));
 }
+
+#[test]
+fn redis_benchmark_text_gives_commands_seconds_and_one_tests_latency() {
+    let r = LoadTool::RedisBenchmark
+        .parse(&data("redis-benchmark-get.txt"))
+        .unwrap();
+    assert_eq!(r.requests, Some(20000));
+    assert_eq!(r.duration_s, Some(0.68));
+    assert_eq!(r.latency_us["mean"], 99.0);
+    assert_eq!(r.latency_us["min"], 24.0);
+    assert_eq!(r.latency_us["p50"], 71.0);
+    assert_eq!(r.latency_us["p95"], 119.0);
+    assert_eq!(r.latency_us["p99"], 1367.0);
+    assert_eq!(r.latency_us["max"], 6063.0);
+    let two = LoadTool::RedisBenchmark
+        .parse(&data("redis-benchmark-get-set.txt"))
+        .unwrap();
+    assert_eq!(two.requests, Some(40000));
+    assert_eq!(two.duration_s, Some(0.66 + 0.54));
+    assert!(
+        two.latency_us.is_empty(),
+        "two tests' summaries do not merge"
+    );
+    assert_eq!(
+        LoadTool::from_name("redis-benchmark"),
+        Some(LoadTool::RedisBenchmark)
+    );
+}
