@@ -396,7 +396,9 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         duration_s: p.duration_s.unwrap_or(exit.wall_s),
         connections: config.load.connections as u64,
         threads: config.load.threads as u64,
-        keepalive: true,
+        // ab opens a connection per request unless told `-k`; the others
+        // keep theirs.
+        keepalive: config.tool != LoadTool::Ab || exit.command.iter().any(|a| a == "-k"),
         requests,
         errors: p.errors,
         rps,
