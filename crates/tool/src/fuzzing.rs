@@ -38,6 +38,7 @@ pub fn external(data: &[u8]) {
             assert!(r.throughput().is_finite());
         }
     }
+    let _ = crate::external::pgbench::timeline(&text);
     if let Ok(t) = crate::external::args::Template::parse(&text) {
         let _ = t.fill(&crate::external::args::Values::default());
         let again = crate::external::args::Template::parse(&t.to_string());

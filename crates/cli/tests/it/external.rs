@@ -194,7 +194,8 @@ fn a_cell_the_tool_cannot_reach_fails_alone_in_one_line() {
 
 /// pgbench with a script of the experiment's (its built-in scripts need
 /// `pgbench -i`'s tables) against the postgres target, natively and in
-/// docker-host: transactions, tps, its mean latency.
+/// docker-host: transactions, tps, its mean latency, its timeline from
+/// `-P 1`.
 #[test]
 fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,7 +203,7 @@ fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
         "[target]\nkind = \"postgres\"\n[factors]\nplacement = {}\n\
          [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"1s\"\nwarmup = \"0s\"\n\
          [load.external]\ntool = \"pgbench\"\n\
-         args = [\"-n\", \"-M\", \"prepared\", \"-f\", \"select1.sql\", \"-c{{connections}}\", \"-j{{threads}}\", \"-T{{duration}}\", \"{{url}}\"]\n\
+         args = [\"-n\", \"-P\", \"1\", \"-M\", \"prepared\", \"-f\", \"select1.sql\", \"-c{{connections}}\", \"-j{{threads}}\", \"-T{{duration}}\", \"{{url}}\"]\n\
          scripts = [\"select1.sql\"]\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
         placements()
     );
@@ -221,6 +222,8 @@ fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
         );
         assert!(r["external"]["latency_us"]["mean"].as_f64().unwrap() > 0.0);
         assert_eq!(r["errors"]["status"], 0);
+        // `-P 1`'s progress lines: one second, its transactions.
+        assert_eq!(r["timeline"].as_array().unwrap().len(), 1, "{r}");
     }
 }
 

@@ -55,6 +55,38 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
     Ok(r)
 }
 
+/// Transactions in each second from `-P 1`'s progress lines on stderr
+/// (`progress: 1.0 s, 55298.0 tps, lat 0.051 ms stddev 0.269, 0 failed`:
+/// the rate over the last interval); empty without `-P 1`, whose
+/// intervals are not seconds.
+pub fn timeline(stderr: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut last = 0.0;
+    for line in stderr.lines() {
+        let Some(rest) = line.trim().strip_prefix("progress: ") else {
+            continue;
+        };
+        let mut parts = rest.split(", ");
+        let at = parts
+            .next()
+            .and_then(|a| a.strip_suffix(" s"))
+            .and_then(number);
+        let tps = parts
+            .next()
+            .and_then(|t| t.strip_suffix(" tps"))
+            .and_then(number);
+        let (Some(at), Some(tps)) = (at, tps) else {
+            continue;
+        };
+        if (at - last - 1.0).abs() > 0.01 || out.len() >= 1_000_000 {
+            return Vec::new();
+        }
+        last = at;
+        out.push(tps.round() as u64);
+    }
+    out
+}
+
 fn bad(line: &str) -> ParseError {
     super::unreadable("pgbench", line)
 }
@@ -66,4 +98,19 @@ fn first(value: &str) -> Option<&str> {
 /// `0.165 ms` in microseconds.
 fn ms(value: &str) -> Option<f64> {
     value.strip_suffix(" ms").and_then(number).map(|v| v * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn progress_lines_each_second_are_the_timeline() {
+        // As pgbench 15 printed it on this machine (-P 1 -T 1).
+        let one = "progress: 1.0 s, 55298.0 tps, lat 0.051 ms stddev 0.269, 0 failed\n";
+        assert_eq!(super::timeline(one), [55298]);
+        let two = format!("{one}progress: 2.0 s, 100.4 tps, lat 1 ms stddev 0, 0 failed\n");
+        assert_eq!(super::timeline(&two), [55298, 100]);
+        let every_5 = "progress: 5.0 s, 10.0 tps, lat 1 ms stddev 0, 0 failed\n";
+        assert!(super::timeline(every_5).is_empty(), "not seconds");
+        assert!(super::timeline("pgbench: error\n").is_empty());
+    }
 }

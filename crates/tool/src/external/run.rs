@@ -353,10 +353,17 @@ fn summary(m: &std::collections::BTreeMap<String, f64>) -> LatencySummary {
 }
 
 fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
-    let mut not_reported: Vec<String> = ["hdr", "timeline", "in_flight", "thread_rate"]
+    let timeline = match config.tool {
+        LoadTool::Pgbench => super::pgbench::timeline(&exit.stderr),
+        _ => Vec::new(),
+    };
+    let mut not_reported: Vec<String> = ["hdr", "in_flight", "thread_rate"]
         .into_iter()
         .map(String::from)
         .collect();
+    if timeline.is_empty() {
+        not_reported.push("timeline".into());
+    }
     if p.bytes_read.is_none() {
         not_reported.push("bytes_read".into());
     }
@@ -405,6 +412,7 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         tps,
         bytes_read: p.bytes_read.unwrap_or(0),
         latency_us: summary(&p.latency_us),
+        timeline,
         generator_cpu_s: cpu,
         generator_cpu_user_s: exit.cpu_user_s,
         generator_cpu_system_s: exit.cpu_system_s,
