@@ -68,16 +68,7 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Threads => "--workers",
         LoadKey::Connections => "--threads",
         LoadKey::Duration => "--time",
-        LoadKey::Timeout => "--timeout",
-        LoadKey::Rate => "--rate",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }
 

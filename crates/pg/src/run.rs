@@ -224,15 +224,7 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Connections => "number of clients (-c)",
         LoadKey::Duration => "duration (-T)",
         LoadKey::Timeout => "connection timeout (--timeout, --connect-timeout)",
-        LoadKey::Rate => "--rate",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }
 

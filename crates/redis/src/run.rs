@@ -63,19 +63,9 @@ pub fn run(cfg: &RedisConfig) -> Result<LoadResult, RedisError> {
 /// where it has them).
 fn subject(key: LoadKey) -> &'static str {
     match key {
-        LoadKey::Threads => "--threads",
         LoadKey::Connections => "clients (-c)",
         LoadKey::Duration => "duration (-T)",
-        LoadKey::Timeout => "--timeout",
-        LoadKey::Rate => "--rate",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }
 
