@@ -31,6 +31,9 @@ pub const MAX_PAUSE: Duration = HOUR;
 pub const MAX_BUDGET: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long the tool engine lets one job run (`--limit`, `[load.tool] limit`).
 pub const MAX_TOOL_LIMIT: Duration = DAY;
+/// How long past its duration an external load tool may run before it
+/// is killed (`[load.external] grace`).
+pub const MAX_EXTERNAL_GRACE: Duration = Duration::from_secs(600);
 /// Trials per cell (`[trials] count` and `max`, `tare tune --trials`).
 pub const MAX_TRIALS: u32 = 1000;
 /// `tare tune --rounds`.

@@ -355,6 +355,7 @@ fn result_of(
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        external: None,
         generators: Vec::new(),
         by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),

@@ -384,6 +384,7 @@ fn assemble(
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        external: None,
         generators: Vec::new(),
         mysql: Some(MysqlDetails {
             workload: cfg.workload.name().into(),

@@ -319,6 +319,7 @@ fn result(config: &NetConfig, m: Merged, start_ns: u64, started_unix_s: f64) -> 
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        external: None,
         generators: Vec::new(),
         by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),

@@ -368,6 +368,7 @@ mod tests {
             metrics: Vec::new(),
             primary: None,
             tool: None,
+            external: None,
             generators: Vec::new(),
             tare_version: "0.1.0".into(),
             pg: Some(PgDetails {

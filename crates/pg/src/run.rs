@@ -642,6 +642,7 @@ fn assemble(
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        external: None,
         generators: Vec::new(),
         by_name: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),

@@ -13,6 +13,8 @@
 //! - `schedule`: [`ScheduleReport`], an open loop's pacing and a ramp.
 //! - `connect`: [`ConnectReport`], the connect phase and every connection's
 //!   state at the deadline.
+//! - `external`: [`ExternalDetails`], what an external load tool (wrk,
+//!   ab, h2load) reported in its own terms, and what it does not report.
 //! - `wakeups`: [`WakeupReport`], how the workers slept and woke.
 //! - [`merge`]: several generators' records of one load as one
 //!   (remote hosts): counts and histograms add, timelines on one clock.
@@ -25,6 +27,7 @@
 //!   draw from it, so a recorded seed reproduces what was recorded.
 
 mod connect;
+mod external;
 mod judge;
 mod latency;
 pub mod merge;
@@ -37,6 +40,7 @@ mod trial;
 mod wakeups;
 
 pub use connect::ConnectReport;
+pub use external::ExternalDetails;
 pub use judge::{judge, Failure};
 pub use latency::{CodecError, Latency, LatencySummary};
 pub use merge::GeneratorPart;

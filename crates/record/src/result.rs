@@ -212,6 +212,11 @@ pub struct LoadResult {
     /// Tool engine details: the program, its command, where its data lived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<ToolDetails>,
+    /// External load tool details (`external` only): the tool, its
+    /// command, its own CPU, what it reported in its own terms and which
+    /// common fields it does not report (docs/external.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<crate::external::ExternalDetails>,
     /// Load from several generators (`[load] hosts`): each one's share,
     /// its clock offset and its error if its part is missing; the fields
     /// above are their merge (`crate::merge`). Empty for a local load.

@@ -316,6 +316,7 @@ fn assemble(
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        external: None,
         generators: Vec::new(),
         mysql: None,
         by_name: Vec::new(),

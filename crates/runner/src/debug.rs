@@ -211,6 +211,7 @@ pub(crate) fn result(rps: f64, settings: &LoadSettings) -> LoadResult {
         metrics: Vec::new(),
         primary: None,
         tool: None,
+        external: None,
         generators: Vec::new(),
         tare_version: env!("CARGO_PKG_VERSION").into(),
         ..LoadResult::default()

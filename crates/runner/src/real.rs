@@ -340,7 +340,8 @@ impl RunningCell for RealCell {
         // Every measured load is monitored (CPU by component, disk, sockets,
         // the verdict), where the server runs; a monitor that cannot start
         // costs the trial nothing.
-        let monitor = measure.then(|| self.start_monitor()).flatten();
+        let process = settings.table.generator_process();
+        let monitor = measure.then(|| self.start_monitor(process)).flatten();
         let prefix = self.engine.thread_prefix();
         let remote_monitor = match &mut self.deployment {
             Placed::Remote(r) if measure => r.monitor_start(&prefix).is_ok(),
@@ -410,7 +411,10 @@ impl RunningCell for RealCell {
 }
 
 impl RealCell {
-    fn start_monitor(&self) -> Option<tare_monitor::Monitor> {
+    /// `process`: a generator that is a program of its own (the external
+    /// engine's tool), watched by name so its CPU is its own line, not
+    /// "other processes" disturbing the trial.
+    fn start_monitor(&self, process: Option<&'static str>) -> Option<tare_monitor::Monitor> {
         // This machine's monitor watches a local target; a remote one is
         // watched on its host (`remote_monitor`).
         let Placed::Local(deployment) = &self.deployment else {
@@ -419,6 +423,7 @@ impl RealCell {
         let generator = tare_monitor::GeneratorRef::Threads(self.engine.thread_prefix());
         let mut spec = tare_remote::monitor::spec(deployment, generator);
         spec.profile_hz = self.profile_hz;
+        spec.watch_processes.extend(process.map(String::from));
         tare_monitor::Monitor::start(spec).ok()
     }
 

@@ -23,3 +23,25 @@ pub fn wire(data: &[u8]) {
     let _ = crate::wire::Reply::decode(data);
     let _ = crate::exec::fs_type_in(&String::from_utf8_lossy(data), Path::new("/a/b"));
 }
+
+/// An external load tool's output, read by each parser, and an argument
+/// with placeholders: never a panic; a parsed run has a count and finite,
+/// non-negative numbers.
+pub fn external(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for tool in crate::external::LoadTool::ALL {
+        if let Ok(r) = tool.parse(&text) {
+            assert!(r.requests.is_some(), "{tool:?}");
+            for v in r.latency_us.values().chain(r.rps.iter()) {
+                assert!(v.is_finite() && *v >= 0.0, "{tool:?}: {v}");
+            }
+            assert!(r.throughput().is_finite());
+        }
+    }
+    let _ = crate::external::pgbench::timeline(&text);
+    if let Ok(t) = crate::external::args::Template::parse(&text) {
+        let _ = t.fill(&crate::external::args::Values::default());
+        let again = crate::external::args::Template::parse(&t.to_string());
+        assert_eq!(again.as_ref(), Ok(&t), "{text:?}");
+    }
+}

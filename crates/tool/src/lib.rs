@@ -10,6 +10,9 @@
 //!   filesystem under it, whether O_DIRECT works there.
 //! - [`fio`], [`hpcc`], [`sysbench`]: one parser per tool, each read from
 //!   the program's machine-readable (or, for sysbench, only) output.
+//! - [`external`]: the external load engine: wrk, ab and h2load run as a
+//!   cell's load against its address, their text read into `LoadResult`s
+//!   (docs/external.md).
 //! - [`wire`]: the agent's request and reply, one JSON line each.
 //! - [`agent`]: `tare tool serve`, the agent a deployment starts inside
 //!   its placement.
@@ -18,6 +21,7 @@
 
 pub mod agent;
 pub mod exec;
+pub mod external;
 pub mod fio;
 #[doc(hidden)]
 pub mod fuzzing;

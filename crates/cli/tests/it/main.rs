@@ -11,6 +11,7 @@ mod support;
 mod cleanup;
 mod debug_mode;
 mod examples;
+mod external;
 mod faults;
 mod http_cli;
 mod image;

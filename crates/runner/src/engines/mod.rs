@@ -10,6 +10,7 @@
 //! the document with its spans ([`table_of`]), the warm-up as a plain closed
 //! loop ([`run`]), the one find-max search ([`measure`]).
 
+mod external;
 mod http;
 mod mysql;
 mod net;
@@ -43,6 +44,7 @@ pub(crate) static REGISTRY: &[&dyn ExperimentEngine] = &[
     &mysql::MysqlEngine,
     &net::NetEngine,
     &tool::ToolEngine,
+    &external::ExternalEngine,
 ];
 
 /// The registered engine called `name`.
@@ -77,6 +79,13 @@ pub trait ExperimentEngine: Sync {
         load: &mut Load,
         spans: &mut Spans,
     ) -> Result<Arc<dyn Table>, ExperimentError>;
+
+    /// Whether it may load a target whose protocol is another engine's:
+    /// the external engine runs whatever tool the experiment names, and
+    /// the tool, not tare, speaks to the server.
+    fn loads_any_target(&self) -> bool {
+        false
+    }
 
     /// The prefix of its worker threads' names: the monitor follows them.
     fn thread_prefix(&self) -> String {
@@ -117,6 +126,12 @@ pub trait Table: fmt::Debug + Send + Sync {
     /// keeps them: each is copied there and hashed in the provenance.
     fn inputs(&self) -> Vec<crate::experiment::InputFile> {
         Vec::new()
+    }
+
+    /// The program that makes the load when it is not tare's own threads
+    /// (the external engine's tool): the monitor watches it by name.
+    fn generator_process(&self) -> Option<&'static str> {
+        None
     }
 
     /// Readies the server before a trial's warm-up (the runner's thread is

@@ -79,7 +79,7 @@ pub(super) fn load(
                     ),
                 )
             })?;
-            if engine.name() != natural.name() {
+            if engine.name() != natural.name() && !engine.loads_any_target() {
                 return Err(loc.error(
                     e.span(),
                     "load.engine",

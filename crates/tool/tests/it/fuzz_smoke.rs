@@ -10,3 +10,8 @@ fn tool_output_parsers_survive_bounded_fuzzing() {
 fn agent_wire_survives_bounded_fuzzing() {
     tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "wire", "seeds/wire", 3);
 }
+
+#[test]
+fn external_load_tool_parsers_survive_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "external", "seeds/external", 3);
+}

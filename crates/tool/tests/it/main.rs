@@ -2,5 +2,7 @@
 //! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
 //! line here; one binary links once, where one per file linked each.
 
+mod external;
+mod external_run;
 mod fuzz_smoke;
 mod parsers;

@@ -2,4 +2,5 @@
 //! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
 //! line here; one binary links once, where one per file linked each.
 
+mod rounds;
 mod tune;

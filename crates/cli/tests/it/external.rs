@@ -1,0 +1,255 @@
+//! The external engine end to end through `tare run` (docs/external.md):
+//! wrk with a Lua script and tare's `done()` summary, ab and h2load
+//! (HTTP/1.1) against the nginx target natively and in docker-host; h2load
+//! speaking h2c to Caddy (`kind = "command"`, examples/http2.toml's
+//! service); and a cell whose arguments cannot be filled failing alone.
+//! Trials of one second, no warm-up: the suite's time matters.
+
+use std::path::Path;
+use std::process::Command;
+
+const TARE: &str = env!("CARGO_BIN_EXE_tare");
+
+fn schema() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/json-schema.json"
+    ))
+    .unwrap();
+    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).expect("schema compiles")
+}
+
+fn docker_ok() -> bool {
+    tare_deploy::docker::engine_version().is_ok()
+}
+
+/// Runs `exp` (written into `dir` with `files`) and returns its trials.
+fn run(dir: &Path, exp: &str, files: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let file = dir.join("exp.toml");
+    std::fs::write(&file, exp).unwrap();
+    let out_dir = dir.join("run");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(TARE)
+        .args(["run", "-q", file.to_str().unwrap(), "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let trials = std::fs::read_to_string(out_dir.join("trials.jsonl")).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    trials
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn placements() -> &'static str {
+    if docker_ok() {
+        "[\"native\", \"docker-host\"]"
+    } else {
+        "[\"native\"]"
+    }
+}
+
+fn nginx_experiment(table: &str) -> String {
+    format!(
+        "[target]\nkind = \"nginx\"\n[factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load.external]\n{table}[trials]\ncount = 1\ncooldown = \"0s\"\n",
+        placements()
+    )
+}
+
+const DONE_LUA: &str = include_str!("../../../tool/tests/data/external/tare-done.lua");
+
+#[test]
+fn wrk_ab_and_h2load_load_nginx_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema();
+    let cells = if docker_ok() { 2 } else { 1 };
+    for (tool, table) in [
+        (
+            "wrk",
+            "tool = \"wrk\"\nargs = [\"-t{threads}\", \"-c{connections}\", \"-d{duration}s\", \"-s\", \"done.lua\", \"{url}\"]\nscripts = [\"lua/done.lua\"]\n",
+        ),
+        ("ab", "tool = \"ab\"\n"),
+        (
+            "h2load",
+            "tool = \"h2load\"\nargs = [\"--h1\", \"-c{connections}\", \"-D{duration}\", \"{url}\"]\n",
+        ),
+    ] {
+        std::fs::create_dir_all(dir.path().join("lua")).unwrap();
+        let trials = run(
+            dir.path(),
+            &nginx_experiment(table),
+            &[("lua/done.lua", DONE_LUA)],
+        );
+        assert_eq!(trials.len(), cells, "{tool}");
+        for t in &trials {
+            let r = &t["result"];
+            assert!(r.is_object(), "{tool} {}: {}", t["cell"], t["error"]);
+            let errors: Vec<String> = schema.iter_errors(r).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{tool}: {errors:?}");
+            assert_eq!(r["engine"], "external");
+            assert_eq!(r["external"]["tool"], tool);
+            assert!(r["requests"].as_u64().unwrap() > 0, "{tool}: {r}");
+            assert!(r["generator_cpu_s"].as_f64().unwrap() > 0.0, "{tool}");
+            let lat = &r["external"]["latency_us"];
+            if tool == "wrk" {
+                // The script's done() summary: exact percentiles wrk's text lacks.
+                assert!(lat["p999"].as_f64().unwrap() > 0.0, "{r}");
+                assert_eq!(r["external"]["scripts"][0], "done.lua");
+                // The script is kept in the run directory, hashed in the provenance.
+                let run = dir.path().join("run");
+                assert!(run.join("inputs/load.external.done.lua").is_file());
+                let prov: serde_json::Value = serde_json::from_str(
+                    &std::fs::read_to_string(run.join("provenance.json")).unwrap(),
+                )
+                .unwrap();
+                assert!(
+                    prov["inputs"]["inputs/load.external.done.lua"].is_string(),
+                    "{}",
+                    prov["inputs"]
+                );
+            } else if tool == "h2load" {
+                assert!(lat.get("p50").is_none(), "h2load prints no percentiles");
+            }
+        }
+    }
+}
+
+const CADDYFILE: &str = include_str!("../../../../examples/http2/Caddyfile");
+
+/// HTTP/2 (h2c) from h2load to a service of the user's that speaks it:
+/// Caddy with `protocols h1 h2c` (its readiness probe is HTTP/1.1 on the
+/// same port).
+#[test]
+fn h2load_speaks_h2c_to_caddy_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("http2/site")).unwrap();
+    let exp = format!(
+        "[target]\nkind = \"command\"\n\
+         command = [\"caddy\", \"run\", \"--config\", \"{{app}}/http2/Caddyfile\", \"--adapter\", \"caddyfile\"]\n\
+         env = {{ TARE_HOST = \"{{host}}\", TARE_PORT = \"{{port}}\", TARE_APP = \"{{app}}/http2\", TARE_DATA = \"{{data}}\", HOME = \"{{data}}\" }}\n\
+         files = [\"http2/Caddyfile\", \"http2/site\"]\npath = \"/index.html\"\n\
+         [factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load.external]\ntool = \"h2load\"\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
+        placements()
+    );
+    let trials = run(
+        dir.path(),
+        &exp,
+        &[
+            ("http2/Caddyfile", CADDYFILE),
+            ("http2/site/index.html", "hello\n"),
+        ],
+    );
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    for t in &trials {
+        let r = &t["result"];
+        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+        assert_eq!(r["external"]["protocol"], "h2c", "{r}");
+        assert!(r["requests"].as_u64().unwrap() > 0);
+        assert_eq!(r["errors"]["status"], 0);
+    }
+}
+
+/// A cell whose arguments cannot be filled (`{port}` of a cell reached
+/// over a Unix socket) fails with one line; the TCP cell is measured.
+#[test]
+fn a_cell_the_tool_cannot_reach_fails_alone_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = "[target]\nkind = \"nginx\"\n[factors]\ntransport = [\"tcp\", \"unix\"]\n\
+               [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"1s\"\nwarmup = \"0s\"\n\
+               [load.external]\ntool = \"wrk\"\nargs = [\"-t1\", \"-c2\", \"-d1s\", \"http://{host}:{port}/\"]\n\
+               [trials]\ncount = 1\ncooldown = \"0s\"\n";
+    let trials = run(dir.path(), exp, &[]);
+    assert_eq!(trials.len(), 2);
+    for t in &trials {
+        let cell = t["cell"].as_str().unwrap();
+        if cell.contains("unix") {
+            let e = t["error"].as_str().unwrap();
+            assert_eq!(e.lines().count(), 1, "{e}");
+            assert!(
+                e.contains("`{host}` has no value: this cell is reached over a Unix socket"),
+                "{e}"
+            );
+        } else {
+            assert!(
+                t["result"]["requests"].as_u64().unwrap() > 0,
+                "{cell}: {}",
+                t["error"]
+            );
+        }
+    }
+}
+
+/// pgbench with a script of the experiment's (its built-in scripts need
+/// `pgbench -i`'s tables) against the postgres target, natively and in
+/// docker-host: transactions, tps, its mean latency, its timeline from
+/// `-P 1`.
+#[test]
+fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = format!(
+        "[target]\nkind = \"postgres\"\n[factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load.external]\ntool = \"pgbench\"\n\
+         args = [\"-n\", \"-P\", \"1\", \"-M\", \"prepared\", \"-f\", \"select1.sql\", \"-c{{connections}}\", \"-j{{threads}}\", \"-T{{duration}}\", \"{{url}}\"]\n\
+         scripts = [\"select1.sql\"]\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
+        placements()
+    );
+    let trials = run(dir.path(), &exp, &[("select1.sql", "SELECT 1;\n")]);
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    let schema = schema();
+    for t in &trials {
+        let r = &t["result"];
+        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+        let errors: Vec<String> = schema.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(r["unit"], "transactions");
+        assert!(
+            r["tps"].as_f64().unwrap() > 0.0 && r.get("rps").is_none(),
+            "{r}"
+        );
+        assert!(r["external"]["latency_us"]["mean"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["errors"]["status"], 0);
+        // `-P 1`'s progress lines: one second, its transactions.
+        assert_eq!(r["timeline"].as_array().unwrap().len(), 1, "{r}");
+    }
+}
+
+/// redis-benchmark (its default: 100k GETs, here 20k) against the redis
+/// target, natively and in docker-host.
+#[test]
+fn redis_benchmark_loads_redis_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = format!(
+        "[target]\nkind = \"redis\"\n[factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load.external]\ntool = \"redis-benchmark\"\n\
+         args = [\"-h\", \"{{host}}\", \"-p\", \"{{port}}\", \"-c\", \"{{connections}}\", \"-n\", \"20000\", \"-t\", \"get\"]\n\
+         [trials]\ncount = 1\ncooldown = \"0s\"\n",
+        placements()
+    );
+    let trials = run(dir.path(), &exp, &[]);
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    for t in &trials {
+        let r = &t["result"];
+        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+        assert_eq!(r["unit"], "commands");
+        assert_eq!(r["requests"], 20000);
+        assert!(
+            r["external"]["latency_us"]["p99"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! External load tools as a cell's load (docs/external.md): wrk (with its
+//! Lua scripts), ab, h2load (HTTP/2), pgbench and redis-benchmark run
+//! against the cell's address,
+//! their output read into the same [`LoadResult`] every engine writes.
+//!
+//! - [`LoadTool`]: which tools, their Debian packages, their default
+//!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`], [`pgbench`],
+//!   [`redis_benchmark`]).
+//! - [`args`]: the argument list's placeholders, filled per cell.
+//! - [`run`]: one run of a tool: pinned, in the client's namespace, killed
+//!   past its duration, its own CPU from its rusage.
+//!
+//! Each parser returns a [`Reported`]: every number the tool printed, and
+//! nothing it did not (a field it lacks is `None` or absent from a map,
+//! never zero).
+
+pub mod ab;
+pub mod args;
+pub mod h2load;
+pub mod pgbench;
+pub mod redis_benchmark;
+pub mod run;
+mod units;
+pub mod wrk;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use tare_record::{Errors, Unit};
+
+use crate::parsed::ParseError;
+
+pub use run::{External, ExternalConfig, ExternalError};
+
+/// `wrk: cannot read `LINE``, the line cut at 120 characters (not bytes:
+/// a cut inside a character panicked, found by the `external` fuzz target).
+pub(crate) fn unreadable(tool: &str, line: &str) -> ParseError {
+    let l: String = line.chars().take(120).collect();
+    ParseError::new(format!("{tool}: cannot read `{l}`"))
+}
+
+/// A load tool tare can run and read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadTool {
+    Wrk,
+    Ab,
+    H2load,
+    Pgbench,
+    #[serde(rename = "redis-benchmark")]
+    RedisBenchmark,
+}
+
+impl LoadTool {
+    pub const ALL: &'static [LoadTool] = &[
+        LoadTool::Wrk,
+        LoadTool::Ab,
+        LoadTool::H2load,
+        LoadTool::Pgbench,
+        LoadTool::RedisBenchmark,
+    ];
+
+    /// Its executable's name, as `[load.external] tool` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadTool::Wrk => "wrk",
+            LoadTool::Ab => "ab",
+            LoadTool::H2load => "h2load",
+            LoadTool::Pgbench => "pgbench",
+            LoadTool::RedisBenchmark => "redis-benchmark",
+        }
+    }
+
+    /// What one completion is: an HTTP request, or pgbench's transaction.
+    pub fn unit(self) -> Unit {
+        match self {
+            LoadTool::Pgbench => Unit::Transactions,
+            LoadTool::RedisBenchmark => Unit::Commands,
+            _ => Unit::Requests,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<LoadTool> {
+        LoadTool::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// The Debian package that provides it.
+    pub fn package(self) -> &'static str {
+        match self {
+            LoadTool::Wrk => "wrk",
+            LoadTool::Ab => "apache2-utils",
+            LoadTool::H2load => "nghttp2-client",
+            LoadTool::Pgbench => "postgresql-client",
+            LoadTool::RedisBenchmark => "redis-tools",
+        }
+    }
+
+    /// The arguments when the experiment gives none: the cell's
+    /// connections, threads and duration, and the URL. ab's `-t` implies
+    /// `-n 50000` (ab.c, `MAX_REQUESTS`), so a larger `-n` follows it: ab
+    /// stops at either, and allocates its per-request table for `-n` up
+    /// front (`-n1000000000` failed to start here), so ten million, 100k
+    /// requests a second for 100 s; ab has no threads. pgbench's built-in
+    /// scripts need `pgbench -i`'s tables: an experiment names its own
+    /// script (`-f`, docs/external.md); `-n` skips the vacuum of those
+    /// tables.
+    pub fn default_args(self) -> &'static [&'static str] {
+        match self {
+            LoadTool::Wrk => &[
+                "-t{threads}",
+                "-c{connections}",
+                "-d{duration}s",
+                "--latency",
+                "{url}",
+            ],
+            LoadTool::Ab => &[
+                "-k",
+                "-c{connections}",
+                "-t{duration}",
+                "-n10000000",
+                "{url}",
+            ],
+            LoadTool::H2load => &["-t{threads}", "-c{connections}", "-D{duration}", "{url}"],
+            LoadTool::Pgbench => &[
+                "-n",
+                "-c{connections}",
+                "-j{threads}",
+                "-T{duration}",
+                "{url}",
+            ],
+            // redis-benchmark runs a count, not a time: 100k GETs.
+            LoadTool::RedisBenchmark => &[
+                "-h",
+                "{host}",
+                "-p",
+                "{port}",
+                "-c",
+                "{connections}",
+                "--threads",
+                "{threads}",
+                "-n",
+                "100000",
+                "-t",
+                "get",
+            ],
+        }
+    }
+
+    /// Reads one run's stdout.
+    pub fn parse(self, output: &str) -> Result<Reported, ParseError> {
+        let r = match self {
+            LoadTool::Wrk => wrk::parse(output),
+            LoadTool::Ab => ab::parse(output),
+            LoadTool::H2load => h2load::parse(output),
+            LoadTool::Pgbench => pgbench::parse(output),
+            LoadTool::RedisBenchmark => redis_benchmark::parse(output),
+        }?;
+        r.check()?;
+        Ok(r)
+    }
+
+    /// The host's binary on PATH, else the one-line error that names the
+    /// package to install.
+    pub fn find(self) -> Result<PathBuf, String> {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+        std::env::split_paths(&path)
+            .map(|d| d.join(self.name()))
+            .find(|p| p.is_file())
+            .ok_or_else(|| self.missing())
+    }
+
+    /// `ab is not installed: install the Debian package apache2-utils (...)`.
+    pub fn missing(self) -> String {
+        format!(
+            "{} is not installed: install the Debian package {1} (apt-get install {1}; scripts/setup.sh does)",
+            self.name(),
+            self.package()
+        )
+    }
+}
+
+/// What a tool's output says about one run. `None` and absent keys: the
+/// tool did not say.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reported {
+    /// Completed requests (responses of any status).
+    pub requests: Option<u64>,
+    /// The measured time, seconds.
+    pub duration_s: Option<f64>,
+    /// Completed requests per second.
+    pub rps: Option<f64>,
+    /// Bytes received.
+    pub bytes_read: Option<u64>,
+    /// Errors mapped onto the common kinds, and which kinds the tool
+    /// reports at all (`connect`, `read`, `write`, `timeout`, `status`).
+    pub errors: Errors,
+    pub error_kinds: Vec<&'static str>,
+    /// Errors in the tool's own words.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Latency, microseconds: `min`, `mean`, `stdev`, `max`, `p50`...
+    pub latency_us: BTreeMap<String, f64>,
+    /// The protocol the tool said it spoke.
+    pub protocol: Option<String>,
+}
+
+impl Reported {
+    /// A run that says how many requests completed and over what time (or
+    /// at what rate), with every number finite and not negative.
+    fn check(&self) -> Result<(), ParseError> {
+        if self.requests.is_none() {
+            return Err(ParseError::new("no count of completed requests"));
+        }
+        if self.rps.is_none() && self.duration_s.is_none() {
+            return Err(ParseError::new("no duration and no request rate"));
+        }
+        let nums = self
+            .latency_us
+            .values()
+            .chain(self.rps.iter())
+            .chain(self.duration_s.iter());
+        for v in nums {
+            if !v.is_finite() || *v < 0.0 {
+                return Err(ParseError::new(format!("a number out of range: {v}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Completed requests per second: the tool's, else its count over its
+    /// duration.
+    pub fn throughput(&self) -> f64 {
+        self.rps
+            .unwrap_or_else(|| match (self.requests, self.duration_s) {
+                (Some(n), Some(d)) if d > 0.0 => n as f64 / d,
+                _ => 0.0,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Found by the `external` fuzz target: a cut inside a character.
+    #[test]
+    fn an_unreadable_line_is_cut_at_a_character() {
+        let e = super::unreadable("wrk", &"\u{fffd}".repeat(200)).to_string();
+        assert_eq!(e.chars().filter(|c| *c == '\u{fffd}').count(), 120);
+    }
+}

@@ -1,0 +1,214 @@
+//! The external load tools' parsers on real output captured from Debian
+//! 12's packages on this project's machine against a loopback nginx 1.22
+//! (tests/data/external): wrk 4.1.0 (default, `--latency`, a Lua script
+//! answered 404, tare's `done()` summary, a server closing every
+//! connection), ab 2.3 (keep-alive, 404s, varying lengths, closed
+//! connections) and h2load (nghttp2 1.52: h2c, 404s, HTTP/1.1, an h2c
+//! client refused by an HTTP/1.1 port). What a tool does not print is
+//! absent, never zero.
+
+use tare_tool::external::LoadTool;
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/data/external/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+#[test]
+fn wrk_text_gives_counts_rate_bytes_and_its_latency_rows() {
+    let r = LoadTool::Wrk.parse(&data("wrk-default.txt")).unwrap();
+    assert_eq!(r.requests, Some(31384));
+    assert_eq!(r.duration_s, Some(1.01));
+    assert_eq!(r.rps, Some(31222.08));
+    assert_eq!(r.bytes_read, Some((7.42f64 * 1024.0 * 1024.0) as u64));
+    assert_eq!(r.latency_us["mean"], 505.84);
+    assert_eq!(r.latency_us["stdev"], 745.88);
+    assert_eq!(r.latency_us["max"], 5760.0);
+    assert!(
+        !r.latency_us.contains_key("p50"),
+        "no --latency, no percentiles"
+    );
+    assert_eq!(r.errors.total(), 0);
+
+    let l = LoadTool::Wrk.parse(&data("wrk-latency.txt")).unwrap();
+    assert_eq!(l.latency_us["p50"], 283.0);
+    assert_eq!(l.latency_us["p75"], 344.0);
+    assert_eq!(l.latency_us["p90"], 403.0);
+    assert_eq!(l.latency_us["p99"], 1780.0);
+    assert!(!l.latency_us.contains_key("p999"));
+}
+
+#[test]
+fn wrk_status_and_socket_errors_are_counted_by_kind() {
+    let r = LoadTool::Wrk.parse(&data("wrk-lua-404.txt")).unwrap();
+    assert_eq!(r.requests, Some(41057));
+    assert_eq!(r.errors.status, 41057);
+    assert_eq!(r.errors_by_kind["non_2xx_3xx"], 41057);
+    let c = LoadTool::Wrk.parse(&data("wrk-close.txt")).unwrap();
+    assert_eq!(c.requests, Some(0));
+    assert_eq!(c.errors.read, 8942);
+    assert_eq!(c.errors_by_kind["connect"], 0);
+    assert!(
+        c.latency_us.is_empty(),
+        "0.00us of no request is no latency"
+    );
+}
+
+#[test]
+fn wrk_done_summary_adds_exact_percentiles_and_the_minimum() {
+    let r = LoadTool::Wrk.parse(&data("wrk-done.txt")).unwrap();
+    assert_eq!(r.requests, Some(33573));
+    assert_eq!(r.latency_us["p50"], 110.0);
+    assert_eq!(
+        r.latency_us["p99"], 1275.0,
+        "the script's figure wins over 1.27ms"
+    );
+    assert_eq!(r.latency_us["p999"], 3473.0);
+    assert_eq!(r.latency_us["p9999"], 4177.0);
+    assert_eq!(r.latency_us["min"], 33.0);
+    assert_eq!(r.latency_us["mean"], 143.887641);
+}
+
+#[test]
+fn ab_text_gives_counts_rate_failures_and_its_millisecond_table() {
+    let r = LoadTool::Ab.parse(&data("ab-keepalive.txt")).unwrap();
+    assert_eq!(r.requests, Some(26519));
+    assert_eq!(r.duration_s, Some(1.002));
+    assert_eq!(r.rps, Some(26453.03));
+    assert_eq!(r.bytes_read, Some(6576612));
+    assert_eq!(r.latency_us["mean"], 378.0);
+    assert_eq!(r.latency_us["p50"], 0.0, "ab's whole milliseconds");
+    assert_eq!(r.latency_us["p66"], 0.0);
+    assert_eq!(r.latency_us["p95"], 1000.0);
+    assert_eq!(r.latency_us["p100"], 5000.0);
+    assert_eq!(r.latency_us["max"], 5000.0);
+    assert_eq!(r.latency_us["stdev"], 300.0);
+    assert!(!r.latency_us.contains_key("p999"));
+    assert_eq!(r.errors_by_kind["failed"], 0);
+
+    let s = LoadTool::Ab.parse(&data("ab-404.txt")).unwrap();
+    assert_eq!(s.errors.status, 8027);
+    let l = LoadTool::Ab.parse(&data("ab-length.txt")).unwrap();
+    assert_eq!(l.errors_by_kind["length"], 2964);
+    assert_eq!(
+        l.errors.total(),
+        0,
+        "a length change is no error of tare's kinds"
+    );
+    let c = LoadTool::Ab.parse(&data("ab-close.txt")).unwrap();
+    assert_eq!(c.requests, Some(2000));
+}
+
+#[test]
+fn h2load_text_gives_counts_rate_errors_protocol_and_no_percentiles() {
+    let r = LoadTool::H2load.parse(&data("h2load-default.txt")).unwrap();
+    assert_eq!(r.requests, Some(22413));
+    assert_eq!(r.rps, Some(22413.0));
+    assert_eq!(r.duration_s, Some(1.0));
+    assert_eq!(r.bytes_read, Some(3048658));
+    assert_eq!(r.protocol.as_deref(), Some("h2c"));
+    assert_eq!(r.latency_us["min"], 102.0);
+    assert_eq!(r.latency_us["max"], 1170.0);
+    assert_eq!(r.latency_us["mean"], 379.0);
+    assert_eq!(r.latency_us["stdev"], 139.0);
+    assert!(
+        !r.latency_us.contains_key("p50"),
+        "h2load prints no percentiles"
+    );
+
+    let s = LoadTool::H2load.parse(&data("h2load-404.txt")).unwrap();
+    assert_eq!(s.errors.status, 38106);
+    let h1 = LoadTool::H2load.parse(&data("h2load-h1.txt")).unwrap();
+    assert_eq!(h1.protocol.as_deref(), Some("http/1.1"));
+    assert_eq!(h1.duration_s, Some(0.03947));
+    let refused = LoadTool::H2load.parse(&data("h2load-h1port.txt")).unwrap();
+    assert_eq!(refused.requests, Some(0));
+    assert_eq!(refused.errors.read, 1000);
+    assert!(refused.latency_us.is_empty());
+}
+
+#[test]
+fn output_with_no_count_is_an_error_naming_what_is_missing() {
+    for tool in LoadTool::ALL {
+        let e = tool.parse("Usage: something\n").unwrap_err().to_string();
+        assert!(
+            e.contains("no count of completed requests"),
+            "{tool:?}: {e}"
+        );
+    }
+    let e = LoadTool::Wrk
+        .parse("  12 requests in 1.00s, lots read\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("wrk: cannot read `12 requests in 1.00s, lots read`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pgbench_text_gives_transactions_failures_tps_and_its_mean_latency() {
+    let r = LoadTool::Pgbench
+        .parse(&data("pgbench-select1.txt"))
+        .unwrap();
+    assert_eq!(r.requests, Some(55300));
+    assert_eq!(r.duration_s, Some(1.0));
+    assert_eq!(r.rps, Some(55808.470979));
+    assert_eq!(r.latency_us["mean"], 51.0);
+    assert_eq!(r.latency_us["stdev"], 269.0);
+    assert_eq!(r.errors_by_kind["failed"], 0);
+    assert!(
+        !r.latency_us.contains_key("p50"),
+        "pgbench prints no percentiles"
+    );
+    let s = LoadTool::Pgbench
+        .parse(&data("pgbench-select-only.txt"))
+        .unwrap();
+    assert_eq!(s.requests, Some(23855));
+    assert!(
+        !s.latency_us.contains_key("stdev"),
+        "printed only with -P or a rate"
+    );
+    let t = LoadTool::Pgbench
+        .parse(&data("pgbench-transactions.txt"))
+        .unwrap();
+    assert_eq!(t.requests, Some(1000), "N/M with -t");
+    assert_eq!(t.duration_s, None);
+    // An aborted run (a script error) prints its counts and no rate; its
+    // exit status 2 is what fails the trial.
+    let a = LoadTool::Pgbench
+        .parse(&data("pgbench-aborted.txt"))
+        .unwrap();
+    assert_eq!((a.requests, a.rps), (Some(0), None));
+}
+
+#[test]
+fn redis_benchmark_text_gives_commands_seconds_and_one_tests_latency() {
+    let r = LoadTool::RedisBenchmark
+        .parse(&data("redis-benchmark-get.txt"))
+        .unwrap();
+    assert_eq!(r.requests, Some(20000));
+    assert_eq!(r.duration_s, Some(0.68));
+    assert_eq!(r.latency_us["mean"], 99.0);
+    assert_eq!(r.latency_us["min"], 24.0);
+    assert_eq!(r.latency_us["p50"], 71.0);
+    assert_eq!(r.latency_us["p95"], 119.0);
+    assert_eq!(r.latency_us["p99"], 1367.0);
+    assert_eq!(r.latency_us["max"], 6063.0);
+    let two = LoadTool::RedisBenchmark
+        .parse(&data("redis-benchmark-get-set.txt"))
+        .unwrap();
+    assert_eq!(two.requests, Some(40000));
+    assert_eq!(two.duration_s, Some(0.66 + 0.54));
+    assert!(
+        two.latency_us.is_empty(),
+        "two tests' summaries do not merge"
+    );
+    assert_eq!(
+        LoadTool::from_name("redis-benchmark"),
+        Some(LoadTool::RedisBenchmark)
+    );
+}

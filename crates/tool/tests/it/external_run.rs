@@ -1,0 +1,166 @@
+//! The external engine's runs end to end, without an experiment: wrk (with
+//! a Lua script), ab and h2load (HTTP/1.1 here: the testbed's nginx speaks
+//! no h2c; crates/cli/tests/it/external.rs runs h2c) against a loopback
+//! nginx for one second each, and each way a run goes wrong as one line.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use tare_engine::load::Load;
+use tare_testbed::{Nginx, NginxOptions};
+use tare_tool::external::args::{Template, Values};
+use tare_tool::external::{External, ExternalConfig, LoadTool};
+
+fn nginx() -> Nginx {
+    Nginx::start(&NginxOptions {
+        workers: 1,
+        access_log: false,
+        index_html: "hello\n".into(),
+    })
+}
+
+fn config(tool: LoadTool, args: &[&str], port: u16) -> ExternalConfig {
+    ExternalConfig {
+        load: Load {
+            threads: 1,
+            connections: 4,
+            duration: Some(Duration::from_secs(1)),
+            ..Load::default()
+        },
+        tool,
+        binary: None,
+        args: args.iter().map(|a| Template::parse(a).unwrap()).collect(),
+        scripts: Vec::new(),
+        grace: Duration::from_secs(5),
+        values: Values {
+            url: format!("http://127.0.0.1:{port}/index.html"),
+            host: Some("127.0.0.1".into()),
+            port: Some(port),
+            ..Values::default()
+        },
+        target: format!("http://127.0.0.1:{port}/index.html"),
+        transport: "tcp".into(),
+    }
+}
+
+fn defaults(tool: LoadTool) -> Vec<&'static str> {
+    tool.default_args().to_vec()
+}
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/data/external/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+#[test]
+fn wrk_ab_and_h2load_load_nginx_into_records_with_their_own_cpu() {
+    let n = nginx();
+    let stop = AtomicBool::new(false);
+    let mut h1 = defaults(LoadTool::H2load);
+    h1.insert(0, "--h1");
+    for (tool, args) in [
+        (LoadTool::Wrk, defaults(LoadTool::Wrk)),
+        (LoadTool::Ab, defaults(LoadTool::Ab)),
+        (LoadTool::H2load, h1),
+    ] {
+        let mut c = config(tool, &args, n.port);
+        c.load.cpus = Some("0".parse().unwrap());
+        let r = External::run(&c, &stop).unwrap_or_else(|e| panic!("{tool:?}: {e}"));
+        let d = r.external.as_ref().unwrap();
+        assert!(r.requests > 0 && r.rps.unwrap() > 0.0, "{tool:?}: {r:?}");
+        assert_eq!(r.engine, "external");
+        assert_eq!(r.errors.total(), 0, "{tool:?}: {:?}", d.errors_by_kind);
+        assert!(r.generator_cpu_s > 0.0, "{tool:?}: its rusage");
+        assert!(d.command.iter().any(|a| a == "-c4"), "{:?}", d.command);
+        assert!(d.not_reported.contains(&"hdr".to_string()));
+        assert!(d.latency_us.contains_key("mean"), "{tool:?}");
+        if tool == LoadTool::H2load {
+            assert_eq!(d.protocol.as_deref(), Some("http/1.1"));
+            assert!(d.not_reported.contains(&"latency_us.p50".to_string()));
+        }
+    }
+}
+
+#[test]
+fn a_wrk_lua_script_is_written_beside_wrk_and_its_statuses_counted() {
+    let n = nginx();
+    let mut c = config(
+        LoadTool::Wrk,
+        &[
+            "-t1",
+            "-c{connections}",
+            "-d{duration}s",
+            "-s",
+            "post.lua",
+            "{url}",
+        ],
+        n.port,
+    );
+    c.scripts = vec![("post.lua".into(), data("post-404.lua"))];
+    let r = External::run(&c, &AtomicBool::new(false)).unwrap();
+    assert!(r.requests > 0);
+    // Every request went to /missing: nginx answers 404 (or 405 for POST
+    // to a static file).
+    assert_eq!(r.errors.status, r.requests);
+    assert_eq!(r.external.unwrap().scripts, ["post.lua"]);
+}
+
+/// Each way a run goes wrong is one line naming the cause.
+#[test]
+fn a_missing_tool_a_bad_script_unreadable_output_and_an_overrun_are_one_line_each() {
+    let stop = AtomicBool::new(false);
+    let one_line = |c: &ExternalConfig| {
+        let e = External::run(c, &stop).unwrap_err().to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        e
+    };
+    let mut c = config(LoadTool::H2load, &["{url}"], 1);
+    c.binary = Some(PathBuf::from("/nonexistent/h2load"));
+    let e = one_line(&c);
+    assert!(
+        e.contains("install the Debian package nghttp2-client"),
+        "{e}"
+    );
+
+    let mut c = config(
+        LoadTool::Wrk,
+        &["-c1", "-t1", "-d1s", "-s", "bad.lua", "{url}"],
+        1,
+    );
+    c.scripts = vec![("bad.lua".into(), "request = function(\n".into())];
+    let e = one_line(&c);
+    assert!(
+        e.starts_with("wrk's script failed: bad.lua: bad.lua:"),
+        "{e}"
+    );
+
+    let mut c = config(LoadTool::Ab, &["{url}"], 1);
+    c.binary = Some(PathBuf::from("/bin/echo"));
+    let e = one_line(&c);
+    assert!(
+        e.starts_with("ab's output does not parse (no count of completed requests): http://"),
+        "{e}"
+    );
+
+    let mut c = config(LoadTool::Wrk, &["{duration}0"], 1);
+    c.binary = Some(PathBuf::from("/bin/sleep"));
+    c.grace = Duration::ZERO;
+    let t0 = std::time::Instant::now();
+    let e = one_line(&c);
+    assert!(
+        e.starts_with("sleep ran past its duration: killed after 1 s"),
+        "{e}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5));
+
+    let c = config(LoadTool::Wrk, &["{socket}"], 1);
+    let e = one_line(&c);
+    assert!(
+        e.contains("`{socket}` has no value: this cell is reached over TCP"),
+        "{e}"
+    );
+}
