@@ -208,7 +208,20 @@ impl Site for PodmanSite {
         push(&["--name", &name, &image]);
         push(&[&server.binary.display().to_string()]);
         args.extend(server.args.iter().cloned());
-        let id = self.create_container(cx, &args, files && storage != Storage::HostPath)?;
+        let copy = files && storage != Storage::HostPath;
+        let id = match self.create_container(cx, &args, copy) {
+            // tare's image cache is shared by every run on the machine; a
+            // `tare cleanup` beside this run may remove an image between
+            // its import and this create (Podman keeps only images a
+            // container uses). Imported again, once.
+            Err(e)
+                if e.to_string().contains("image not known") && self.is_cached(server, &image) =>
+            {
+                ensure_image(&self.cli, &server.target, &server.binary)?;
+                self.create_container(cx, &args, copy)?
+            }
+            created => created?,
+        };
         self.cli.run(&["start", &id])?;
         let started = inspect(&self.cli, &id)?;
         if let Some(cpus) = &pin {
@@ -408,6 +421,13 @@ impl PodmanSite {
 
     /// Creates the container from `args`, registered for removal, and
     /// copies the deployment directory into it when `files`; its id.
+    /// Whether `image` is tare's cached image of `server` (`ensure_image`'s
+    /// tag), not a user's imported one.
+    fn is_cached(&self, server: &Server, image: &str) -> bool {
+        crate::docker::image::tag_for(&server.target, &server.binary)
+            .is_ok_and(|(tag, _)| image == tag || image.strip_prefix("localhost/") == Some(&tag))
+    }
+
     fn create_container(
         &self,
         cx: &Context<'_>,

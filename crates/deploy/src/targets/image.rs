@@ -492,7 +492,9 @@ fn build(
 fn lost_a_cached_layer(stdout: &[u8], stderr: &[u8]) -> bool {
     [stdout, stderr].iter().any(|o| {
         let e = String::from_utf8_lossy(o);
-        e.contains("failed to get digest") || e.contains("No such image")
+        e.contains("failed to get digest")
+            || e.contains("No such image")
+            || e.contains("unknown parent image ID")
     })
 }
 
@@ -609,6 +611,9 @@ mod tests {
             sha256:0bb7: open /var/lib/docker/image/overlay2/imagedb/content/sha256/0bb7: \
             no such file or directory\n";
         assert!(lost_a_cached_layer(b"Step 5/6 : EXPOSE 80\n", lost));
+        let parent = b"Step 3/8 : COPY www /www\nfailed to export image: failed to set parent \
+            sha256:dddb: unknown parent image ID sha256:dddb\n";
+        assert!(lost_a_cached_layer(b"", parent));
         let copy = b"COPY failed: file not found in build context: stat x: file does not exist\n";
         assert!(!lost_a_cached_layer(b"", copy));
     }

@@ -3,9 +3,10 @@
 //! file it writes is answered with synthetic trials whose true throughput
 //! follows from the config text (tare_analysis::synthetic). The advisor,
 //! the experiment files, the verdicts, the combining and the rounds are the
-//! real ones; only the measuring is modelled, so the rounds after the first
-//! are checked without minutes of real load (the real-nginx test in
-//! `tune.rs` runs one round).
+//! real ones; only the measuring is modelled, so what the rounds do (what
+//! round 2 re-measures, against which baseline, when the session stops) is
+//! checked exactly, where the real-nginx test in `tune.rs` depends on which
+//! changes that machine's noise lets through.
 
 use std::path::{Path, PathBuf};
 
