@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-cargo install --quiet --locked --path crates/cli --profile ci --target-dir target --root "$root"
+cargo install --quiet --locked --path crates/cli --profile ci --target-dir "${CARGO_TARGET_DIR:-target}" --root "$root"
 "$root/bin/tare" --version
 "$root/bin/tare" doctor > /dev/null
 "$root/bin/tare" run --check examples/quick.toml > /dev/null

@@ -28,6 +28,9 @@
 //! - `engine`: the [`Engine`] trait every load engine implements.
 //! - [`workers`]: worker threads started, gated and joined once for every
 //!   engine.
+//! - [`window`]: the measured window every engine runs (start gate,
+//!   ramp, warm-up, measured period, recorder, open-loop schedule and
+//!   seed, loopback check, progress line); an engine brings its protocol.
 //! - [`find_max`]: the highest open-loop rate meeting an objective, for any
 //!   [`Engine`].
 
@@ -50,6 +53,7 @@ mod recorder;
 pub mod schedule;
 pub mod units;
 pub mod uring;
+pub mod window;
 pub mod workers;
 
 pub use tare_record::splitmix;

@@ -105,6 +105,26 @@ pub enum LoadKey {
 }
 
 impl LoadKey {
+    /// The setting's long flag (`--rate`): how an engine names it in an
+    /// error where its reference tool has no spelling of its own.
+    pub fn flag(self) -> &'static str {
+        match self {
+            LoadKey::Threads => "--threads",
+            LoadKey::Connections => "--connections",
+            LoadKey::Duration => "--duration",
+            LoadKey::Warmup => "--warmup",
+            LoadKey::Timeout => "--timeout",
+            LoadKey::Rate => "--rate",
+            LoadKey::Arrivals => "--arrivals",
+            LoadKey::Ramp => "--ramp",
+            LoadKey::Slo => "--slo",
+            LoadKey::Coalesce => "--coalesce",
+            LoadKey::Io => "--io",
+            LoadKey::Netns => "--netns",
+            LoadKey::Cpus => "--cpus",
+        }
+    }
+
     /// The setting's name: its experiment key under `[load]` and its long flag.
     pub fn name(self) -> &'static str {
         match self {

@@ -93,13 +93,6 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Duration => "duration (-d)",
         LoadKey::Rate => "rate (--rate)",
         LoadKey::Timeout => "timeout (--timeout)",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }

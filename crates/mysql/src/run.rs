@@ -7,13 +7,13 @@
 //! prepare the statements, meet at the start gate, and load from one
 //! common start.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::load::{Load, LoadKey};
-use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Coalesce, Engine};
+use tare_engine::{window, Coalesce, Engine};
 use tare_record::{Latency, LoadResult, MysqlDetails, Unit};
 
 use crate::config::MysqlConfig;
@@ -68,16 +68,7 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Threads => "--workers",
         LoadKey::Connections => "--threads",
         LoadKey::Duration => "--time",
-        LoadKey::Timeout => "--timeout",
-        LoadKey::Rate => "--rate",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }
 
@@ -107,13 +98,7 @@ pub(crate) fn validate(cfg: &MysqlConfig) -> Result<(), MysqlError> {
     if cfg.mix.range_size == 0 {
         return bad("--range_size must be at least 1".into());
     }
-    if !cfg.allow_remote && !cfg.endpoint.is_local() {
-        return bad(format!(
-            "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
-            cfg.endpoint
-        ));
-    }
-    Ok(())
+    window::check_loopback(&cfg.endpoint, cfg.allow_remote).map_err(MysqlError::Config)
 }
 
 /// `--tables` and `--table-size` as sysbench takes them.
@@ -173,15 +158,10 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
     validate(cfg)?;
     let plan = Plan::new(cfg.workload, &cfg.mix, cfg.tables, cfg.table_size, cfg.rand);
     let server_version = check_server(cfg)?;
-    let seed = cfg.seed.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-    });
+    let seed = window::seed_or_now(cfg.seed);
     let load = &cfg.load;
     let threads = load.threads;
-    let clock = Clock::new(Instant::now());
+    let clock = window::clock();
     let shared = Shared {
         cfg,
         plan,
@@ -189,7 +169,6 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
         seed,
         stop: &stop,
     };
-    let board = Board::new(threads);
     let live: Vec<Live> = (0..threads).map(|_| Live::default()).collect();
     let reporting = cfg.report_interval.is_some();
     if reporting {
@@ -197,112 +176,52 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
             *l.latency.lock().unwrap_or_else(|p| p.into_inner()) = Some(Latency::new());
         }
     }
-    let share = |i: usize| load.connections / threads + usize::from(i < load.connections % threads);
-    let first = |i: usize| (0..i).map(share).sum::<usize>();
-    let quota = |i: usize| {
+    let quota = |conns: &Range<usize>| {
         cfg.events.map(|n| {
             // Spread by connections, so a worker with more gets more.
-            let before = (n as u128 * first(i) as u128 / load.connections as u128) as u64;
-            let upto =
-                (n as u128 * (first(i) + share(i)) as u128 / load.connections as u128) as u64;
+            let before = (n as u128 * conns.start as u128 / load.connections as u128) as u64;
+            let upto = (n as u128 * conns.end as u128 / load.connections as u128) as u64;
             upto - before
         })
     };
-    let before_measuring = load.ramp + load.warmup;
-    let failure = std::sync::Mutex::new(None::<MysqlError>);
+    let run = window::Run {
+        engine: Mysql::NAME,
+        load,
+        clock,
+        line: cfg.live.then_some("tx"),
+        netns_error: |e| MysqlError::io("entering the network namespace", e),
+        failed: MysqlError::Config,
+    };
     let reporter_stop = AtomicBool::new(false);
-    let (started, outputs) = std::thread::scope(|scope| {
-        let (started, outputs) = workers::run_gated(
-            Mysql::NAME,
-            threads,
-            load.cpus.as_ref(),
-            |i, ticket| -> Option<WorkerOutput> {
-                let live_i = reporting.then(|| &live[i]);
-                let setup = (|| -> Result<Worker<'_>, MysqlError> {
-                    if let Some(ns) = &load.netns {
-                        tare_engine::netns::enter(ns)
-                            .map_err(|e| MysqlError::io("entering the network namespace", e))?;
-                    }
-                    let mut w =
-                        Worker::new(&shared, first(i)..first(i) + share(i), quota(i), live_i)
-                            .map_err(|e| {
-                                MysqlError::io(
-                                    "setting up the worker's wait (epoll or io_uring)",
-                                    e,
-                                )
-                            })?;
-                    w.connect_all()?;
-                    Ok(w)
-                })();
-                match setup {
-                    Ok(w) => {
-                        let start = ticket.ready()?;
-                        Some(w.run(start, threads, &board.threads[i]))
-                    }
-                    Err(e) => {
-                        failure
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .get_or_insert(e);
-                        ticket.fail();
-                        None
-                    }
-                }
+    let measured = std::thread::scope(|scope| {
+        let measured = window::measure(
+            &run,
+            |i, conns| {
+                let q = quota(&conns);
+                let mut w =
+                    Worker::new(&shared, conns, q, reporting.then(|| &live[i])).map_err(|e| {
+                        MysqlError::io("setting up the worker's wait (epoll or io_uring)", e)
+                    })?;
+                w.connect_all()?;
+                Ok(w)
             },
-            |gate| {
-                if !gate.all_ready() {
-                    gate.open(None);
-                    return None;
-                }
-                let started = SystemTime::now() + before_measuring;
-                let start_ns = clock.now_ns();
-                gate.open(Some(start_ns));
+            |w, window, counters| w.run(window, threads, counters),
+            || {
                 if let Some(every) = cfg.report_interval {
-                    let (live, stop_r, board) = (&live, &reporter_stop, &board);
-                    scope.spawn(move || report_progress(live, board, every, cfg, stop_r));
+                    let (live, stop_r) = (&live, &reporter_stop);
+                    scope.spawn(move || report_progress(live, every, cfg, stop_r));
                 }
-                let planned = load.duration.map(|d| d + before_measuring);
-                let line = cfg.live.then(|| Line::start(board.clone(), "tx", planned));
-                Some((started, start_ns, line))
             },
         );
         reporter_stop.store(true, Ordering::Relaxed);
-        (started, outputs)
-    });
-    let Some((started, start_ns, line)) = started else {
-        let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let died = outputs
-            .into_iter()
-            .find_map(Result::err)
-            .map(MysqlError::from);
-        return Err(stored
-            .or(died)
-            .unwrap_or_else(|| MysqlError::Config("a worker thread failed to start".into())));
-    };
-    if let Some(l) = line {
-        l.finish();
-    }
-    let mut lost = None;
-    let outputs: Vec<WorkerOutput> = outputs
-        .into_iter()
-        .filter_map(|o| match o {
-            Ok(o) => o,
-            Err(e) => {
-                lost.get_or_insert(e);
-                None
-            }
-        })
-        .collect();
-    if outputs.is_empty() {
-        return Err(lost.map_or_else(
-            || MysqlError::Config("no worker thread finished".into()),
-            MysqlError::from,
-        ));
-    }
+        measured
+    })?;
+    let (started, measure_from) = (measured.started, measured.measure_from);
+    let outputs = measured.outputs(MysqlError::Config)?;
     Ok(assemble(
         cfg,
         outputs,
-        start_ns + before_measuring.as_nanos() as u64,
+        measure_from,
         started,
         server_version,
     ))
@@ -311,13 +230,7 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
 /// sysbench's `--report-interval` line on stdout, as sysbench prints it
 /// (stderr when the JSON goes to stdout): `[ 1s ] thds: 8 tps: ... qps:
 /// ... (r/w/o: ...) lat (ms,95%): ... err/s: ... reconn/s: ...`.
-fn report_progress(
-    live: &[Live],
-    board: &Board,
-    every: Duration,
-    cfg: &MysqlConfig,
-    stop: &AtomicBool,
-) {
+fn report_progress(live: &[Live], every: Duration, cfg: &MysqlConfig, stop: &AtomicBool) {
     let conns = cfg.load.connections;
     let origin = Instant::now();
     let mut last = [0u64; 5];
@@ -356,7 +269,6 @@ fn report_progress(
         } else {
             lat.quantile_us(0.95) / 1e3
         };
-        let _ = board;
         let line = format!(
             "[ {}s ] thds: {conns} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,95%): {p95:.2} err/s: {:.2} reconn/s: 0.00",
             (every * tick).as_secs_f64().round() as u64,

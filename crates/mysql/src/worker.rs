@@ -32,6 +32,7 @@ use tare_engine::poller::Ready;
 use tare_engine::progress::Counters;
 use tare_engine::schedule::Schedule;
 use tare_engine::uring::{Event, Io};
+use tare_engine::window::Window;
 use tare_engine::{Clock, Recorder};
 use tare_record::{Latency, WakeupReport};
 
@@ -162,8 +163,9 @@ pub(crate) struct Worker<'a> {
     abort_error: Option<String>,
     /// `--events`: transactions this worker may still start.
     left: Option<u64>,
-    origin: u64,
-    measure_from: u64,
+    /// The measured window: the run's start, where measurement begins
+    /// and ends.
+    win: Window,
     schedule: Option<Schedule>,
     cursor: usize,
     ready: Vec<Ready>,
@@ -230,8 +232,7 @@ impl<'a> Worker<'a> {
             aborted: 0,
             abort_error: None,
             left: quota,
-            origin: 0,
-            measure_from: 0,
+            win: Window::new(&sh.cfg.load, 0),
             schedule: None,
             cursor: 0,
             ready: Vec::with_capacity(64),
@@ -292,41 +293,23 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// The measured run from the common start `start`.
-    pub(crate) fn run(mut self, start: u64, threads: usize, counters: &Counters) -> WorkerOutput {
+    /// The measured run in `window` (from the common start).
+    pub(crate) fn run(
+        mut self,
+        window: Window,
+        threads: usize,
+        counters: &Counters,
+    ) -> WorkerOutput {
         let cpu0 = CpuTime::thread();
-        let cfg = self.sh.cfg;
-        let load = &cfg.load;
         let clock = self.sh.clock;
-        self.origin = start;
-        self.measure_from = start + (load.ramp + load.warmup).as_nanos() as u64;
-        let deadline = load
-            .duration
-            .map(|d| self.measure_from + d.as_nanos() as u64);
-        let expected = load
-            .duration
-            .map_or(10_000_000_000, |d| d.as_nanos() as u64);
-        self.rec = Recorder::new(self.measure_from, expected, false);
-        if let Some(rate) = load.rate {
-            self.rec.uncorrected = Some(Latency::new());
-            let seed = self.sh.seed ^ 0xA076_1D64_78BD_642F ^ self.conns[0].index as u64;
-            self.schedule = Some(Schedule::new(
-                rate / threads as f64,
-                load.arrivals,
-                load.ramp.as_nanos() as u64,
-                start,
-                seed,
-            ));
-            tare_engine::schedule::tighten_timer_slack();
-        }
-        let mut next_check = start + TIMEOUT_CHECK_NS;
+        self.rec = window.recorder(false);
+        self.schedule = window.schedule(self.sh.seed, self.conns[0].index, threads, false);
+        self.win = window;
+        let mut next_check = self.win.origin + TIMEOUT_CHECK_NS;
         let mut now;
         loop {
             now = clock.now_ns();
-            if deadline.is_some_and(|d| now >= d)
-                || self.sh.stop.load(Ordering::Relaxed)
-                || self.finished()
-            {
+            if self.win.over(now) || self.sh.stop.load(Ordering::Relaxed) || self.finished() {
                 break;
             }
             if now >= next_check {
@@ -340,13 +323,7 @@ impl<'a> Worker<'a> {
                     self.kick(i, now);
                 }
             }
-            let mut until = next_check;
-            if let Some(d) = deadline {
-                until = until.min(d);
-            }
-            if let Some(t) = self.next_timer(now) {
-                until = until.min(t);
-            }
+            let until = self.win.wake_at(next_check, self.next_timer(now));
             if self.wait(now, until).is_err() {
                 // A wait that fails cannot go on: what was measured is kept.
                 break;
@@ -354,16 +331,13 @@ impl<'a> Worker<'a> {
             self.publish(counters);
         }
         self.publish(counters);
-        let end_ns = deadline.map_or(now, |d| now.min(d));
+        let end_ns = self.win.end_ns(now);
         self.rec.in_flight = self
             .conns
             .iter()
             .filter(|c| c.state == State::Busy && c.measured)
             .count() as u64;
-        let unsent = match (&mut self.schedule, deadline) {
-            (Some(s), Some(d)) => s.drain_before(end_ns.min(d), self.left),
-            _ => 0,
-        };
+        let unsent = self.win.unsent(&mut self.schedule, end_ns, self.left);
         let mut quits = 0;
         for c in &mut self.conns {
             if let Some(s) = c.sock.take() {
@@ -417,7 +391,7 @@ impl<'a> Worker<'a> {
     }
 
     pub(super) fn measuring(&self, t: u64) -> bool {
-        t >= self.measure_from
+        self.win.measuring(t)
     }
 
     /// Closed loop: an idle connection starts its next transaction (once
@@ -429,7 +403,7 @@ impl<'a> Worker<'a> {
         }
         let ramp = self.sh.cfg.load.ramp.as_nanos() as u64;
         let n = self.sh.cfg.load.connections as u64;
-        if ramp > 0 && now < self.origin + ramp * c.index as u64 / n {
+        if ramp > 0 && now < self.win.origin + ramp * c.index as u64 / n {
             return;
         }
         if let Some(left) = &mut self.left {
@@ -520,7 +494,7 @@ impl<'a> Worker<'a> {
         self.conns
             .iter()
             .filter(|c| c.state == State::Idle)
-            .map(|c| self.origin + ramp * c.index as u64 / n)
+            .map(|c| self.win.origin + ramp * c.index as u64 / n)
             .filter(|&t| t > now)
             .min()
     }
@@ -578,7 +552,7 @@ impl<'a> Worker<'a> {
                         u.record_ns(now.saturating_sub(c.started));
                     }
                 } else {
-                    self.rec.complete_early(now.saturating_sub(self.origin));
+                    self.rec.complete_early(now.saturating_sub(self.win.origin));
                 }
                 if let Some(l) = self.live {
                     l.transactions.fetch_add(1, Ordering::Relaxed);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Engine};
+use tare_engine::{window, workers, Clock, Engine};
 use tare_record::PgScriptResult;
 use tare_record::{LoadResult, PgDetails, StatementLatency, Unit};
 
@@ -70,12 +70,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
     let parsed = Program::compile(cfg, 1, 0)?;
     check_coalesce(cfg, &parsed)?;
     let (server_version, scale) = prepare_server(cfg, parsed.uses_builtin())?;
-    let seed = cfg.random_seed.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-    });
+    let seed = window::seed_or_now(cfg.random_seed);
     let program = Program::compile(cfg, scale, seed)?;
 
     let load = &cfg.load;
@@ -92,8 +87,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         stop,
     });
     // pgbench's split: the first `clients % threads` threads get one more.
-    let share = |i: usize| load.connections / threads + usize::from(i < load.connections % threads);
-    let first = |i: usize| (0..i).map(share).sum::<usize>();
+    let conns = |i: usize| window::connections_of(load.connections, threads, i);
     let before_measuring = load.ramp + load.warmup;
     // Workers connect their clients, then wait at the gate; the main thread
     // fixes one common start once all are ready (or calls the run off).
@@ -101,7 +95,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         Pg::NAME,
         threads,
         cfg.load.cpus.as_ref(),
-        |i, ticket| engine::run_worker(i, first(i)..first(i) + share(i), &shared, ticket),
+        |i, ticket| engine::run_worker(i, conns(i), &shared, ticket),
         |gate| {
             if !gate.all_ready() {
                 gate.open(None);
@@ -155,7 +149,7 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
             Ok(Some(o)) => Some(o),
             Ok(None) => None,
             Err(e) => {
-                lost.0 += share(i) as u64;
+                lost.0 += conns(i).len() as u64;
                 lost.1.get_or_insert(e.to_string());
                 None
             }
@@ -230,15 +224,7 @@ fn subject(key: LoadKey) -> &'static str {
         LoadKey::Connections => "number of clients (-c)",
         LoadKey::Duration => "duration (-T)",
         LoadKey::Timeout => "connection timeout (--timeout, --connect-timeout)",
-        LoadKey::Rate => "--rate",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }
 
@@ -268,13 +254,7 @@ fn validate(cfg: &PgConfig) -> Result<(), PgError> {
         })
     })?;
     cfg.conn.check()?;
-    if !cfg.allow_remote && !cfg.conn.endpoint.is_local() {
-        return Err(PgError::Config(format!(
-            "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
-            cfg.conn.endpoint
-        )));
-    }
-    Ok(())
+    window::check_loopback(&cfg.conn.endpoint, cfg.allow_remote).map_err(PgError::Config)
 }
 
 /// The pre-run session, inside the run's network namespace when it has one.

@@ -8,11 +8,10 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use tare_engine::load::{Load, LoadKey};
-use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Engine};
+use tare_engine::{window, Engine};
 use tare_record::{LoadResult, RedisDetails, Unit};
 
 use crate::command::{Template, Workload};
@@ -64,19 +63,9 @@ pub fn run(cfg: &RedisConfig) -> Result<LoadResult, RedisError> {
 /// where it has them).
 fn subject(key: LoadKey) -> &'static str {
     match key {
-        LoadKey::Threads => "--threads",
         LoadKey::Connections => "clients (-c)",
         LoadKey::Duration => "duration (-T)",
-        LoadKey::Timeout => "--timeout",
-        LoadKey::Rate => "--rate",
-        LoadKey::Warmup => "--warmup",
-        LoadKey::Arrivals => "--arrivals",
-        LoadKey::Ramp => "--ramp",
-        LoadKey::Slo => "--slo",
-        LoadKey::Coalesce => "--coalesce",
-        LoadKey::Io => "--io",
-        LoadKey::Netns => "--netns",
-        LoadKey::Cpus => "--cpus",
+        k => k.flag(),
     }
 }
 
@@ -115,13 +104,7 @@ fn validate(cfg: &RedisConfig) -> Result<(), RedisError> {
     if cfg.workloads.is_empty() {
         return bad("no test to run".into());
     }
-    if !cfg.allow_remote && !cfg.endpoint.is_local() {
-        return bad(format!(
-            "{} is not a loopback address or Unix socket; tare sends load elsewhere only with --allow-remote",
-            cfg.endpoint
-        ));
-    }
-    Ok(())
+    window::check_loopback(&cfg.endpoint, cfg.allow_remote).map_err(RedisError::Config)
 }
 
 /// The pre-run session (inside the run's network namespace when it has
@@ -186,16 +169,11 @@ pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
         .collect::<Result<Vec<_>, _>>()
         .map_err(RedisError::Config)?;
     let server_version = check_server(cfg)?;
-    let seed = cfg.seed.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-    });
+    let seed = window::seed_or_now(cfg.seed);
     let (setup, setup_replies) = setup_bytes(cfg);
     let load = &cfg.load;
     let threads = load.threads;
-    let clock = Clock::new(Instant::now());
+    let clock = window::clock();
     let plan = Plan {
         cfg,
         templates,
@@ -205,93 +183,40 @@ pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
         seed,
         stop: &stop,
     };
-    let board = Board::new(threads);
-    let share = |i: usize| load.connections / threads + usize::from(i < load.connections % threads);
-    let first = |i: usize| (0..i).map(share).sum::<usize>();
     let quota = |i: usize| {
         load.duration.is_none().then(|| {
             let n = cfg.requests;
             n / threads as u64 + u64::from((i as u64) < n % threads as u64)
         })
     };
-    let before_measuring = load.ramp + load.warmup;
-    let failure = std::sync::Mutex::new(None::<String>);
-    let (started, outputs) = workers::run_gated(
-        Redis::NAME,
-        threads,
-        load.cpus.as_ref(),
-        |i, ticket| -> Option<WorkerOutput> {
-            let setup = (|| -> Result<Worker<'_>, String> {
-                if let Some(ns) = &load.netns {
-                    tare_engine::netns::enter(ns)
-                        .map_err(|e| format!("entering the network namespace: {e}"))?;
-                }
-                let mut w =
-                    Worker::new(&plan, first(i)..first(i) + share(i), quota(i)).map_err(|e| {
-                        format!("setting up the worker's wait (epoll or io_uring): {e}")
-                    })?;
-                w.connect_all()?;
-                Ok(w)
-            })();
-            match setup {
-                Ok(w) => {
-                    let start = ticket.ready()?;
-                    Some(w.run(start, threads, &board.threads[i]))
-                }
-                Err(e) => {
-                    ticket.fail_because(&failure, e);
-                    None
-                }
-            }
-        },
-        |gate| {
-            if !gate.all_ready() {
-                gate.open(None);
-                return None;
-            }
-            let started = SystemTime::now() + before_measuring;
-            let start_ns = clock.now_ns();
-            gate.open(Some(start_ns));
-            let planned = load.duration.map(|d| d + before_measuring);
-            let line = cfg.live.then(|| Line::start(board.clone(), "cmd", planned));
-            Some((started, start_ns, line))
-        },
-    );
-    let Some((started, start_ns, line)) = started else {
-        let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let died = outputs
-            .into_iter()
-            .find_map(Result::err)
-            .map(RedisError::from);
-        return Err(stored
-            .map(RedisError::Config)
-            .or(died)
-            .unwrap_or_else(|| RedisError::Config("a worker thread failed to start".into())));
+    let run = window::Run {
+        engine: Redis::NAME,
+        load,
+        clock,
+        line: cfg.live.then_some("cmd"),
+        netns_error: |e| RedisError::Config(format!("entering the network namespace: {e}")),
+        failed: RedisError::Config,
     };
-    if let Some(l) = line {
-        l.finish();
-    }
-    let mut lost = None;
-    let outputs: Vec<WorkerOutput> = outputs
-        .into_iter()
-        .filter_map(|o| match o {
-            Ok(o) => o,
-            Err(e) => {
-                lost.get_or_insert(e);
-                None
-            }
-        })
-        .collect();
-    if outputs.is_empty() {
-        return Err(lost.map_or_else(
-            || RedisError::Config("no worker thread finished".into()),
-            RedisError::from,
-        ));
-    }
+    let measured = window::measure(
+        &run,
+        |i, conns| {
+            let mut w = Worker::new(&plan, conns, quota(i)).map_err(|e| {
+                RedisError::Config(format!(
+                    "setting up the worker's wait (epoll or io_uring): {e}"
+                ))
+            })?;
+            w.connect_all().map_err(RedisError::Config)?;
+            Ok(w)
+        },
+        |w, window, counters| w.run(window, threads, counters),
+        || {},
+    )?;
+    let (started, measure_from) = (measured.started, measured.measure_from);
+    let outputs = measured.outputs(RedisError::Config)?;
     Ok(assemble(
         cfg,
         outputs,
-        start_ns + before_measuring.as_nanos() as u64,
+        measure_from,
         started,
         server_version,
     ))

@@ -38,6 +38,7 @@ use tare_engine::progress::Counters;
 use tare_engine::schedule::Schedule;
 use tare_engine::splitmix::SplitMix64;
 use tare_engine::uring::{self, Event, Io};
+use tare_engine::window::Window;
 use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use crate::command::Template;
@@ -135,9 +136,9 @@ pub(crate) struct Worker<'a> {
     dropped: u64,
     /// Count-bounded runs: commands this worker may still send.
     left: Option<u64>,
-    /// Clock readings: the run's start, and where measurement begins.
-    origin: u64,
-    measure_from: u64,
+    /// The measured window: the run's start, where measurement begins
+    /// and ends.
+    win: Window,
     schedule: Option<Schedule>,
     cursor: usize,
     /// Setting up: a failure is the run's error, not a count.
@@ -219,8 +220,7 @@ impl<'a> Worker<'a> {
             kinds: Vec::new(),
             dropped: 0,
             left: quota,
-            origin: 0,
-            measure_from: 0,
+            win: Window::new(load, 0),
             schedule: None,
             cursor: 0,
             setting_up: None,
@@ -264,42 +264,29 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// The measured run from the common start `start`.
-    pub(crate) fn run(mut self, start: u64, threads: usize, counters: &Counters) -> WorkerOutput {
+    /// The measured run in `window` (from the common start).
+    pub(crate) fn run(
+        mut self,
+        window: Window,
+        threads: usize,
+        counters: &Counters,
+    ) -> WorkerOutput {
         let cpu0 = CpuTime::thread();
-        let cfg = self.plan.cfg;
-        let load = &cfg.load;
         let clock = self.plan.clock;
-        self.origin = start;
-        self.measure_from = start + (load.ramp + load.warmup).as_nanos() as u64;
-        let deadline = load
-            .duration
-            .map(|d| self.measure_from + d.as_nanos() as u64);
-        let expected = load
-            .duration
-            .map_or(10_000_000_000, |d| d.as_nanos() as u64);
-        self.rec = Recorder::new(self.measure_from, expected, false);
-        if let Some(rate) = load.rate {
-            self.rec.uncorrected = Some(tare_record::Latency::new());
-            let seed = self.plan.seed ^ 0xA076_1D64_78BD_642F ^ self.conns[0].index as u64;
-            self.schedule = Some(Schedule::new(
-                rate / threads as f64,
-                load.arrivals,
-                load.ramp.as_nanos() as u64,
-                start,
-                seed,
-            ));
-        }
-        if load.rate.is_some() || self.coalescer.enabled() {
-            // Timed sends and pauses should end on time, not 50 µs late.
-            tare_engine::schedule::tighten_timer_slack();
-        }
-        let mut next_check = start + TIMEOUT_CHECK_NS;
+        self.rec = window.recorder(false);
+        self.schedule = window.schedule(
+            self.plan.seed,
+            self.conns[0].index,
+            threads,
+            self.coalescer.enabled(),
+        );
+        self.win = window;
+        let mut next_check = self.win.origin + TIMEOUT_CHECK_NS;
         let mut last_batch = 0;
         let mut now;
         loop {
             now = clock.now_ns();
-            if deadline.is_some_and(|d| now >= d) || self.plan.stop.load(Ordering::Relaxed) {
+            if self.win.over(now) || self.plan.stop.load(Ordering::Relaxed) {
                 break;
             }
             if self.finished() {
@@ -315,20 +302,14 @@ impl<'a> Worker<'a> {
             self.retry_due(now);
             if self.schedule.is_some() {
                 self.dispatch(now);
-            } else if self.scan || now < self.origin + load.ramp.as_nanos() as u64 {
+            } else if self.scan || self.win.ramping(now) {
                 // Otherwise a connection sends when its replies are in.
                 self.scan = false;
                 for i in 0..self.conns.len() {
                     self.send_batch(i, now);
                 }
             }
-            let mut until = next_check;
-            if let Some(d) = deadline {
-                until = until.min(d);
-            }
-            if let Some(t) = self.next_timer(now) {
-                until = until.min(t);
-            }
+            let until = self.win.wake_at(next_check, self.next_timer(now));
             let in_flight = if self.coalescer.enabled() {
                 self.conns.iter().filter(|c| !c.flight.is_empty()).count()
             } else {
@@ -338,7 +319,7 @@ impl<'a> Worker<'a> {
                 last_batch,
                 in_flight,
                 until.saturating_sub(now),
-                self.measuring(now),
+                self.win.measuring(now),
             );
             let now = if paused { clock.now_ns() } else { now };
             match self.wait(now, until) {
@@ -355,12 +336,9 @@ impl<'a> Worker<'a> {
             // counts them.
             let _ = ring.submit();
         }
-        let end_ns = deadline.map_or(now, |d| now.min(d));
+        let end_ns = self.win.end_ns(now);
         self.rec.in_flight = self.conns.iter().map(|c| c.flight.len() as u64).sum();
-        let unsent = match (&mut self.schedule, deadline) {
-            (Some(s), Some(d)) => s.drain_before(end_ns.min(d), self.left),
-            _ => 0,
-        };
+        let unsent = self.win.unsent(&mut self.schedule, end_ns, self.left);
         WorkerOutput {
             rec: self.rec,
             kinds: self.kinds,
@@ -387,10 +365,6 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn measuring(&self, t: u64) -> bool {
-        t >= self.measure_from
-    }
-
     /// Closed loop: a connection with nothing in flight sends its next
     /// batch (once its place in the ramp is reached).
     fn send_batch(&mut self, i: usize, now: u64) {
@@ -401,7 +375,7 @@ impl<'a> Worker<'a> {
         if c.state != State::Open || !c.flight.is_empty() || c.skip > 0 || c.sending {
             return;
         }
-        if ramp > 0 && now < self.origin + ramp * c.index as u64 / n_conns {
+        if ramp > 0 && now < self.win.origin + ramp * c.index as u64 / n_conns {
             return;
         }
         let mut batch = plan.cfg.pipeline as u64;
@@ -444,7 +418,7 @@ impl<'a> Worker<'a> {
             if let Some(left) = &mut self.left {
                 *left -= 1;
             }
-            if self.measuring(intended) {
+            if self.win.measuring(intended) {
                 self.rec.lag(intended, now);
             }
             self.queue_command(i, intended, now);
@@ -611,7 +585,7 @@ impl<'a> Worker<'a> {
                 );
             }
         }
-        if self.measuring(now) {
+        if self.win.measuring(now) {
             self.rec.errors.connect += 1;
         }
         self.close(i, now);
@@ -694,7 +668,7 @@ impl<'a> Worker<'a> {
             let ramp = self.plan.cfg.load.ramp.as_nanos() as u64;
             let n = self.plan.cfg.load.connections as u64;
             for c in &self.conns {
-                let begin = self.origin + ramp * c.index as u64 / n;
+                let begin = self.win.origin + ramp * c.index as u64 / n;
                 if begin > now && c.state == State::Open {
                     at(begin);
                 }
@@ -951,7 +925,7 @@ impl<'a> Worker<'a> {
                         *s = format!("AUTH or SELECT failed on a new connection: {kind}");
                     }
                 }
-                if self.measuring(now) {
+                if self.win.measuring(now) {
                     self.rec.errors.connect += 1;
                 }
                 self.close(i, now);
@@ -963,8 +937,8 @@ impl<'a> Worker<'a> {
             self.fail(i, now, Failure::Protocol);
             return;
         };
-        if !self.measuring(intended) {
-            self.rec.complete_early(now.saturating_sub(self.origin));
+        if !self.win.measuring(intended) {
+            self.rec.complete_early(now.saturating_sub(self.win.origin));
             return;
         }
         // A stamp is never before the command went out.
@@ -993,7 +967,7 @@ impl<'a> Worker<'a> {
         let lost = self.conns[i]
             .flight
             .iter()
-            .filter(|f| f.0 >= self.measure_from)
+            .filter(|f| f.0 >= self.win.measure_from)
             .count() as u64;
         if let Some(s) = &mut self.setting_up {
             if s.is_empty() {
@@ -1010,7 +984,7 @@ impl<'a> Worker<'a> {
             Failure::Timeout => e.timeout += lost,
             Failure::Dropped | Failure::Protocol => e.read += lost,
         }
-        if why != Failure::Timeout && self.measuring(now) {
+        if why != Failure::Timeout && self.win.measuring(now) {
             self.dropped += 1;
         }
         self.close(i, now);

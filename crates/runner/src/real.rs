@@ -12,7 +12,7 @@ use tare_deploy::{
 };
 use tare_record::LoadResult;
 
-use crate::engines::{self, Engine, Offer};
+use crate::engines::{self, ExperimentEngine, Offer};
 use crate::executor::{ExecError, Executor, Finding, RunningCell};
 use crate::experiment::{Cell, CpuPlan, Experiment, LoadSettings};
 use crate::observer::LiveProgress;
@@ -295,7 +295,7 @@ struct RealCell {
     target_clock: Option<TargetClock>,
     /// Remote generators (`[load] hosts`) and the experiment they read.
     remote: Option<(Arc<Fleet>, Experiment)>,
-    engine: &'static dyn Engine,
+    engine: &'static dyn ExperimentEngine,
     /// Where the generator's threads run (`[cpus] generator`).
     generator_cpus: Option<CpuList>,
     interrupt: Arc<AtomicBool>,

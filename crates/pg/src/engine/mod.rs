@@ -30,10 +30,11 @@ use std::sync::{Arc, Mutex};
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::progress::Board;
+use tare_engine::window::Window;
 use tare_engine::workers::Ticket;
 use tare_engine::Clock;
 
-use crate::config::{Length, PgConfig};
+use crate::config::PgConfig;
 use crate::program::Program;
 use crate::script::random::Rng;
 use client::{Client, Phase};
@@ -186,19 +187,13 @@ pub(crate) fn run_worker(
         }
     };
     let start = ticket.ready()?;
-    let measure_from = start + (cfg.load.ramp + cfg.load.warmup).as_nanos() as u64;
-    let (deadline, expected) = match cfg.length() {
-        Length::Duration(d) => (
-            Some(measure_from + d.as_nanos() as u64),
-            d.as_nanos() as u64,
-        ),
-        Length::TransactionsPerClient(_) => (None, 10_000_000_000),
-    };
+    let window = Window::new(&cfg.load, start);
+    let deadline = window.deadline;
     // Timed starts and pauses should end on time, not 50 µs late.
     if cfg.load.rate.is_some() || ctx.coalescer.enabled() {
         tare_engine::schedule::tighten_timer_slack();
     }
-    ctx.begin(start, expected, index, shared.board.threads.len());
+    ctx.begin(&window, index, shared.board.threads.len());
     if let Some(log) = ctx.txlog.as_mut() {
         let unix_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -14,6 +14,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 
 use tare_engine::uring::Io;
+use tare_engine::window::Window;
 use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use super::client::{Client, Phase};
@@ -141,37 +142,24 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// Starts the load at `origin_ns`: the ramp (if any), then the warm-up,
-    /// run until `origin_ns + ramp + warmup`, where measurement and a fresh
-    /// recorder's timeline begin. `thread` of `threads` picks this thread's
-    /// share of the rate and its arrival seed.
-    pub(crate) fn begin(
-        &mut self,
-        origin_ns: u64,
-        expected_ns: u64,
-        thread: usize,
-        threads: usize,
-    ) {
+    /// Starts the load in `window`: the ramp (if any), then the warm-up,
+    /// run until `measure_from`, where measurement and a fresh recorder's
+    /// timeline begin. `thread` of `threads` picks this thread's share of
+    /// the rate and its arrival seed.
+    pub(crate) fn begin(&mut self, window: &Window, thread: usize, threads: usize) {
         let load = &self.cfg.load;
-        let ramp_ns = load.ramp.as_nanos() as u64;
+        let (origin_ns, ramp_ns) = (window.origin, window.ramp_ns);
         self.origin_ns = origin_ns;
-        self.measure_from = origin_ns + ramp_ns + load.warmup.as_nanos() as u64;
-        self.rec = Recorder::new(
-            self.measure_from,
-            expected_ns,
-            self.cfg.connect_per_transaction,
-        );
+        self.measure_from = window.measure_from;
+        self.rec = window.recorder(self.cfg.connect_per_transaction);
         self.schedule = match load.rate {
-            Some(rate) => {
-                self.rec.uncorrected = Some(tare_record::Latency::new());
-                Box::new(Paced(tare_engine::schedule::Schedule::new(
-                    rate / threads.max(1) as f64,
-                    load.arrivals,
-                    ramp_ns,
-                    origin_ns,
-                    0x7a7e_9000 + thread as u64,
-                )))
-            }
+            Some(rate) => Box::new(Paced(tare_engine::schedule::Schedule::new(
+                rate / threads.max(1) as f64,
+                load.arrivals,
+                ramp_ns,
+                origin_ns,
+                0x7a7e_9000 + thread as u64,
+            ))),
             None => Box::new(ClosedLoop {
                 origin_ns,
                 ramp_ns,

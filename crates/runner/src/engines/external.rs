@@ -33,7 +33,7 @@ use tare_tool::external::args::{Template, Values};
 use tare_tool::external::{External, ExternalConfig, LoadTool};
 use toml::Spanned;
 
-use super::{experiment_defaults, no_nul, table_of, Engine, Offer, Spans, Table};
+use super::{experiment_defaults, no_nul, table_of, ExperimentEngine, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::InputFile;
@@ -75,7 +75,7 @@ fn names_of<S: serde::Serializer>(f: &[(String, InputFile)], s: S) -> Result<S::
     s.collect_seq(f.iter().map(|(_, i)| &i.written))
 }
 
-impl Engine for ExternalEngine {
+impl ExperimentEngine for ExternalEngine {
     fn name(&self) -> &'static str {
         tare_tool::external::run::NAME
     }

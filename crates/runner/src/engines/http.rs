@@ -32,7 +32,9 @@ use tare_http::{Http, HttpConfig, Target};
 use tare_record::LoadResult;
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, no_nul, table_of, Engine, Offer, Spans, Table};
+use super::{
+    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Offer, Spans, Table,
+};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::InputFile;
@@ -92,7 +94,7 @@ fn names_of<S: serde::Serializer>(r: &[Named], s: S) -> Result<S::Ok, S::Error> 
     s.collect_seq(r.iter().map(|n| format!("{} x{}", n.name, n.weight)))
 }
 
-impl Engine for HttpEngine {
+impl ExperimentEngine for HttpEngine {
     fn name(&self) -> &'static str {
         <Http as tare_engine::Engine>::NAME
     }

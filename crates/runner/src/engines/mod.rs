@@ -1,5 +1,5 @@
 //! The load engines as experiments use them: one object-safe trait
-//! ([`Engine`]), one file per engine, and [`REGISTRY`], the one place that
+//! ([`ExperimentEngine`]), one file per engine, and [`REGISTRY`], the one place that
 //! lists them. `[load] engine = "NAME"` picks from it; the runner never
 //! names an engine anywhere else.
 //!
@@ -37,7 +37,7 @@ use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::LoadSettings;
 
 /// Every engine an experiment can name, once.
-pub(crate) static REGISTRY: &[&dyn Engine] = &[
+pub(crate) static REGISTRY: &[&dyn ExperimentEngine] = &[
     &http::HttpEngine,
     &pg::PgEngine,
     &redis::RedisEngine,
@@ -48,7 +48,7 @@ pub(crate) static REGISTRY: &[&dyn Engine] = &[
 ];
 
 /// The registered engine called `name`.
-pub(crate) fn by_name(name: &str) -> Option<&'static dyn Engine> {
+pub(crate) fn by_name(name: &str) -> Option<&'static dyn ExperimentEngine> {
     REGISTRY.iter().copied().find(|e| e.name() == name)
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn names() -> Vec<&'static str> {
 }
 
 /// A load engine, as the experiment runner uses it.
-pub trait Engine: Sync {
+pub trait ExperimentEngine: Sync {
     /// `[load] engine = "NAME"`, its table `[load.NAME]`, the record's
     /// `engine`.
     fn name(&self) -> &'static str;
@@ -93,7 +93,7 @@ pub trait Engine: Sync {
     }
 }
 
-impl fmt::Debug for dyn Engine {
+impl fmt::Debug for dyn ExperimentEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }

@@ -31,7 +31,9 @@ use tare_mysql::{Login, Mysql, MysqlConfig, RandType, Workload};
 use tare_record::LoadResult;
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, no_nul, table_of, Engine, Offer, Spans, Table};
+use super::{
+    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Offer, Spans, Table,
+};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -69,7 +71,7 @@ struct MysqlTable {
     rand: RandType,
 }
 
-impl Engine for MysqlEngine {
+impl ExperimentEngine for MysqlEngine {
     fn name(&self) -> &'static str {
         <Mysql as tare_engine::Engine>::NAME
     }

@@ -20,7 +20,7 @@ use tare_net::{Direction, Net, NetConfig, Test};
 use tare_record::LoadResult;
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, table_of, Engine, Offer, Spans, Table};
+use super::{experiment_defaults, measure, table_of, ExperimentEngine, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -57,7 +57,7 @@ impl NetTable {
     }
 }
 
-impl Engine for NetEngine {
+impl ExperimentEngine for NetEngine {
     fn name(&self) -> &'static str {
         <Net as tare_engine::Engine>::NAME
     }

@@ -26,7 +26,9 @@ use tare_pg::{Pg, PgConfig, QueryMode, ScriptSource, ScriptSpec};
 use tare_record::LoadResult;
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, no_nul, table_of, Engine, Offer, Spans, Table};
+use super::{
+    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Offer, Spans, Table,
+};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -61,7 +63,7 @@ fn mode_name<S: serde::Serializer>(mode: &QueryMode, s: S) -> Result<S::Ok, S::E
     s.serialize_str(mode.name())
 }
 
-impl Engine for PgEngine {
+impl ExperimentEngine for PgEngine {
     fn name(&self) -> &'static str {
         <Pg as tare_engine::Engine>::NAME
     }

@@ -28,7 +28,7 @@ use tare_redis::config::{MAX_DATA_SIZE, MAX_PIPELINE};
 use tare_redis::{Preparation, Redis, RedisConfig, Test, Workload};
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, table_of, Engine, Offer, Spans, Table};
+use super::{experiment_defaults, measure, table_of, ExperimentEngine, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -58,7 +58,7 @@ struct RedisTable {
     pipeline: usize,
 }
 
-impl Engine for RedisEngine {
+impl ExperimentEngine for RedisEngine {
     fn name(&self) -> &'static str {
         <Redis as tare_engine::Engine>::NAME
     }

@@ -26,7 +26,7 @@ use tare_record::LoadResult;
 use tare_tool::{Place, Tool, ToolConfig};
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, table_of, Engine, Offer, Spans, Table};
+use super::{experiment_defaults, measure, table_of, ExperimentEngine, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -52,7 +52,7 @@ struct ToolTable {
     primary: Option<String>,
 }
 
-impl Engine for ToolEngine {
+impl ExperimentEngine for ToolEngine {
     fn name(&self) -> &'static str {
         <Tool as tare_engine::Engine>::NAME
     }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use tare_analysis::PrecisionUnit;
 use tare_engine::Load;
 
-use crate::engines::{Engine, Table};
+use crate::engines::{ExperimentEngine, Table};
 
 pub use cpus::{CpuChoice, CpuPlan, CpuPolicy, HelperChoice};
 pub use error::ExperimentError;
@@ -161,7 +161,7 @@ pub struct InputFile {
 pub struct LoadSettings {
     /// The engine `[load] engine` names (default: the target's), from
     /// `crate::engines::REGISTRY`.
-    pub engine: &'static dyn Engine,
+    pub engine: &'static dyn ExperimentEngine,
     /// The shared settings of `[load]`, typed once. `warmup` is the
     /// runner's warm-up run before each measured one (its results thrown
     /// away: caches, connection pools and CPU frequency settle first);
