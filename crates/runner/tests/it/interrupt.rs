@@ -18,8 +18,10 @@ use tare_runner::provenance::Provenance;
 use tare_runner::real::RealExecutor;
 use tare_runner::{session, Experiment, Outcome, RunDir};
 
-/// Two native nginx cells (access log on/off), three 1 s trials each, a
-/// fresh deployment per trial: about 9 s, and long enough to interrupt.
+/// Two native nginx cells (access log on/off), three 0.5 s trials each, a
+/// fresh deployment per trial: a few seconds, long enough to interrupt
+/// after two trials, and short because each test runs it three times
+/// (interrupted, resumed, whole).
 const EXPERIMENT: &str = r#"
 name = "interrupt"
 [target]
@@ -29,8 +31,8 @@ access_log = ["on", "off"]
 [load]
 threads = 1
 connections = 8
-duration = "1s"
-warmup = "200ms"
+duration = "500ms"
+warmup = "100ms"
 [trials]
 count = 3
 seed = 11
