@@ -32,6 +32,14 @@ pub mod run;
 pub mod sysbench;
 pub mod wire;
 
+/// `name`'s binary in a directory of PATH (`/usr/bin:/bin` without one).
+pub(crate) fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 pub use job::{builtin, Direct, Job, Sizes, ToolKind, BUILTIN};
 pub use parsed::{ParseError, Parsed};
 pub use run::{Place, Tool, ToolConfig, ToolError};

@@ -163,11 +163,7 @@ impl LoadTool {
     /// The host's binary on PATH, else the one-line error that names the
     /// package to install.
     pub fn find(self) -> Result<PathBuf, String> {
-        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-        std::env::split_paths(&path)
-            .map(|d| d.join(self.name()))
-            .find(|p| p.is_file())
-            .ok_or_else(|| self.missing())
+        crate::on_path(self.name()).ok_or_else(|| self.missing())
     }
 
     /// `ab is not installed: install the Debian package apache2-utils (...)`.
