@@ -10,15 +10,6 @@ use std::process::Command;
 
 const TARE: &str = env!("CARGO_BIN_EXE_tare");
 
-fn schema() -> jsonschema::Validator {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    ))
-    .unwrap();
-    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).expect("schema compiles")
-}
-
 fn docker_ok() -> bool {
     tare_deploy::docker::engine_version().is_ok()
 }
@@ -72,7 +63,6 @@ const DONE_LUA: &str = include_str!("../../../tool/tests/data/external/tare-done
 #[test]
 fn wrk_ab_and_h2load_load_nginx_natively_and_in_docker() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = schema();
     let cells = if docker_ok() { 2 } else { 1 };
     for (tool, table) in [
         (
@@ -95,8 +85,7 @@ fn wrk_ab_and_h2load_load_nginx_natively_and_in_docker() {
         for t in &trials {
             let r = &t["result"];
             assert!(r.is_object(), "{tool} {}: {}", t["cell"], t["error"]);
-            let errors: Vec<String> = schema.iter_errors(r).map(|e| e.to_string()).collect();
-            assert!(errors.is_empty(), "{tool}: {errors:?}");
+            crate::support::validate(r);
             assert_eq!(r["engine"], "external");
             assert_eq!(r["external"]["tool"], tool);
             assert!(r["requests"].as_u64().unwrap() > 0, "{tool}: {r}");
@@ -209,12 +198,10 @@ fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
     );
     let trials = run(dir.path(), &exp, &[("select1.sql", "SELECT 1;\n")]);
     assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
-    let schema = schema();
     for t in &trials {
         let r = &t["result"];
         assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
-        let errors: Vec<String> = schema.iter_errors(r).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:?}");
+        crate::support::validate(r);
         assert_eq!(r["unit"], "transactions");
         assert!(
             r["tps"].as_f64().unwrap() > 0.0 && r.get("rps").is_none(),

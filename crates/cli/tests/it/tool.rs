@@ -8,23 +8,6 @@ use std::process::Command;
 
 const TARE: &str = env!("CARGO_BIN_EXE_tare");
 
-fn schema() -> jsonschema::Validator {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    ))
-    .unwrap();
-    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).expect("schema compiles")
-}
-
-fn check(schema: &jsonschema::Validator, v: &serde_json::Value) {
-    let errors: Vec<String> = schema
-        .iter_errors(v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
-}
-
 fn metric(r: &serde_json::Value, name: &str) -> f64 {
     r["metrics"]
         .as_array()
@@ -88,7 +71,6 @@ fn fio_and_hpcc_natively_and_in_docker_record_parsed_metrics() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let schema = schema();
     let trials = std::fs::read_to_string(out_dir.join("trials.jsonl")).unwrap();
     let mut seen = 0;
     for line in trials.lines() {
@@ -96,7 +78,7 @@ fn fio_and_hpcc_natively_and_in_docker_record_parsed_metrics() {
         let cell = t["cell"].as_str().unwrap().to_string();
         let r = &t["result"];
         assert!(r.is_object(), "{cell}: {}", t["error"]);
-        check(&schema, r);
+        crate::support::validate(r);
         assert_eq!(r["engine"], "tool");
         let fs = r["tool"]["data_fs"]
             .as_str()
@@ -175,7 +157,7 @@ fn tool_run_locally_and_a_missing_tool_names_its_package() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON only");
-    check(&schema(), &v);
+    crate::support::validate(&v);
     assert!(metric(&v, "events_per_s") > 0.0);
     assert_eq!(v["transport"], "local");
 
