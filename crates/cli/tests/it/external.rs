@@ -244,15 +244,15 @@ fn redis_benchmark_loads_redis_natively_and_in_docker() {
 }
 
 /// sysbench's default (oltp_read_only over one 10,000-row table) against
-/// the mariadb target, natively and in docker-host: tare prepares the
-/// tables before each run and drops them after; transactions, tps, the
+/// the mariadb target for 2 s, natively and in docker-host: tare prepares
+/// the tables before each run and drops them after; transactions, tps, the
 /// percentiles of its histogram, its timeline from `--report-interval=1`.
 #[test]
 fn sysbench_loads_mariadb_natively_and_in_docker() {
     let dir = tempfile::tempdir().unwrap();
     let exp = format!(
         "[target]\nkind = \"mariadb\"\n[factors]\nplacement = {}\n\
-         [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"1s\"\nwarmup = \"0s\"\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"2s\"\nwarmup = \"0s\"\n\
          [load.external]\ntool = \"sysbench\"\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
         placements()
     );
@@ -268,7 +268,10 @@ fn sysbench_loads_mariadb_natively_and_in_docker() {
         let lat = &r["external"]["latency_us"];
         assert!(lat["p50"].as_f64().unwrap() > 0.0, "{r}");
         assert!(lat["p95"].as_f64().unwrap() > 0.0, "{r}");
-        assert_eq!(r["timeline"].as_array().unwrap().len(), 1, "{r}");
+        // `--report-interval=1` over 2 s: a report each second (the one at
+        // the very end may not come).
+        let seconds = r["timeline"].as_array().unwrap().len();
+        assert!((1..=2).contains(&seconds), "{r}");
     }
 }
 
@@ -290,7 +293,10 @@ fn locust_loads_nginx_natively_and_in_docker() {
         assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
         crate::support::validate(r);
         assert_eq!(r["external"]["tool"], "locust");
-        let (n, status) = (r["requests"].as_u64().unwrap(), r["errors"]["status"].as_u64().unwrap());
+        let (n, status) = (
+            r["requests"].as_u64().unwrap(),
+            r["errors"]["status"].as_u64().unwrap(),
+        );
         assert!(n > 0 && status > 0 && status < n, "{r}");
         assert!(r["external"]["latency_us"]["p99"].is_number(), "{r}");
     }

@@ -67,11 +67,7 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
                     return Err(bad(t));
                 };
                 reqs = Some(count(n).ok_or_else(|| bad(t))?);
-                fails = f
-                    .split('(')
-                    .next()
-                    .and_then(count)
-                    .ok_or_else(|| bad(t))?;
+                fails = f.split('(').next().and_then(count).ok_or_else(|| bad(t))?;
                 let times: Vec<f64> = times.split_whitespace().filter_map(number).collect();
                 let [avg, min, max, med] = times[..] else {
                     return Err(bad(t));

@@ -77,7 +77,6 @@ impl LoadTool {
             LoadTool::Pgbench => "pgbench",
             LoadTool::RedisBenchmark => "redis-benchmark",
             LoadTool::Sysbench => "sysbench",
-            LoadTool::Locust => "python3-locust",
             LoadTool::Locust => "locust",
         }
     }

@@ -97,8 +97,16 @@ impl External {
             // Tables a killed run left behind would fail `prepare`.
             let _ = spawn_and_wait(cleanup, dir.path(), &config.load, SETUP_LIMIT, stop);
             let p = spawn_and_wait(prepare, dir.path(), &config.load, SETUP_LIMIT, stop)?;
-            if p.killed.is_some() || p.status != Some(0) {
+            // With more threads than tables, a failed `prepare` exits 0
+            // (sysbench 1.0.20): its `FATAL:` lines say it failed.
+            let fatal = p
+                .stderr
+                .lines()
+                .chain(p.stdout.lines())
+                .any(|l| l.starts_with("FATAL:"));
+            if p.killed.is_some() || p.status != Some(0) || fatal {
                 let why = p.killed.clone().unwrap_or_else(|| match p.status {
+                    Some(0) => "exit status 0, FATAL".into(),
                     Some(c) => format!("exit status {c}"),
                     None => "killed by a signal".into(),
                 });

@@ -236,10 +236,7 @@ fn sysbench_text_gives_transactions_ignored_errors_and_its_percentiles() {
     assert_eq!(r.errors_by_kind["ignored"], 0);
     assert_eq!(r.errors_by_kind["reconnects"], 0);
     let text = data("sysbench-histogram.txt");
-    assert_eq!(
-        tare_tool::external::sysbench::timeline(&text),
-        [1687, 956]
-    );
+    assert_eq!(tare_tool::external::sysbench::timeline(&text), [1687, 956]);
 
     let rw = LoadTool::Sysbench
         .parse(&data("sysbench-read-write.txt"))

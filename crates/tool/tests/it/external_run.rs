@@ -175,6 +175,9 @@ fn sysbench_prepares_loads_and_cleans_up_a_mariadb() {
     let mut c = config(LoadTool::Sysbench, &defaults(LoadTool::Sysbench), m.port);
     c.load.cpus = Some("0".parse().unwrap());
     for round in 0..2 {
+        // Two seconds, then one: sysbench's report at the end of a
+        // one-second run does not come.
+        c.load.duration = Some(Duration::from_secs(2 - round));
         let r = External::run(&c, &stop).unwrap_or_else(|e| panic!("round {round}: {e}"));
         let d = r.external.as_ref().unwrap();
         assert_eq!(r.unit, Some(tare_record::Unit::Transactions));
@@ -183,7 +186,9 @@ fn sysbench_prepares_loads_and_cleans_up_a_mariadb() {
         assert!(r.generator_cpu_s > 0.0);
         assert!(r.latency_us.p50 > 0.0 && r.latency_us.p99 >= r.latency_us.p50);
         assert!(d.latency_us.contains_key("p95"), "{:?}", d.latency_us);
-        assert_eq!(r.timeline.len(), 1, "--report-interval=1 for 1 s");
+        if round == 0 {
+            assert!(!r.timeline.is_empty(), "--report-interval=1");
+        }
         assert_eq!(d.command.last().map(String::as_str), Some("run"));
     }
     // Cleaned up: no table is left.
@@ -217,7 +222,11 @@ fn a_failed_sysbench_prepare_is_one_line() {
         .unwrap_err()
         .to_string();
     assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(e.starts_with("sysbench prepare failed (exit status 1): "), "{e}");
+    // 4 threads, 1 table: sysbench exits 0 and prints FATAL.
+    assert!(
+        e.starts_with("sysbench prepare failed (exit status 0, FATAL): "),
+        "{e}"
+    );
     assert!(e.contains("nope"), "{e}");
 }
 
