@@ -237,6 +237,8 @@ fn locust_runs_a_locustfile_against_nginx() {
     let n = nginx();
     let mut c = config(LoadTool::Locust, &defaults(LoadTool::Locust), n.port);
     c.scripts = vec![("locustfile.py".into(), data("locustfile.py"))];
+    // locust's `-t` timer runs from before its start-up (docs/external.md).
+    c.load.duration = Some(Duration::from_secs(2));
     let r = External::run(&c, &AtomicBool::new(false)).unwrap_or_else(|e| panic!("{e}"));
     let d = r.external.as_ref().unwrap();
     assert!(r.requests > 0 && r.rps.unwrap() > 0.0, "{r:?}");
