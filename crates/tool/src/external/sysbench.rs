@@ -9,7 +9,8 @@
 //! for (`95th percentile` by default; `--percentile=99`: p99). With
 //! `--histogram=on` its latency histogram (a value in milliseconds and a
 //! count per line) gives p50 to p99.99, each the value of the bucket the
-//! rank falls in; the printed percentile wins for its own key. With
+//! rank falls in (at most the printed max); the printed percentile wins
+//! for its own key. With
 //! `--report-interval=1` its `[ Ns ] ... tps: X` lines are the timeline.
 
 use super::units::{count, number};
@@ -116,8 +117,13 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         ("p999", 0.999),
         ("p9999", 0.9999),
     ] {
+        // A bucket's value may lie above the largest latency in it:
+        // clamped to the printed max.
+        let max = r.latency_us.get("max").copied().unwrap_or(f64::INFINITY);
         if let Some(v) = quantile(&histogram, q) {
-            r.latency_us.entry(name.into()).or_insert(v * 1e3);
+            r.latency_us
+                .entry(name.into())
+                .or_insert((v * 1e3).min(max));
         }
     }
     Ok(r)
