@@ -132,6 +132,7 @@ fn cleanup_after_sigkill_removes_the_rootless_container_pasta_and_images() {
         return;
     }
     let _store = one_at_a_time();
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let user = TestUser::create(&format!("tare-k{}", std::process::id() % 100000));
     let (_scratch, file) = experiment(
         "rlkill",
