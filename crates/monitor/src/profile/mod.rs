@@ -31,10 +31,10 @@ pub use kallsyms::Kallsyms;
 /// The rate every monitored trial samples at by default: 499 Hz per CPU
 /// (a prime, so it never beats against the 100/250/1000 Hz timer tick),
 /// ~1,000 samples a second on a 2-CPU machine. Each sample is a timer
-/// interrupt costing ~20 µs of the CPU it lands on in this project's VM:
-/// ~1% of a busy CPU, half the 2% budget; 199 Hz costs ~0.4% and widens a
-/// step's intervals ~1.6 times (docs/profiles.md, "What it costs";
-/// bench/profile-cost.sh).
+/// interrupt costing ~22 µs of the CPU it lands on in this project's VM:
+/// ~1.1% of a busy CPU, about half the 2% budget; 199 Hz costs ~0.4% and
+/// widens a step's intervals ~1.6 times (docs/profiles.md, "What it
+/// costs"; bench/profile-cost.sh).
 pub const DEFAULT_HZ: u32 = 499;
 
 /// The component of samples no group follows, as the CPU table names it.
