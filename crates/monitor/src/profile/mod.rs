@@ -172,7 +172,7 @@ impl Namer {
     }
 
     /// A kernel stack's subsystem and leaf function, leaf first
-    /// ([`subsystems::of_stack`]): frames are named only up to the first
+    /// (as `subsystems::of_stack` says): frames are named only up to the first
     /// that maps to a subsystem, each address once per profile.
     fn name_stack(&mut self, chain: &[u64]) -> (&'static str, u32) {
         if self.symbols.is_none() {
