@@ -38,7 +38,7 @@ pub use kallsyms::Kallsyms;
 pub const DEFAULT_HZ: u32 = 499;
 
 /// The component of samples no group follows, as the CPU table names it.
-pub const REST: &str = "rest of the machine";
+pub(crate) const REST: &str = "rest of the machine";
 
 /// Functions kept per record, by CPU time: enough for a step's top movers.
 const TOP_FUNCTIONS: usize = 60;
@@ -172,7 +172,7 @@ impl Namer {
     }
 
     /// A kernel stack's subsystem and leaf function, leaf first
-    /// ([`subsystems::of_stack`]): frames are named only up to the first
+    /// (as `subsystems::of_stack` says): frames are named only up to the first
     /// that maps to a subsystem, each address once per profile.
     fn name_stack(&mut self, chain: &[u64]) -> (&'static str, u32) {
         if self.symbols.is_none() {
@@ -331,7 +331,7 @@ impl Profiler {
 impl RawProfile {
     /// The profile of the samples within `window` (Unix start, seconds),
     /// or of all of them.
-    pub fn build(&self, window: Option<(f64, f64)>) -> Profile {
+    pub(crate) fn build(&self, window: Option<(f64, f64)>) -> Profile {
         let mut by_tid: HashMap<u32, &str> = HashMap::new();
         let mut by_pid: HashMap<u32, &str> = HashMap::new();
         for (name, pid, tid) in &self.members {
