@@ -626,7 +626,6 @@ fn resolve(name: &str) -> Result<IpAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::Snapshot as _;
 
     /// A generator on another host loads the same mix: the request carries
     /// the file, the agent reads it from a scratch copy it removes.

@@ -206,7 +206,6 @@ impl Table for RedisTable {
 
 #[cfg(test)]
 mod tests {
-    use crate::engines::Snapshot as _;
     use crate::experiment::Experiment;
 
     fn parse(table: &str) -> Result<Experiment, String> {

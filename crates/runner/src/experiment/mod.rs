@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use tare_analysis::PrecisionUnit;
 use tare_engine::Load;
 
-use crate::engines::{ExperimentEngine, Snapshot as _, Table};
+use crate::engines::{ExperimentEngine, Table};
 
 pub use cpus::{CpuChoice, CpuPlan, CpuPolicy, HelperChoice};
 pub use error::ExperimentError;
