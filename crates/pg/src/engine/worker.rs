@@ -23,7 +23,7 @@ use super::{CmdStat, LiveStats, ScriptStat, TxCounts};
 use crate::config::PgConfig;
 use crate::program::Program;
 use crate::protocol;
-use crate::script::expr::{Env, Expr};
+use crate::script::expr::Expr;
 use crate::script::random::Rng;
 use crate::script::vars::VarId;
 use crate::script::{CommandKind, SleepAmount};
@@ -375,20 +375,10 @@ impl<'a> Ctx<'a> {
         } else {
             0
         };
-        let mut env = Env {
-            vars: &c.vars,
-            names: &program.vars,
-            rng: &mut c.rng,
-            at: (c.script, c.cmd + 1),
-        };
-        match expr.eval(&mut env) {
+        match super::meta::eval(expr, c, program) {
             Ok(v) => c.vars[var.0] = Some(v),
-            Err(e) => {
-                self.abort(
-                    c,
-                    AbortKind::Script,
-                    &failed(e, "evaluation of meta-command failed"),
-                );
+            Err(why) => {
+                self.abort(c, AbortKind::Script, &why);
                 return false;
             }
         }
