@@ -181,6 +181,7 @@ impl Drop for ScratchDir {
 #[test]
 fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
     let _lock = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let scratch =
         ScratchDir(std::env::temp_dir().join(format!("tare-test-kill-{}", std::process::id())));
     let dir = scratch.0.clone();

@@ -193,6 +193,7 @@ fn cleanup_after_sigkill_removes_the_podman_container() {
         return;
     }
     let _store = one_at_a_time();
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let scratch =
         ScratchDir(std::env::temp_dir().join(format!("tare-test-pkill-{}", std::process::id())));
     let dir = scratch.0.clone();
