@@ -16,16 +16,17 @@
 
 use std::io;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use tare_record::Latency;
+use tare_record::{Latency, LoadResult};
 
+use crate::cpu::CpuTime;
 use crate::load::Load;
 use crate::progress::{Board, Counters, Line};
 use crate::schedule::{Arrivals, Schedule};
 use crate::workers::{self, WorkerFailed};
-use crate::{Clock, Endpoint, Recorder};
+use crate::{Clock, Endpoint, Engine, Recorder};
 
 /// The expected length of a count-bounded run, to size a recorder's
 /// timeline up front (it grows past this when needed).
@@ -207,15 +208,21 @@ pub struct Measured<O> {
 }
 
 impl<O> Measured<O> {
-    /// The workers' outputs; a worker that died after the start is left
-    /// out, and when none is left the run's error is the first death.
-    pub fn outputs<E: From<WorkerFailed>>(self, failed: fn(String) -> E) -> Result<Vec<O>, E> {
+    /// Ends the progress line; what each worker did, in worker order (an
+    /// engine that accounts for a worker that died after the start).
+    pub fn finish(self) -> Vec<Result<Option<O>, WorkerFailed>> {
         if let Some(l) = self.line {
             l.finish();
         }
+        self.outcomes
+    }
+
+    /// The workers' outputs; a worker that died after the start is left
+    /// out, and when none is left the run's error is the first death.
+    pub fn outputs<E: From<WorkerFailed>>(self, failed: fn(String) -> E) -> Result<Vec<O>, E> {
         let mut lost = None;
         let outputs: Vec<O> = self
-            .outcomes
+            .finish()
             .into_iter()
             .filter_map(|o| match o {
                 Ok(o) => o,
@@ -236,13 +243,13 @@ impl<O> Measured<O> {
 /// network namespace, `connect(i, connections)` makes the worker, which
 /// waits at the start gate, then `load(worker, window, counters)` loads
 /// and measures. `on_start` runs once the gate opens (a progress
-/// reporter). A worker that fails before the gate calls the run off; its
+/// reporter, reading the workers' counters on the board). A worker that fails before the gate calls the run off; its
 /// error (the first one) is the run's.
 pub fn measure<W, O, E>(
     run: &Run<'_, E>,
     connect: impl Fn(usize, Range<usize>) -> Result<W, E> + Sync,
     load: impl Fn(W, Window, &Counters) -> O + Sync,
-    on_start: impl FnOnce(),
+    on_start: impl FnOnce(&Arc<Board>),
 ) -> Result<Measured<O>, E>
 where
     O: Send,
@@ -287,7 +294,7 @@ where
             let started = SystemTime::now() + before_measuring;
             let start_ns = run.clock.now_ns();
             gate.open(Some(start_ns));
-            on_start();
+            on_start(&board);
             let planned = l.duration.map(|d| d + before_measuring);
             let line = run
                 .line
@@ -308,6 +315,57 @@ where
         outcomes,
         line,
     })
+}
+
+/// `t` in Unix seconds (0 before 1970).
+pub fn unix_s(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The record every engine makes of its measured window the same way,
+/// from its workers' merged recorder `rec` over `duration_ns` (measuring
+/// began at `started_unix_s`): the counts, latency, timeline and the
+/// threads' rates, the generator's `cpu` time, the open loop's schedule
+/// (`unsent`: arrivals never sent). The engine adds its own part: where
+/// the load went, its attempts and rate, connection timings, its details.
+pub fn record<E: Engine>(
+    load: &Load,
+    rec: &Recorder,
+    duration_ns: u64,
+    cpu: &CpuTime,
+    started_unix_s: f64,
+    unsent: u64,
+) -> LoadResult {
+    LoadResult {
+        engine: E::NAME.into(),
+        unit: Some(E::UNIT),
+        started_unix_s,
+        duration_s: duration_ns as f64 / 1e9,
+        connections: load.connections as u64,
+        threads: load.threads as u64,
+        requests: rec.requests,
+        in_flight: rec.in_flight,
+        errors: rec.errors,
+        bytes_read: rec.bytes_read,
+        latency_us: rec.latency.summary(),
+        hdr: rec.latency.encode().unwrap_or_default(),
+        timeline: rec.timeline(duration_ns),
+        generator_cpu_s: cpu.total_s(),
+        generator_cpu_user_s: cpu.user.as_secs_f64(),
+        generator_cpu_system_s: cpu.system.as_secs_f64(),
+        thread_rate: crate::rate::summarize(&rec.rate_samples(duration_ns)),
+        schedule: crate::schedule::report(
+            load.rate,
+            load.arrivals,
+            load.ramp,
+            rec,
+            duration_ns,
+            unsent,
+        ),
+        tare_version: env!("CARGO_PKG_VERSION").into(),
+        ..LoadResult::default()
+    }
 }
 
 /// A clock for a run starting now.

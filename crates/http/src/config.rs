@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use tare_engine::connecting::ConnectPace;
-use tare_engine::load::{Load, LoadKey};
-use tare_engine::Endpoint;
+use tare_engine::load::Load;
+use tare_engine::{Endpoint, Engine};
 
 use crate::mix::Mix;
 use crate::target::Target;
-use crate::HttpError;
+use crate::{Http, HttpError};
 
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
@@ -61,9 +61,7 @@ impl HttpConfig {
     pub fn validate(&self) -> Result<(), HttpError> {
         let bad = |m: &str| Err(HttpError::Config(m.to_string()));
         let tcp = matches!(self.target.endpoint, Endpoint::Tcp(_));
-        self.load
-            .check(Some(tcp))
-            .map_err(|e| HttpError::Config(e.with_subject(subject(e.key))))?;
+        Http::check_load(&self.load, tcp).map_err(HttpError::Config)?;
         match (self.load.duration, self.requests) {
             (None, None) => return bad("give a duration (-d) or a request count (-n)"),
             (_, Some(0)) => return bad("request count (-n) must be at least 1"),
@@ -82,17 +80,5 @@ impl HttpConfig {
             }
         }
         Ok(())
-    }
-}
-
-/// A shared setting as `tare http` spells it (wrk's flags where wrk has them).
-fn subject(key: LoadKey) -> &'static str {
-    match key {
-        LoadKey::Threads => "threads (-t)",
-        LoadKey::Connections => "connections (-c)",
-        LoadKey::Duration => "duration (-d)",
-        LoadKey::Rate => "rate (--rate)",
-        LoadKey::Timeout => "timeout (--timeout)",
-        k => k.flag(),
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::cpu::CpuTime;
 use tare_engine::limits::Limits;
-use tare_engine::load::Load;
+use tare_engine::load::{Load, LoadKey};
 use tare_engine::progress::{Board, Line};
 use tare_engine::{workers, Clock, Endpoint, Engine, Recorder};
 use tare_record::{LoadResult, Unit};
@@ -26,17 +26,17 @@ impl Engine for Http {
     type Error = HttpError;
     const NAME: &'static str = "http";
     const UNIT: Unit = Unit::Requests;
+    /// wrk's flags.
+    const SUBJECTS: &'static [(LoadKey, &'static str)] = &[
+        (LoadKey::Threads, "threads (-t)"),
+        (LoadKey::Connections, "connections (-c)"),
+        (LoadKey::Duration, "duration (-d)"),
+        (LoadKey::Rate, "rate (--rate)"),
+        (LoadKey::Timeout, "timeout (--timeout)"),
+    ];
 
     fn format_time(us: f64) -> String {
         crate::wrk_text::format_time_us(us)
-    }
-
-    fn load(config: &HttpConfig) -> &Load {
-        &config.load
-    }
-
-    fn load_mut(config: &mut HttpConfig) -> &mut Load {
-        &mut config.load
     }
 
     fn quiet(config: &mut HttpConfig) {
@@ -48,6 +48,8 @@ impl Engine for Http {
     }
 }
 
+tare_engine::holds_load!(HttpConfig);
+
 /// Splits `total` into `parts` shares differing by at most one.
 fn share(total: u64, parts: usize, i: usize) -> u64 {
     total / parts as u64 + u64::from((i as u64) < total % parts as u64)
@@ -57,7 +59,7 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
 /// only for runs that could not happen (bad config, no threads); failed
 /// requests are counted in the result.
 pub fn run(config: &HttpConfig) -> Result<LoadResult, HttpError> {
-    run_with_stop(config, Arc::new(AtomicBool::new(false)))
+    Http::run_to_end(config)
 }
 
 /// As [`run`], ending early when `stop` is set (Ctrl-C); the result covers
@@ -65,8 +67,7 @@ pub fn run(config: &HttpConfig) -> Result<LoadResult, HttpError> {
 pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadResult, HttpError> {
     config.validate()?;
     let load = &config.load;
-    let t = &config.target;
-    let dest = match &t.endpoint {
+    let dest = match &config.target.endpoint {
         Endpoint::Tcp(a) => Some(*a),
         Endpoint::Unix(_) => None,
     };
@@ -81,36 +82,7 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     } else {
         0
     };
-    let mix = Prepared::of(config);
-    let origin = Instant::now();
-    let ramp_ns = load.ramp.as_nanos() as u64;
-    let start_ns = ramp_ns + connect_ns + load.warmup.as_nanos() as u64;
-    let end_ns = load.duration.map(|d| start_ns + d.as_nanos() as u64);
-    let plan = Plan {
-        endpoint: t.endpoint.clone(),
-        requests: mix.requests,
-        cumulative: mix.cumulative,
-        seed: config.mix.as_ref().map_or(0, |m| m.seed),
-        keepalive: config.keepalive,
-        timeout_ns: load.timeout.as_nanos() as u64,
-        clock: Clock::new(origin),
-        start_ns,
-        end_ns,
-        expected_ns: load
-            .duration
-            .map_or(10_000_000_000, |d| d.as_nanos() as u64),
-        netns: load.netns.clone(),
-        stop,
-        rate: load.rate,
-        arrivals: load.arrivals,
-        ramp_ns,
-        threads: load.threads,
-        coalesce: load.coalesce,
-        io: load.io,
-        connections,
-        pace: config.connect,
-        sources,
-    };
+    let plan = plan(config, connect_ns, sources, stop);
     let board = Board::new(load.threads);
     let line = config.progress.then(|| {
         let total = load
@@ -132,79 +104,134 @@ pub fn run_with_stop(config: &HttpConfig, stop: Arc<AtomicBool>) -> Result<LoadR
     if let Some(l) = line {
         l.finish();
     }
+    let m = Merged::of(outcomes, load, plan.start_ns)?;
+    let mut result = result_of(config, &m, started_unix_s);
+    result.wakeups = Some(m.wakeups);
+    result.connect_phase = m.connect;
+    result.by_name = by_name(config, &m.names, &result);
+    Ok(result)
+}
 
-    let mut total: Option<Recorder> = None;
-    let mut cpu = CpuTime::default();
-    let mut finished_ns = 0;
-    let mut last_completion_ns = 0;
-    let mut rate_samples = Vec::new();
-    let mut per_thread = Vec::new();
-    let mut unsent = 0;
-    let mut wakeups = tare_record::WakeupReport::default();
-    let mut connect: Option<tare_record::ConnectReport> = None;
-    let mut names: Vec<NameStats> = Vec::new();
-    for o in outcomes {
-        // A worker that panicked took its counts with it: the run cannot
-        // report exact counts, so it is an error naming the worker.
-        let o = o?.map_err(|source| HttpError::Io {
-            context: "load worker".into(),
-            source,
-        })?;
-        cpu.add(&o.cpu);
-        finished_ns = finished_ns.max(o.finished_ns);
-        last_completion_ns = last_completion_ns.max(o.last_completion_ns);
-        unsent += o.unsent;
-        wakeups.add(&o.wakeups);
-        match connect.as_mut() {
-            None => connect = Some(o.connect),
-            Some(c) => c.add(&o.connect),
-        }
-        per_thread.push(o.recorder);
-        if names.is_empty() {
-            names = o.names;
-        } else {
-            for (n, m) in names.iter_mut().zip(&o.names) {
-                n.add(m);
+/// What every worker shares: the requests, where to, the measured period
+/// on one clock (it starts once the ramp, the `connect_ns` connecting
+/// phase and the warm-up are over), the pace and the stop flag.
+fn plan(
+    config: &HttpConfig,
+    connect_ns: u64,
+    sources: tare_engine::limits::Sources,
+    stop: Arc<AtomicBool>,
+) -> Plan {
+    let load = &config.load;
+    let mix = Prepared::of(config);
+    let ramp_ns = load.ramp.as_nanos() as u64;
+    let start_ns = ramp_ns + connect_ns + load.warmup.as_nanos() as u64;
+    Plan {
+        endpoint: config.target.endpoint.clone(),
+        requests: mix.requests,
+        cumulative: mix.cumulative,
+        seed: config.mix.as_ref().map_or(0, |m| m.seed),
+        keepalive: config.keepalive,
+        timeout_ns: load.timeout.as_nanos() as u64,
+        clock: Clock::new(Instant::now()),
+        start_ns,
+        end_ns: load.duration.map(|d| start_ns + d.as_nanos() as u64),
+        expected_ns: load
+            .duration
+            .map_or(10_000_000_000, |d| d.as_nanos() as u64),
+        netns: load.netns.clone(),
+        stop,
+        rate: load.rate,
+        arrivals: load.arrivals,
+        ramp_ns,
+        threads: load.threads,
+        coalesce: load.coalesce,
+        io: load.io,
+        connections: load.connections as u64,
+        pace: config.connect,
+        sources,
+    }
+}
+
+/// Every worker's outcome summed: one recorder, the threads' rates, CPU
+/// time, the measured period's length and the counts beside.
+struct Merged {
+    rec: Recorder,
+    rate_samples: Vec<f64>,
+    cpu: CpuTime,
+    duration_ns: u64,
+    unsent: u64,
+    wakeups: tare_record::WakeupReport,
+    connect: Option<tare_record::ConnectReport>,
+    names: Vec<NameStats>,
+}
+
+impl Merged {
+    /// The workers' outcomes merged; the measured period began at
+    /// `start_ns`. A worker that panicked took its counts with it: the run
+    /// cannot report exact counts, so it is an error naming the worker.
+    fn of(
+        outcomes: Vec<Result<std::io::Result<crate::worker::Outcome>, workers::WorkerFailed>>,
+        load: &Load,
+        start_ns: u64,
+    ) -> Result<Merged, HttpError> {
+        let mut cpu = CpuTime::default();
+        let mut finished_ns = 0;
+        let mut last_completion_ns = 0;
+        let mut per_thread = Vec::new();
+        let mut unsent = 0;
+        let mut wakeups = tare_record::WakeupReport::default();
+        let mut connect: Option<tare_record::ConnectReport> = None;
+        let mut names: Vec<NameStats> = Vec::new();
+        for o in outcomes {
+            let o = o?.map_err(|source| HttpError::Io {
+                context: "load worker".into(),
+                source,
+            })?;
+            cpu.add(&o.cpu);
+            finished_ns = finished_ns.max(o.finished_ns);
+            last_completion_ns = last_completion_ns.max(o.last_completion_ns);
+            unsent += o.unsent;
+            wakeups.add(&o.wakeups);
+            match connect.as_mut() {
+                None => connect = Some(o.connect),
+                Some(c) => c.add(&o.connect),
+            }
+            per_thread.push(o.recorder);
+            if names.is_empty() {
+                names = o.names;
+            } else {
+                for (n, m) in names.iter_mut().zip(&o.names) {
+                    n.add(m);
+                }
             }
         }
-    }
-    // With only a request count, the run ends with its last response.
-    let end = if load.duration.is_some() {
-        finished_ns
-    } else {
-        last_completion_ns.max(start_ns + 1)
-    };
-    let duration_ns = end.saturating_sub(start_ns).max(1);
-    for r in &per_thread {
-        rate_samples.extend(r.rate_samples(duration_ns));
-    }
-    for r in per_thread {
-        match total.as_mut() {
-            None => total = Some(r),
-            Some(t) => t.merge(&r),
+        // With only a request count, the run ends with its last response.
+        let end = if load.duration.is_some() {
+            finished_ns
+        } else {
+            last_completion_ns.max(start_ns + 1)
+        };
+        let duration_ns = end.saturating_sub(start_ns).max(1);
+        let rate_samples = per_thread
+            .iter()
+            .flat_map(|r| r.rate_samples(duration_ns))
+            .collect();
+        let mut it = per_thread.into_iter();
+        let mut rec = it.next().expect("at least one thread");
+        for r in it {
+            rec.merge(&r);
         }
+        Ok(Merged {
+            rec,
+            rate_samples,
+            cpu,
+            duration_ns,
+            unsent,
+            wakeups,
+            connect,
+            names,
+        })
     }
-    let rec = total.expect("at least one thread");
-    let mut result = result_of(
-        config,
-        &rec,
-        duration_ns,
-        cpu,
-        started_unix_s,
-        &rate_samples,
-    );
-    result.schedule = tare_engine::schedule::report(
-        load.rate,
-        load.arrivals,
-        load.ramp,
-        &rec,
-        duration_ns,
-        unsent,
-    );
-    result.wakeups = Some(wakeups);
-    result.connect_phase = connect;
-    result.by_name = by_name(config, &names, &result);
-    Ok(result)
 }
 
 /// The requests a run sends, each serialized once, and the cumulative
@@ -303,62 +330,35 @@ fn by_name(
         .collect()
 }
 
-fn result_of(
-    config: &HttpConfig,
-    rec: &Recorder,
-    duration_ns: u64,
-    cpu: CpuTime,
-    started_unix_s: f64,
-    rate_samples: &[f64],
-) -> LoadResult {
-    let secs = duration_ns as f64 / 1e9;
+/// The run's record from its merged outcomes, measured from
+/// `started_unix_s`.
+fn result_of(config: &HttpConfig, m: &Merged, started_unix_s: f64) -> LoadResult {
+    let rec = &m.rec;
+    let secs = m.duration_ns as f64 / 1e9;
     let target = match &config.target.endpoint {
         Endpoint::Unix(p) => format!("{} via unix:{}", config.target.url, p.display()),
         Endpoint::Tcp(_) => config.target.url.clone(),
     };
+    let record = tare_engine::window::record::<Http>(
+        &config.load,
+        rec,
+        m.duration_ns,
+        &m.cpu,
+        started_unix_s,
+        m.unsent,
+    );
     LoadResult {
-        engine: Http::NAME.into(),
-        unit: Some(Http::UNIT),
         // A response with status >= 400 is a completed request (wrk's count).
         attempts: Some(rec.requests + rec.errors.total() - rec.errors.status),
         target,
         transport: config.target.endpoint.transport().into(),
-        started_unix_s,
-        duration_s: secs,
-        connections: config.load.connections as u64,
-        threads: config.load.threads as u64,
         keepalive: config.keepalive,
-        requests: rec.requests,
-        in_flight: rec.in_flight,
-        errors: rec.errors,
         rps: Some(rec.requests as f64 / secs),
-        tps: None,
-        bytes_read: rec.bytes_read,
-        latency_us: rec.latency.summary(),
-        hdr: rec.latency.encode().unwrap_or_default(),
         connect_us: rec.connect.as_ref().map(|l| l.summary()),
         first_byte_us: rec.first_byte.as_ref().map(|l| l.summary()),
-        timeline: rec.timeline(duration_ns),
-        generator_cpu_s: cpu.total_s(),
-        generator_cpu_user_s: cpu.user.as_secs_f64(),
-        generator_cpu_system_s: cpu.system.as_secs_f64(),
-        generator_cpus: 0,
         status_codes: rec.status_codes(),
-        thread_rate: tare_engine::rate::summarize(rate_samples),
-        schedule: None,
-        wakeups: None,
-        connect_phase: None,
-        pg: None,
-        redis: None,
-        mysql: None,
-        net: None,
-        metrics: Vec::new(),
-        primary: None,
-        tool: None,
-        external: None,
-        generators: Vec::new(),
-        by_name: Vec::new(),
-        tare_version: env!("CARGO_PKG_VERSION").into(),
+        thread_rate: tare_engine::rate::summarize(&m.rate_samples),
+        ..record
     }
 }
 

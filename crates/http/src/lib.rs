@@ -16,6 +16,9 @@
 //!   `tare_engine::find_max::find_max::<Http>`.
 //! - [`wrk_text`]: the wrk 4.x text layout of a result.
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod config;
 mod head;
 pub mod mix;

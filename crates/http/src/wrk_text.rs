@@ -189,24 +189,42 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
         fix_nan(&mut out);
     }
     if latency {
-        let s = &r.latency_us;
-        let _ = writeln!(out, "  Latency Distribution");
-        for (label, v) in [
-            ("50", s.p50),
-            ("75", s.p75),
-            ("90", s.p90),
-            ("99", s.p99),
-            ("99.9", s.p999),
-            ("99.99", s.p9999),
-        ] {
-            let _ = write!(out, "{label:>7}%");
-            units_cell(&mut out, &format_time_us(v), 10);
-            out.push('\n');
-        }
+        distribution(&mut out, &r.latency_us);
     }
     if let Some(sch) = &r.schedule {
         schedule_lines(&mut out, sch);
     }
+    totals(&mut out, r);
+    let secs = r.duration_s.max(1e-9);
+    let _ = writeln!(out, "Requests/sec: {:9.2}", r.requests as f64 / secs);
+    let _ = writeln!(
+        out,
+        "Transfer/sec: {:>10}B",
+        format_binary(r.bytes_read as f64 / secs)
+    );
+    out
+}
+
+/// wrk's `--latency`: the latency at its percentiles.
+fn distribution(out: &mut String, s: &tare_record::LatencySummary) {
+    let _ = writeln!(out, "  Latency Distribution");
+    for (label, v) in [
+        ("50", s.p50),
+        ("75", s.p75),
+        ("90", s.p90),
+        ("99", s.p99),
+        ("99.9", s.p999),
+        ("99.99", s.p9999),
+    ] {
+        let _ = write!(out, "{label:>7}%");
+        units_cell(out, &format_time_us(v), 10);
+        out.push('\n');
+    }
+}
+
+/// The run's totals: requests and bytes, the errors by kind, what was in
+/// flight at the end, the wake-ups and the connections.
+fn totals(out: &mut String, r: &LoadResult) {
     let _ = writeln!(
         out,
         "  {} requests in {}, {}B read",
@@ -238,14 +256,6 @@ pub fn render(r: &LoadResult, planned: Option<Duration>, latency: bool) -> Strin
     if let Some(c) = r.connect_phase.as_ref().filter(|_| r.keepalive) {
         let _ = writeln!(out, "  Connections: {}", c.summary());
     }
-    let secs = r.duration_s.max(1e-9);
-    let _ = writeln!(out, "Requests/sec: {:9.2}", r.requests as f64 / secs);
-    let _ = writeln!(
-        out,
-        "Transfer/sec: {:>10}B",
-        format_binary(r.bytes_read as f64 / secs)
-    );
-    out
 }
 
 /// Open loop and ramp: what the schedule asked, what was sent, how late, and

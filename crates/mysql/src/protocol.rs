@@ -606,53 +606,7 @@ impl Scanner {
 
     fn packet(&mut self, p: &[u8]) -> Result<Option<Reply>, ProtoError> {
         match self.state {
-            State::First => match p.first() {
-                None => Err(ProtoError::Malformed("an empty packet")),
-                Some(0xFF) => {
-                    let e = parse_err(p)?;
-                    self.more = false;
-                    Ok(self.done(Reply::Err(e.code)))
-                }
-                Some(0x00) if self.prepare => {
-                    if p.len() < 9 {
-                        return Err(ProtoError::Malformed("a truncated prepare OK"));
-                    }
-                    let id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
-                    let columns = u16::from_le_bytes([p[5], p[6]]) as u64;
-                    let params = u16::from_le_bytes([p[7], p[8]]);
-                    self.prepared = (id, params);
-                    self.state = State::PrepParams {
-                        params: params as u64,
-                        columns,
-                    };
-                    self.prepare_step()
-                }
-                Some(0x00) => {
-                    let ok = parse_ok(p)?;
-                    if ok.status & SERVER_MORE_RESULTS_EXISTS != 0 {
-                        self.more = true;
-                        return Ok(None);
-                    }
-                    let had_rows = std::mem::take(&mut self.more);
-                    Ok(self.done(if had_rows {
-                        Reply::Rows(self.rows)
-                    } else {
-                        Reply::Ok {
-                            affected_rows: ok.affected_rows,
-                        }
-                    }))
-                }
-                Some(0xFB) => Err(ProtoError::LocalInfile),
-                Some(_) if self.prepare => Err(ProtoError::Malformed("not a prepare reply")),
-                Some(_) => {
-                    let (n, used) = get_lenenc(p).ok_or(ProtoError::Malformed("a column count"))?;
-                    if used != p.len() || n == 0 {
-                        return Err(ProtoError::Malformed("not a column count"));
-                    }
-                    self.state = State::Columns(n);
-                    Ok(None)
-                }
-            },
+            State::First => self.first(p),
             State::Columns(n) => {
                 if is_eof(p) || p.first() == Some(&0xFF) {
                     return Err(ProtoError::Malformed(
@@ -673,25 +627,7 @@ impl Scanner {
                 self.state = State::Rows;
                 Ok(None)
             }
-            State::Rows => {
-                if p.first() == Some(&0xFF) {
-                    let e = parse_err(p)?;
-                    self.more = false;
-                    return Ok(self.done(Reply::Err(e.code)));
-                }
-                if is_eof(p) {
-                    if eof_status(p) & SERVER_MORE_RESULTS_EXISTS != 0 {
-                        self.more = true;
-                        self.state = State::First;
-                        return Ok(None);
-                    }
-                    self.more = false;
-                    let rows = self.rows;
-                    return Ok(self.done(Reply::Rows(rows)));
-                }
-                self.rows += 1;
-                Ok(None)
-            }
+            State::Rows => self.row(p),
             State::PrepParams { params, columns } => {
                 if is_eof(p) {
                     return Err(ProtoError::Malformed(
@@ -737,6 +673,80 @@ impl Scanner {
                 Ok(self.done(Reply::Prepared { id, params }))
             }
         }
+    }
+
+    /// The first packet of a reply: an error, an OK (of a prepare or a
+    /// statement), or a result set's column count.
+    fn first(&mut self, p: &[u8]) -> Result<Option<Reply>, ProtoError> {
+        match p.first() {
+            None => Err(ProtoError::Malformed("an empty packet")),
+            Some(0xFF) => {
+                let e = parse_err(p)?;
+                self.more = false;
+                Ok(self.done(Reply::Err(e.code)))
+            }
+            Some(0x00) if self.prepare => {
+                if p.len() < 9 {
+                    return Err(ProtoError::Malformed("a truncated prepare OK"));
+                }
+                let id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
+                let columns = u16::from_le_bytes([p[5], p[6]]) as u64;
+                let params = u16::from_le_bytes([p[7], p[8]]);
+                self.prepared = (id, params);
+                self.state = State::PrepParams {
+                    params: params as u64,
+                    columns,
+                };
+                self.prepare_step()
+            }
+            Some(0x00) => {
+                let ok = parse_ok(p)?;
+                if ok.status & SERVER_MORE_RESULTS_EXISTS != 0 {
+                    self.more = true;
+                    return Ok(None);
+                }
+                let had_rows = std::mem::take(&mut self.more);
+                Ok(self.done(if had_rows {
+                    Reply::Rows(self.rows)
+                } else {
+                    Reply::Ok {
+                        affected_rows: ok.affected_rows,
+                    }
+                }))
+            }
+            Some(0xFB) => Err(ProtoError::LocalInfile),
+            Some(_) if self.prepare => Err(ProtoError::Malformed("not a prepare reply")),
+            Some(_) => {
+                let (n, used) = get_lenenc(p).ok_or(ProtoError::Malformed("a column count"))?;
+                if used != p.len() || n == 0 {
+                    return Err(ProtoError::Malformed("not a column count"));
+                }
+                self.state = State::Columns(n);
+                Ok(None)
+            }
+        }
+    }
+
+    /// A packet of a result set's rows: a row, an error, or the EOF that
+    /// ends the set (or announces another).
+    fn row(&mut self, p: &[u8]) -> Result<Option<Reply>, ProtoError> {
+        if p.first() == Some(&0xFF) {
+            let e = parse_err(p)?;
+            self.more = false;
+            return Ok(self.done(Reply::Err(e.code)));
+        }
+        if is_eof(p) {
+            if eof_status(p) & SERVER_MORE_RESULTS_EXISTS != 0 {
+                self.more = true;
+                self.state = State::First;
+                return Ok(None);
+            }
+            self.more = false;
+            let rows = self.rows;
+            return Ok(self.done(Reply::Rows(rows)));
+        }
+        self.rows += 1;
+        Ok(None)
     }
 
     /// Skips the parts of a prepare reply that are empty.

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use tare_record::{Latency, LoadResult};
+use tare_record::{Latency, LoadResult, MysqlDetails};
 
 /// What sysbench's header says about a run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -98,6 +98,52 @@ pub fn script_help(workload: &str, title: &str) -> String {
     out
 }
 
+/// tare's error lines: failures and retried errors by code, transactions
+/// lost with their connection, connections ended early.
+fn errors(out: &mut String, r: &LoadResult, d: &MysqlDetails) {
+    let e = &r.errors;
+    if e.total() > 0 || d.aborted_connections > 0 || !d.ignored_by_code.is_empty() {
+        out.push_str("\nErrors:\n");
+        let codes = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !d.errors_by_code.is_empty() {
+            let _ = writeln!(
+                out,
+                "    failed transactions by error code: {}",
+                codes(&d.errors_by_code)
+            );
+        }
+        if !d.ignored_by_code.is_empty() {
+            let _ = writeln!(
+                out,
+                "    retried (ignored) errors by code:  {}",
+                codes(&d.ignored_by_code)
+            );
+        }
+        if e.read + e.write + e.timeout > 0 {
+            let _ = writeln!(
+                out,
+                "    transactions lost with their connection: {} (timed out: {})",
+                e.read + e.write,
+                e.timeout
+            );
+        }
+        if d.aborted_connections > 0 {
+            let _ = writeln!(
+                out,
+                "    connections ended early: {} of {} ({})",
+                d.aborted_connections,
+                r.connections,
+                d.abort_error.as_deref().unwrap_or("")
+            );
+        }
+    }
+}
+
 /// The result blocks sysbench prints at the end of `run`.
 pub fn text(r: &LoadResult) -> String {
     let mut out = String::new();
@@ -153,47 +199,7 @@ pub fn text(r: &LoadResult) -> String {
         ms(l.p999),
         ms(l.p9999)
     );
-    let e = &r.errors;
-    if e.total() > 0 || d.aborted_connections > 0 || !d.ignored_by_code.is_empty() {
-        out.push_str("\nErrors:\n");
-        let codes = |m: &std::collections::BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !d.errors_by_code.is_empty() {
-            let _ = writeln!(
-                out,
-                "    failed transactions by error code: {}",
-                codes(&d.errors_by_code)
-            );
-        }
-        if !d.ignored_by_code.is_empty() {
-            let _ = writeln!(
-                out,
-                "    retried (ignored) errors by code:  {}",
-                codes(&d.ignored_by_code)
-            );
-        }
-        if e.read + e.write + e.timeout > 0 {
-            let _ = writeln!(
-                out,
-                "    transactions lost with their connection: {} (timed out: {})",
-                e.read + e.write,
-                e.timeout
-            );
-        }
-        if d.aborted_connections > 0 {
-            let _ = writeln!(
-                out,
-                "    connections ended early: {} of {} ({})",
-                d.aborted_connections,
-                r.connections,
-                d.abort_error.as_deref().unwrap_or("")
-            );
-        }
-    }
+    errors(&mut out, r, d);
     if let Some(sch) = &r.schedule {
         if let Some(rate) = sch.target_rate {
             let _ = writeln!(

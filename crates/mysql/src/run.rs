@@ -10,9 +10,9 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
-use tare_engine::load::{Load, LoadKey};
+use tare_engine::load::LoadKey;
 use tare_engine::{window, Coalesce, Engine};
 use tare_record::{Latency, LoadResult, MysqlDetails, Unit};
 
@@ -31,18 +31,16 @@ impl Engine for Mysql {
     type Error = MysqlError;
     const NAME: &'static str = "mysql";
     const UNIT: Unit = Unit::Transactions;
+    /// sysbench's flags.
+    const SUBJECTS: &'static [(LoadKey, &'static str)] = &[
+        (LoadKey::Threads, "--workers"),
+        (LoadKey::Connections, "--threads"),
+        (LoadKey::Duration, "--time"),
+    ];
 
     /// sysbench's milliseconds.
     fn format_time(us: f64) -> String {
         format!("{:.2}ms", us / 1e3)
-    }
-
-    fn load(config: &MysqlConfig) -> &Load {
-        &config.load
-    }
-
-    fn load_mut(config: &mut MysqlConfig) -> &mut Load {
-        &mut config.load
     }
 
     fn quiet(config: &mut MysqlConfig) {
@@ -55,36 +53,20 @@ impl Engine for Mysql {
     }
 }
 
+tare_engine::holds_load!(MysqlConfig);
+
 /// Runs the load described by `cfg`. A server that dies mid-run ends with
 /// `Ok` and what was measured, its failures counted.
 pub fn run(cfg: &MysqlConfig) -> Result<LoadResult, MysqlError> {
-    run_with_stop(cfg, Arc::new(AtomicBool::new(false)))
-}
-
-/// A shared setting as `tare mysql` spells it (sysbench's flags where it
-/// has them).
-fn subject(key: LoadKey) -> &'static str {
-    match key {
-        LoadKey::Threads => "--workers",
-        LoadKey::Connections => "--threads",
-        LoadKey::Duration => "--time",
-        k => k.flag(),
-    }
+    Mysql::run_to_end(cfg)
 }
 
 pub(crate) fn validate(cfg: &MysqlConfig) -> Result<(), MysqlError> {
     let load = &cfg.load;
     let bad = |m: String| Err(MysqlError::Config(m));
     let tcp = matches!(cfg.endpoint, tare_engine::Endpoint::Tcp(_));
-    let shared =
-        |e: tare_engine::load::LoadError| MysqlError::Config(e.with_subject(subject(e.key)));
-    load.check(Some(tcp)).map_err(shared)?;
-    load.check_ramp_within_duration().map_err(|e| {
-        MysqlError::Config(match load.duration {
-            None => format!("{} needs a duration (--time)", subject(e.key)),
-            Some(_) => e.with_subject(subject(e.key)),
-        })
-    })?;
+    Mysql::check_load(load, tcp).map_err(MysqlError::Config)?;
+    Mysql::check_ramp(load, "needs a duration (--time)").map_err(MysqlError::Config)?;
     if load.coalesce != Coalesce::Off {
         return bad("--coalesce is not supported by tare mysql".into());
     }
@@ -206,7 +188,7 @@ pub fn run_with_stop(cfg: &MysqlConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
                 Ok(w)
             },
             |w, window, counters| w.run(window, threads, counters),
-            || {
+            |_| {
                 if let Some(every) = cfg.report_interval {
                     let (live, stop_r) = (&live, &reporter_stop);
                     scope.spawn(move || report_progress(live, every, cfg, stop_r));
@@ -336,56 +318,22 @@ fn assemble(
     let by_code = |m: std::collections::BTreeMap<u16, u64>| {
         m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     };
+    let record = window::record::<Mysql>(
+        &cfg.load,
+        &rec,
+        duration_ns,
+        &cpu,
+        window::unix_s(started),
+        unsent,
+    );
     LoadResult {
-        engine: Mysql::NAME.into(),
-        unit: Some(Mysql::UNIT),
         // A failed transaction is not among the completed ones.
         attempts: Some(n + rec.errors.total()),
         target: cfg.target(),
         transport: cfg.endpoint.transport().to_string(),
-        started_unix_s: started
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0),
-        duration_s,
-        connections: cfg.load.connections as u64,
-        threads: cfg.load.threads as u64,
         keepalive: true,
-        requests: n,
-        in_flight: rec.in_flight,
-        errors: rec.errors,
-        rps: None,
         tps: Some(n as f64 / duration_s),
-        bytes_read: rec.bytes_read,
-        latency_us: rec.latency.summary(),
-        hdr: rec.latency.encode().unwrap_or_default(),
-        connect_us: None,
-        first_byte_us: None,
-        timeline: rec.timeline(duration_ns),
-        generator_cpu_s: cpu.total_s(),
-        generator_cpu_user_s: cpu.user.as_secs_f64(),
-        generator_cpu_system_s: cpu.system.as_secs_f64(),
-        generator_cpus: 0,
-        status_codes: Default::default(),
-        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
-        schedule: tare_engine::schedule::report(
-            cfg.load.rate,
-            cfg.load.arrivals,
-            cfg.load.ramp,
-            &rec,
-            duration_ns,
-            unsent,
-        ),
         wakeups: Some(wakeups),
-        connect_phase: None,
-        pg: None,
-        redis: None,
-        net: None,
-        metrics: Vec::new(),
-        primary: None,
-        tool: None,
-        external: None,
-        generators: Vec::new(),
         mysql: Some(MysqlDetails {
             workload: cfg.workload.name().into(),
             tables: cfg.tables as u64,
@@ -403,7 +351,6 @@ fn assemble(
             untimed_commands: untimed,
             server_version,
         }),
-        by_name: Vec::new(),
-        tare_version: env!("CARGO_PKG_VERSION").into(),
+        ..record
     }
 }

@@ -47,3 +47,10 @@ pub enum NetError {
     #[error("{0}")]
     Worker(String),
 }
+
+impl From<tare_engine::workers::WorkerFailed> for NetError {
+    /// A worker thread that died: its panic's words.
+    fn from(e: tare_engine::workers::WorkerFailed) -> NetError {
+        NetError::Worker(e.to_string())
+    }
+}

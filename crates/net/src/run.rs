@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tare_engine::cpu::CpuTime;
-use tare_engine::load::Load;
 use tare_engine::progress::{Board, Line};
-use tare_engine::{workers, Clock, Endpoint, Engine, IoMode, Recorder};
+use tare_engine::{window, workers, Clock, Endpoint, Engine, IoMode, Recorder};
 use tare_record::{LoadResult, NetDetails, Unit};
 
 use crate::blocking::{self, BlockingRr, Finished, Watch};
@@ -36,14 +35,6 @@ impl Engine for Net {
         format!("{us:.1} us")
     }
 
-    fn load(config: &NetConfig) -> &Load {
-        &config.load
-    }
-
-    fn load_mut(config: &mut NetConfig) -> &mut Load {
-        &mut config.load
-    }
-
     fn quiet(config: &mut NetConfig) {
         config.progress = false;
     }
@@ -53,9 +44,11 @@ impl Engine for Net {
     }
 }
 
+tare_engine::holds_load!(NetConfig);
+
 /// Runs `config` to its end.
 pub fn run(config: &NetConfig) -> Result<LoadResult, NetError> {
-    run_with_stop(config, Arc::new(AtomicBool::new(false)))
+    Net::run_to_end(config)
 }
 
 /// As [`run`], ending early (with what was measured) once `stop` is set.
@@ -76,19 +69,19 @@ pub fn run_with_stop(config: &NetConfig, stop: Arc<AtomicBool>) -> Result<LoadRe
             .check(load.connections as u64, dest, false)
             .map_err(|e| NetError::Config(e.to_string()))?;
     }
-    let board = Board::new(workers_n);
-    let unit_word = if stream { "Mbit" } else { "rt" };
-    let line = config
-        .progress
-        .then(|| Line::start(board.clone(), unit_word, Some(duration + load.warmup)));
     let (outcomes, start_ns, started_unix_s) = if stream {
-        streams(config, &plan, &board)?
+        let board = Board::new(workers_n);
+        let line = config
+            .progress
+            .then(|| Line::start(board.clone(), "Mbit", Some(duration + load.warmup)));
+        let measured = streams(config, &plan, &board);
+        if let Some(l) = line {
+            l.finish();
+        }
+        measured?
     } else {
-        transactions(config, &plan, &board)?
+        transactions(config, &plan)?
     };
-    if let Some(l) = line {
-        l.finish();
-    }
     Ok(result(
         config,
         Merged::of(outcomes, start_ns),
@@ -276,14 +269,12 @@ fn result(config: &NetConfig, m: Merged, start_ns: u64, started_unix_s: f64) -> 
         _ => "tcp",
     };
     let (rec, cpu) = (m.rec, m.cpu);
-    let mut result = LoadResult {
-        engine: Net::NAME.into(),
+    let record = window::record::<Net>(load, &rec, duration_ns, &cpu, started_unix_s, m.unsent);
+    LoadResult {
         unit: Some(unit),
         attempts: Some(rec.requests + rec.errors.total()),
         target,
         transport: transport.into(),
-        started_unix_s,
-        duration_s: secs,
         // A stream both ways has its connections in each direction.
         connections: if stream {
             workers_n as u64
@@ -292,53 +283,19 @@ fn result(config: &NetConfig, m: Merged, start_ns: u64, started_unix_s: f64) -> 
         },
         threads: workers_n as u64,
         keepalive: test != Test::Crr,
-        requests: rec.requests,
-        in_flight: rec.in_flight,
-        errors: rec.errors,
-        rps: None,
         tps: Some(throughput),
-        bytes_read: rec.bytes_read,
-        latency_us: rec.latency.summary(),
-        hdr: rec.latency.encode().unwrap_or_default(),
         connect_us: rec.connect.as_ref().map(|l| l.summary()),
         first_byte_us: rec.first_byte.as_ref().map(|l| l.summary()),
-        timeline: rec.timeline(duration_ns),
-        generator_cpu_s: cpu.total_s(),
-        generator_cpu_user_s: cpu.user.as_secs_f64(),
-        generator_cpu_system_s: cpu.system.as_secs_f64(),
-        generator_cpus: 0,
-        status_codes: Default::default(),
-        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
-        schedule: None,
-        wakeups: None,
-        connect_phase: None,
-        pg: None,
-        redis: None,
-        mysql: None,
         net: Some(details),
-        metrics: Vec::new(),
-        primary: None,
-        tool: None,
-        external: None,
-        generators: Vec::new(),
-        by_name: Vec::new(),
-        tare_version: env!("CARGO_PKG_VERSION").into(),
-    };
-    result.schedule = tare_engine::schedule::report(
-        load.rate,
-        load.arrivals,
-        load.ramp,
-        &rec,
-        duration_ns,
-        m.unsent,
-    );
-    result
+        ..record
+    }
 }
 
 /// A transactions thread: the event loop over its share of the
 /// connections, or one blocking rr connection.
 enum Worker<'p> {
-    Loop(Box<Transactions<'p>>),
+    /// The loop, its thread's index and its number of connections.
+    Loop(Box<Transactions<'p>>, usize, usize),
     Blocking(BlockingRr<'p>),
 }
 
@@ -355,92 +312,73 @@ pub(crate) fn blocks(config: &NetConfig) -> bool {
 }
 
 /// rr, crr and udp-rr: `config.workers()` event-loop threads, each with
-/// its share of the connections, opened before a common start.
-fn transactions(config: &NetConfig, plan: &Plan, board: &Board) -> Result<Measured, NetError> {
+/// its share of the connections, opened before the common start of the
+/// measured window every engine shares ([`window::measure`]).
+fn transactions(config: &NetConfig, plan: &Plan) -> Result<Measured, NetError> {
     let load = &config.load;
     let threads = config.workers();
     let conns = load.connections;
-    let share = |i: usize| conns / threads + usize::from(i < conns % threads);
     let blocking = blocks(config);
     // Blocking workers: what the watchdog sees of each, and how many ended.
     let watches: Vec<Watch> = (0..threads).map(|_| Watch::default()).collect();
     let done = AtomicUsize::new(0);
     let watchdog = std::thread::current();
-    let failure = std::sync::Mutex::new(None::<String>);
-    let (started, outcomes) = workers::run_gated(
-        Net::NAME,
-        threads,
-        load.cpus.as_ref(),
-        |i, ticket| -> Option<Outcome> {
-            let _finished = blocking.then(|| Finished {
+    // The threads the run clamps within its connections.
+    let mut shared = load.clone();
+    shared.threads = threads;
+    let run = window::Run {
+        engine: Net::NAME,
+        load: &shared,
+        clock: plan.clock,
+        line: config.progress.then_some("rt"),
+        netns_error: |e| NetError::Worker(e.to_string()),
+        failed: NetError::Worker,
+    };
+    let measured = window::measure(
+        &run,
+        |i, share| {
+            let finished = blocking.then(|| Finished {
                 done: &done,
                 watchdog: watchdog.clone(),
             });
-            let setup = (|| -> Result<Worker<'_>, String> {
-                if let Some(ns) = &plan.netns {
-                    tare_engine::netns::enter(ns).map_err(|e| e.to_string())?;
-                }
-                if blocking {
-                    return Ok(Worker::Blocking(BlockingRr::connect(plan, &watches[i])));
-                }
-                let mut t = Transactions::new(plan, config.test, share(i)).map_err(|e| {
-                    format!("setting up the worker's wait (epoll or io_uring): {e}")
-                })?;
-                t.connect_all();
-                Ok(Worker::Loop(Box::new(t)))
-            })();
-            match setup {
-                Ok(Worker::Blocking(b)) => {
-                    let origin = ticket.ready()?;
-                    Some(b.run(origin, &board.threads[i]))
-                }
-                Ok(Worker::Loop(t)) => {
-                    let origin = ticket.ready()?;
-                    // This thread's connections' share of the rate.
-                    let rate = load.rate.map(|r| r * share(i) as f64 / conns as f64);
-                    Some(t.run(origin, rate, 0x6e65_7400 + i as u64, &board.threads[i]))
-                }
-                Err(e) => {
-                    ticket.fail_because(&failure, e);
-                    None
-                }
+            if blocking {
+                let b = BlockingRr::connect(plan, &watches[i]);
+                return Ok((Worker::Blocking(b), finished));
+            }
+            let mut t = Transactions::new(plan, config.test, share.len()).map_err(|e| {
+                NetError::Worker(format!(
+                    "setting up the worker's wait (epoll or io_uring): {e}"
+                ))
+            })?;
+            t.connect_all();
+            Ok((Worker::Loop(Box::new(t), i, share.len()), finished))
+        },
+        |(w, _finished), window, counters| match w {
+            Worker::Blocking(b) => b.run(window.origin, counters),
+            Worker::Loop(t, i, share) => {
+                // This thread's connections' share of the rate.
+                let rate = load.rate.map(|r| r * share as f64 / conns as f64);
+                t.run(window.origin, rate, 0x6e65_7400 + i as u64, counters)
             }
         },
-        |gate| {
-            if !gate.all_ready() {
-                gate.open(None);
-                return None;
-            }
-            let unix_s = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64())
-                + load.warmup.as_secs_f64();
-            let origin = plan.clock.now_ns();
-            gate.open(Some(origin));
+        |_| {
             if blocking {
                 blocking::watch(&watches, plan.timeout, plan.clock, &done, threads);
             }
-            Some((origin, unix_s))
         },
-    );
-    let Some((origin, unix_s)) = started else {
-        let stored = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let died = outcomes
-            .into_iter()
-            .find_map(Result::err)
-            .map(|e| e.to_string());
-        return Err(NetError::Worker(
-            stored
-                .or(died)
-                .unwrap_or_else(|| "a worker thread failed to start".into()),
-        ));
-    };
-    let outcomes = outcomes
+    )?;
+    let unix_s = measured
+        .started
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let start_ns = measured.measure_from;
+    let outcomes = measured
+        .finish()
         .into_iter()
         .map(|o| {
             o.map_err(|e| NetError::Worker(e.to_string()))?
                 .ok_or_else(|| NetError::Worker("a worker thread did not start".into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((outcomes, origin + plan.start_ns, unix_s))
+    Ok((outcomes, start_ns, unix_s))
 }

@@ -19,6 +19,9 @@
 //! - `fuzzing` (hidden): byte-taking entry points for the fuzz targets in
 //!   `crates/pg/fuzz` (docs/fuzzing.md).
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod config;
 mod conninfo;
 mod engine;

@@ -10,7 +10,7 @@ use crate::error::PgError;
 use crate::protocol;
 use crate::script::expr::Value;
 use crate::script::vars::{VarId, Vars};
-use crate::script::{self, builtin, CommandKind, Script};
+use crate::script::{self, builtin, CommandKind, Script, Sql};
 
 /// Prebuilt protocol bytes for one SQL command.
 #[derive(Clone, Debug)]
@@ -49,6 +49,81 @@ pub(crate) struct Program {
     pub commands: usize,
 }
 
+/// Reads and parses the scripts `cfg` names (pgbench's tpcb-like when it
+/// names none), each with whether it is built in.
+fn read_scripts(cfg: &PgConfig, vars: &mut Vars) -> Result<Vec<(Script, bool)>, PgError> {
+    let default_spec = [crate::config::ScriptSpec {
+        source: ScriptSource::Builtin("tpcb-like".into()),
+        weight: 1,
+    }];
+    let specs = if cfg.scripts.is_empty() {
+        &default_spec[..]
+    } else {
+        &cfg.scripts[..]
+    };
+    let mut scripts = Vec::new();
+    for spec in specs {
+        let (name, text, is_builtin) = match &spec.source {
+            ScriptSource::Builtin(n) => {
+                let b = builtin::find(n).map_err(PgError::Config)?;
+                (b.desc.to_string(), b.script.to_string(), true)
+            }
+            ScriptSource::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    PgError::Config(format!("could not open file \"{}\": {e}", path.display()))
+                })?;
+                (path.display().to_string(), text, false)
+            }
+            ScriptSource::Text { name, text } => (name.clone(), text.clone(), false),
+        };
+        let parsed = script::parse(&name, &text, spec.weight, vars)?;
+        if cfg.mode != QueryMode::Simple {
+            too_many_arguments(&parsed)?;
+        } else if parsed
+            .commands
+            .iter()
+            .any(|c| matches!(c.kind, CommandKind::StartPipeline))
+        {
+            return Err(PgError::Config(format!(
+                "{name}: cannot use pipeline mode with the simple query protocol"
+            )));
+        }
+        scripts.push((parsed, is_builtin));
+    }
+    Ok(scripts)
+}
+
+/// A SQL command's statement as `mode` sends it: its name (prepared
+/// mode), its Parse message and, without parameters, its whole message
+/// built once; `slot`: its index over all scripts.
+fn statement(mode: QueryMode, sql: &Sql, si: usize, ci: usize, slot: usize) -> Stmt {
+    let name = match mode {
+        QueryMode::Prepared => format!("P{si}_{ci}"),
+        _ => String::new(),
+    };
+    let mut parse = Vec::new();
+    protocol::parse(&mut parse, &name, &sql.parameterized);
+    let fixed = (sql.params.is_empty() && mode != QueryMode::Simple).then(|| {
+        let mut b = Vec::new();
+        if mode == QueryMode::Extended {
+            b.extend_from_slice(&parse);
+        }
+        protocol::bind(&mut b, &name, 0, |_, _| true);
+        if sql.gset.is_some() {
+            b.extend_from_slice(&protocol::DESCRIBE_PORTAL);
+        }
+        b.extend_from_slice(&protocol::EXECUTE);
+        b.extend_from_slice(&protocol::SYNC);
+        b
+    });
+    Stmt {
+        name,
+        parse,
+        fixed,
+        slot,
+    }
+}
+
 impl Program {
     /// Reads and parses the scripts; `scale` is already resolved.
     pub(crate) fn compile(cfg: &PgConfig, scale: u32, seed: u64) -> Result<Arc<Program>, PgError> {
@@ -57,44 +132,7 @@ impl Program {
         let client_id = vars.intern("client_id");
         let seed_id = vars.intern("random_seed");
         let default_seed_id = vars.intern("default_seed");
-        let default_spec = [crate::config::ScriptSpec {
-            source: ScriptSource::Builtin("tpcb-like".into()),
-            weight: 1,
-        }];
-        let specs = if cfg.scripts.is_empty() {
-            &default_spec[..]
-        } else {
-            &cfg.scripts[..]
-        };
-        let mut scripts = Vec::new();
-        for spec in specs {
-            let (name, text, is_builtin) = match &spec.source {
-                ScriptSource::Builtin(n) => {
-                    let b = builtin::find(n).map_err(PgError::Config)?;
-                    (b.desc.to_string(), b.script.to_string(), true)
-                }
-                ScriptSource::File(path) => {
-                    let text = std::fs::read_to_string(path).map_err(|e| {
-                        PgError::Config(format!("could not open file \"{}\": {e}", path.display()))
-                    })?;
-                    (path.display().to_string(), text, false)
-                }
-                ScriptSource::Text { name, text } => (name.clone(), text.clone(), false),
-            };
-            let parsed = script::parse(&name, &text, spec.weight, &mut vars)?;
-            if cfg.mode != QueryMode::Simple {
-                too_many_arguments(&parsed)?;
-            } else if parsed
-                .commands
-                .iter()
-                .any(|c| matches!(c.kind, CommandKind::StartPipeline))
-            {
-                return Err(PgError::Config(format!(
-                    "{name}: cannot use pipeline mode with the simple query protocol"
-                )));
-            }
-            scripts.push((parsed, is_builtin));
-        }
+        let scripts = read_scripts(cfg, &mut vars)?;
         let total_weight: u64 = scripts.iter().map(|(s, _)| s.weight as u64).sum();
         if total_weight == 0 {
             return Err(PgError::Config(
@@ -130,33 +168,8 @@ impl Program {
                 .enumerate()
                 .map(|(ci, cmd)| match &cmd.kind {
                     CommandKind::Sql(sql) => {
-                        let name = match cfg.mode {
-                            QueryMode::Prepared => format!("P{si}_{ci}"),
-                            _ => String::new(),
-                        };
-                        let mut parse = Vec::new();
-                        protocol::parse(&mut parse, &name, &sql.parameterized);
-                        let fixed =
-                            (sql.params.is_empty() && cfg.mode != QueryMode::Simple).then(|| {
-                                let mut b = Vec::new();
-                                if cfg.mode == QueryMode::Extended {
-                                    b.extend_from_slice(&parse);
-                                }
-                                protocol::bind(&mut b, &name, 0, |_, _| true);
-                                if sql.gset.is_some() {
-                                    b.extend_from_slice(&protocol::DESCRIBE_PORTAL);
-                                }
-                                b.extend_from_slice(&protocol::EXECUTE);
-                                b.extend_from_slice(&protocol::SYNC);
-                                b
-                            });
                         statements += 1;
-                        Some(Stmt {
-                            name,
-                            parse,
-                            fixed,
-                            slot: statements - 1,
-                        })
+                        Some(statement(cfg.mode, sql, si, ci, statements - 1))
                     }
                     _ => None,
                 })

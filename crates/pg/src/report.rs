@@ -21,51 +21,9 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
     let default = PgDetails::default();
     let pg = r.pg.as_ref().unwrap_or(&default);
     let mut o = String::new();
-    let server = if pg.server_version.is_empty() {
-        String::new()
-    } else {
-        format!(", server {}", pg.server_version)
-    };
-    let _ = writeln!(o, "tare pg ({}{server})", r.tare_version);
     let multi = pg.script_results.len() > 1;
-    let ttype = if multi {
-        "multiple scripts".to_string()
-    } else {
-        pg.script_results
-            .first()
-            .map(|s| s.name.clone())
-            .unwrap_or_default()
-    };
-    let _ = writeln!(o, "transaction type: {ttype}");
-    let _ = writeln!(o, "scaling factor: {}", pg.scale);
-    let _ = writeln!(o, "query mode: {}", pg.query_mode);
-    let _ = writeln!(o, "number of clients: {}", r.connections);
-    let _ = writeln!(o, "number of threads: {}", r.threads);
-    let _ = writeln!(o, "maximum number of tries: {}", pg.max_tries.unwrap_or(1));
+    header(&mut o, r, pg, multi);
     let failed = pg.failed;
-    match (pg.transactions_per_client, pg.planned_duration_s) {
-        (Some(t), _) => {
-            let _ = writeln!(o, "number of transactions per client: {t}");
-            let _ = writeln!(
-                o,
-                "number of transactions actually processed: {}/{}",
-                r.requests,
-                t * r.connections
-            );
-        }
-        (None, d) => {
-            let _ = writeln!(
-                o,
-                "duration: {} s",
-                d.unwrap_or(r.duration_s).round() as u64
-            );
-            let _ = writeln!(
-                o,
-                "number of transactions actually processed: {}",
-                r.requests
-            );
-        }
-    }
     // pgbench's denominators: every transaction, skipped ones included.
     let total = r.requests + failed + pg.skipped;
     // pgbench prints retries whenever --max-tries is not 1.
@@ -113,6 +71,68 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
             sch.max_lag_us / 1e3
         );
     }
+    connection_lines(&mut o, r, pg);
+    if multi {
+        script_lines(&mut o, r, pg, &lines, columns);
+    } else if !pg.statements.is_empty() {
+        let _ = writeln!(o, "statement latencies in milliseconds{columns}:");
+        let stmts: Vec<&StatementLatency> = pg.statements.iter().collect();
+        statement_lines(&mut o, &stmts, retries);
+    }
+    additions(&mut o, r, pg);
+    o
+}
+
+/// pgbench's first lines: the versions, the script, the settings and the
+/// transactions processed.
+fn header(o: &mut String, r: &LoadResult, pg: &PgDetails, multi: bool) {
+    let server = if pg.server_version.is_empty() {
+        String::new()
+    } else {
+        format!(", server {}", pg.server_version)
+    };
+    let _ = writeln!(o, "tare pg ({}{server})", r.tare_version);
+    let ttype = if multi {
+        "multiple scripts".to_string()
+    } else {
+        pg.script_results
+            .first()
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
+    };
+    let _ = writeln!(o, "transaction type: {ttype}");
+    let _ = writeln!(o, "scaling factor: {}", pg.scale);
+    let _ = writeln!(o, "query mode: {}", pg.query_mode);
+    let _ = writeln!(o, "number of clients: {}", r.connections);
+    let _ = writeln!(o, "number of threads: {}", r.threads);
+    let _ = writeln!(o, "maximum number of tries: {}", pg.max_tries.unwrap_or(1));
+    match (pg.transactions_per_client, pg.planned_duration_s) {
+        (Some(t), _) => {
+            let _ = writeln!(o, "number of transactions per client: {t}");
+            let _ = writeln!(
+                o,
+                "number of transactions actually processed: {}/{}",
+                r.requests,
+                t * r.connections
+            );
+        }
+        (None, d) => {
+            let _ = writeln!(
+                o,
+                "duration: {} s",
+                d.unwrap_or(r.duration_s).round() as u64
+            );
+            let _ = writeln!(
+                o,
+                "number of transactions actually processed: {}",
+                r.requests
+            );
+        }
+    }
+}
+
+/// The connection time and the tps pgbench reports for it.
+fn connection_lines(o: &mut String, r: &LoadResult, pg: &PgDetails) {
     if pg.connect_per_transaction {
         let _ = writeln!(
             o,
@@ -136,56 +156,58 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
             r.tps.unwrap_or(0.0)
         );
     }
-    if multi {
-        let total_weight: u64 = pg.script_results.iter().map(|s| s.weight as u64).sum();
-        for (i, s) in pg.script_results.iter().enumerate() {
-            let _ = writeln!(o, "SQL script {}: {}", i + 1, s.name);
-            let _ = writeln!(
-                o,
-                " - weight: {} (targets {:.1}% of total)",
-                s.weight,
-                pct(s.weight as u64, total_weight)
-            );
-            let _ = writeln!(
-                o,
-                " - {} transactions ({:.1}% of total, tps = {:.6})",
-                s.transactions,
-                pct(s.transactions, r.requests),
-                s.tps
-            );
-            // pgbench 15's denominator: the script's every transaction.
-            let all = s.transactions + s.failed + s.skipped;
-            let script = Tally {
-                failed: s.failed,
-                serialization_failures: s.serialization_failures,
-                deadlock_failures: s.deadlock_failures,
-                retried: s.retried,
-                retries: s.retries,
-                skipped: s.skipped,
-            };
-            lines.write(&mut o, " - ", &script, all);
-            // pgbench prints no latency of a script that never ran.
-            if s.transactions > 0 {
-                let _ = writeln!(o, " - latency average = {:.3} ms", s.latency_mean_ms);
-                let _ = writeln!(o, " - latency stddev = {:.3} ms", s.latency_stdev_ms);
-            }
-            let stmts: Vec<&StatementLatency> = pg
-                .statements
-                .iter()
-                .filter(|st| st.script == s.name)
-                .collect();
-            if !stmts.is_empty() {
-                let _ = writeln!(o, " - statement latencies in milliseconds{columns}:");
-                statement_lines(&mut o, &stmts, retries);
-            }
-        }
-    } else if !pg.statements.is_empty() {
-        let _ = writeln!(o, "statement latencies in milliseconds{columns}:");
-        let stmts: Vec<&StatementLatency> = pg.statements.iter().collect();
-        statement_lines(&mut o, &stmts, retries);
-    }
+}
 
-    // tare's additions, after everything pgbench prints.
+/// Several scripts: each one's weight, transactions, failures, latency and
+/// statements.
+fn script_lines(o: &mut String, r: &LoadResult, pg: &PgDetails, lines: &TallyLines, columns: &str) {
+    let retries = lines.retries;
+    let total_weight: u64 = pg.script_results.iter().map(|s| s.weight as u64).sum();
+    for (i, s) in pg.script_results.iter().enumerate() {
+        let _ = writeln!(o, "SQL script {}: {}", i + 1, s.name);
+        let _ = writeln!(
+            o,
+            " - weight: {} (targets {:.1}% of total)",
+            s.weight,
+            pct(s.weight as u64, total_weight)
+        );
+        let _ = writeln!(
+            o,
+            " - {} transactions ({:.1}% of total, tps = {:.6})",
+            s.transactions,
+            pct(s.transactions, r.requests),
+            s.tps
+        );
+        // pgbench 15's denominator: the script's every transaction.
+        let all = s.transactions + s.failed + s.skipped;
+        let script = Tally {
+            failed: s.failed,
+            serialization_failures: s.serialization_failures,
+            deadlock_failures: s.deadlock_failures,
+            retried: s.retried,
+            retries: s.retries,
+            skipped: s.skipped,
+        };
+        lines.write(o, " - ", &script, all);
+        // pgbench prints no latency of a script that never ran.
+        if s.transactions > 0 {
+            let _ = writeln!(o, " - latency average = {:.3} ms", s.latency_mean_ms);
+            let _ = writeln!(o, " - latency stddev = {:.3} ms", s.latency_stdev_ms);
+        }
+        let stmts: Vec<&StatementLatency> = pg
+            .statements
+            .iter()
+            .filter(|st| st.script == s.name)
+            .collect();
+        if !stmts.is_empty() {
+            let _ = writeln!(o, " - statement latencies in milliseconds{columns}:");
+            statement_lines(o, &stmts, retries);
+        }
+    }
+}
+
+/// tare's additions, after everything pgbench prints.
+fn additions(o: &mut String, r: &LoadResult, pg: &PgDetails) {
     let l = &r.latency_us;
     let _ = writeln!(
         o,
@@ -198,7 +220,7 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
         l.max / 1e3
     );
     if let Some(sch) = &r.schedule {
-        schedule_lines(&mut o, sch);
+        schedule_lines(o, sch);
     }
     if let Some(c) = &r.connect_us {
         let _ = writeln!(
@@ -245,7 +267,6 @@ pub fn text(r: &LoadResult, opts: TextOptions) -> String {
         r.generator_cpu_system_s,
         r.generator_cpu_us_per_request()
     );
-    o
 }
 
 /// The open loop's bookkeeping (docs/open-loop.md) and the ramp.

@@ -7,17 +7,18 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tare_engine::load::{Load, LoadKey};
-use tare_engine::progress::{Board, Line};
-use tare_engine::{window, workers, Clock, Engine};
+use tare_engine::load::LoadKey;
+use tare_engine::progress::Board;
+use tare_engine::{window, workers, Engine};
 use tare_record::PgScriptResult;
 use tare_record::{LoadResult, PgDetails, StatementLatency, Unit};
 
 use crate::config::{Length, PgConfig};
-use crate::engine::{self, LatCounters, Shared, WorkerOutput};
+use crate::engine::worker::WorkerResult;
+use crate::engine::{self, CmdStat, LatCounters, ScriptStat, Shared, WorkerOutput};
 use crate::error::PgError;
 use crate::program::Program;
 use crate::session::Session;
@@ -31,19 +32,16 @@ impl Engine for Pg {
     type Error = PgError;
     const NAME: &'static str = "pg";
     const UNIT: Unit = Unit::Transactions;
-
-    /// pgbench's milliseconds.
-    fn format_time(us: f64) -> String {
-        format!("{:.3}ms", us / 1e3)
-    }
-
-    fn load(config: &PgConfig) -> &Load {
-        &config.load
-    }
-
-    fn load_mut(config: &mut PgConfig) -> &mut Load {
-        &mut config.load
-    }
+    /// pgbench's flags.
+    const SUBJECTS: &'static [(LoadKey, &'static str)] = &[
+        (LoadKey::Threads, "number of threads (-j)"),
+        (LoadKey::Connections, "number of clients (-c)"),
+        (LoadKey::Duration, "duration (-T)"),
+        (
+            LoadKey::Timeout,
+            "connection timeout (--timeout, --connect-timeout)",
+        ),
+    ];
 
     fn quiet(config: &mut PgConfig) {
         config.live = false;
@@ -55,11 +53,13 @@ impl Engine for Pg {
     }
 }
 
+tare_engine::holds_load!(PgConfig);
+
 /// Runs the load described by `cfg`. Client aborts (a server that died, a
 /// script that cannot go on) end with `Ok` and partial results: see
 /// `pg.aborted_clients` and `pg.abort_error`.
 pub fn run(cfg: &PgConfig) -> Result<LoadResult, PgError> {
-    run_with_stop(cfg, Arc::new(AtomicBool::new(false)))
+    Pg::run_to_end(cfg)
 }
 
 /// [`run`], ending early (with the results so far) once `stop` is set.
@@ -75,100 +75,56 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
 
     let load = &cfg.load;
     let threads = load.threads;
-    let clock = Clock::new(Instant::now());
-    let shared = Arc::new(Shared {
+    let shared = Shared {
         program: program.clone(),
         cfg: Arc::new(cfg.clone()),
-        clock,
-        board: Board::new(threads),
+        clock: window::clock(),
         lat: Arc::new((0..threads).map(|_| LatCounters::default()).collect()),
-        failure: Mutex::new(None),
         seeds: crate::script::random::Seeds::derive(seed, load.connections, threads),
         stop,
-    });
-    // pgbench's split: the first `clients % threads` threads get one more.
-    let conns = |i: usize| window::connections_of(load.connections, threads, i);
-    let before_measuring = load.ramp + load.warmup;
-    // Workers connect their clients, then wait at the gate; the main thread
-    // fixes one common start once all are ready (or calls the run off).
-    let (started, outputs) = workers::run_gated(
-        Pg::NAME,
-        threads,
-        cfg.load.cpus.as_ref(),
-        |i, ticket| engine::run_worker(i, conns(i), &shared, ticket),
-        |gate| {
-            if !gate.all_ready() {
-                gate.open(None);
-                return None;
-            }
-            // Measurement starts after the ramp and the warm-up; the
-            // workers load from `start_ns`.
-            let started = SystemTime::now() + before_measuring;
-            let start_ns = clock.now_ns();
-            gate.open(Some(start_ns));
-            let planned = load.duration.map(|d| d + before_measuring);
-            let line = cfg
-                .live
-                .then(|| Line::start(shared.board.clone(), "tx", planned));
-            let stop_progress = Arc::new(AtomicBool::new(false));
-            let progress = cfg.progress_interval.map(|every| {
-                let (sh, stop) = (shared.clone(), stop_progress.clone());
-                let stamp = cfg.progress_timestamp;
-                std::thread::spawn(move || report_progress(&sh, every, stamp, &stop))
-            });
-            Some((started, start_ns, line, stop_progress, progress))
-        },
-    );
-    let Some((started, start_ns, line, stop_progress, progress)) = started else {
-        // A worker could not connect (its error is in the slot), or died
-        // before the gate (its panic is in `outputs`).
-        let stored = shared
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let died = outputs.into_iter().find_map(Result::err).map(PgError::from);
-        return Err(stored
-            .or(died)
-            .unwrap_or_else(|| PgError::Config("a worker thread failed to start".into())));
     };
-    stop_progress.store(true, Ordering::Relaxed);
-    if let Some(p) = progress {
-        let _ = p.join();
-    }
-    if let Some(l) = line {
-        l.finish();
-    }
-    // A worker that panicked after the start lost its clients' counts:
-    // they count as aborted clients, with the panic as the abort's words.
-    let mut lost = (0, None);
-    let outputs: Vec<WorkerOutput> = outputs
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, o)| match o {
-            Ok(Some(o)) => Some(o),
-            Ok(None) => None,
-            Err(e) => {
-                lost.0 += conns(i).len() as u64;
-                lost.1.get_or_insert(e.to_string());
-                None
-            }
-        })
-        .collect();
-    if outputs.is_empty() {
-        return Err(PgError::Config(
-            lost.1.unwrap_or_else(|| "no worker thread finished".into()),
-        ));
-    }
+    let run = window::Run {
+        engine: Pg::NAME,
+        load,
+        clock: shared.clock,
+        line: cfg.live.then_some("tx"),
+        netns_error: |e| PgError::io("worker thread", e),
+        failed: PgError::Config,
+    };
+    // Workers connect their clients, then wait at the gate; the main
+    // thread fixes one common start once all are ready (or calls the run
+    // off). `-P` lines run beside the measured window.
+    let stop_progress = AtomicBool::new(false);
+    let measured = std::thread::scope(|scope| {
+        let measured = window::measure(
+            &run,
+            |i, ids| engine::connect(i, ids, &shared),
+            |w, window, counters| engine::run_worker(w, &window, counters, &shared),
+            |board| {
+                if let Some(every) = cfg.progress_interval {
+                    let (sh, stop, board) = (&shared, &stop_progress, board.clone());
+                    let stamp = cfg.progress_timestamp;
+                    scope.spawn(move || report_progress(sh, &board, every, stamp, stop));
+                }
+            },
+        );
+        stop_progress.store(true, Ordering::Relaxed);
+        measured
+    })?;
+    let (started, measure_from) = (measured.started, measured.measure_from);
+    let (outputs, lost) = survivors(measured.finish(), |i| {
+        window::connections_of(load.connections, threads, i).len()
+    })?;
     let mut result = assemble(
         cfg,
         &program,
         outputs,
-        start_ns + before_measuring.as_nanos() as u64,
+        measure_from,
         started,
-        threads,
-        scale,
-        server_version,
+        Server {
+            scale,
+            version: server_version,
+        },
     );
     if let (Some(pg), Some(why)) = (result.pg.as_mut(), lost.1) {
         if cfg.print_aborts {
@@ -179,6 +135,36 @@ pub fn run_with_stop(cfg: &PgConfig, stop: Arc<AtomicBool>) -> Result<LoadResult
         pg.abort_error.get_or_insert(why);
     }
     Ok(result)
+}
+
+/// The outputs of the workers that finished. A worker that panicked after
+/// the start lost its `clients(i)` clients' counts: they count as aborted
+/// clients, with the panic as the abort's words (the second value).
+#[allow(clippy::type_complexity)]
+fn survivors(
+    outcomes: Vec<Result<Option<WorkerOutput>, workers::WorkerFailed>>,
+    clients: impl Fn(usize) -> usize,
+) -> Result<(Vec<WorkerOutput>, (u64, Option<String>)), PgError> {
+    let mut lost = (0, None);
+    let outputs: Vec<WorkerOutput> = outcomes
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Ok(Some(o)) => Some(o),
+            Ok(None) => None,
+            Err(e) => {
+                lost.0 += clients(i) as u64;
+                lost.1.get_or_insert(e.to_string());
+                None
+            }
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Err(PgError::Config(
+            lost.1.unwrap_or_else(|| "no worker thread finished".into()),
+        ));
+    }
+    Ok((outputs, lost))
 }
 
 /// `--coalesce` pauses a worker between replies and the next send: inside
@@ -217,22 +203,10 @@ fn check_coalesce(cfg: &PgConfig, program: &Program) -> Result<(), PgError> {
     Ok(())
 }
 
-/// A shared setting as `tare pg` spells it (pgbench's flags where pgbench has them).
-fn subject(key: LoadKey) -> &'static str {
-    match key {
-        LoadKey::Threads => "number of threads (-j)",
-        LoadKey::Connections => "number of clients (-c)",
-        LoadKey::Duration => "duration (-T)",
-        LoadKey::Timeout => "connection timeout (--timeout, --connect-timeout)",
-        k => k.flag(),
-    }
-}
-
 fn validate(cfg: &PgConfig) -> Result<(), PgError> {
     let load = &cfg.load;
     let tcp = matches!(cfg.conn.endpoint, tare_engine::Endpoint::Tcp(_));
-    let shared = |e: tare_engine::load::LoadError| PgError::Config(e.with_subject(subject(e.key)));
-    load.check(Some(tcp)).map_err(shared)?;
+    Pg::check_load(load, tcp).map_err(PgError::Config)?;
     match (load.duration, cfg.transactions) {
         (Some(_), Some(_)) => {
             return Err(PgError::Config(
@@ -244,15 +218,8 @@ fn validate(cfg: &PgConfig) -> Result<(), PgError> {
     }
     // The ramp and the warm-up come before a measured -T (pgbench counts
     // every transaction of a -t run).
-    load.check_ramp_within_duration().map_err(|e| {
-        PgError::Config(match load.duration {
-            None => format!(
-                "{} needs a duration (-T), not a transaction count (-t)",
-                subject(e.key)
-            ),
-            Some(_) => e.with_subject(subject(e.key)),
-        })
-    })?;
+    Pg::check_ramp(load, "needs a duration (-T), not a transaction count (-t)")
+        .map_err(PgError::Config)?;
     cfg.conn.check()?;
     window::check_loopback(&cfg.conn.endpoint, cfg.allow_remote).map_err(PgError::Config)
 }
@@ -327,7 +294,7 @@ fn prepare_server(cfg: &PgConfig, uses_builtin: bool) -> Result<(String, u32), P
 /// the interval's tps, latency and failures, then as pgbench 15 adds them
 /// the mean schedule lag (`-R`), skipped starts (`-R` with `-L`) and the
 /// retried transactions and retries (`--max-tries` not 1).
-fn report_progress(sh: &Shared, every: Duration, stamp: bool, stop: &AtomicBool) {
+fn report_progress(sh: &Shared, board: &Board, every: Duration, stamp: bool, stop: &AtomicBool) {
     let origin = Instant::now();
     let sum_of = |f: fn(&LatCounters) -> u64| -> u64 { sh.lat.iter().map(f).sum() };
     let (mut last, mut last_sq, mut last_t) = (Interval::default(), 0f64, 0f64);
@@ -340,7 +307,7 @@ fn report_progress(sh: &Shared, every: Duration, stamp: bool, stop: &AtomicBool)
             continue;
         }
         tick += 1;
-        let (n, failed) = sh.board.totals();
+        let (n, failed) = board.totals();
         let cur = Interval {
             n,
             failed,
@@ -419,115 +386,88 @@ struct Interval {
     retries: u64,
 }
 
-/// Merges the workers' results; `start_ns`: when measurement began.
-#[allow(clippy::too_many_arguments)]
-fn assemble(
-    cfg: &PgConfig,
-    program: &Program,
-    outputs: Vec<WorkerOutput>,
-    start_ns: u64,
-    started: SystemTime,
-    threads: usize,
+/// What the pre-run session learnt of the server.
+struct Server {
     scale: u32,
-    server_version: String,
-) -> LoadResult {
-    let mut it = outputs.into_iter();
-    let first = it.next().expect("at least one worker");
-    let mut rec = first.result.rec;
-    let mut per_cmd = first.result.per_cmd;
-    let mut per_script = first.result.per_script;
-    let mut by_class = first.result.failed_by_class;
-    let (mut conn_total, mut aborted, mut abort_msg) = (
-        first.result.conn_total_ns,
-        first.result.aborted,
-        first.result.abort_message,
-    );
-    let mut first_failure = first.result.first_failure;
-    let mut counts = first.result.counts;
-    let mut end_ns = first.result.end_ns;
-    let mut unsent = first.result.unsent;
-    let mut wakeups = first.result.wakeups;
-    let mut cpu = first.cpu;
-    let mut conn_elapsed = first.conn_elapsed_ns;
-    for o in it {
-        rec.merge(&o.result.rec);
-        for (a, b) in per_cmd.iter_mut().zip(&o.result.per_cmd) {
-            a.sum_ns += b.sum_ns;
-            a.count += b.count;
-            a.failures += b.failures;
-            a.retries += b.retries;
-        }
-        for (a, b) in per_script.iter_mut().zip(&o.result.per_script) {
-            a.count += b.count;
-            a.failed += b.failed;
-            a.sum_ms += b.sum_ms;
-            a.sumsq_ms += b.sumsq_ms;
-            a.tx.add(&b.tx);
-        }
-        for (k, v) in o.result.failed_by_class {
-            *by_class.entry(k).or_insert(0) += v;
-        }
-        conn_total += o.result.conn_total_ns;
-        aborted += o.result.aborted;
-        abort_msg = abort_msg.or(o.result.abort_message);
-        first_failure = first_failure.or(o.result.first_failure);
-        counts.add(&o.result.counts);
-        end_ns = end_ns.max(o.result.end_ns);
-        unsent += o.result.unsent;
-        wakeups.add(&o.result.wakeups);
-        cpu.add(&o.cpu);
-        conn_elapsed = conn_elapsed.max(o.conn_elapsed_ns);
-    }
-    let duration_ns = end_ns.saturating_sub(start_ns).max(1);
-    let duration_s = duration_ns as f64 / 1e9;
-    let n = rec.requests;
-    let failed = rec.errors.status;
-    let tps_measured = n as f64 / duration_s;
-    let (tps, tps_excluding, tps_including, connection_time_ms) = if cfg.connect_per_transaction {
-        // pgbench: "average connection time" over transactions, and tps
-        // including reconnections; excluding them, each thread's time
-        // shrinks by its share of connection time.
-        let per_thread_conn_s = conn_total as f64 / 1e9 / threads as f64;
-        let excl = n as f64 / (duration_s - per_thread_conn_s).max(1e-9);
-        let avg_ms = conn_total as f64 / 1e6 / (n + failed).max(1) as f64;
-        (tps_measured, excl, tps_measured, avg_ms)
-    } else {
-        let incl = n as f64 / (duration_s + conn_elapsed as f64 / 1e9);
-        (tps_measured, tps_measured, incl, conn_elapsed as f64 / 1e6)
-    };
+    version: String,
+}
 
-    let statements = if cfg.per_statement {
-        program
-            .scripts
-            .iter()
-            .enumerate()
-            .flat_map(|(si, s)| {
-                let base = program.command_base[si];
-                let per_cmd = &per_cmd;
-                s.script.commands.iter().enumerate().map(move |(ci, c)| {
-                    let st = per_cmd[base + ci];
-                    StatementLatency {
-                        script: s.script.name.clone(),
-                        line: c.line as u64,
-                        command: c.first_line.clone(),
-                        mean_ms: if st.count == 0 {
-                            0.0
-                        } else {
-                            st.sum_ns as f64 / 1e6 / st.count as f64
-                        },
-                        failures: st.failures,
-                        retries: st.retries,
-                    }
-                })
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let script_results = program
+/// pgbench's rates: tps measured, excluding and including connection
+/// time, and the connection time it reports.
+struct Rates {
+    tps: f64,
+    excluding: f64,
+    including: f64,
+    connection_time_ms: f64,
+}
+
+impl Rates {
+    fn of(cfg: &PgConfig, r: &WorkerResult, duration_s: f64, conn_elapsed_ns: u64) -> Rates {
+        let n = r.rec.requests;
+        let failed = r.rec.errors.status;
+        let tps = n as f64 / duration_s;
+        if cfg.connect_per_transaction {
+            // pgbench: "average connection time" over transactions, and tps
+            // including reconnections; excluding them, each thread's time
+            // shrinks by its share of connection time.
+            let per_thread_conn_s = r.conn_total_ns as f64 / 1e9 / cfg.load.threads as f64;
+            Rates {
+                tps,
+                excluding: n as f64 / (duration_s - per_thread_conn_s).max(1e-9),
+                including: tps,
+                connection_time_ms: r.conn_total_ns as f64 / 1e6 / (n + failed).max(1) as f64,
+            }
+        } else {
+            Rates {
+                tps,
+                excluding: tps,
+                including: n as f64 / (duration_s + conn_elapsed_ns as f64 / 1e9),
+                connection_time_ms: conn_elapsed_ns as f64 / 1e6,
+            }
+        }
+    }
+}
+
+/// `-r`: each script command's mean latency, failures and retries.
+fn statements(cfg: &PgConfig, program: &Program, per_cmd: &[CmdStat]) -> Vec<StatementLatency> {
+    if !cfg.per_statement {
+        return Vec::new();
+    }
+    program
         .scripts
         .iter()
-        .zip(&per_script)
+        .enumerate()
+        .flat_map(|(si, s)| {
+            let base = program.command_base[si];
+            s.script.commands.iter().enumerate().map(move |(ci, c)| {
+                let st = per_cmd[base + ci];
+                StatementLatency {
+                    script: s.script.name.clone(),
+                    line: c.line as u64,
+                    command: c.first_line.clone(),
+                    mean_ms: if st.count == 0 {
+                        0.0
+                    } else {
+                        st.sum_ns as f64 / 1e6 / st.count as f64
+                    },
+                    failures: st.failures,
+                    retries: st.retries,
+                }
+            })
+        })
+        .collect()
+}
+
+/// pgbench's per-script lines.
+fn script_results(
+    program: &Program,
+    per_script: &[ScriptStat],
+    duration_s: f64,
+) -> Vec<PgScriptResult> {
+    program
+        .scripts
+        .iter()
+        .zip(per_script)
         .map(|(s, st)| {
             let mean = if st.count == 0 {
                 0.0
@@ -554,97 +494,108 @@ fn assemble(
                 skipped: st.tx.skipped,
             }
         })
-        .collect();
+        .collect()
+}
 
-    let transport = cfg.conn.endpoint.transport().to_string();
+/// The record's `pg` part (its words and maps taken from `r`).
+fn details(
+    cfg: &PgConfig,
+    program: &Program,
+    r: &mut WorkerResult,
+    rates: &Rates,
+    server: Server,
+    duration_s: f64,
+) -> PgDetails {
+    let failed = r.rec.errors.status;
+    let counts = r.counts;
+    PgDetails {
+        query_mode: cfg.mode.name().into(),
+        scripts: program
+            .scripts
+            .iter()
+            .map(|s| format!("{}@{}", s.script.name, s.script.weight))
+            .collect(),
+        connect_per_transaction: cfg.connect_per_transaction,
+        tps_excluding_connect: rates.excluding,
+        connection_time_ms: rates.connection_time_ms,
+        failed_by_sqlstate_class: std::mem::take(&mut r.failed_by_class),
+        statements: statements(cfg, program, &r.per_cmd),
+        failed,
+        tps_including_connect: rates.including,
+        scale: server.scale,
+        planned_duration_s: match cfg.length() {
+            Length::Duration(d) => Some(d.as_secs_f64()),
+            _ => None,
+        },
+        transactions_per_client: match cfg.length() {
+            Length::TransactionsPerClient(t) => Some(t),
+            _ => None,
+        },
+        aborted_clients: r.aborted,
+        abort_error: r.abort_message.take(),
+        first_failure: r.first_failure.take().filter(|_| failed > 0),
+        server_version: server.version,
+        script_results: script_results(program, &r.per_script, duration_s),
+        max_tries: (cfg.max_tries != 1).then_some(cfg.max_tries),
+        retried: counts.retried,
+        retries: counts.retries,
+        serialization_failures: counts.serialization,
+        deadlock_failures: counts.deadlock,
+        latency_limit_ms: cfg.latency_limit.map(|l| l.as_secs_f64() * 1e3),
+        late: counts.late,
+        skipped: counts.skipped,
+    }
+}
+
+/// Merges the workers' outputs into the run's record; `start_ns`: when
+/// measurement began.
+fn assemble(
+    cfg: &PgConfig,
+    program: &Program,
+    outputs: Vec<WorkerOutput>,
+    start_ns: u64,
+    started: SystemTime,
+    server: Server,
+) -> LoadResult {
+    let mut it = outputs.into_iter();
+    let mut all = it.next().expect("at least one worker");
+    for o in it {
+        all.merge(o);
+    }
+    let WorkerOutput {
+        result: mut r,
+        cpu,
+        conn_elapsed_ns,
+    } = all;
+    let duration_ns = r.end_ns.saturating_sub(start_ns).max(1);
+    let duration_s = duration_ns as f64 / 1e9;
+    let rates = Rates::of(cfg, &r, duration_s, conn_elapsed_ns);
+    let pg = details(cfg, program, &mut r, &rates, server, duration_s);
+    let WorkerResult {
+        rec,
+        unsent,
+        wakeups,
+        ..
+    } = r;
+    let record = window::record::<Pg>(
+        &cfg.load,
+        &rec,
+        duration_ns,
+        &cpu,
+        window::unix_s(started),
+        unsent,
+    );
     LoadResult {
-        engine: Pg::NAME.into(),
-        unit: Some(Pg::UNIT),
         // Failed transactions are not among the processed ones (pgbench).
-        attempts: Some(n + rec.errors.total()),
+        attempts: Some(rec.requests + rec.errors.total()),
         target: cfg.conn.target(),
-        transport,
-        started_unix_s: started
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0),
-        duration_s,
-        connections: cfg.load.connections as u64,
-        threads: threads as u64,
+        transport: cfg.conn.endpoint.transport().to_string(),
         keepalive: !cfg.connect_per_transaction,
-        requests: n,
-        in_flight: rec.in_flight,
-        errors: rec.errors,
-        rps: None,
-        tps: Some(tps),
+        tps: Some(rates.tps),
         bytes_read: 0,
-        latency_us: rec.latency.summary(),
-        hdr: rec.latency.encode().unwrap_or_default(),
         connect_us: rec.connect.as_ref().map(|l| l.summary()),
-        first_byte_us: None,
-        timeline: rec.timeline(duration_ns),
-        generator_cpu_s: cpu.total_s(),
-        generator_cpu_user_s: cpu.user.as_secs_f64(),
-        generator_cpu_system_s: cpu.system.as_secs_f64(),
-        generator_cpus: 0,
-        status_codes: Default::default(),
-        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
-        schedule: tare_engine::schedule::report(
-            cfg.load.rate,
-            cfg.load.arrivals,
-            cfg.load.ramp,
-            &rec,
-            duration_ns,
-            unsent,
-        ),
         wakeups: Some(wakeups),
-        connect_phase: None,
-        pg: Some(PgDetails {
-            query_mode: cfg.mode.name().into(),
-            scripts: program
-                .scripts
-                .iter()
-                .map(|s| format!("{}@{}", s.script.name, s.script.weight))
-                .collect(),
-            connect_per_transaction: cfg.connect_per_transaction,
-            tps_excluding_connect: tps_excluding,
-            connection_time_ms,
-            failed_by_sqlstate_class: by_class,
-            statements,
-            failed,
-            tps_including_connect: tps_including,
-            scale,
-            planned_duration_s: match cfg.length() {
-                Length::Duration(d) => Some(d.as_secs_f64()),
-                _ => None,
-            },
-            transactions_per_client: match cfg.length() {
-                Length::TransactionsPerClient(t) => Some(t),
-                _ => None,
-            },
-            aborted_clients: aborted,
-            abort_error: abort_msg,
-            first_failure: first_failure.filter(|_| failed > 0),
-            server_version,
-            script_results,
-            max_tries: (cfg.max_tries != 1).then_some(cfg.max_tries),
-            retried: counts.retried,
-            retries: counts.retries,
-            serialization_failures: counts.serialization,
-            deadlock_failures: counts.deadlock,
-            latency_limit_ms: cfg.latency_limit.map(|l| l.as_secs_f64() * 1e3),
-            late: counts.late,
-            skipped: counts.skipped,
-        }),
-        redis: None,
-        mysql: None,
-        net: None,
-        metrics: Vec::new(),
-        primary: None,
-        tool: None,
-        external: None,
-        generators: Vec::new(),
-        by_name: Vec::new(),
-        tare_version: env!("CARGO_PKG_VERSION").into(),
+        pg: Some(pg),
+        ..record
     }
 }

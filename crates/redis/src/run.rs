@@ -8,9 +8,9 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use tare_engine::load::{Load, LoadKey};
+use tare_engine::load::LoadKey;
 use tare_engine::{window, Engine};
 use tare_record::{LoadResult, RedisDetails, Unit};
 
@@ -30,19 +30,11 @@ impl Engine for Redis {
     type Error = RedisError;
     const NAME: &'static str = "redis";
     const UNIT: Unit = Unit::Commands;
-
-    /// redis-benchmark's milliseconds.
-    fn format_time(us: f64) -> String {
-        format!("{:.3}ms", us / 1e3)
-    }
-
-    fn load(config: &RedisConfig) -> &Load {
-        &config.load
-    }
-
-    fn load_mut(config: &mut RedisConfig) -> &mut Load {
-        &mut config.load
-    }
+    /// redis-benchmark's flags.
+    const SUBJECTS: &'static [(LoadKey, &'static str)] = &[
+        (LoadKey::Connections, "clients (-c)"),
+        (LoadKey::Duration, "duration (-T)"),
+    ];
 
     fn quiet(config: &mut RedisConfig) {
         config.live = false;
@@ -53,38 +45,21 @@ impl Engine for Redis {
     }
 }
 
+tare_engine::holds_load!(RedisConfig);
+
 /// Runs the load described by `cfg`. A server that dies mid-run ends with
 /// `Ok` and what was measured, its failures counted.
 pub fn run(cfg: &RedisConfig) -> Result<LoadResult, RedisError> {
-    run_with_stop(cfg, Arc::new(AtomicBool::new(false)))
-}
-
-/// A shared setting as `tare redis` spells it (redis-benchmark's flags
-/// where it has them).
-fn subject(key: LoadKey) -> &'static str {
-    match key {
-        LoadKey::Connections => "clients (-c)",
-        LoadKey::Duration => "duration (-T)",
-        k => k.flag(),
-    }
+    Redis::run_to_end(cfg)
 }
 
 fn validate(cfg: &RedisConfig) -> Result<(), RedisError> {
     let load = &cfg.load;
     let bad = |m: String| Err(RedisError::Config(m));
     let tcp = matches!(cfg.endpoint, tare_engine::Endpoint::Tcp(_));
-    let shared =
-        |e: tare_engine::load::LoadError| RedisError::Config(e.with_subject(subject(e.key)));
-    load.check(Some(tcp)).map_err(shared)?;
-    load.check_ramp_within_duration().map_err(|e| {
-        RedisError::Config(match load.duration {
-            None => format!(
-                "{} needs a duration (-T), not a request count (-n)",
-                subject(e.key)
-            ),
-            Some(_) => e.with_subject(subject(e.key)),
-        })
-    })?;
+    Redis::check_load(load, tcp).map_err(RedisError::Config)?;
+    Redis::check_ramp(load, "needs a duration (-T), not a request count (-n)")
+        .map_err(RedisError::Config)?;
     if load.duration.is_none() && cfg.requests == 0 {
         return bad("the number of requests (-n) must be at least 1".into());
     }
@@ -209,7 +184,7 @@ pub fn run_with_stop(cfg: &RedisConfig, stop: Arc<AtomicBool>) -> Result<LoadRes
             Ok(w)
         },
         |w, window, counters| w.run(window, threads, counters),
-        || {},
+        |_| {},
     )?;
     let (started, measure_from) = (measured.started, measured.measure_from);
     let outputs = measured.outputs(RedisError::Config)?;
@@ -256,49 +231,22 @@ fn assemble(
     let duration_ns = end_ns.saturating_sub(start_ns).max(1);
     let duration_s = duration_ns as f64 / 1e9;
     let n = rec.requests;
+    let record = window::record::<Redis>(
+        &cfg.load,
+        &rec,
+        duration_ns,
+        &cpu,
+        window::unix_s(started),
+        unsent,
+    );
     LoadResult {
-        engine: Redis::NAME.into(),
-        unit: Some(Redis::UNIT),
         // An error reply is not among the completed commands.
         attempts: Some(n + rec.errors.total()),
         target: cfg.target(),
         transport: cfg.endpoint.transport().to_string(),
-        started_unix_s: started
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0),
-        duration_s,
-        connections: cfg.load.connections as u64,
-        threads: cfg.load.threads as u64,
         keepalive: true,
-        requests: n,
-        in_flight: rec.in_flight,
-        errors: rec.errors,
         rps: Some(n as f64 / duration_s),
-        tps: None,
-        bytes_read: rec.bytes_read,
-        latency_us: rec.latency.summary(),
-        hdr: rec.latency.encode().unwrap_or_default(),
-        connect_us: None,
-        first_byte_us: None,
-        timeline: rec.timeline(duration_ns),
-        generator_cpu_s: cpu.total_s(),
-        generator_cpu_user_s: cpu.user.as_secs_f64(),
-        generator_cpu_system_s: cpu.system.as_secs_f64(),
-        generator_cpus: 0,
-        status_codes: Default::default(),
-        thread_rate: tare_engine::rate::summarize(&rec.rate_samples(duration_ns)),
-        schedule: tare_engine::schedule::report(
-            cfg.load.rate,
-            cfg.load.arrivals,
-            cfg.load.ramp,
-            &rec,
-            duration_ns,
-            unsent,
-        ),
         wakeups: Some(wakeups),
-        connect_phase: None,
-        pg: None,
         redis: Some(RedisDetails {
             tests: cfg.workloads.iter().map(Workload::name).collect(),
             pipeline: cfg.pipeline as u64,
@@ -312,14 +260,6 @@ fn assemble(
             dropped_connections: dropped,
             server_version,
         }),
-        net: None,
-        metrics: Vec::new(),
-        primary: None,
-        tool: None,
-        external: None,
-        generators: Vec::new(),
-        mysql: None,
-        by_name: Vec::new(),
-        tare_version: env!("CARGO_PKG_VERSION").into(),
+        ..record
     }
 }

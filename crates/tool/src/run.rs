@@ -84,6 +84,8 @@ impl ToolConfig {
 #[error("{0}")]
 pub struct ToolError(pub String);
 
+tare_engine::holds_load!(ToolConfig);
+
 impl tare_engine::Engine for Tool {
     type Config = ToolConfig;
     type Error = ToolError;
@@ -92,14 +94,6 @@ impl tare_engine::Engine for Tool {
 
     fn format_time(us: f64) -> String {
         format!("{us:.1}us")
-    }
-
-    fn load(config: &ToolConfig) -> &Load {
-        &config.load
-    }
-
-    fn load_mut(config: &mut ToolConfig) -> &mut Load {
-        &mut config.load
     }
 
     fn quiet(_config: &mut ToolConfig) {}

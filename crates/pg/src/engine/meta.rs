@@ -45,16 +45,20 @@ pub(crate) fn run(kind: &CommandKind, c: &mut Client, program: &Program) -> Resu
 }
 
 fn condition(expr: &Expr, c: &mut Client, program: &Program) -> Result<bool, String> {
+    eval(expr, c, program).map(|v| truth(&v))
+}
+
+/// `expr` evaluated with client `c`'s variables and generator, at its
+/// current command; `Err`: pgbench's words for the failure.
+pub(crate) fn eval(expr: &Expr, c: &mut Client, program: &Program) -> Result<Value, String> {
     let mut env = Env {
         vars: &c.vars,
         names: &program.vars,
         rng: &mut c.rng,
         at: (c.script, c.cmd + 1),
     };
-    match expr.eval(&mut env) {
-        Ok(v) => Ok(truth(&v)),
-        Err(e) => Err(failed(e, "evaluation of meta-command failed")),
-    }
+    expr.eval(&mut env)
+        .map_err(|e| failed(e, "evaluation of meta-command failed"))
 }
 
 /// The command to go on at once `\if` (or an `\elif`) was false: the first

@@ -8,8 +8,9 @@
 //!   loop, ramp, open loop).
 //! - [`txlog`]: `-l`, pgbench's per-thread transaction log.
 //!
-//! Threads connect their clients first; all threads then wait at the start
-//! gate ([`tare_engine::workers::run_gated`]) and the main thread fixes one
+//! Threads connect their clients first ([`connect`]); all threads then
+//! wait at the start gate of the measured window every engine shares
+//! ([`tare_engine::window::measure`]) and the main thread fixes one
 //! common start time, so every recorder's timeline is aligned and the
 //! initial connection time is kept apart from the measured period, as
 //! pgbench keeps it. A thread that cannot connect (or dies) before the gate
@@ -26,12 +27,10 @@ pub(crate) mod worker;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tare_engine::cpu::CpuTime;
-use tare_engine::progress::Board;
 use tare_engine::window::Window;
-use tare_engine::workers::Ticket;
 use tare_engine::Clock;
 
 use crate::config::PgConfig;
@@ -119,10 +118,7 @@ pub(crate) struct Shared {
     pub program: Arc<Program>,
     pub cfg: Arc<PgConfig>,
     pub clock: Clock,
-    pub board: Arc<Board>,
     pub lat: Arc<Vec<LatCounters>>,
-    /// The first set-up failure (the run is then called off at the gate).
-    pub failure: Mutex<Option<crate::PgError>>,
     /// pgbench's seeds for the clients' and threads' generators.
     pub seeds: crate::script::random::Seeds,
     /// Set from outside (Ctrl-C): stop now and report what was measured.
@@ -136,64 +132,114 @@ pub(crate) struct WorkerOutput {
     pub conn_elapsed_ns: u64,
 }
 
-/// The body of worker thread `index`, owning clients `ids`: connects them,
-/// waits at the start gate, runs. `None` when the run was called off.
-pub(crate) fn run_worker(
+impl WorkerOutput {
+    /// Adds another worker's output to this one: counts summed, the run
+    /// ending with the last worker, connecting as long as the slowest.
+    pub(crate) fn merge(&mut self, o: WorkerOutput) {
+        let (a, b) = (&mut self.result, o.result);
+        a.rec.merge(&b.rec);
+        for (a, b) in a.per_cmd.iter_mut().zip(&b.per_cmd) {
+            a.sum_ns += b.sum_ns;
+            a.count += b.count;
+            a.failures += b.failures;
+            a.retries += b.retries;
+        }
+        for (a, b) in a.per_script.iter_mut().zip(&b.per_script) {
+            a.count += b.count;
+            a.failed += b.failed;
+            a.sum_ms += b.sum_ms;
+            a.sumsq_ms += b.sumsq_ms;
+            a.tx.add(&b.tx);
+        }
+        for (k, v) in b.failed_by_class {
+            *a.failed_by_class.entry(k).or_insert(0) += v;
+        }
+        a.conn_total_ns += b.conn_total_ns;
+        a.aborted += b.aborted;
+        a.abort_message = a.abort_message.take().or(b.abort_message);
+        a.first_failure = a.first_failure.take().or(b.first_failure);
+        a.counts.add(&b.counts);
+        a.end_ns = a.end_ns.max(b.end_ns);
+        a.unsent += b.unsent;
+        a.wakeups.add(&b.wakeups);
+        self.cpu.add(&o.cpu);
+        self.conn_elapsed_ns = self.conn_elapsed_ns.max(o.conn_elapsed_ns);
+    }
+}
+
+/// A worker thread's clients, connected before the start gate.
+pub(crate) struct Connected<'a> {
+    index: usize,
+    ctx: Ctx<'a>,
+    clients: Vec<Client>,
+    conn_elapsed_ns: u64,
+    cpu0: CpuTime,
+}
+
+/// Worker thread `index` (already in the run's network namespace) sets
+/// up its wait and its transaction log and connects clients `ids` (with
+/// `-C`, each connects per transaction instead).
+pub(crate) fn connect(
     index: usize,
     ids: Range<usize>,
     shared: &Shared,
-    ticket: Ticket<'_>,
-) -> Option<WorkerOutput> {
+) -> Result<Connected<'_>, crate::PgError> {
     let cpu0 = CpuTime::thread();
     let cfg = &*shared.cfg;
     let program = &*shared.program;
-    let setup = (|| -> Result<(Ctx, Vec<Client>, u64), crate::PgError> {
-        if let Some(ns) = &cfg.load.netns {
-            tare_engine::netns::enter(ns).map_err(|e| crate::PgError::io("worker thread", e))?;
-        }
-        let n = ids.len();
-        let mut ctx = Ctx::new(program, cfg, shared.clock, n).map_err(|e| {
-            crate::PgError::io("setting up the worker's wait (epoll or io_uring)", e)
-        })?;
-        ctx.choose_rng = Rng::new(shared.seeds.threads[index].0);
-        if cfg.log.is_some() {
-            let log = txlog::TxLog::open(cfg, index, shared.seeds.threads[index].2)
-                .map_err(crate::PgError::Config)?;
-            ctx.txlog = Some(log);
-        }
-        let mut clients: Vec<Client> = ids
-            .clone()
-            .enumerate()
-            .map(|(slot, id)| {
-                let mut vars = program.initial.clone();
-                vars[program.client_id.0] = Some(crate::script::expr::Value::Int(id as i64));
-                let seed = shared.seeds.clients[id];
-                Client::new(id, slot, vars, Rng::new(seed), program.statements)
-            })
-            .collect();
-        let t0 = shared.clock.now_ns();
-        if !cfg.connect_per_transaction {
-            connect_all(&mut ctx, &mut clients)?;
-        }
-        Ok((ctx, clients, shared.clock.now_ns() - t0))
-    })();
-    let (mut ctx, mut clients, conn_elapsed_ns) = match setup {
-        Ok(s) => s,
-        Err(e) => {
-            let mut slot = shared.failure.lock().unwrap_or_else(|p| p.into_inner());
-            slot.get_or_insert(e);
-            ticket.fail();
-            return None;
-        }
-    };
-    let start = ticket.ready()?;
-    let window = Window::new(&cfg.load, start);
-    let deadline = window.deadline;
+    let n = ids.len();
+    let mut ctx = Ctx::new(program, cfg, shared.clock, n)
+        .map_err(|e| crate::PgError::io("setting up the worker's wait (epoll or io_uring)", e))?;
+    ctx.choose_rng = Rng::new(shared.seeds.threads[index].0);
+    if cfg.log.is_some() {
+        let log = txlog::TxLog::open(cfg, index, shared.seeds.threads[index].2)
+            .map_err(crate::PgError::Config)?;
+        ctx.txlog = Some(log);
+    }
+    let mut clients: Vec<Client> = ids
+        .enumerate()
+        .map(|(slot, id)| {
+            let mut vars = program.initial.clone();
+            vars[program.client_id.0] = Some(crate::script::expr::Value::Int(id as i64));
+            let seed = shared.seeds.clients[id];
+            Client::new(id, slot, vars, Rng::new(seed), program.statements)
+        })
+        .collect();
+    let t0 = shared.clock.now_ns();
+    if !cfg.connect_per_transaction {
+        connect_all(&mut ctx, &mut clients)?;
+    }
+    Ok(Connected {
+        index,
+        ctx,
+        clients,
+        conn_elapsed_ns: shared.clock.now_ns() - t0,
+        cpu0,
+    })
+}
+
+/// Runs a connected worker over its measured `window`, publishing its
+/// counts on `board`.
+pub(crate) fn run_worker(
+    w: Connected<'_>,
+    window: &Window,
+    board: &tare_engine::progress::Counters,
+    shared: &Shared,
+) -> WorkerOutput {
+    let Connected {
+        index,
+        mut ctx,
+        mut clients,
+        conn_elapsed_ns,
+        cpu0,
+    } = w;
+    let cfg = &*shared.cfg;
+    let start = window.origin;
     // Timed starts and pauses should end on time, not 50 µs late.
     if cfg.load.rate.is_some() || ctx.coalescer.enabled() {
         tare_engine::schedule::tighten_timer_slack();
     }
-    ctx.begin(&window, index, shared.board.threads.len());
+    ctx.begin(window, index, cfg.load.threads);
     if let Some(log) = ctx.txlog.as_mut() {
         let unix_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -202,10 +248,40 @@ pub(crate) fn run_worker(
         log.start(start, unix_us - (now.saturating_sub(start) / 1000) as i64);
     }
     let live = LiveStats {
-        board: &shared.board.threads[index],
+        board,
         lat: &shared.lat[index],
         progress: shared.cfg.progress_interval.is_some(),
     };
+    let now = drive(&mut ctx, &mut clients, window.deadline, &live, shared);
+    let deadline = window.deadline;
+    let end_ns = deadline.map_or(now, |d| now.min(d));
+    let in_flight = clients.iter().filter(|c| c.in_flight()).count() as u64;
+    // Due before the end of this run: the deadline, or the moment a stop
+    // (Ctrl-C) ended it.
+    let unsent = ctx.unsent(&clients, deadline.map(|_| end_ns));
+    drop(clients);
+    if let Some(log) = ctx.txlog.as_mut() {
+        log.finish();
+        if let Some(e) = &log.error {
+            eprintln!("tare: could not write the transaction log: {e}");
+        }
+    }
+    WorkerOutput {
+        result: ctx.into_result(end_ns, in_flight, unsent),
+        cpu: CpuTime::thread().since(&cpu0),
+        conn_elapsed_ns,
+    }
+}
+
+/// The worker's loop: its clients through their scripts until the
+/// `deadline`, the end of every client or a stop; when it stopped.
+fn drive(
+    ctx: &mut Ctx<'_>,
+    clients: &mut [Client],
+    deadline: Option<u64>,
+    live: &LiveStats<'_>,
+    shared: &Shared,
+) -> u64 {
     for (i, c) in clients.iter_mut().enumerate() {
         ctx.advance(c, i);
     }
@@ -223,7 +299,7 @@ pub(crate) fn run_worker(
         {
             break;
         }
-        ctx.fire_timers(&mut clients, now);
+        ctx.fire_timers(clients, now);
         if ctx.finished == total {
             break;
         }
@@ -242,7 +318,7 @@ pub(crate) fn run_worker(
         ) {
             now = shared.clock.now_ns();
         }
-        match ctx.wait(&mut clients, now, until, &mut ready, &mut events) {
+        match ctx.wait(clients, now, until, &mut ready, &mut events) {
             Ok(n) => last_batch = n,
             Err(e) => {
                 let io = ctx.io.name();
@@ -251,26 +327,10 @@ pub(crate) fn run_worker(
                 break;
             }
         }
-        ctx.publish(&live);
+        ctx.publish(live);
     }
-    ctx.publish(&live);
-    let end_ns = deadline.map_or(now, |d| now.min(d));
-    let in_flight = clients.iter().filter(|c| c.in_flight()).count() as u64;
-    // Due before the end of this run: the deadline, or the moment a stop
-    // (Ctrl-C) ended it.
-    let unsent = ctx.unsent(&clients, deadline.map(|_| end_ns));
-    drop(clients);
-    if let Some(log) = ctx.txlog.as_mut() {
-        log.finish();
-        if let Some(e) = &log.error {
-            eprintln!("tare: could not write the transaction log: {e}");
-        }
-    }
-    Some(WorkerOutput {
-        result: ctx.into_result(end_ns, in_flight, unsent),
-        cpu: CpuTime::thread().since(&cpu0),
-        conn_elapsed_ns,
-    })
+    ctx.publish(live);
+    now
 }
 
 /// Opens every client's connection before the measured period, failing the

@@ -23,8 +23,9 @@ use super::{CmdStat, LiveStats, ScriptStat, TxCounts};
 use crate::config::PgConfig;
 use crate::program::Program;
 use crate::protocol;
-use crate::script::expr::Env;
+use crate::script::expr::Expr;
 use crate::script::random::Rng;
+use crate::script::vars::VarId;
 use crate::script::{CommandKind, SleepAmount};
 
 /// What a worker hands back when it ends.
@@ -326,6 +327,102 @@ impl<'a> Ctx<'a> {
         self.finish(c, Phase::Aborted);
     }
 
+    /// pgbench chooses a client's next script by weight, drawing only
+    /// when there is a choice.
+    fn choose_script(&mut self, c: &mut Client) {
+        let program = self.program;
+        c.script = if program.scripts.len() > 1 {
+            program.choose(self.choose_rng.uniform(0, program.total_weight as i64 - 1) as u64)
+        } else {
+            0
+        };
+        c.script_chosen = true;
+    }
+
+    /// A transaction of `c` starts `now`, due at `start`.
+    fn start_transaction(&mut self, c: &mut Client, start: u64, now: u64) {
+        c.tx_start = start;
+        c.actual_start = now;
+        c.script_chosen = false;
+        c.cmd = 0;
+        c.error = None;
+        c.tries = 1;
+        if self.cfg.max_tries != 1 {
+            c.retry_rng = c.rng.clone();
+        }
+        if self.cfg.debug {
+            eprintln!(
+                "tare: client {} executing script \"{}\"",
+                c.id, self.program.scripts[c.script].script.name
+            );
+        }
+        c.phase = Phase::Exec;
+    }
+
+    /// `\set var expr` of `c` (timed with `-r`); `false`: the expression
+    /// failed and the client aborted.
+    fn set(&mut self, c: &mut Client, var: VarId, expr: &Expr) -> bool {
+        let program = self.program;
+        if self.cfg.debug {
+            eprintln!(
+                "tare: client {} executing \\set {}",
+                c.id,
+                program.vars.name(var)
+            );
+        }
+        let t0 = if self.cfg.per_statement {
+            self.clock.now_ns()
+        } else {
+            0
+        };
+        match super::meta::eval(expr, c, program) {
+            Ok(v) => c.vars[var.0] = Some(v),
+            Err(why) => {
+                self.abort(c, AbortKind::Script, &why);
+                return false;
+            }
+        }
+        let t1 = if self.cfg.per_statement {
+            self.clock.now_ns()
+        } else {
+            0
+        };
+        if self.cfg.per_statement && self.measuring(t1) {
+            let s = &mut self.per_cmd[program.command_base[c.script] + c.cmd];
+            s.sum_ns += t1.saturating_sub(t0);
+            s.count += 1;
+        }
+        c.cmd += 1;
+        true
+    }
+
+    /// `\sleep`: `c` sleeps on a timer (or aborts on an undefined
+    /// variable).
+    fn sleep(&mut self, c: &mut Client, amount: &SleepAmount, unit_ns: u64, token: usize) {
+        let n = match amount {
+            SleepAmount::Const(n) => *n,
+            SleepAmount::Var(id) => match &c.vars[id.0] {
+                Some(v) => atoi(&v.to_string()),
+                None => {
+                    return self.abort(
+                        c,
+                        AbortKind::Script,
+                        &failed(
+                            format!(
+                                "sleep: undefined variable \"{}\"",
+                                self.program.vars.name(*id)
+                            ),
+                            "execution of meta-command failed",
+                        ),
+                    )
+                }
+            },
+        };
+        let wake = sleep_until(self.clock.now_ns(), n, unit_ns);
+        c.phase = Phase::Sleeping(wake);
+        self.timers.push(Reverse((wake, token)));
+    }
+
     pub(crate) fn advance(&mut self, c: &mut Client, token: usize) {
         let program = self.program;
         loop {
@@ -360,14 +457,7 @@ impl<'a> Ctx<'a> {
                     // pgbench chooses the script first (drawing only when
                     // there is a choice), then skips late starts for it.
                     if !c.script_chosen {
-                        c.script = if program.scripts.len() > 1 {
-                            program
-                                .choose(self.choose_rng.uniform(0, program.total_weight as i64 - 1)
-                                    as u64)
-                        } else {
-                            0
-                        };
-                        c.script_chosen = true;
+                        self.choose_script(c);
                     }
                     // pgbench's latency limit under a rate: a start already
                     // later than the limit is skipped (counted, not run).
@@ -389,22 +479,7 @@ impl<'a> Ctx<'a> {
                     if self.cfg.load.rate.is_some() && self.measuring(start) {
                         self.rec.lag(start, now);
                     }
-                    c.tx_start = start;
-                    c.actual_start = now;
-                    c.script_chosen = false;
-                    c.cmd = 0;
-                    c.error = None;
-                    c.tries = 1;
-                    if self.cfg.max_tries != 1 {
-                        c.retry_rng = c.rng.clone();
-                    }
-                    if self.cfg.debug {
-                        eprintln!(
-                            "tare: client {} executing script \"{}\"",
-                            c.id, program.scripts[c.script].script.name
-                        );
-                    }
-                    c.phase = Phase::Exec;
+                    self.start_transaction(c, start, now);
                 }
                 Phase::Exec => {
                     let script = &program.scripts[c.script];
@@ -413,70 +488,12 @@ impl<'a> Ctx<'a> {
                     };
                     match &command.kind {
                         CommandKind::Set { var, expr } => {
-                            if self.cfg.debug {
-                                eprintln!(
-                                    "tare: client {} executing \\set {}",
-                                    c.id,
-                                    program.vars.name(*var)
-                                );
+                            if !self.set(c, *var, expr) {
+                                return;
                             }
-                            let t0 = if self.cfg.per_statement {
-                                self.clock.now_ns()
-                            } else {
-                                0
-                            };
-                            let mut env = Env {
-                                vars: &c.vars,
-                                names: &program.vars,
-                                rng: &mut c.rng,
-                                at: (c.script, c.cmd + 1),
-                            };
-                            match expr.eval(&mut env) {
-                                Ok(v) => c.vars[var.0] = Some(v),
-                                Err(e) => {
-                                    return self.abort(
-                                        c,
-                                        AbortKind::Script,
-                                        &failed(e, "evaluation of meta-command failed"),
-                                    )
-                                }
-                            }
-                            let t1 = if self.cfg.per_statement {
-                                self.clock.now_ns()
-                            } else {
-                                0
-                            };
-                            if self.cfg.per_statement && self.measuring(t1) {
-                                let s = &mut self.per_cmd[program.command_base[c.script] + c.cmd];
-                                s.sum_ns += t1.saturating_sub(t0);
-                                s.count += 1;
-                            }
-                            c.cmd += 1;
                         }
                         CommandKind::Sleep { amount, unit_ns } => {
-                            let n = match amount {
-                                SleepAmount::Const(n) => *n,
-                                SleepAmount::Var(id) => match &c.vars[id.0] {
-                                    Some(v) => atoi(&v.to_string()),
-                                    None => {
-                                        return self.abort(
-                                            c,
-                                            AbortKind::Script,
-                                            &failed(
-                                                format!(
-                                                    "sleep: undefined variable \"{}\"",
-                                                    program.vars.name(*id)
-                                                ),
-                                                "execution of meta-command failed",
-                                            ),
-                                        )
-                                    }
-                                },
-                            };
-                            let wake = sleep_until(self.clock.now_ns(), n, *unit_ns);
-                            c.phase = Phase::Sleeping(wake);
-                            self.timers.push(Reverse((wake, token)));
-                            return;
+                            return self.sleep(c, amount, *unit_ns, token)
                         }
                         CommandKind::Sql(_) => return self.send_statement(c, token),
                         CommandKind::StartPipeline => {

@@ -33,7 +33,7 @@ use tare_tool::external::args::{Template, Values};
 use tare_tool::external::{External, ExternalConfig, LoadTool};
 use toml::Spanned;
 
-use super::{experiment_defaults, no_nul, table_of, ExperimentEngine, Offer, Spans, Table};
+use super::{experiment_defaults, no_nul, table_of, ExperimentEngine, Kind, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 use crate::experiment::InputFile;
@@ -76,12 +76,11 @@ fn names_of<S: serde::Serializer>(f: &[(String, InputFile)], s: S) -> Result<S::
 }
 
 impl ExperimentEngine for ExternalEngine {
-    fn name(&self) -> &'static str {
-        tare_tool::external::run::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        tare_record::Unit::Requests
+    fn kind(&self) -> Kind {
+        Kind {
+            name: tare_tool::external::run::NAME,
+            unit: tare_record::Unit::Requests,
+        }
     }
 
     fn defaults(&self) -> Load {
@@ -231,10 +230,6 @@ fn scripts(
 }
 
 impl Table for ExternalTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn generator_process(&self) -> Option<&'static str> {
         Some(self.tool.name())
     }

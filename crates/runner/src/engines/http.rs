@@ -33,7 +33,7 @@ use tare_record::LoadResult;
 use toml::Spanned;
 
 use super::{
-    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Offer, Spans, Table,
+    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Kind, Offer, Spans, Table,
 };
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
@@ -95,12 +95,8 @@ fn names_of<S: serde::Serializer>(r: &[Named], s: S) -> Result<S::Ok, S::Error> 
 }
 
 impl ExperimentEngine for HttpEngine {
-    fn name(&self) -> &'static str {
-        <Http as tare_engine::Engine>::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        <Http as tare_engine::Engine>::UNIT
+    fn kind(&self) -> Kind {
+        Kind::of::<Http>()
     }
 
     fn defaults(&self) -> Load {
@@ -280,10 +276,6 @@ fn as_lines<S: serde::Serializer>(headers: &[(String, String)], s: S) -> Result<
 }
 
 impl Table for HttpTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn inputs(&self) -> Vec<InputFile> {
         self.mix.iter().map(|m| m.input.clone()).collect()
     }
@@ -336,29 +328,26 @@ mod tests {
     /// by tare http's own parser.
     #[test]
     fn malformed_headers_methods_and_nul_bytes_are_errors_with_line_and_key() {
-        for (table, key) in [
-            (
-                "headers = [\"Accept: */*\", \"no colon\"]\n",
-                "load.http.headers",
-            ),
-            ("headers = [\"Bad Name: x\"]\n", "load.http.headers"),
-            ("headers = [\"X: a\\r\\nY: b\"]\n", "load.http.headers"),
-            ("headers = [\"X: a\\u0000\"]\n", "load.http.headers"),
-            ("method = \"get\"\n", "load.http.method"),
-            ("method = \"GET\\u0000\"\n", "load.http.method"),
-            ("path = \"/a\\u0000\"\n", "load.http.path"),
-            ("path = \"/a b\"\n", "load.http.path"),
-            ("path = \"index.html\"\n", "load.http.path"),
-            ("body = \"x\\u0000\"\n", "load.http.body"),
-            ("keepalive = \"yes\"\n", "keepalive"),
-            ("keep_alive = true\n", "keep_alive"),
-        ] {
-            let e = parse(table).unwrap_err();
-            assert!(
-                e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
-                "{table}: {e}"
-            );
-        }
+        super::super::assert_refused_at_line_6(
+            parse,
+            &[
+                (
+                    "headers = [\"Accept: */*\", \"no colon\"]\n",
+                    "load.http.headers",
+                ),
+                ("headers = [\"Bad Name: x\"]\n", "load.http.headers"),
+                ("headers = [\"X: a\\r\\nY: b\"]\n", "load.http.headers"),
+                ("headers = [\"X: a\\u0000\"]\n", "load.http.headers"),
+                ("method = \"get\"\n", "load.http.method"),
+                ("method = \"GET\\u0000\"\n", "load.http.method"),
+                ("path = \"/a\\u0000\"\n", "load.http.path"),
+                ("path = \"/a b\"\n", "load.http.path"),
+                ("path = \"index.html\"\n", "load.http.path"),
+                ("body = \"x\\u0000\"\n", "load.http.body"),
+                ("keepalive = \"yes\"\n", "keepalive"),
+                ("keep_alive = true\n", "keep_alive"),
+            ],
+        );
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! the document with its spans ([`table_of`]), the warm-up as a plain closed
 //! loop ([`run`]), the one find-max search ([`measure`]).
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod external;
 mod http;
 mod mysql;
@@ -57,14 +60,40 @@ pub(crate) fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|e| e.name()).collect()
 }
 
-/// A load engine, as the experiment runner uses it.
-pub trait ExperimentEngine: Sync {
+/// What an experiment engine is called and counts.
+pub struct Kind {
     /// `[load] engine = "NAME"`, its table `[load.NAME]`, the record's
     /// `engine`.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
+    /// What one completion is (the records' `unit`).
+    pub unit: tare_record::Unit,
+}
+
+impl Kind {
+    /// The name and unit of an engine of tare's own.
+    pub(crate) fn of<E: tare_engine::Engine>() -> Kind {
+        Kind {
+            name: E::NAME,
+            unit: E::UNIT,
+        }
+    }
+}
+
+/// A load engine, as the experiment runner uses it.
+pub trait ExperimentEngine: Sync {
+    /// Its name and unit.
+    fn kind(&self) -> Kind;
+
+    /// `[load] engine = "NAME"`, its table `[load.NAME]`, the record's
+    /// `engine`.
+    fn name(&self) -> &'static str {
+        self.kind().name
+    }
 
     /// What one completion is (the records' `unit`).
-    fn unit(&self) -> tare_record::Unit;
+    fn unit(&self) -> tare_record::Unit {
+        self.kind().unit
+    }
 
     /// The shared settings an experiment starts from (its `[load]` keys
     /// override them).
@@ -99,11 +128,19 @@ impl fmt::Debug for dyn ExperimentEngine {
     }
 }
 
-/// An engine's checked `[load.NAME]` table.
-pub trait Table: fmt::Debug + Send + Sync {
-    /// The table as `plan.json` records it.
+/// A checked table as `plan.json` records it: its serde form.
+pub trait Snapshot {
     fn snapshot(&self) -> serde_json::Value;
+}
 
+impl<T: serde::Serialize> Snapshot for T {
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// An engine's checked `[load.NAME]` table.
+pub trait Table: fmt::Debug + Send + Sync + Snapshot {
     /// One run with `load` (threads already within the connections, the
     /// warm-up already done by the runner) against what the deployment
     /// offers.
@@ -387,6 +424,23 @@ pub(crate) fn parse_with_table(
         &ConfigSource::RelativeTo(".".into()),
     )
     .map_err(|e| e.to_string())
+}
+
+/// Each `(table, key)` case, parsed by `parse`, is refused by an error
+/// on line 6 (the table's first line) that names `key` (the engines'
+/// tests).
+#[cfg(test)]
+pub(crate) fn assert_refused_at_line_6(
+    parse: impl Fn(&str) -> Result<crate::experiment::Experiment, String>,
+    cases: &[(&str, &str)],
+) {
+    for (table, key) in cases {
+        let e = parse(table).unwrap_err();
+        assert!(
+            e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
+            "{table}: {e}"
+        );
+    }
 }
 
 #[cfg(test)]

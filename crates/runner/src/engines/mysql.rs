@@ -32,7 +32,7 @@ use tare_record::LoadResult;
 use toml::Spanned;
 
 use super::{
-    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Offer, Spans, Table,
+    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Kind, Offer, Spans, Table,
 };
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
@@ -72,12 +72,8 @@ struct MysqlTable {
 }
 
 impl ExperimentEngine for MysqlEngine {
-    fn name(&self) -> &'static str {
-        <Mysql as tare_engine::Engine>::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        <Mysql as tare_engine::Engine>::UNIT
+    fn kind(&self) -> Kind {
+        Kind::of::<Mysql>()
     }
 
     /// The shared defaults with sysbench's patience: a statement may take
@@ -173,10 +169,6 @@ impl MysqlTable {
 }
 
 impl Table for MysqlTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn run(
         &self,
         load: &Load,
@@ -243,18 +235,15 @@ mod tests {
 
     #[test]
     fn mistakes_name_their_line_and_key() {
-        for (table, key) in [
-            ("test = \"bogus\"\n", "load.mysql.test"),
-            ("tables = 0\n", "load.mysql.tables"),
-            ("table_size = -1\n", "load.mysql.table_size"),
-            ("protocol = \"binary\"\n", "load.mysql.protocol"),
-            ("rand_type = \"zipf\"\n", "load.mysql.rand_type"),
-        ] {
-            let e = parse(table).unwrap_err();
-            assert!(
-                e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
-                "{table}: {e}"
-            );
-        }
+        super::super::assert_refused_at_line_6(
+            parse,
+            &[
+                ("test = \"bogus\"\n", "load.mysql.test"),
+                ("tables = 0\n", "load.mysql.tables"),
+                ("table_size = -1\n", "load.mysql.table_size"),
+                ("protocol = \"binary\"\n", "load.mysql.protocol"),
+                ("rand_type = \"zipf\"\n", "load.mysql.rand_type"),
+            ],
+        );
     }
 }

@@ -20,7 +20,7 @@ use tare_net::{Direction, Net, NetConfig, Test};
 use tare_record::LoadResult;
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, table_of, ExperimentEngine, Offer, Spans, Table};
+use super::{experiment_defaults, measure, table_of, ExperimentEngine, Kind, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -58,12 +58,8 @@ impl NetTable {
 }
 
 impl ExperimentEngine for NetEngine {
-    fn name(&self) -> &'static str {
-        <Net as tare_engine::Engine>::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        <Net as tare_engine::Engine>::UNIT
+    fn kind(&self) -> Kind {
+        Kind::of::<Net>()
     }
 
     /// One connection, one transaction in flight: netperf's default and the
@@ -145,10 +141,6 @@ impl ExperimentEngine for NetEngine {
 }
 
 impl Table for NetTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn run(
         &self,
         load: &Load,

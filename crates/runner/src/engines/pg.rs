@@ -27,7 +27,7 @@ use tare_record::LoadResult;
 use toml::Spanned;
 
 use super::{
-    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Offer, Spans, Table,
+    experiment_defaults, measure, no_nul, table_of, ExperimentEngine, Kind, Offer, Spans, Table,
 };
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
@@ -64,12 +64,8 @@ fn mode_name<S: serde::Serializer>(mode: &QueryMode, s: S) -> Result<S::Ok, S::E
 }
 
 impl ExperimentEngine for PgEngine {
-    fn name(&self) -> &'static str {
-        <Pg as tare_engine::Engine>::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        <Pg as tare_engine::Engine>::UNIT
+    fn kind(&self) -> Kind {
+        Kind::of::<Pg>()
     }
 
     /// The experiment's defaults, with tare pg's connect timeout.
@@ -138,10 +134,6 @@ impl ExperimentEngine for PgEngine {
 }
 
 impl Table for PgTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn run(
         &self,
         load: &Load,
@@ -182,17 +174,14 @@ mod tests {
     fn pg_user_with_a_nul_byte_is_an_error_not_a_panic() {
         let e = parse("user = \"a\\u0000\"\n").unwrap_err();
         assert_eq!(e, "exp.toml:6:8: `load.pg.user`: contains a NUL byte");
-        for (table, key) in [
-            ("database = \"d\\u0000\"\n", "load.pg.database"),
-            ("script = \"select 1;\\u0000\"\n", "load.pg.script"),
-            ("mode = \"fast\"\n", "load.pg.mode"),
-        ] {
-            let e = parse(table).unwrap_err();
-            assert!(
-                e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
-                "{table}: {e}"
-            );
-        }
+        super::super::assert_refused_at_line_6(
+            parse,
+            &[
+                ("database = \"d\\u0000\"\n", "load.pg.database"),
+                ("script = \"select 1;\\u0000\"\n", "load.pg.script"),
+                ("mode = \"fast\"\n", "load.pg.mode"),
+            ],
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use tare_redis::config::{MAX_DATA_SIZE, MAX_PIPELINE};
 use tare_redis::{Preparation, Redis, RedisConfig, Test, Workload};
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, table_of, ExperimentEngine, Offer, Spans, Table};
+use super::{experiment_defaults, measure, table_of, ExperimentEngine, Kind, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -59,12 +59,8 @@ struct RedisTable {
 }
 
 impl ExperimentEngine for RedisEngine {
-    fn name(&self) -> &'static str {
-        <Redis as tare_engine::Engine>::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        <Redis as tare_engine::Engine>::UNIT
+    fn kind(&self) -> Kind {
+        Kind::of::<Redis>()
     }
 
     fn defaults(&self) -> Load {
@@ -167,10 +163,6 @@ impl RedisTable {
 }
 
 impl Table for RedisTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn run(
         &self,
         load: &Load,
@@ -292,23 +284,20 @@ mod tests {
 
     #[test]
     fn mistakes_name_their_line_and_key() {
-        for (table, key) in [
-            ("tests = [\"bogus\"]\n", "load.redis.tests"),
-            ("tests = []\n", "load.redis.tests"),
-            ("pipeline = 0\n", "load.redis.pipeline"),
-            ("keyspace = 0\n", "load.redis.keyspace"),
-            ("command = []\n", "load.redis.command"),
-            ("coalesce = \"soon\"\n", "load.redis.coalesce"),
-            (
-                "tests = [\"get\"]\ncommand = [\"PING\"]\n",
-                "load.redis.tests",
-            ),
-        ] {
-            let e = parse(table).unwrap_err();
-            assert!(
-                e.starts_with("exp.toml:6:") && e.contains(&format!("`{key}`")),
-                "{table}: {e}"
-            );
-        }
+        super::super::assert_refused_at_line_6(
+            parse,
+            &[
+                ("tests = [\"bogus\"]\n", "load.redis.tests"),
+                ("tests = []\n", "load.redis.tests"),
+                ("pipeline = 0\n", "load.redis.pipeline"),
+                ("keyspace = 0\n", "load.redis.keyspace"),
+                ("command = []\n", "load.redis.command"),
+                ("coalesce = \"soon\"\n", "load.redis.coalesce"),
+                (
+                    "tests = [\"get\"]\ncommand = [\"PING\"]\n",
+                    "load.redis.tests",
+                ),
+            ],
+        );
     }
 }

@@ -26,7 +26,7 @@ use tare_record::LoadResult;
 use tare_tool::{Place, Tool, ToolConfig};
 use toml::Spanned;
 
-use super::{experiment_defaults, measure, table_of, ExperimentEngine, Offer, Spans, Table};
+use super::{experiment_defaults, measure, table_of, ExperimentEngine, Kind, Offer, Spans, Table};
 use crate::executor::ExecError;
 use crate::experiment::error::{ExperimentError, Locator};
 
@@ -53,12 +53,8 @@ struct ToolTable {
 }
 
 impl ExperimentEngine for ToolEngine {
-    fn name(&self) -> &'static str {
-        <Tool as tare_engine::Engine>::NAME
-    }
-
-    fn unit(&self) -> tare_record::Unit {
-        <Tool as tare_engine::Engine>::UNIT
+    fn kind(&self) -> Kind {
+        Kind::of::<Tool>()
     }
 
     /// One program run per trial, no warm-up (the program's own start is
@@ -143,10 +139,6 @@ impl ExperimentEngine for ToolEngine {
 }
 
 impl Table for ToolTable {
-    fn snapshot(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
     fn run(
         &self,
         load: &Load,
