@@ -10,10 +10,11 @@ packages=(
   redis-tools        # redis-benchmark, the reference generator in bench/, and redis-cli
   mariadb-server     # the mariadb target: mariadbd and mariadb-install-db (native, and the image tare builds from it)
   mariadb-client     # the mariadb command-line client (docs, debugging; bench/vs-sysbench.sh checks with it)
-  sysbench           # bench/vs-sysbench.sh: sysbench 1.0's OLTP workloads, the reference for tare mysql
+  sysbench           # bench/vs-sysbench.sh: sysbench 1.0's OLTP workloads, the reference for tare mysql; the external engine's sysbench
   wrk                # the reference HTTP generator in bench/, and the external engine's wrk
   apache2-utils      # ab: the external engine's ApacheBench (docs/external.md)
   nghttp2-client     # h2load: the external engine's HTTP/2 load (docs/external.md)
+  python3-locust     # locust: the external engine's Locust files (docs/external.md)
   nftables           # lab-nat placements (DNAT without Docker)
   iproute2           # ip netns, veth, bridge, tc netem
   podman             # the podman-* placements (rootful; conmon and runc/crun come with it)

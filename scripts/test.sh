@@ -52,10 +52,10 @@ phase fuzz-build fuzz_build
 phase doc-tests cargo test --doc --workspace --profile ci
 # Every test in a process of its own, in the groups of .config/nextest.toml
 # (docs/testing.md); every crate runs even after one fails, so one CI run
-# shows every failure. One and a half tests per core: the tests wait on
-# daemons, guests and timers about half the time (docs/testing.md, "Tests
-# per core"); the ones that measure rates still run alone. Last: its
-# summary is the suite's closing line.
+# shows every failure. Two tests per core: the tests wait on daemons,
+# guests and timers about half the time (docs/testing.md, "Tests per
+# core"); the ones that measure rates still run alone. Last: its summary
+# is the suite's closing line.
 cores=$(nproc)
 cargo nextest run --workspace --cargo-profile ci --profile ci --no-fail-fast \
-  --test-threads $((cores + (cores + 1) / 2))
+  --test-threads $((2 * cores))

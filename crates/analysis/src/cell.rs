@@ -256,7 +256,7 @@ impl CellStats {
 
     /// `(round, throughput, p99)` of each successful trial, when the run
     /// ran in rounds.
-    pub fn by_round(&self) -> Option<Vec<(u32, f64, f64)>> {
+    pub(crate) fn by_round(&self) -> Option<Vec<(u32, f64, f64)>> {
         let rounds = self.rounds.as_ref()?;
         Some(
             rounds

@@ -127,7 +127,7 @@ impl Finding {
 
 /// Reads `findings.json`: an array of findings, or an object holding one
 /// under `findings`. Anything else is `None` (the caller warns).
-pub fn parse_findings(value: &serde_json::Value) -> Option<Vec<Finding>> {
+pub(crate) fn parse_findings(value: &serde_json::Value) -> Option<Vec<Finding>> {
     let list = match value {
         serde_json::Value::Array(list) => list,
         serde_json::Value::Object(map) => map.get("findings")?.as_array()?,

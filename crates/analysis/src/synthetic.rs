@@ -135,7 +135,7 @@ fn trial(
 }
 
 /// A closed-loop HTTP result at `rps`.
-pub fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadResult {
+pub(crate) fn load_result(rps: f64, started_unix_s: f64, rng: &mut SplitMix64) -> LoadResult {
     let median_ns = CONNECTIONS as f64 / rps * 1e9;
     let mut latency = Latency::new();
     for _ in 0..LATENCY_SAMPLES {

@@ -16,10 +16,12 @@ use crate::facts::Facts;
 use crate::health;
 use crate::liveness::Liveness;
 use crate::measure;
+use crate::options::Transport;
 use crate::owner::{OWNER_FILE, PREFIX};
 use crate::placements::{Context, PlacementKind, Role, Running, Scope, Site, SpecOption};
 use crate::procfs;
-use crate::spec::{DeploySpec, TargetSpec, Transport};
+use crate::spec::DeploySpec;
+use crate::targets::TargetSpec;
 use crate::targets::{self, Listen, Prepare, Server, TargetKind};
 use crate::teardown::{Resource, Teardown};
 
@@ -174,7 +176,7 @@ fn check_options(spec: &DeploySpec) -> Result<(), DeployError> {
             )));
         }
     }
-    let others = crate::spec::ContainerOptions {
+    let others = crate::options::ContainerOptions {
         storage: Default::default(),
         ..spec.container.clone()
     };

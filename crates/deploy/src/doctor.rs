@@ -6,8 +6,9 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::placements;
-use crate::spec::{PlacementKind, TargetKind};
+use crate::placements::PlacementKind;
 use crate::targets;
+use crate::targets::TargetKind;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacementCheck {

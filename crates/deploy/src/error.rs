@@ -17,8 +17,8 @@ pub enum DeployError {
     MissingBinary { binary: PathBuf, hint: String },
     #[error(
         "Docker is not reachable ({reason}); placements that need it: {} (the others still work: {})",
-        crate::placements::on_mechanism("docker"),
-        crate::placements::off_mechanism("docker")
+        OnMechanism("docker", true),
+        OnMechanism("docker", false)
     )]
     DockerUnavailable { reason: String },
     #[error("docker: {0}")]
@@ -50,3 +50,8 @@ impl DeployError {
         }
     }
 }
+
+/// The placements built on a mechanism (`true`) or not built on it
+/// (`false`), comma-separated: the registry writes them (`Display` in
+/// placements/mod.rs), so this leaf names no placement.
+pub(crate) struct OnMechanism(pub(crate) &'static str, pub(crate) bool);

@@ -1,7 +1,9 @@
 //! Targets and placements: starting, checking and stopping the server under
 //! test, and saying how placements differ (the fairness check).
 //!
-//! - `spec`: what to deploy ([`DeploySpec`], [`TargetSpec`], [`PlacementKind`]…).
+//! - `spec`: what to deploy ([`DeploySpec`]: a [`TargetSpec`], a
+//!   [`PlacementKind`]), and `options`: the settings it varies
+//!   ([`Transport`], [`Storage`], [`ContainerOptions`]…).
 //! - `targets`: the server under test as a value ([`Target`]), made by a
 //!   recipe (one file each, in one registry: [`TargetKind`] names an
 //!   entry), or from a user's command line ([`Service`]).
@@ -17,6 +19,8 @@
 //! - [`facts`]: what a running deployment is (plain data), measured by
 //!   `measure`, and [`fairness`] between cells.
 //! - `teardown`: what to undo, and the registry an interrupt handler empties.
+//! - `host`: what this host has (a program on PATH, its version, a file's
+//!   sha256, an ELF file's shared libraries).
 //! - [`cleanup()`]: removing what a killed run left, by label and prefix.
 //! - [`doctor()`]: what this machine can run and what would make it noisy.
 
@@ -35,9 +39,11 @@ mod fairness;
 pub mod fuzzing;
 mod health;
 mod helpers;
+mod host;
 pub mod lab;
 mod liveness;
 mod measure;
+mod options;
 mod owner;
 mod placements;
 mod procfs;
@@ -54,16 +60,14 @@ pub use doctor::{doctor, DoctorReport};
 pub use error::DeployError;
 pub use facts::{BackendFacts, Facts, Finding, GuestDisk, GuestFacts, HelperFacts, ProcessFacts};
 pub use fairness::fairness;
+pub use options::{AccessLog, ContainerOptions, Storage, Transport, VmOptions, VmPin};
 pub use owner::CleanupReport;
 pub use placements::{Scope, SpecOption};
 pub use registry::ParseNameError;
-pub use spec::{
-    AccessLog, ContainerOptions, DeploySpec, PlacementKind, Storage, Target, TargetKind,
-    TargetSpec, Transport, Variant, VmOptions, VmPin,
-};
+pub use spec::{DeploySpec, PlacementKind};
 pub use targets::{
     app_path, tree_sha256, ExportCache, ExportedRoot, Oci, OciConfig, OciSource, Placeholder,
-    Protocol, Ready, Service, ServiceError,
+    Protocol, Ready, Service, ServiceError, Target, TargetKind, TargetSpec, Variant,
 };
 pub use teardown::{install_interrupt_handler, teardown_all};
 

@@ -7,7 +7,7 @@ use tare_engine::Endpoint;
 use crate::facts::{BackendFacts, Described, Facts, ProcessFacts};
 use crate::procfs;
 use crate::spec::DeploySpec;
-use crate::targets::{self, Listen, Server};
+use crate::targets::{Listen, Server};
 
 impl ProcessFacts {
     /// Measures process `pid` running `server` (a user image's binary is
@@ -20,7 +20,7 @@ impl ProcessFacts {
                 // The entrypoint's file in the exported tree.
                 Some(root) => root.binary_sha256.clone(),
                 None => vouch
-                    .then(|| targets::file_sha256(&server.binary).ok())
+                    .then(|| crate::host::file_sha256(&server.binary).ok())
                     .flatten(),
             },
             server_version: vouch

@@ -1,6 +1,6 @@
-//! Handles on registry entries: `TargetKind` and
-//! `PlacementKind` are each a `&'static` reference to one entry of
-//! their registry (`targets::RECIPES`, `placements::PLACEMENTS`), named,
+//! Handles on registry entries: `TargetKind` is a `&'static` reference
+//! to one entry of its registry (`targets::RECIPES`), `PlacementKind` the
+//! place of one in its (`placements::PLACEMENTS`); each is named,
 //! compared, printed, parsed and serialized by the entry's name. Nothing
 //! outside an entry's own file spells its name: the registry is the list.
 
@@ -13,27 +13,56 @@ pub struct ParseNameError {
     pub(crate) expected: String,
 }
 
-/// Implements the handle type `$handle(&'static dyn $trait)` over the
-/// registry `$list`, with `$what` in parse errors ("unknown placement ...").
+/// Implements the handle type `$handle(&'static dyn $trait)` (or, with
+/// `index`, `$handle(usize)`) over the registry `$list`, with `$what` in
+/// parse errors ("unknown placement ...").
 macro_rules! handle {
     ($handle:ident, $trait:path, $list:path, $what:literal) => {
         impl $handle {
+            fn nth(i: usize) -> $handle {
+                $handle($list[i])
+            }
+
+            pub(crate) fn get(self) -> &'static dyn $trait {
+                self.0
+            }
+        }
+
+        $crate::registry::handle!(@names $handle, $list, $what);
+    };
+    // A handle that holds its entry's place in `$list` (a type declared
+    // below the registry, which cannot name the trait).
+    (index $handle:ident, $trait:path, $list:path, $what:literal) => {
+        impl $handle {
+            fn nth(i: usize) -> $handle {
+                $handle(i)
+            }
+
+            pub(crate) fn get(self) -> &'static dyn $trait {
+                $list[self.0]
+            }
+        }
+
+        $crate::registry::handle!(@names $handle, $list, $what);
+    };
+    (@names $handle:ident, $list:path, $what:literal) => {
+        impl $handle {
             /// The entry's name: on the command line, in experiment files and records.
             pub fn name(self) -> &'static str {
-                self.0.name()
+                self.get().name()
             }
 
             /// Every entry, in registry order.
             pub fn all() -> impl Iterator<Item = $handle> {
-                $list.iter().map(|e| $handle(*e))
+                (0..$list.len()).map($handle::nth)
             }
 
             /// The entry called `name` (or one of its aliases).
             pub fn named(name: &str) -> Result<$handle, $crate::registry::ParseNameError> {
                 $list
                     .iter()
-                    .find(|e| e.name() == name || e.aliases().contains(&name))
-                    .map(|e| $handle(*e))
+                    .position(|e| e.name() == name || e.aliases().contains(&name))
+                    .map($handle::nth)
                     .ok_or_else(|| $crate::registry::ParseNameError {
                         what: $what,
                         given: name.to_string(),
@@ -43,10 +72,6 @@ macro_rules! handle {
                             .collect::<Vec<_>>()
                             .join(", "),
                     })
-            }
-
-            pub(crate) fn get(self) -> &'static dyn $trait {
-                self.0
             }
         }
 

@@ -208,11 +208,17 @@ mod tests {
 
     #[test]
     fn busy_thread_accumulates_cpu() {
+        // Busy until the thread has run 20 ms (bounded by 10 s of wall
+        // time): on a loaded machine 50 ms of wall time gave it 8 ms of CPU.
         let before = CpuTime::thread();
         let mut x = 0u64;
         let t = std::time::Instant::now();
-        while t.elapsed() < Duration::from_millis(50) {
-            x = x.wrapping_mul(31).wrapping_add(7);
+        while CpuTime::thread().since(&before).total_s() < 0.02
+            && t.elapsed() < Duration::from_secs(10)
+        {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
         }
         std::hint::black_box(x);
         let used = CpuTime::thread().since(&before);

@@ -126,7 +126,7 @@ pub struct MonitorSpec {
 /// slirp4netns, rootlessport and pasta carry a rootless Podman container's
 /// published port (podman-rootless-*), each in user space, as docker-proxy
 /// does Docker's.
-pub const DEFAULT_WATCH: [&str; 7] = [
+pub(crate) const DEFAULT_WATCH: [&str; 7] = [
     "docker-proxy",
     "containerd-shim*",
     "conmon",

@@ -132,11 +132,6 @@ impl PayloadError {
 }
 
 impl Payload {
-    /// Every error of the payload, one line each, for people.
-    pub fn error_lines(&self) -> Vec<String> {
-        self.errors.iter().map(PayloadError::describe).collect()
-    }
-
     /// A summary for people: each file read, its directive count and status,
     /// then every error.
     pub fn to_text(&self) -> String {

@@ -21,10 +21,6 @@ pub enum Better {
 }
 
 impl Better {
-    pub fn is_higher(self) -> bool {
-        self == Better::Higher
-    }
-
     /// `higher is better` / `lower is better`, as reports say it.
     pub fn words(self) -> &'static str {
         match self {

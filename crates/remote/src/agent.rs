@@ -221,8 +221,8 @@ pub fn request<T: DeserializeOwned>() -> Result<(T, Arc<AtomicBool>), String> {
 
 /// [`request`], with every other line the lifeline carries handed over in
 /// order (further requests to a long-lived agent).
-pub fn request_lines<T: DeserializeOwned>() -> Result<(T, Arc<AtomicBool>, Receiver<String>), String>
-{
+pub(crate) fn request_lines<T: DeserializeOwned>(
+) -> Result<(T, Arc<AtomicBool>, Receiver<String>), String> {
     let mut line = String::new();
     std::io::stdin()
         .read_line(&mut line)
@@ -262,7 +262,7 @@ pub fn emit(event: &Event) {
 
 /// How often an agent ticks: often enough for a live progress line, rare
 /// enough that a tick costs nothing next to the load.
-pub const TICK: Duration = Duration::from_millis(500);
+pub(crate) const TICK: Duration = Duration::from_millis(500);
 
 /// Ticks every [`TICK`] until `done` is set: the tare that asked sees the
 /// agent is alive and, while a load runs in this process, how far it got

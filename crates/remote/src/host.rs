@@ -170,7 +170,7 @@ impl Host {
 
 /// `s` as one word for a POSIX shell (ssh joins its arguments with spaces
 /// and hands them to the login shell).
-pub fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 

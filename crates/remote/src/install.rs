@@ -13,7 +13,7 @@ use crate::host::{sh_path, Host};
 use crate::RemoteError;
 
 /// What a host needs besides tare: a POSIX shell and these.
-pub const TOOLS: &[&str] = &["uname", "cat", "mkdir", "chmod", "mv", "rm", "sha256sum"];
+pub(crate) const TOOLS: &[&str] = &["uname", "cat", "mkdir", "chmod", "mv", "rm", "sha256sum"];
 
 /// How long copying the binary may take (tens of MB over a LAN).
 const COPY_LIMIT: Duration = Duration::from_secs(120);
@@ -52,7 +52,7 @@ fn own_binary() -> Result<PathBuf, RemoteError> {
 }
 
 /// The copied binary's SHA-256 (hex), computed once.
-pub fn own_sha256() -> Result<&'static str, RemoteError> {
+pub(crate) fn own_sha256() -> Result<&'static str, RemoteError> {
     static HASH: OnceLock<Result<String, String>> = OnceLock::new();
     HASH.get_or_init(|| {
         let exe = own_binary().map_err(|e| e.to_string())?;

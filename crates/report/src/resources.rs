@@ -52,14 +52,14 @@ pub struct CellResources {
 impl CellResources {
     /// Where the server, network, rest and machine figures were measured:
     /// the remote hosts, `None` for this machine.
-    pub fn measured_on(&self) -> Option<String> {
+    pub(crate) fn measured_on(&self) -> Option<String> {
         (!self.hosts.is_empty()).then(|| self.hosts.join(", "))
     }
 
     /// Where its generator ran, when a component ran on a remote host:
     /// its hosts, or this machine beside a target on another; `None` when
     /// everything ran here.
-    pub fn generator_on(&self) -> Option<String> {
+    pub(crate) fn generator_on(&self) -> Option<String> {
         if !self.generator_hosts.is_empty() {
             Some(self.generator_hosts.join(", "))
         } else if !self.hosts.is_empty() {
@@ -243,7 +243,7 @@ fn moves<K: Ord + Clone>(a: &BTreeMap<K, f64>, b: &BTreeMap<K, f64>) -> Vec<(K, 
 
 impl StepProfile {
     /// `None` unless both cells were profiled.
-    pub fn between(a: &CpuPerRequest, b: &CpuPerRequest) -> Option<StepProfile> {
+    pub(crate) fn between(a: &CpuPerRequest, b: &CpuPerRequest) -> Option<StepProfile> {
         if a.profile_us.is_empty() || b.profile_us.is_empty() {
             return None;
         }

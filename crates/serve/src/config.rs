@@ -66,7 +66,7 @@ impl ServeConfig {
     }
 
     /// If `at` (time since the server's start) falls in a stall, when it ends.
-    pub fn stall_end(&self, at: Duration) -> Option<Duration> {
+    pub(crate) fn stall_end(&self, at: Duration) -> Option<Duration> {
         let every = self.stall_every?;
         if self.stall.is_zero() {
             return None;

@@ -84,3 +84,27 @@ pub fn naming(run: &str) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Holds the tests' cleanup lock until dropped. `tare cleanup` removes
+/// whatever a dead owner left, and the images in rootless users' stores
+/// whoever imported them: a test that asserts what its own cleanup removed
+/// (or that a thing it imported is still there to remove) holds this from
+/// before it makes that thing to after its cleanup; every other test that
+/// runs a cleanup holds it around the call, so none removes another test's
+/// evidence in between. A lock file, not a nextest group: the tests that
+/// clean up are in the machine, podman and vm groups, which run at once.
+pub fn cleanup_lock() -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("tare-tests-cleanup.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // SAFETY: flock on a descriptor this function owns; the lock goes with
+    // the file when the caller drops it.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "locking {}", path.display());
+    file
+}

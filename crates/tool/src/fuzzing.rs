@@ -39,6 +39,7 @@ pub fn external(data: &[u8]) {
         }
     }
     let _ = crate::external::pgbench::timeline(&text);
+    let _ = crate::external::sysbench::timeline(&text);
     if let Ok(t) = crate::external::args::Template::parse(&text) {
         let _ = t.fill(&crate::external::args::Values::default());
         let again = crate::external::args::Template::parse(&t.to_string());

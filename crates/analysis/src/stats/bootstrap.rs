@@ -17,7 +17,7 @@
 /// percentile near ±0.3 percentage points (Efron & Tibshirani, *An
 /// Introduction to the Bootstrap*, 1993, §13.3 recommends ≥ 1,000 for
 /// percentile intervals) and costs a few milliseconds per cell pair.
-pub const RESAMPLES: usize = 10_000;
+pub(crate) const RESAMPLES: usize = 10_000;
 
 /// The fixed seed: any constant works; this one is the golden-ratio
 /// increment SplitMix64 itself uses.
@@ -31,14 +31,14 @@ pub use tare_record::splitmix::SplitMix64;
 /// Bootstrap replicates of the medians of several groups, resampled
 /// independently: `replicate(r)[g]` is group `g`'s median in resample `r`.
 #[derive(Clone, Debug)]
-pub struct MedianReplicates {
+pub(crate) struct MedianReplicates {
     groups: usize,
     medians: Vec<f64>,
 }
 
 impl MedianReplicates {
     /// `groups` must each be non-empty; returns `None` otherwise.
-    pub fn new(groups: &[&[f64]], resamples: usize, seed: u64) -> Option<Self> {
+    pub(crate) fn new(groups: &[&[f64]], resamples: usize, seed: u64) -> Option<Self> {
         if groups.is_empty() || groups.iter().any(|g| g.is_empty()) {
             return None;
         }
@@ -73,15 +73,11 @@ impl MedianReplicates {
         })
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.medians.len() / self.groups
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.medians.is_empty()
-    }
-
-    pub fn replicate(&self, r: usize) -> &[f64] {
+    pub(crate) fn replicate(&self, r: usize) -> &[f64] {
         &self.medians[r * self.groups..(r + 1) * self.groups]
     }
 
@@ -89,7 +85,11 @@ impl MedianReplicates {
     /// replicates where the statistic is finite. `None` when more than 1% of
     /// replicates give no finite value (e.g. a ratio over a median that can
     /// resample to zero): then no interval would be honest.
-    pub fn interval(&self, confidence: f64, stat: impl Fn(&[f64]) -> f64) -> Option<(f64, f64)> {
+    pub(crate) fn interval(
+        &self,
+        confidence: f64,
+        stat: impl Fn(&[f64]) -> f64,
+    ) -> Option<(f64, f64)> {
         let mut values: Vec<f64> = (0..self.len())
             .map(|r| stat(self.replicate(r)))
             .filter(|v| v.is_finite())
@@ -135,7 +135,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The ratio `median(b) / median(a)` and its bootstrap percentile interval.
-pub fn ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64)> {
+pub(crate) fn ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<(f64, f64)> {
     MedianReplicates::new(&[a, b], RESAMPLES, SEED)?.interval(confidence, |m| m[1] / m[0])
 }
 

@@ -88,7 +88,7 @@ impl Contrast {
 
     /// Half the interval's width relative to the ratio (0.031 for ±3.1%);
     /// `None` without an interval.
-    pub fn relative_half_width(&self) -> Option<f64> {
+    pub(crate) fn relative_half_width(&self) -> Option<f64> {
         let (lo, hi) = self.ratio_ci?;
         (self.ratio > 0.0).then(|| (hi - lo) / 2.0 / self.ratio)
     }

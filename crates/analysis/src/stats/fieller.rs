@@ -12,7 +12,7 @@
 
 /// The interval of `a / b` at quantile `q`, given `vaa = Var(a)`,
 /// `vbb = Var(b)`, `vab = Cov(a, b)`; `None` when it is unbounded.
-pub fn fieller(a: f64, b: f64, vaa: f64, vbb: f64, vab: f64, q: f64) -> Option<(f64, f64)> {
+pub(crate) fn fieller(a: f64, b: f64, vaa: f64, vbb: f64, vab: f64, q: f64) -> Option<(f64, f64)> {
     let q2 = q * q;
     let qa = b * b - q2 * vbb;
     let qb = a * b - q2 * vab;

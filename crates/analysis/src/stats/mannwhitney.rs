@@ -16,7 +16,7 @@ use super::median_ci::ln_choose;
 
 /// Largest combined sample size for the exact distribution: the table is
 /// `m × N(N+1)` counts, tiny at 64, and trials per cell never come near it.
-pub const EXACT_MAX_N: usize = 64;
+pub(crate) const EXACT_MAX_N: usize = 64;
 
 /// The outcome of one test.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -53,7 +53,7 @@ pub fn median(samples: &[f64]) -> f64 {
 }
 
 /// The median of an already sorted slice; `NaN` when empty.
-pub fn median_sorted(sorted: &[f64]) -> f64 {
+pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     match n {
         0 => f64::NAN,

@@ -17,11 +17,11 @@
 pub mod bootstrap;
 pub mod contrast;
 pub mod difference;
-pub mod fieller;
+pub(crate) mod fieller;
 pub mod mannwhitney;
 pub mod median_ci;
 pub mod paired;
-pub mod tdist;
+pub(crate) mod tdist;
 pub mod twoway;
 
 pub use contrast::{contrast, Contrast, Method, Significance, ALPHA, CONFIDENCE};

@@ -19,13 +19,13 @@ use super::tdist::{quantile, two_sided_p};
 
 /// Power the minimum detectable effect is quoted at (the usual 80%: Cohen,
 /// *Statistical Power Analysis for the Behavioral Sciences*, 1988, §1.5).
-pub const POWER: f64 = 0.80;
+pub(crate) const POWER: f64 = 0.80;
 
 /// Rounds (paired) or trials per side (Welch) below which a t interval
 /// does not exist (one value has no spread), and what the report
 /// recommends instead: 3 gives 2 degrees of freedom, where the 95% t
 /// quantile (4.30) is a third of what 2 trials need (12.7).
-pub const RECOMMENDED_TRIALS: usize = 3;
+pub(crate) const RECOMMENDED_TRIALS: usize = 3;
 
 /// The smallest true change (relative, e.g. 0.024 for ±2.4%) a two-sided
 /// test at [`ALPHA`] finds with [`POWER`], given the standard error `se` of

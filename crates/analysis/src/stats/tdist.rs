@@ -10,7 +10,7 @@
 //! §6.4 and §6.1). Degrees of freedom may be fractional (Welch).
 
 /// `P(|T| > |t|)` for `df` degrees of freedom; `NaN` when `df <= 0`.
-pub fn two_sided_p(t: f64, df: f64) -> f64 {
+pub(crate) fn two_sided_p(t: f64, df: f64) -> f64 {
     if df.is_nan() || df <= 0.0 || t.is_nan() {
         return f64::NAN;
     }
@@ -23,7 +23,7 @@ pub fn two_sided_p(t: f64, df: f64) -> f64 {
 
 /// The `q` quantile (0 < q < 1) of Student's t with `df` degrees of
 /// freedom; `NaN` when `df <= 0` or `q` is outside (0, 1).
-pub fn quantile(q: f64, df: f64) -> f64 {
+pub(crate) fn quantile(q: f64, df: f64) -> f64 {
     if df.is_nan() || df <= 0.0 || !(q > 0.0 && q < 1.0) {
         return f64::NAN;
     }

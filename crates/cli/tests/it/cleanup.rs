@@ -158,6 +158,7 @@ impl Drop for UserThings {
 #[test]
 fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
     let _lock = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let scratch = ScratchDir::new("kill");
     let dir = scratch.0.clone();
     let mut placements = vec!["\"native\""];

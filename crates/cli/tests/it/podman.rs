@@ -175,6 +175,7 @@ fn cleanup_after_sigkill_removes_the_podman_container() {
         return;
     }
     let _store = one_at_a_time();
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let scratch = ScratchDir::new("pkill");
     let dir = scratch.0.clone();
     let exp = "name = \"pkill\"\n[target]\nkind = \"tare-serve\"\n[factors]\n\

@@ -398,6 +398,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         .all(|h| h["clock"]["rtt_s"].as_f64().unwrap() > 0.0));
     // gen1 and srv were cleaned at the run's end; gen2 once it is back.
     s.hosts.raise_host("gen2");
+    let cleanup_lock = tare_testbed::machine::cleanup_lock();
     let out = tare(
         &[
             "cleanup",
@@ -408,6 +409,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         ],
         &s.work,
     );
+    drop(cleanup_lock);
     tare_testbed::assert_success(&out);
     assert!(wait_until(Duration::from_secs(10), || {
         ["gen1", "gen2", "srv"]
@@ -449,10 +451,12 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
                 .any(|l| l.starts_with("process")))),
         "agents outlived the killed run"
     );
+    let cleanup_lock = tare_testbed::machine::cleanup_lock();
     let out = tare(
         &["cleanup", "--hosts-from", out_dir.to_str().unwrap()],
         &s.work,
     );
+    drop(cleanup_lock);
     tare_testbed::assert_success(&out);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("srv: removed"), "{said}");

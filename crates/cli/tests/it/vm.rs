@@ -187,6 +187,7 @@ fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
     let Some(_one) = guests::guest_turn("a_sigkilled_run_leaves_a_guest") else {
         return;
     };
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let before = guest_things();
     let (dir, mut child) = start_run(
         "vmkill",
@@ -449,6 +450,7 @@ impl Drop for RunGuard {
             if self.wait(Duration::from_secs(60)).is_none() {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
+                let _cleanup = tare_testbed::machine::cleanup_lock();
                 let _ = tare(&["cleanup"]);
             }
         }

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::api::{demux_log, query_escape};
 use super::{connect, LABEL, LABEL_OWNER, LABEL_RUN};
 use crate::error::DeployError;
-use crate::spec::{ContainerOptions, Storage};
+use crate::options::{ContainerOptions, Storage};
 use crate::targets::Server;
 use crate::teardown::{Resource, Teardown};
 
@@ -349,7 +349,7 @@ fn append_tree(b: &mut tar::Builder<Vec<u8>>, path: &Path) -> std::io::Result<()
         }
         Ok(())
     } else if md.is_file() {
-        super::append_regular(b, name, path)
+        super::api::append_regular(b, name, path)
     } else {
         // Sockets, symlinks: nothing a server needs from the host copy.
         Ok(())

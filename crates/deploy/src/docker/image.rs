@@ -20,8 +20,8 @@ use std::time::Duration;
 use super::api::{label_filter, query_escape, stream_error};
 use super::{connect, LABEL};
 use crate::error::DeployError;
-use crate::spec::Target;
-use crate::targets::{self, sha256_hex};
+use crate::host::{sha256_hex, shared_libraries};
+use crate::targets::Target;
 
 /// Bump when the image layout below changes, so old tags are not reused.
 const RECIPE: &str = "tare-image-2";
@@ -45,7 +45,7 @@ pub struct ImageInfo {
 /// container runs the binary by it): the same build in two checkouts must
 /// not share an image whose binary sits at the other one's path.
 pub(crate) fn tag_for(target: &Target, binary: &Path) -> Result<(String, String), DeployError> {
-    let bin_hash = targets::file_sha256(binary)?;
+    let bin_hash = crate::host::file_sha256(binary)?;
     // A target with more to its image than tare's binary (the tool
     // target's programs) adds its key; the others' tags stay as they were.
     let mut recipe = format!("{RECIPE}\n{bin_hash}\n{}", binary.display());
@@ -197,62 +197,6 @@ pub(crate) fn closure(target: &Target, binary: &Path) -> Result<BTreeSet<PathBuf
     Ok(files)
 }
 
-/// Every file under `dir`, recursively.
-pub(crate) fn walk(dir: &Path, out: &mut BTreeSet<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.is_file() {
-            out.insert(p);
-        }
-    }
-}
-
-/// The shared libraries and loader of an ELF file, as `ldd` resolves them.
-pub(crate) fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, String> {
-    let out = std::process::Command::new("ldd")
-        .arg(binary)
-        .output()
-        .map_err(|e| format!("running ldd: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        // A static binary: nothing to add.
-        if text.contains("not a dynamic executable")
-            || String::from_utf8_lossy(&out.stderr).contains("not a dynamic")
-        {
-            return Ok(Vec::new());
-        }
-        return Err(format!(
-            "ldd {}: {}",
-            binary.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    parse_ldd(&text)
-}
-
-fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, String> {
-    let mut libs = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.contains("=> not found") {
-            return Err(format!("missing shared library: {line}"));
-        }
-        let path = match line.split_once("=>") {
-            Some((_, rhs)) => rhs.split_whitespace().next(),
-            None => line.split_whitespace().next(),
-        };
-        if let Some(p) = path.filter(|p| p.starts_with('/')) {
-            libs.push(PathBuf::from(p));
-        }
-    }
-    Ok(libs)
-}
-
 /// A Dockerfile string literal: the engine parses import changes as
 /// Dockerfile instructions, so a path with a space stays one value.
 pub(crate) fn dockerfile_quote(v: &str) -> String {
@@ -279,7 +223,7 @@ fn rootfs_tar(files: &BTreeSet<PathBuf>) -> std::io::Result<Vec<u8>> {
     }
     for f in files {
         let rel = f.strip_prefix("/").unwrap_or(f);
-        crate::docker::append_regular(&mut b, rel, f)?;
+        super::api::append_regular(&mut b, rel, f)?;
     }
     b.into_inner()
 }
@@ -287,20 +231,6 @@ fn rootfs_tar(files: &BTreeSet<PathBuf>) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_ldd_output() {
-        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n\t/lib64/ld-linux-x86-64.so.2 (0x7f)\n";
-        let libs = parse_ldd(text).unwrap();
-        assert_eq!(
-            libs,
-            vec![
-                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
-                PathBuf::from("/lib64/ld-linux-x86-64.so.2")
-            ]
-        );
-        assert!(parse_ldd("\tlibfoo.so => not found\n").is_err());
-    }
 
     #[test]
     fn rootfs_has_the_files_at_their_host_paths() {

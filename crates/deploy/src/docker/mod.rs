@@ -159,25 +159,3 @@ pub(crate) fn list_built_images() -> Result<Vec<Labelled>, DeployError> {
         })
         .collect())
 }
-
-/// Appends `src` as a plain regular-file entry named `name`, keeping mode,
-/// owner and mtime. Written by hand because the tar crate emits GNU sparse
-/// entries for files with holes (linkers leave them), which the engine's
-/// extractor rejects ("unhandled tar header type 83").
-pub(crate) fn append_regular(
-    b: &mut tar::Builder<Vec<u8>>,
-    name: &std::path::Path,
-    src: &std::path::Path,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let file = std::fs::File::open(src)?;
-    let md = file.metadata()?;
-    let mut h = tar::Header::new_gnu();
-    h.set_entry_type(tar::EntryType::Regular);
-    h.set_size(md.len());
-    h.set_mode(md.mode() & 0o7777);
-    h.set_uid(md.uid().into());
-    h.set_gid(md.gid().into());
-    h.set_mtime(md.mtime().max(0) as u64);
-    b.append_data(&mut h, name, file)
-}

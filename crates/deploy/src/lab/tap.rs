@@ -78,7 +78,7 @@ impl TapNet {
     }
 
     /// The host's address on the bridge: the guest's default route.
-    pub fn gateway(&self) -> Ipv4Addr {
+    pub(crate) fn gateway(&self) -> Ipv4Addr {
         self.gateway
     }
 

@@ -14,9 +14,9 @@ use crate::docker::{self, image};
 use crate::error::DeployError;
 use crate::facts::Described;
 use crate::helpers::{self, Helper};
+use crate::options::{ContainerOptions, Storage, Transport};
 use crate::owner::CleanupReport;
 use crate::procfs;
-use crate::spec::{ContainerOptions, Storage, Transport};
 use crate::targets::{self, Listen, Server};
 
 pub(crate) struct Docker;

@@ -36,7 +36,7 @@ impl Mechanism for Lab {
             .into_iter()
             .map(|(tool, flag)| {
                 let v = lab::command::locate(tool)
-                    .and_then(|p| crate::targets::version_line(&p, flag))
+                    .and_then(|p| crate::host::version_line(&p, flag))
                     .unwrap_or_else(|| "not found".into());
                 (tool.to_string(), v)
             })

@@ -26,7 +26,9 @@ pub(crate) mod podman;
 mod podman_bridge;
 mod podman_host;
 mod podman_orphans;
+mod podman_pasta;
 mod podman_publish;
+mod podman_rootful;
 pub(crate) mod podman_rootless;
 mod podman_rootless_pasta;
 mod podman_rootless_publish;
@@ -45,10 +47,12 @@ use std::sync::Arc;
 
 use tare_engine::Endpoint;
 
-use crate::error::DeployError;
+use crate::error::{DeployError, OnMechanism};
 use crate::facts::Described;
+use crate::options::Storage;
 use crate::owner::CleanupReport;
-use crate::spec::{DeploySpec, Storage};
+use crate::spec::DeploySpec;
+pub(crate) use crate::spec::PlacementKind;
 use crate::targets::{Listen, Server};
 use crate::teardown::Teardown;
 
@@ -300,22 +304,20 @@ pub(crate) trait Running: Send + Sync {
     }
 }
 
-/// A handle on one entry of `PLACEMENTS`: what [`DeploySpec`] names.
-#[derive(Clone, Copy)]
-pub struct PlacementKind(&'static dyn Placement);
-
-crate::registry::handle!(PlacementKind, Placement, PLACEMENTS, "placement");
+// The handle a spec names (its type in spec.rs, an index into
+// `PLACEMENTS`), its methods here by the registry.
+crate::registry::handle!(index PlacementKind, Placement, PLACEMENTS, "placement");
 
 impl PlacementKind {
     /// The reference placement: the first of the registry, the server as a
     /// plain process on the host.
     pub fn reference() -> PlacementKind {
-        PlacementKind(PLACEMENTS[0])
+        PlacementKind(0)
     }
 
     /// One line: the path load takes.
     pub fn about(self) -> &'static str {
-        self.0.about()
+        self.get().about()
     }
 
     /// Whether it honours `option`.
@@ -323,8 +325,8 @@ impl PlacementKind {
         // Every container takes the storage factor (volumes, bind mounts
         // and tmpfs are what containers are made with); other placements
         // say so themselves (a guest's disk).
-        self.0.accepts(option)
-            || (option == SpecOption::Storage && self.0.accepts(SpecOption::Container))
+        self.get().accepts(option)
+            || (option == SpecOption::Storage && self.get().accepts(SpecOption::Container))
     }
 
     /// Why it cannot put the server's content on `storage`, in one line.
@@ -332,7 +334,7 @@ impl PlacementKind {
         if !self.accepts(SpecOption::Storage) {
             return None;
         }
-        self.0.refuses_storage(storage)
+        self.get().refuses_storage(storage)
     }
 
     /// The placements that honour `option`, comma-separated (for errors).
@@ -347,18 +349,18 @@ impl PlacementKind {
     /// The mechanism it is built on (`process`, `lab`, `docker`, `podman`): placements
     /// on one mechanism share its availability.
     pub fn mechanism(self) -> &'static str {
-        self.0.mechanism().name()
+        self.get().mechanism().name()
     }
 
     /// What it needs beyond its mechanism, or why not (doctor).
     pub(crate) fn requires(self) -> Result<(), String> {
-        self.0.requires()
+        self.get().requires()
     }
 
     /// Whether this machine can run it: what it relies on, or why not.
     pub fn available(self) -> Result<String, String> {
-        let detail = self.0.mechanism().available()?;
-        self.0.requires().map(|()| detail)
+        let detail = self.get().mechanism().available()?;
+        self.get().requires().map(|()| detail)
     }
 }
 
@@ -374,14 +376,11 @@ pub(crate) fn mechanisms() -> Vec<&'static dyn Mechanism> {
     out
 }
 
-/// The placements built on the mechanism `name`, comma-separated.
-pub(crate) fn on_mechanism(name: &str) -> String {
-    names_where(|p| p.mechanism().name() == name)
-}
-
-/// The placements not built on the mechanism `name`, comma-separated.
-pub(crate) fn off_mechanism(name: &str) -> String {
-    names_where(|p| p.mechanism().name() != name)
+impl std::fmt::Display for crate::error::OnMechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let OnMechanism(name, on) = *self;
+        f.write_str(&names_where(|p| (p.mechanism().name() == name) == on))
+    }
 }
 
 fn names_where(keep: impl Fn(&dyn Placement) -> bool) -> String {

@@ -1,5 +1,4 @@
-//! The Podman mechanism (rootful), and the `podman` command line every
-//! Podman placement drives ([`Cli`]: as root, or as the rootless user).
+//! The `podman` command line every Podman placement drives ([`Cli`]: as root, or as the rootless user).
 //! Podman has no daemon; tare runs `podman` and reads its `--format json`.
 //! Its store holds the image tare builds for Docker from the host's binary,
 //! imported under the same content tag ([`ensure_image`]), and a user's
@@ -13,81 +12,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::podman_user::RootlessUser;
-use super::Mechanism;
 use crate::docker::{image, LABEL_OWNER};
 use crate::error::DeployError;
 use crate::owner::CleanupReport;
 use crate::procfs;
 
-pub(crate) struct Podman;
-
-pub(crate) static PODMAN: Podman = Podman;
-
 /// What to install when the binary is missing.
 const INSTALL: &str =
     "install it (Debian: apt-get install podman netavark aardvark-dns; or scripts/setup.sh)";
-
-impl Mechanism for Podman {
-    fn name(&self) -> &'static str {
-        "podman"
-    }
-
-    fn available(&self) -> Result<String, String> {
-        let v = version()?;
-        // SAFETY: plain syscall.
-        let uid = unsafe { libc::geteuid() };
-        if uid != 0 {
-            return Err(format!(
-                "Podman {v} is installed but the rootful Podman placements need root (tare runs as uid {uid})"
-            ));
-        }
-        let info = info(&Cli::Rootful).map_err(|e| e.to_string())?;
-        Ok(format!(
-            "Podman {v} (rootful, network backend {})",
-            network_backend(&info)
-        ))
-    }
-
-    fn facts(&self) -> Vec<(String, String)> {
-        let v = match version() {
-            Ok(v) => v,
-            Err(e) => return vec![("podman".into(), e)],
-        };
-        let mut facts = vec![("podman".into(), v)];
-        if let Ok(info) = info(&Cli::Rootful) {
-            facts.push(("podman network".into(), network_backend(&info)));
-            facts.push(("podman storage driver".into(), storage_driver(&info)));
-        }
-        facts
-    }
-
-    /// As for Docker (`container::Docker::warnings`): a storage driver that
-    /// is not the kernel's overlayfs puts a user-space or copying filesystem
-    /// under every file a container serves from its image.
-    fn warnings(&self) -> Vec<String> {
-        if version().is_err() {
-            return Vec::new();
-        }
-        let Ok(info) = info(&Cli::Rootful) else {
-            return Vec::new();
-        };
-        match storage_driver(&info).as_str() {
-            d @ ("fuse-overlayfs" | "vfs" | "devicemapper" | "btrfs" | "zfs") => vec![format!(
-                "Podman's storage driver is {d}, not the kernel's overlay: a container serving files from its image pays for it (measured here with Docker on fuse-overlayfs: 0.32x native); vary the storage factor (storage = [\"image\", \"volume\"]) to measure it, or use volume or host-path to take it out (docs/experiments.md)"
-            )],
-            _ => Vec::new(),
-        }
-    }
-
-    fn cleanup(&self, report: &mut CleanupReport) {
-        // No Podman here: nothing of tare's can be in its store.
-        if version().is_err() {
-            return;
-        }
-        clean_labelled(&Cli::Rootful, "podman", report);
-        super::podman_orphans::clean(&Cli::Rootful, 0, "podman", report);
-    }
-}
 
 /// Removes the containers and volumes labelled with a dead tare owner from
 /// one Podman store (`what` names the store in the report).
@@ -395,7 +327,7 @@ pub(super) fn remove_volume(cli: &Cli, name: &str) -> Result<(), DeployError> {
 /// binary; the tag says which binary, so a cached tag is the same image).
 pub(super) fn ensure_image(
     cli: &Cli,
-    target: &crate::spec::Target,
+    target: &crate::targets::Target,
     binary: &std::path::Path,
 ) -> Result<String, DeployError> {
     let (tag, sha) = image::tag_for(target, binary)?;

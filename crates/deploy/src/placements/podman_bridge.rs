@@ -2,7 +2,7 @@
 //! CNI bridge, `podman0`), reached at the container's own address: veth and
 //! the bridge, no NAT.
 
-use super::podman::PODMAN;
+use super::podman_rootful::PODMAN;
 use super::podman_site::{Net, PodmanSite};
 use super::{Context, Mechanism, Placement, Site, SpecOption};
 use crate::error::DeployError;

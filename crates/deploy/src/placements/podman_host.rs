@@ -3,7 +3,7 @@
 //! (namespaces, cgroups, seccomp, the image's filesystem), run by conmon
 //! instead of containerd-shim.
 
-use super::podman::PODMAN;
+use super::podman_rootful::PODMAN;
 use super::podman_site::{Net, PodmanSite};
 use super::{Context, Mechanism, Placement, Site, SpecOption};
 use crate::error::DeployError;

@@ -95,7 +95,7 @@ pub(super) fn clean(cli: &Cli, uid: u32, what: &str, report: &mut CleanupReport)
             .collect();
         tree.reverse();
         for identity in &tree {
-            super::podman_rootless::stop(identity);
+            super::podman_pasta::stop(identity);
         }
         report.removed.push(line);
     }

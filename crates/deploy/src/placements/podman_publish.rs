@@ -3,7 +3,7 @@
 //! or iptables DNAT, with no user-space proxy in the path (Docker's
 //! docker-publish goes through docker-proxy on loopback).
 
-use super::podman::PODMAN;
+use super::podman_rootful::PODMAN;
 use super::podman_site::{Net, PodmanSite};
 use super::{Context, Mechanism, Placement, Site, SpecOption};
 use crate::error::DeployError;

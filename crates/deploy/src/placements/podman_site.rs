@@ -13,14 +13,16 @@ use tare_engine::cpu::CpuList;
 use tare_engine::Endpoint;
 
 use super::podman::{
-    ensure_image, import_rootfs, remove_container, remove_image, remove_volume, Cli, PODMAN,
+    ensure_image, import_rootfs, remove_container, remove_image, remove_volume, Cli,
 };
+use super::podman_rootful::PODMAN;
 use super::podman_user::RootlessUser;
 use super::{Context, Mechanism, Role, Running, Site};
 use crate::docker::{LABEL, LABEL_OWNER, LABEL_RUN};
 use crate::error::DeployError;
 use crate::facts::Described;
-use crate::spec::{DeploySpec, Storage, Transport};
+use crate::options::{Storage, Transport};
+use crate::spec::DeploySpec;
 use crate::targets::image::RootFs;
 use crate::targets::{self, Listen, Server};
 use crate::teardown::{Resource, Undo};
@@ -230,7 +232,7 @@ impl Site for PodmanSite {
         if let (Some(user), PodNet::Rootless(Forwarder::Pasta), Role::Server, Listen::Tcp(a)) =
             (&rootless, self.net, role, listen)
         {
-            super::podman_rootless::attach_pasta(
+            super::podman_pasta::attach_pasta(
                 user,
                 cx,
                 started.pid,

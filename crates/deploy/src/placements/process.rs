@@ -14,9 +14,9 @@ use tare_engine::Endpoint;
 use super::{Context, Mechanism, Role, Running, Site};
 use crate::error::DeployError;
 use crate::facts::Described;
+use crate::options::Storage;
 use crate::owner::CleanupReport;
 use crate::procfs;
-use crate::spec::Storage;
 use crate::targets::{Listen, Server};
 use crate::teardown::Resource;
 

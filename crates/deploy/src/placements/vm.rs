@@ -29,9 +29,9 @@ use super::{Context, Mechanism, Role, Running, Site};
 use crate::error::DeployError;
 use crate::facts::{Described, GuestDisk, GuestFacts, GuestReport};
 use crate::lab::{TapNet, TAP_PREFIX};
+use crate::options::{Storage, VmPin};
 use crate::owner::CleanupReport;
 use crate::procfs;
-use crate::spec::{Storage, VmPin};
 use crate::targets::{Listen, Server};
 use crate::teardown::Resource;
 use crate::vm::{self, disk, init, initramfs, kernel, qemu, threads, Accel, TCG_LABEL};
@@ -98,7 +98,7 @@ impl Mechanism for Vm {
                 ),
                 (
                     "vm data disk".into(),
-                    match crate::targets::which("mkfs.ext4") {
+                    match crate::host::which("mkfs.ext4") {
                         Some(mkfs) => format!(
                             "storage = \"volume\": virtio-blk, cache={}, aio={}, {} by {}",
                             disk::CACHE,

@@ -5,7 +5,7 @@
 use super::vm::{self, VmNet};
 use super::{Context, Mechanism, Placement, Site, SpecOption};
 use crate::error::DeployError;
-use crate::spec::Storage;
+use crate::options::Storage;
 
 pub(crate) struct VmBridge;
 

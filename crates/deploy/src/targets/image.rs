@@ -19,6 +19,7 @@ use std::process::{Command as Cmd, Stdio};
 
 use serde::{Deserialize, Serialize};
 
+use super::image_export::{docker, last_lines};
 use super::{Prepare, Protocol, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
 use crate::teardown::{Resource, Teardown, Undo};
@@ -73,7 +74,9 @@ impl Recipe for Image {
             .clone()
             .ok_or_else(|| DeployError::Invalid("the image's files were not exported".into()))?;
         let binary = in_root(&rootfs, &config.argv[0], &config.env);
-        let binary_sha256 = binary.as_deref().and_then(|b| super::file_sha256(b).ok());
+        let binary_sha256 = binary
+            .as_deref()
+            .and_then(|b| crate::host::file_sha256(b).ok());
         let run_as = match config.user.as_str() {
             "" | "root" | "0" | "0:0" => None,
             user => Some(user_ids(&rootfs, user).map_err(|e| {
@@ -258,7 +261,10 @@ pub(crate) fn parse_inspect(tag: &str, json: &str) -> Result<OciConfig, String> 
         .and_then(|r| r.layers)
         .filter(|l| !l.is_empty());
     let id = match layers {
-        Some(l) => format!("layers:{}", super::sha256_hex(l.join("\n").as_bytes())),
+        Some(l) => format!(
+            "layers:{}",
+            crate::host::sha256_hex(l.join("\n").as_bytes())
+        ),
         None => image.id,
     };
     let c = image.config.unwrap_or_default();
@@ -375,26 +381,6 @@ pub(crate) fn resolve(
     target.image = tag;
     o.config = Some(config);
     Ok(target)
-}
-
-/// `docker ARGS`, its output captured.
-pub(super) fn docker(args: &[&str]) -> Result<std::process::Output, DeployError> {
-    Cmd::new("docker")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| DeployError::Docker(format!("running docker {}: {e}", args[0])))
-}
-
-/// The last `n` non-empty lines of `bytes`, joined with ` | `.
-pub(super) fn last_lines(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
 /// `context` copied to `to` with each of `files` (host files) added at

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as Cmd, Stdio};
 use std::sync::{Arc, Mutex};
 
-use super::image::{docker, last_lines};
 use crate::error::DeployError;
 
 /// The exports of the runs that hold an [`ExportCache`], by run id.
@@ -249,7 +248,7 @@ pub fn tree_sha256(root: &Path) -> std::io::Result<String> {
     let mut lines = Vec::new();
     tree_lines(root, Path::new(""), &mut lines)?;
     lines.sort();
-    Ok(super::sha256_hex(lines.join("\n").as_bytes()))
+    Ok(crate::host::sha256_hex(lines.join("\n").as_bytes()))
 }
 
 fn tree_lines(root: &Path, rel: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
@@ -275,11 +274,31 @@ fn tree_lines(root: &Path, rel: &Path, out: &mut Vec<String>) -> std::io::Result
                 std::fs::read_link(&path)?.display()
             ));
         } else if md.is_file() {
-            let h = super::sha256_hex(&std::fs::read(&path)?);
+            let h = crate::host::sha256_hex(&std::fs::read(&path)?);
             out.push(format!("{head} {h}"));
         } else {
             out.push(format!("{head} special {}", md.rdev()));
         }
     }
     Ok(())
+}
+
+/// `docker ARGS`, its output captured.
+pub(super) fn docker(args: &[&str]) -> Result<std::process::Output, DeployError> {
+    Cmd::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| DeployError::Docker(format!("running docker {}: {e}", args[0])))
+}
+
+/// The last `n` non-empty lines of `bytes`, joined with ` | `.
+pub(super) fn last_lines(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
 }

@@ -92,7 +92,7 @@ impl Recipe for MariaDb {
     }
 
     fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
-        super::which("mariadbd").ok_or_else(|| DeployError::MissingBinary {
+        crate::host::which("mariadbd").ok_or_else(|| DeployError::MissingBinary {
             binary: "mariadbd".into(),
             hint: "install mariadb-server (scripts/setup.sh)".into(),
         })
@@ -103,7 +103,7 @@ impl Recipe for MariaDb {
     fn image_files(&self, _target: &Target, _binary: &Path) -> Result<Vec<PathBuf>, String> {
         let mut files = std::collections::BTreeSet::new();
         for d in ["/usr/share/mysql/english", "/usr/share/mysql/charsets"] {
-            crate::docker::image::walk(Path::new(d), &mut files);
+            crate::host::walk(Path::new(d), &mut files);
         }
         if files.is_empty() {
             return Err("no /usr/share/mysql (install mariadb-server)".into());
@@ -225,7 +225,9 @@ fn data_dir(
     conf: &Path,
     data: &Path,
 ) -> Result<(), DeployError> {
-    let key = super::sha256_hex(format!("{}\n{text}", super::file_sha256(binary)?).as_bytes());
+    let key = crate::host::sha256_hex(
+        format!("{}\n{text}", crate::host::file_sha256(binary)?).as_bytes(),
+    );
     super::template::copy_into(
         cache,
         &format!("datadir-{}", &key[..16]),
@@ -243,7 +245,7 @@ fn install_db(binary: &Path, conf: &Path, data: &Path, tmp: &Path) -> Result<(),
         .and_then(Path::parent)
         .map(|usr| usr.join("bin").join("mariadb-install-db"))
         .filter(|p| p.exists())
-        .or_else(|| super::which("mariadb-install-db"))
+        .or_else(|| crate::host::which("mariadb-install-db"))
         .ok_or_else(|| DeployError::MissingBinary {
             binary: "mariadb-install-db".into(),
             hint: "install mariadb-server (scripts/setup.sh)".into(),

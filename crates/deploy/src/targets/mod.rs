@@ -29,14 +29,14 @@ mod tool;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+
 use tare_engine::Endpoint;
 
 use crate::error::DeployError;
-use crate::spec::TargetSpec;
+use crate::host::{sha256_hex, version_line};
+use crate::options::AccessLog;
 
 pub use command::{app_path, Placeholder, Service, ServiceError};
 pub use image::{ExportedRoot, Oci, OciConfig, OciSource};
@@ -470,36 +470,6 @@ pub(crate) fn binary(target: &Target) -> Result<PathBuf, DeployError> {
     }
 }
 
-/// `name` on PATH (and the sbin directories a root shell has).
-pub(crate) fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The running tare (tare-serve, net, tool and nginx-proxy's backend run it).
-pub(crate) fn running_tare() -> Result<PathBuf, DeployError> {
-    std::env::current_exe().map_err(|e| DeployError::io("locating the running tare executable", e))
-}
-
-/// The first line `binary flag` prints (on stdout, or stderr if stdout is empty).
-pub(crate) fn version_line(binary: &Path, flag: &str) -> Option<String> {
-    let out = std::process::Command::new(binary).arg(flag).output().ok()?;
-    let text = if out.stdout.is_empty() {
-        out.stderr
-    } else {
-        out.stdout
-    };
-    let line = String::from_utf8_lossy(&text)
-        .lines()
-        .next()?
-        .trim()
-        .to_string();
-    Some(line)
-}
-
 /// The URL of an HTTP target's `path` at `endpoint`.
 pub(crate) fn http_url(path: &str, endpoint: &Endpoint) -> String {
     match endpoint {
@@ -517,36 +487,48 @@ pub(crate) fn tare_listen_args(listen: &Listen) -> [String; 2] {
     }
 }
 
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    d.iter().map(|b| format!("{b:02x}")).collect()
+/// The server under test and the configuration one cell gives it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TargetSpec {
+    /// The target, with the settings it owns (port, protocol, binary...).
+    pub target: Target,
+    /// Its config variant (checked against the target's own list).
+    #[serde(default)]
+    pub variant: Variant,
+    /// Overrides whatever the variant says about `access_log`, for a
+    /// target it applies to ([`Target::access_log`]).
+    pub access_log: Option<AccessLog>,
+    /// How many CPUs the server may run on, when the deployment pins it to
+    /// fewer than the machine has and the server cannot count them itself
+    /// (a process or a container: nginx 1.22's `worker_processes auto`
+    /// counts the machine's online CPUs, not its affinity or cpuset). Set
+    /// by the deployment from `DeploySpec::server_cpus`; `None` in a guest,
+    /// which counts its own vCPUs.
+    #[serde(skip)]
+    pub cpus: Option<usize>,
 }
 
-/// sha256 of a file, cached by path, size and mtime (binaries are tens of MB).
-pub(crate) fn file_sha256(path: &Path) -> Result<String, DeployError> {
-    type Key = (PathBuf, u64, i64);
-    static CACHE: OnceLock<Mutex<Vec<(Key, String)>>> = OnceLock::new();
-    use std::os::unix::fs::MetadataExt;
-    let md =
-        std::fs::metadata(path).map_err(|e| DeployError::io(format!("{}", path.display()), e))?;
-    let key = (path.to_path_buf(), md.size(), md.mtime());
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some((_, h)) = cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(k, _)| *k == key)
-    {
-        return Ok(h.clone());
+impl TargetSpec {
+    /// `target` in its default variant.
+    pub fn new(target: Target) -> Self {
+        TargetSpec {
+            target,
+            variant: Variant::default(),
+            access_log: None,
+            cpus: None,
+        }
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| DeployError::io(format!("reading {}", path.display()), e))?;
-    let h = sha256_hex(&bytes);
-    cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((key, h.clone()));
-    Ok(h)
+
+    /// The built-in target `kind` with nothing changed, in its default variant.
+    pub fn of(kind: TargetKind) -> Self {
+        TargetSpec::new(kind.target())
+    }
+
+    /// A built-in variant by name (tests and the command line).
+    pub fn with_variant(mut self, name: &str) -> Self {
+        self.variant = Variant::Named(name.into());
+        self
+    }
 }
 
 #[cfg(test)]

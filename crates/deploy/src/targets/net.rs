@@ -38,7 +38,7 @@ impl Recipe for Net {
 
     /// The running tare: the same build generates load and responds.
     fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
-        super::running_tare()
+        crate::host::running_tare()
     }
 
     fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Prepare, Protocol, Ready, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
-use crate::spec::AccessLog;
+use crate::options::AccessLog;
 
 /// nginx serving one static file.
 pub(crate) struct Nginx;
@@ -75,7 +75,7 @@ impl Recipe for Nginx {
 
 /// nginx on PATH (nginx-proxy runs the same binary).
 pub(super) fn default_binary() -> Result<PathBuf, DeployError> {
-    super::which("nginx").ok_or_else(|| DeployError::MissingBinary {
+    crate::host::which("nginx").ok_or_else(|| DeployError::MissingBinary {
         binary: "nginx".into(),
         hint: "not on PATH; install nginx-light (scripts/setup.sh)".into(),
     })
@@ -83,7 +83,7 @@ pub(super) fn default_binary() -> Result<PathBuf, DeployError> {
 
 /// `nginx -v` without its prefix (nginx-proxy runs the same binary).
 pub(super) fn version(binary: &Path) -> Option<String> {
-    let line = super::version_line(binary, "-v")?;
+    let line = crate::host::version_line(binary, "-v")?;
     Some(line.trim_start_matches("nginx version: ").to_string())
 }
 

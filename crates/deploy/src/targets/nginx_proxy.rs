@@ -18,7 +18,7 @@ use super::nginx::{self, builtin_template, user_template};
 use super::tare_serve::TareServe;
 use super::{Prepare, Recipe, Server, Target, TargetKind};
 use crate::error::DeployError;
-use crate::spec::AccessLog;
+use crate::options::AccessLog;
 
 /// nginx as a reverse proxy in front of a `tare serve` backend that tare
 /// starts beside it, on nginx's own loopback, in every placement: the

@@ -50,19 +50,19 @@ impl Recipe for Postgres {
             .ok_or("unexpected postgres path")?;
         let version = version_dir.file_name().ok_or("unexpected postgres path")?;
         let mut files = BTreeSet::new();
-        crate::docker::image::walk(
+        crate::host::walk(
             &Path::new("/usr/share/postgresql").join(version),
             &mut files,
         );
         let mut libs = BTreeSet::new();
-        crate::docker::image::walk(&version_dir.join("lib"), &mut libs);
+        crate::host::walk(&version_dir.join("lib"), &mut libs);
         // The JIT (llvmjit) is left out, and with it the LLVM bitcode only it
         // reads (26 MB of PostgreSQL 15's 38: a guest unpacks every byte).
         for lib in libs.into_iter().filter(|p| {
             let p = p.to_string_lossy();
             !p.contains("llvmjit") && !p.contains("/bitcode/")
         }) {
-            if let Ok(deps) = crate::docker::image::shared_libraries(&lib) {
+            if let Ok(deps) = crate::host::shared_libraries(&lib) {
                 files.extend(deps);
             }
             files.insert(lib);
@@ -243,11 +243,11 @@ fn cluster(
     owner: (u32, u32),
 ) -> Result<(), DeployError> {
     let initdb = binary.with_file_name("initdb");
-    let key = super::sha256_hex(
+    let key = crate::host::sha256_hex(
         format!(
             "{}\n{}\n{}",
-            super::file_sha256(&initdb)?,
-            super::file_sha256(binary)?,
+            crate::host::file_sha256(&initdb)?,
+            crate::host::file_sha256(binary)?,
             INITDB_ARGS.join(" ")
         )
         .as_bytes(),

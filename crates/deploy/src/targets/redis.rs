@@ -52,7 +52,7 @@ impl Recipe for Redis {
     }
 
     fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
-        super::which("redis-server").ok_or_else(|| DeployError::MissingBinary {
+        crate::host::which("redis-server").ok_or_else(|| DeployError::MissingBinary {
             binary: "redis-server".into(),
             hint: "install redis-server (scripts/setup.sh)".into(),
         })

@@ -26,7 +26,7 @@ impl Recipe for TareServe {
 
     /// The running tare: the same build generates load and serves.
     fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
-        super::running_tare()
+        crate::host::running_tare()
     }
 
     fn prepare(&self, cx: &Prepare<'_>) -> Result<Server, DeployError> {

@@ -16,8 +16,8 @@ use tare_tool::wire::Request;
 use tare_tool::{Job, ToolKind};
 
 use super::{tare_listen_args, Prepare, Protocol, Recipe, Server, Target, TargetKind};
-use crate::docker::image::{shared_libraries, walk};
 use crate::error::DeployError;
+use crate::host::{shared_libraries, walk};
 
 pub(crate) struct Tool;
 
@@ -60,7 +60,7 @@ impl Recipe for Tool {
 
     /// The running tare: its agent runs the job.
     fn default_binary(&self, _target: &Target) -> Result<PathBuf, DeployError> {
-        super::running_tare()
+        crate::host::running_tare()
     }
 
     /// The version of each tool installed here (`fio-3.33, hpcc, sysbench 1.0.20`).
@@ -71,7 +71,8 @@ impl Recipe for Tool {
                 let bin = t.find().ok()?;
                 Some(match t {
                     ToolKind::Hpcc => "hpcc".to_string(),
-                    _ => super::version_line(&bin, "--version").unwrap_or_else(|| t.name().into()),
+                    _ => crate::host::version_line(&bin, "--version")
+                        .unwrap_or_else(|| t.name().into()),
                 })
             })
             .collect();

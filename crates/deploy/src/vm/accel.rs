@@ -10,42 +10,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
+use super::initramfs;
 use super::kernel::Kernel;
-use super::{initramfs, qemu};
-use crate::targets::sha256_hex;
-
-/// How a guest's CPU runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Accel {
-    /// Hardware virtualisation through /dev/kvm.
-    Kvm,
-    /// QEMU's Tiny Code Generator: every guest instruction translated.
-    Tcg,
-}
+use super::qemu::{self, Accel};
+use crate::host::sha256_hex;
 
 /// What every TCG result carries, wherever it is shown.
 pub const TCG_LABEL: &str = "emulated: functional, not a speed result";
-
-impl Accel {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        }
-    }
-
-    /// The CPU model: the host's own under KVM, everything TCG emulates
-    /// otherwise.
-    pub(crate) fn cpu(self) -> &'static str {
-        match self {
-            Accel::Kvm => "host",
-            Accel::Tcg => "max",
-        }
-    }
-}
 
 /// The accelerator and why.
 #[derive(Clone, Debug)]
@@ -81,7 +52,7 @@ pub(crate) fn detect(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Verdict 
             reason: format!("/dev/kvm: {e}"),
         };
     }
-    let qemu_version = crate::targets::version_line(qemu_bin, "--version").unwrap_or_default();
+    let qemu_version = crate::host::version_line(qemu_bin, "--version").unwrap_or_default();
     let key =
         sha256_hex(format!("{}\n{qemu_version}\n{}", kernel.identity(), kvm_identity()).as_bytes());
     let file = cache.join(format!("accel-{}", &key[..16]));

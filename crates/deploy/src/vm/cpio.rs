@@ -139,7 +139,7 @@ mod tests {
         let (bytes, n) = c.finish().unwrap();
         assert_eq!(bytes.len() as u64, n);
         assert_eq!(bytes.len() % 4, 0);
-        let Some(cpio) = crate::targets::which("cpio") else {
+        let Some(cpio) = crate::host::which("cpio") else {
             eprintln!("skipped: no cpio on this machine");
             return;
         };

@@ -48,7 +48,7 @@ pub(crate) struct Disk {
 /// files in it (owners and modes kept), checking that the host file takes
 /// O_DIRECT (`cache=none` needs it).
 pub(crate) fn make(vm_dir: &Path, content: &Path, bytes: u64) -> Result<Disk, String> {
-    let mkfs = crate::targets::which("mkfs.ext4").ok_or(
+    let mkfs = crate::host::which("mkfs.ext4").ok_or(
         "no mkfs.ext4 to format the guest's disk (Debian: apt-get install e2fsprogs; scripts/setup.sh does)",
     )?;
     let path = vm_dir.join("data.raw");
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn a_disk_is_formatted_with_the_content_and_attached_uncached() {
-        if crate::targets::which("mkfs.ext4").is_none() {
+        if crate::host::which("mkfs.ext4").is_none() {
             eprintln!("skipped: no mkfs.ext4 here");
             return;
         }

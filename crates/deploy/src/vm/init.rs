@@ -12,8 +12,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::initramfs::{DISK_MODULE_DIR, MODULE_DIR};
 use crate::facts::GuestReport;
+
+/// Where the modules go in the guest, numbered in load order.
+pub(crate) const MODULE_DIR: &str = "tare/modules";
+/// Where the disk's modules go in the guest, numbered in load order.
+pub(crate) const DISK_MODULE_DIR: &str = "tare/modules-disk";
 
 /// The line saying the server process runs.
 pub(crate) const STARTED: &str = "tare-vm: server started";

@@ -17,9 +17,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::cpio::Cpio;
-use super::init::IMAGE_ROOT;
+use super::init::{DISK_MODULE_DIR, IMAGE_ROOT, MODULE_DIR};
 use super::kernel::{self, Kernel};
-use crate::targets::sha256_hex;
+use crate::host::sha256_hex;
 
 /// Bump when the layout below changes, so old cached bases are not reused.
 const RECIPE: &str = "tare-initramfs-2";
@@ -29,17 +29,11 @@ const RECIPE: &str = "tare-initramfs-2";
 /// either, so the init sets the address itself).
 pub(crate) const MODULES: &[&str] = &["virtio_mmio", "virtio_net"];
 
-/// Where the modules go in the guest, numbered in load order.
-pub(crate) const MODULE_DIR: &str = "tare/modules";
-
 /// Modules for the data disk (`vm::disk`), loaded only when a guest has
 /// one: virtio-blk, and ext4 with the crc32c its metadata checksums use
 /// (a soft dependency, `softdep ext4 pre: crypto-crc32c` in
 /// modules.softdep, which modules.dep does not list).
 pub(crate) const DISK_MODULES: &[&str] = &["virtio_mmio", "virtio_blk", "crc32c_generic", "ext4"];
-
-/// Where the disk's modules go in the guest, numbered in load order.
-pub(crate) const DISK_MODULE_DIR: &str = "tare/modules-disk";
 
 /// Directories of the deployment directory that stay on the host.
 const HOST_ONLY: &[&str] = &["vm"];
@@ -123,10 +117,10 @@ pub(crate) fn build_trial(kernel: &Kernel, init: &str, out: &Path) -> Result<(),
 /// The host's busybox (Debian's busybox-static is one static file) and any
 /// libraries a dynamic one needs.
 fn busybox() -> Result<Vec<PathBuf>, String> {
-    let bin = crate::targets::which("busybox")
+    let bin = crate::host::which("busybox")
         .ok_or("no busybox on this machine (Debian: apt-get install busybox-static)")?;
     let mut files = vec![bin.clone()];
-    files.extend(crate::docker::image::shared_libraries(&bin)?);
+    files.extend(crate::host::shared_libraries(&bin)?);
     if bin != Path::new("/bin/busybox") {
         // The init runs /bin/busybox: keep the file there too.
         files.push(bin);

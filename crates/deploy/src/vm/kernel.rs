@@ -15,7 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::targets::sha256_hex;
+use crate::host::sha256_hex;
 
 /// A kernel a guest can boot.
 #[derive(Clone, Debug)]
@@ -139,7 +139,7 @@ fn unpack(kernel: &Kernel, cache: &Path) -> Option<PathBuf> {
     }
     let image = std::fs::read(&kernel.image).ok()?;
     for (magic, tool, args) in COMPRESSORS {
-        let Some(tool) = crate::targets::which(tool) else {
+        let Some(tool) = crate::host::which(tool) else {
             continue;
         };
         let mut from = 0;
@@ -280,7 +280,7 @@ pub(crate) fn module_bytes(path: &Path) -> Result<Vec<u8>, String> {
             ))
         }
     };
-    let tool = crate::targets::which(tool)
+    let tool = crate::host::which(tool)
         .ok_or_else(|| format!("{}: needs {tool} to decompress", path.display()))?;
     let out = Command::new(tool)
         .arg("-dc")

@@ -27,8 +27,8 @@ pub(crate) mod threads;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub(crate) use accel::Accel;
 pub use accel::TCG_LABEL;
+pub(crate) use qemu::Accel;
 
 /// Where unpacked kernels, base initramfs archives and the accelerator
 /// verdict are cached (`TARE_VM_CACHE` overrides). A cache, not a leftover:
@@ -61,16 +61,16 @@ pub(crate) fn host() -> Result<&'static Host, String> {
 }
 
 fn find_host() -> Result<Host, String> {
-    let qemu = crate::targets::which("qemu-system-x86_64")
+    let qemu = crate::host::which("qemu-system-x86_64")
         .ok_or("no qemu-system-x86_64 (Debian: apt-get install qemu-system-x86)")?;
     let cache = cache_dir();
     std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
     let kernel = kernel::find(&cache)?;
-    crate::targets::which("busybox")
+    crate::host::which("busybox")
         .ok_or("no busybox for the guest's init (Debian: apt-get install busybox-static)")?;
     let accel = accel::detect(&qemu, &kernel, &cache);
     Ok(Host {
-        qemu_version: crate::targets::version_line(&qemu, "--version").unwrap_or_default(),
+        qemu_version: crate::host::version_line(&qemu, "--version").unwrap_or_default(),
         qemu,
         kernel,
         accel,

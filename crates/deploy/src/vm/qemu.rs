@@ -6,9 +6,38 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use super::accel::Accel;
+use serde::{Deserialize, Serialize};
+
 use super::disk::Disk;
 use super::kernel::Kernel;
+
+/// How a guest's CPU runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Accel {
+    /// Hardware virtualisation through /dev/kvm.
+    Kvm,
+    /// QEMU's Tiny Code Generator: every guest instruction translated.
+    Tcg,
+}
+
+impl Accel {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+
+    /// The CPU model: the host's own under KVM, everything TCG emulates
+    /// otherwise.
+    pub(crate) fn cpu(self) -> &'static str {
+        match self {
+            Accel::Kvm => "host",
+            Accel::Tcg => "max",
+        }
+    }
+}
 
 /// The kernel command line every guest gets. Each option cuts boot work
 /// that an emulated CPU pays for and that changes nothing once the server

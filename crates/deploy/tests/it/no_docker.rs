@@ -49,7 +49,10 @@ fn unreachable_docker_is_named_and_native_still_works() {
         .iter()
         .any(|p| p.placement == "native" && p.available));
     // cleanup notes the engine is unreachable instead of failing.
-    let c = tare_deploy::cleanup().unwrap();
+    let c = {
+        let _cleanup = tare_testbed::machine::cleanup_lock();
+        tare_deploy::cleanup().unwrap()
+    };
     assert!(c.notes.iter().any(|n| n.contains("not reachable")), "{c:?}");
 
     let d = deploy(&support::spec(&support::run_id("ndnat"), "nginx", "native")).unwrap();

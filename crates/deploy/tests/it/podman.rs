@@ -143,6 +143,7 @@ fn cleanup_removes_a_dead_runs_container_and_keeps_a_live_one() {
     if skip_without_podman() {
         return;
     }
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     let run = support::run_id("pmcln");
     let d = deploy(&DeploySpec::new(
         &run,

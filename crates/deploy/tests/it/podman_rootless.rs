@@ -138,6 +138,7 @@ fn nginx_in_every_rootless_placement_and_cleanup_of_the_users_images() {
     if skip_without_rootless() {
         return;
     }
+    let _cleanup = tare_testbed::machine::cleanup_lock();
     for p in [
         "podman-rootless-publish",
         "podman-rootless-slirp",

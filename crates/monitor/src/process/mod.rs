@@ -139,7 +139,7 @@ impl Group {
 
     /// Every member since the monitor started, living or exited: (pid,
     /// thread id for a member that is one thread).
-    pub fn member_ids(&self) -> impl Iterator<Item = (u32, Option<u32>)> + '_ {
+    pub(crate) fn member_ids(&self) -> impl Iterator<Item = (u32, Option<u32>)> + '_ {
         self.members.iter().map(|m| (m.pid, m.tid))
     }
 
@@ -167,7 +167,7 @@ impl Group {
 
     /// Finds members again (new children, new named processes), skipping
     /// pids in `exclude` (members of another group, never billed twice).
-    pub fn discover(&mut self, exclude: &[u32]) -> io::Result<()> {
+    pub(crate) fn discover(&mut self, exclude: &[u32]) -> io::Result<()> {
         let wanted: Vec<(u32, Option<u32>)> = match &self.rule {
             Rule::Process(p) => vec![(*p, None)],
             Rule::Tree(roots) => descendants(roots).into_iter().map(|p| (p, None)).collect(),
@@ -256,7 +256,7 @@ impl Group {
 
     /// Follows the new threads of members of several threads (at
     /// rediscovery: listing them is a directory walk).
-    pub fn find_threads(&mut self) {
+    pub(crate) fn find_threads(&mut self) {
         for m in self
             .members
             .iter_mut()

@@ -30,12 +30,15 @@ pub use kallsyms::Kallsyms;
 
 /// The rate every monitored trial samples at by default: 499 Hz per CPU
 /// (a prime, so it never beats against the 100/250/1000 Hz timer tick),
-/// ~1,000 samples a second on a 2-CPU machine. bench/profile-overhead.sh
-/// measures what it costs.
+/// ~1,000 samples a second on a 2-CPU machine. Each sample is a timer
+/// interrupt costing ~22 µs of the CPU it lands on in this project's VM:
+/// ~1.1% of a busy CPU, about half the 2% budget; 199 Hz costs ~0.4% and
+/// widens a step's intervals ~1.6 times (docs/profiles.md, "What it
+/// costs"; bench/profile-cost.sh).
 pub const DEFAULT_HZ: u32 = 499;
 
 /// The component of samples no group follows, as the CPU table names it.
-pub const REST: &str = "rest of the machine";
+pub(crate) const REST: &str = "rest of the machine";
 
 /// Functions kept per record, by CPU time: enough for a step's top movers.
 const TOP_FUNCTIONS: usize = 60;
@@ -112,14 +115,98 @@ fn kernel_symbols() -> Option<Arc<Kallsyms>> {
     Some(k)
 }
 
+/// A kernel address, named.
+#[derive(Clone, Copy)]
+struct Frame {
+    /// Index into the names; `None`: no symbol holds it.
+    function: Option<u32>,
+    entry: Option<&'static subsystems::Entry>,
+}
+
+/// Names for samples: kernel addresses (each looked up once: a stack's
+/// frames repeat from sample to sample, and a lookup is a search of
+/// kallsyms and of the subsystem map), and the names' indices.
+#[derive(Default)]
+struct Namer {
+    symbols: Option<Arc<Kallsyms>>,
+    /// Every name given, by index (`RawProfile::names` once stopped).
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+    /// Each kernel address seen: its function and that function's entry.
+    frames: HashMap<u64, Frame>,
+}
+
+impl Namer {
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(i) = self.index.get(name) {
+            return *i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        i
+    }
+
+    fn frame(&mut self, addr: u64) -> Frame {
+        if let Some(f) = self.frames.get(&addr) {
+            return *f;
+        }
+        let name = self
+            .symbols
+            .as_ref()
+            .and_then(|k| k.lookup(addr))
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+        let f = match name {
+            Some(n) => Frame {
+                entry: subsystems::entry_of(&n),
+                function: Some(self.intern(&n)),
+            },
+            None => Frame {
+                function: None,
+                entry: None,
+            },
+        };
+        self.frames.insert(addr, f);
+        f
+    }
+
+    /// A kernel stack's subsystem and leaf function, leaf first
+    /// (as `subsystems::of_stack` says): frames are named only up to the first
+    /// that maps to a subsystem, each address once per profile.
+    fn name_stack(&mut self, chain: &[u64]) -> (&'static str, u32) {
+        if self.symbols.is_none() {
+            return (subsystems::OTHER_KERNEL, self.intern("[kernel]"));
+        }
+        let mut subsystem = subsystems::OTHER_KERNEL;
+        let mut leaf = None;
+        for (i, a) in chain.iter().enumerate() {
+            let f = self.frame(*a);
+            if i == 0 {
+                leaf = f.function;
+            }
+            if let Some(e) = f.entry {
+                if !(e.leaf_only && i > 0) {
+                    subsystem = e.subsystem.as_str();
+                }
+                break;
+            }
+        }
+        let leaf = match leaf {
+            Some(l) => l,
+            None => self.intern("[kernel]"),
+        };
+        (subsystem, leaf)
+    }
+}
+
 /// The sampling side, owned by the sampler thread.
 pub(crate) struct Profiler {
     rings: perf::Rings,
-    symbols: Option<Arc<Kallsyms>>,
+    namer: Namer,
     buf: Vec<u8>,
     parsed: Vec<records::Sample>,
     raw: RawProfile,
-    index: HashMap<String, u32>,
     comms: HashMap<u32, u32>,
     known: std::collections::HashSet<(String, u32, Option<u32>)>,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, seconds: the samples' times are
@@ -155,7 +242,10 @@ impl Profiler {
         let sampler_tid = unsafe { libc::gettid() } as u32;
         Ok(Profiler {
             rings,
-            symbols: kernel_symbols(),
+            namer: Namer {
+                symbols: kernel_symbols(),
+                ..Default::default()
+            },
             buf: Vec::with_capacity(1 << 16),
             parsed: Vec::new(),
             raw: RawProfile {
@@ -163,7 +253,6 @@ impl Profiler {
                 sampler_tid,
                 ..Default::default()
             },
-            index: HashMap::new(),
             comms: HashMap::new(),
             known: Default::default(),
             mono_to_unix_s: clock_s(libc::CLOCK_REALTIME) - clock_s(libc::CLOCK_MONOTONIC),
@@ -173,17 +262,7 @@ impl Profiler {
     /// Whether kernel functions can be named (`kernel.kptr_restrict` may
     /// hide their addresses).
     pub(crate) fn has_symbols(&self) -> bool {
-        self.symbols.is_some()
-    }
-
-    fn intern(&mut self, name: &str) -> u32 {
-        if let Some(i) = self.index.get(name) {
-            return *i;
-        }
-        let i = self.raw.names.len() as u32;
-        self.raw.names.push(name.to_string());
-        self.index.insert(name.to_string(), i);
-        i
+        self.namer.symbols.is_some()
     }
 
     fn comm(&mut self, pid: u32) -> u32 {
@@ -193,7 +272,7 @@ impl Profiler {
         let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
             .map(|s| format!("[{}]", s.trim()))
             .unwrap_or_else(|_| "[exited process]".into());
-        let i = self.intern(&name);
+        let i = self.namer.intern(&name);
         self.comms.insert(pid, i);
         i
     }
@@ -215,16 +294,7 @@ impl Profiler {
                     } else {
                         &s.chain
                     };
-                    match self.symbols.clone() {
-                        Some(k) => {
-                            let names: Vec<&str> =
-                                chain.iter().map(|a| k.lookup(*a).unwrap_or("")).collect();
-                            let sub = subsystems::of_stack(names.iter().copied());
-                            let leaf = names.first().copied().filter(|n| !n.is_empty());
-                            (sub, self.intern(leaf.unwrap_or("[kernel]")))
-                        }
-                        None => (subsystems::OTHER_KERNEL, self.intern("[kernel]")),
-                    }
+                    self.namer.name_stack(chain)
                 }
             };
             self.raw.samples.push(Named {
@@ -253,6 +323,7 @@ impl Profiler {
     pub(crate) fn stop(mut self, members: Vec<(String, u32, Option<u32>)>) -> RawProfile {
         self.drain();
         self.note_members(members);
+        self.raw.names = std::mem::take(&mut self.namer.names);
         self.raw
     }
 }
@@ -260,7 +331,7 @@ impl Profiler {
 impl RawProfile {
     /// The profile of the samples within `window` (Unix start, seconds),
     /// or of all of them.
-    pub fn build(&self, window: Option<(f64, f64)>) -> Profile {
+    pub(crate) fn build(&self, window: Option<(f64, f64)>) -> Profile {
         let mut by_tid: HashMap<u32, &str> = HashMap::new();
         let mut by_pid: HashMap<u32, &str> = HashMap::new();
         for (name, pid, tid) in &self.members {
@@ -373,5 +444,52 @@ mod tests {
         assert!((p.functions_cpu_s["tcp_sendmsg"] - 0.03).abs() < 1e-12);
         assert!((p.subsystems()["NAT"] - 0.02).abs() < 1e-12);
         assert_eq!(raw.build(None).samples, 7);
+    }
+
+    /// The namer names a stack as `subsystems::of_stack` does over all its
+    /// frames, with each address looked up once.
+    #[test]
+    fn the_namer_agrees_with_the_whole_stack_and_looks_each_address_up_once() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T memcpy\n\
+             ffffffff81000100 t nf_nat_inet_fn\n\
+             ffffffff81000200 t tcp_sendmsg\n\
+             ffffffff81000300 t do_syscall_64\n\
+             ffffffff81000400 t some_unmapped_fn\n",
+        );
+        let name = |a: u64| k.lookup(a).unwrap_or("");
+        let mut n = Namer {
+            symbols: Some(Arc::new(k.clone())),
+            ..Default::default()
+        };
+        let stacks: [&[u64]; 5] = [
+            &[0xffffffff81000010, 0xffffffff81000110, 0xffffffff81000210],
+            &[0xffffffff81000010, 0xffffffff81000210, 0xffffffff81000310],
+            &[0xffffffff81000410, 0xffffffff81000310],
+            &[0xffffffff81000310],
+            &[0x1000, 0xffffffff81000210],
+        ];
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            for chain in stacks {
+                let (sub, leaf) = n.name_stack(chain);
+                assert_eq!(
+                    sub,
+                    subsystems::of_stack(chain.iter().map(|a| name(*a))),
+                    "{chain:x?}"
+                );
+                let want = Some(name(chain[0])).filter(|s| !s.is_empty());
+                assert_eq!(n.names[leaf as usize], want.unwrap_or("[kernel]"));
+            }
+            seen.push(n.frames.len());
+        }
+        assert_eq!(seen[0], seen[1], "the second pass looks nothing up");
+        // Without symbols every kernel sample is "other kernel".
+        let mut hidden = Namer::default();
+        let (sub, leaf) = hidden.name_stack(stacks[0]);
+        assert_eq!(
+            (sub, hidden.names[leaf as usize].as_str()),
+            (subsystems::OTHER_KERNEL, "[kernel]")
+        );
     }
 }

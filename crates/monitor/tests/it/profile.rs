@@ -111,7 +111,7 @@ fn nat_shows_in_the_nat_cell_and_not_in_the_bridge_cell() {
         eprintln!("  cpu table: {}", p.short());
         assert!(profile.samples > 100, "{name}: {profile:?}");
         // The server's sampled CPU is the CPU its counters gave, within
-        // sampling's noise: 2 s at 499 Hz is ~750 samples a busy CPU.
+        // sampling's noise: 2 s at 4999 Hz is ~10,000 samples a busy CPU.
         let sampled: f64 = p.profile_us.get("server").map_or(0.0, |m| m.values().sum());
         assert!(
             sampled > 0.5 * p.server_us && sampled < 1.5 * p.server_us,

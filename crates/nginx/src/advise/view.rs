@@ -29,11 +29,11 @@ impl<'a> Node<'a> {
     }
 
     /// The first argument, or "".
-    pub fn arg0(&self) -> &'a str {
+    pub(crate) fn arg0(&self) -> &'a str {
         self.stmt.args.first().map(String::as_str).unwrap_or("")
     }
 
-    pub fn is_block(&self) -> bool {
+    pub(crate) fn is_block(&self) -> bool {
         self.stmt.block.is_some()
     }
 
@@ -58,7 +58,10 @@ impl<'a> Node<'a> {
     }
 
     /// All child directives with this name.
-    pub fn children_named<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s Node<'a>> + 's {
+    pub(crate) fn children_named<'s>(
+        &'s self,
+        name: &'s str,
+    ) -> impl Iterator<Item = &'s Node<'a>> + 's {
         self.children.iter().filter(move |n| n.name() == name)
     }
 }
@@ -113,7 +116,7 @@ fn expand<'a>(
 
 /// Every block reachable under `nodes` whose directive is `name`, depth first,
 /// with the chain of blocks above it (outermost first, `nodes`' owner excluded).
-pub fn walk_blocks<'n, 'a>(
+pub(crate) fn walk_blocks<'n, 'a>(
     nodes: &'n [Node<'a>],
     name: &str,
 ) -> Vec<(Vec<&'n Node<'a>>, &'n Node<'a>)> {
@@ -138,7 +141,7 @@ pub fn walk_blocks<'n, 'a>(
 }
 
 /// Every statement named `name` anywhere under `nodes`.
-pub fn all_named<'n, 'a>(nodes: &'n [Node<'a>], name: &str) -> Vec<&'n Node<'a>> {
+pub(crate) fn all_named<'n, 'a>(nodes: &'n [Node<'a>], name: &str) -> Vec<&'n Node<'a>> {
     let mut out = Vec::new();
     for n in nodes {
         if n.name() == name {

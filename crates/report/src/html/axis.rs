@@ -4,7 +4,7 @@
 
 /// A linear map from a data interval onto a pixel interval.
 #[derive(Clone, Copy, Debug)]
-pub struct Linear {
+pub(crate) struct Linear {
     d0: f64,
     d1: f64,
     r0: f64,
@@ -12,7 +12,7 @@ pub struct Linear {
 }
 
 impl Linear {
-    pub fn new((d0, d1): (f64, f64), (r0, r1): (f64, f64)) -> Linear {
+    pub(crate) fn new((d0, d1): (f64, f64), (r0, r1): (f64, f64)) -> Linear {
         // A degenerate domain maps everything to the start of the range
         // rather than dividing by zero.
         let d1 = if (d1 - d0).abs() < f64::EPSILON {
@@ -23,7 +23,7 @@ impl Linear {
         Linear { d0, d1, r0, r1 }
     }
 
-    pub fn map(&self, v: f64) -> f64 {
+    pub(crate) fn map(&self, v: f64) -> f64 {
         self.r0 + (v - self.d0) / (self.d1 - self.d0) * (self.r1 - self.r0)
     }
 }
@@ -47,7 +47,7 @@ fn step(span: f64, target: usize) -> f64 {
 
 /// About `target` nice ticks covering `[lo, hi]`; the first is at or
 /// below `lo`, the last at or above `hi`, so the axis ends on a tick.
-pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+pub(crate) fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
         return vec![lo, lo + 1.0];
     }
@@ -59,7 +59,7 @@ pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 }
 
 /// A coordinate as SVG text: one decimal is finer than a pixel.
-pub fn px(v: f64) -> String {
+pub(crate) fn px(v: f64) -> String {
     if !v.is_finite() {
         return "0".into();
     }
@@ -74,7 +74,7 @@ pub fn px(v: f64) -> String {
 /// A tick label without zeros after the decimal point (`50.0k` → `50k`,
 /// `1.00ms` → `1ms`, `2.50k` stays): ticks are round numbers, and the
 /// units' three significant digits are for measurements.
-pub fn trim_zeros(s: &str) -> String {
+pub(crate) fn trim_zeros(s: &str) -> String {
     let Some(dot) = s.find('.') else {
         return s.to_string();
     };

@@ -55,7 +55,7 @@ pub struct ConcurrencyPoint {
 
 impl Concurrency {
     /// `None` unless some factor is concurrency with at least two levels.
-    pub fn new(run: &Run, cells: &[CellStats], naming: &Naming) -> Option<Concurrency> {
+    pub(crate) fn new(run: &Run, cells: &[CellStats], naming: &Naming) -> Option<Concurrency> {
         let factor = naming
             .order
             .iter()
@@ -105,7 +105,7 @@ impl Concurrency {
     }
 
     /// Two charts side by side: throughput, then p99.
-    pub fn svgs(&self) -> [String; 2] {
+    pub(crate) fn svgs(&self) -> [String; 2] {
         [
             self.svg(
                 "concurrency-throughput",

@@ -27,7 +27,7 @@ pub fn html(s: &str) -> Cow<'_, str> {
 
 /// A word safe as an `id` or a `data-` value: ASCII letters, digits and
 /// `-`, everything else folded to `-`. Used for anchors built from cell ids.
-pub fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {

@@ -15,8 +15,8 @@
 //! - [`escape`]: every recorded string passes through it.
 //! - [`axis`], [`svg`]: scales, ticks and shared SVG pieces.
 
-pub mod axis;
-pub mod bars;
+pub(crate) mod axis;
+pub(crate) mod bars;
 pub mod concurrency;
 mod cpu;
 pub mod escape;
@@ -176,14 +176,14 @@ pub struct Naming {
 }
 
 impl Naming {
-    pub fn new(cells: &[CellStats]) -> Naming {
+    pub(crate) fn new(cells: &[CellStats]) -> Naming {
         Naming {
             order: crate::report::factor_order(cells),
         }
     }
 
     /// `A, tuned, off`; the cell id when it has no factors.
-    pub fn label_of(&self, factors: &BTreeMap<String, String>, id: &str) -> String {
+    pub(crate) fn label_of(&self, factors: &BTreeMap<String, String>, id: &str) -> String {
         let v: Vec<&str> = self
             .order
             .iter()
@@ -198,7 +198,7 @@ impl Naming {
 
     /// The levels of every factor but `skip`, `key=value`-style so a row
     /// under a group heading says which factor each level belongs to.
-    pub fn label_without(&self, cell: &CellStats, skip: Option<&str>) -> String {
+    pub(crate) fn label_without(&self, cell: &CellStats, skip: Option<&str>) -> String {
         self.order
             .iter()
             .filter(|k| Some(k.as_str()) != skip)

@@ -108,7 +108,7 @@ pub fn document(run: &Run, report: &Report, charts: &Charts) -> String {
 }
 
 /// `tare compare` as a page: a table, benchstat-style.
-pub fn comparison_document(c: &Comparison) -> String {
+pub(crate) fn comparison_document(c: &Comparison) -> String {
     let mut out = head(&format!("tare compare {} {}", c.old_run, c.new_run));
     out.push_str(&format!(
         "<h1>{} → {}</h1>\n<table><tr><th>cell</th><th>old</th><th>new</th><th>change [CI]</th><th>p</th><th>p99 change</th></tr>\n",

@@ -39,7 +39,7 @@ pub struct PercentileSeries {
 impl Percentiles {
     /// Curves for every cell with a decodable histogram; cells whose
     /// histograms do not decode are listed in `warnings`.
-    pub fn new(
+    pub(crate) fn new(
         run: &Run,
         cell_ids: &[String],
         naming: &Naming,
@@ -77,7 +77,7 @@ impl Percentiles {
         Percentiles { series }
     }
 
-    pub fn svg(&self) -> String {
+    pub(crate) fn svg(&self) -> String {
         const WIDTH: f64 = 860.0;
         let f = Frame {
             left: 76.0,

@@ -9,13 +9,13 @@ use super::escape::html;
 
 /// Okabe & Ito's colour-blind-safe palette ("Color Universal Design",
 /// 2008), without its yellow, which vanishes on white paper.
-pub const PALETTE: [&str; 7] = [
+pub(crate) const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#555555",
 ];
 
 /// The `i`th series colour (cycling; dashes tell repeats apart, see
 /// [`dash`]).
-pub fn colour(i: usize) -> &'static str {
+pub(crate) fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -63,7 +63,7 @@ impl Frame {
 }
 
 /// Horizontal gridlines with labels on the left, one per tick.
-pub fn y_grid(
+pub(crate) fn y_grid(
     out: &mut String,
     f: &Frame,
     y: &Linear,
@@ -83,7 +83,7 @@ pub fn y_grid(
 }
 
 /// Vertical gridlines with labels below the frame, one per tick.
-pub fn x_grid(
+pub(crate) fn x_grid(
     out: &mut String,
     f: &Frame,
     x: &Linear,
@@ -103,7 +103,7 @@ pub fn x_grid(
 }
 
 /// An axis title: below the frame (`x`) or rotated on the left (`y`).
-pub fn axis_title(out: &mut String, f: &Frame, text: &str, horizontal: bool) {
+pub(crate) fn axis_title(out: &mut String, f: &Frame, text: &str, horizontal: bool) {
     if horizontal {
         out.push_str(&format!(
             "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
@@ -124,7 +124,7 @@ pub fn axis_title(out: &mut String, f: &Frame, text: &str, horizontal: bool) {
 
 /// A legend laid out in rows under the chart, starting at `y`; returns the
 /// height it used. Each entry is a short line in the series colour.
-pub fn legend(out: &mut String, x0: f64, y: f64, width: f64, labels: &[String]) -> f64 {
+pub(crate) fn legend(out: &mut String, x0: f64, y: f64, width: f64, labels: &[String]) -> f64 {
     const ROW: f64 = 18.0;
     // About 7 px per character at the tick font size, plus the swatch.
     let mut x = x0;
@@ -154,7 +154,7 @@ pub fn legend(out: &mut String, x0: f64, y: f64, width: f64, labels: &[String]) 
 }
 
 /// A whisker (an interval) drawn horizontally at `y` from `x1` to `x2`.
-pub fn h_whisker(out: &mut String, x1: f64, x2: f64, y: f64, half: f64) {
+pub(crate) fn h_whisker(out: &mut String, x1: f64, x2: f64, y: f64, half: f64) {
     out.push_str(&format!(
         "<path class=\"whisker\" d=\"M{a} {t}V{b}M{a} {m}H{c}M{c} {t}V{b}\"/>\n",
         a = px(x1),
@@ -166,7 +166,7 @@ pub fn h_whisker(out: &mut String, x1: f64, x2: f64, y: f64, half: f64) {
 }
 
 /// A whisker drawn vertically at `x` from `y1` to `y2`.
-pub fn v_whisker(out: &mut String, x: f64, y1: f64, y2: f64, half: f64) {
+pub(crate) fn v_whisker(out: &mut String, x: f64, y1: f64, y2: f64, half: f64) {
     out.push_str(&format!(
         "<path class=\"whisker\" d=\"M{l} {a}H{r}M{m} {a}V{c}M{l} {c}H{r}\"/>\n",
         a = px(y1),

@@ -98,7 +98,7 @@ impl Timelines {
     }
 
     /// One small chart per cell, all on the same y scale so cells compare.
-    pub fn svgs(&self) -> Vec<String> {
+    pub(crate) fn svgs(&self) -> Vec<String> {
         let max_y = self
             .cells
             .iter()

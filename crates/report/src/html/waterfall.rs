@@ -45,7 +45,7 @@ pub struct WaterfallRow {
 }
 
 impl Waterfall {
-    pub fn new(a: &Attribution) -> Waterfall {
+    pub(crate) fn new(a: &Attribution) -> Waterfall {
         let mut prev = 0.0;
         let rows = a
             .steps
@@ -113,7 +113,7 @@ impl Waterfall {
         s
     }
 
-    pub fn svg(&self) -> String {
+    pub(crate) fn svg(&self) -> String {
         let rows: Vec<FloatRow> = self
             .rows
             .iter()

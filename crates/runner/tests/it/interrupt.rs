@@ -291,7 +291,10 @@ fn sigkill_loses_no_finished_trial_and_resume_completes_the_run() {
     assert!(!status.success());
     // What the killed run left running is removed by `tare cleanup`'s code
     // (it only touches resources whose owner process is gone).
-    tare_deploy::cleanup().unwrap();
+    {
+        let _cleanup = tare_testbed::machine::cleanup_lock();
+        tare_deploy::cleanup().unwrap();
+    }
     let before = trials(&dir);
     assert!(before.len() >= seen.len());
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Fuzzes the external load tools' output parsers (wrk, ab, h2load) and
+//! Fuzzes the external load tools' output parsers (each tool's) and
 //! the argument placeholders: never a panic, and every number a parser
 //! accepts is finite and not negative (`tare_tool::fuzzing::external`).
 #![no_main]

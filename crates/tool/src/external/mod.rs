@@ -1,11 +1,12 @@
 //! External load tools as a cell's load (docs/external.md): wrk (with its
-//! Lua scripts), ab, h2load (HTTP/2), pgbench and redis-benchmark run
+//! Lua scripts), ab, h2load (HTTP/2), pgbench, redis-benchmark, sysbench
+//! and locust run
 //! against the cell's address,
 //! their output read into the same [`LoadResult`] every engine writes.
 //!
 //! - [`LoadTool`]: which tools, their Debian packages, their default
 //!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`], [`pgbench`],
-//!   [`redis_benchmark`]).
+//!   [`redis_benchmark`], [`sysbench`], [`locust`]).
 //! - [`args`]: the argument list's placeholders, filled per cell.
 //! - [`run`]: one run of a tool: pinned, in the client's namespace, killed
 //!   past its duration, its own CPU from its rusage.
@@ -17,9 +18,11 @@
 pub mod ab;
 pub mod args;
 pub mod h2load;
+pub mod locust;
 pub mod pgbench;
 pub mod redis_benchmark;
 pub mod run;
+pub mod sysbench;
 mod units;
 pub mod wrk;
 
@@ -50,6 +53,8 @@ pub enum LoadTool {
     Pgbench,
     #[serde(rename = "redis-benchmark")]
     RedisBenchmark,
+    Sysbench,
+    Locust,
 }
 
 impl LoadTool {
@@ -59,6 +64,8 @@ impl LoadTool {
         LoadTool::H2load,
         LoadTool::Pgbench,
         LoadTool::RedisBenchmark,
+        LoadTool::Sysbench,
+        LoadTool::Locust,
     ];
 
     /// Its executable's name, as `[load.external] tool` spells it.
@@ -69,13 +76,15 @@ impl LoadTool {
             LoadTool::H2load => "h2load",
             LoadTool::Pgbench => "pgbench",
             LoadTool::RedisBenchmark => "redis-benchmark",
+            LoadTool::Sysbench => "sysbench",
+            LoadTool::Locust => "locust",
         }
     }
 
     /// What one completion is: an HTTP request, or pgbench's transaction.
     pub fn unit(self) -> Unit {
         match self {
-            LoadTool::Pgbench => Unit::Transactions,
+            LoadTool::Pgbench | LoadTool::Sysbench => Unit::Transactions,
             LoadTool::RedisBenchmark => Unit::Commands,
             _ => Unit::Requests,
         }
@@ -93,6 +102,8 @@ impl LoadTool {
             LoadTool::H2load => "nghttp2-client",
             LoadTool::Pgbench => "postgresql-client",
             LoadTool::RedisBenchmark => "redis-tools",
+            LoadTool::Sysbench => "sysbench",
+            LoadTool::Locust => "python3-locust",
         }
     }
 
@@ -144,10 +155,56 @@ impl LoadTool {
                 "-t",
                 "get",
             ],
+            // The mysql target's user and database (sbtest, no password);
+            // one connection per thread; `run` makes tare prepare the
+            // tables before it and clean them up after (docs/external.md).
+            LoadTool::Sysbench => &[
+                "oltp_read_only",
+                "--db-driver=mysql",
+                "--mysql-host={host}",
+                "--mysql-port={port}",
+                "--mysql-user=sbtest",
+                "--mysql-db=sbtest",
+                "--tables=1",
+                "--table-size=10000",
+                "--threads={connections}",
+                "--time={duration}",
+                "--report-interval=1",
+                "--histogram=on",
+                "run",
+            ],
+            // A locustfile is the experiment's (`scripts`); a user per
+            // connection, all started in the first second; `--host` is the
+            // base URL its paths are joined to.
+            LoadTool::Locust => &[
+                "-f",
+                "locustfile.py",
+                "--headless",
+                "-u",
+                "{connections}",
+                "-r",
+                "{connections}",
+                "-t",
+                "{duration}s",
+                "--host",
+                "http://{host}:{port}",
+                "--only-summary",
+                "--exit-code-on-error",
+                "0",
+            ],
         }
     }
 
-    /// Reads one run's stdout.
+    /// Which of a run's outputs [`LoadTool::parse`] reads: locust logs
+    /// its summary on stderr, the others print theirs on stdout.
+    pub fn output<'a>(self, stdout: &'a str, stderr: &'a str) -> &'a str {
+        match self {
+            LoadTool::Locust => stderr,
+            _ => stdout,
+        }
+    }
+
+    /// Reads one run's output ([`LoadTool::output`]).
     pub fn parse(self, output: &str) -> Result<Reported, ParseError> {
         let r = match self {
             LoadTool::Wrk => wrk::parse(output),
@@ -155,6 +212,8 @@ impl LoadTool {
             LoadTool::H2load => h2load::parse(output),
             LoadTool::Pgbench => pgbench::parse(output),
             LoadTool::RedisBenchmark => redis_benchmark::parse(output),
+            LoadTool::Sysbench => sysbench::parse(output),
+            LoadTool::Locust => locust::parse(output),
         }?;
         r.check()?;
         Ok(r)

@@ -92,10 +92,58 @@ impl External {
         }
         let dir = WorkDir::new(&config.scripts).map_err(ExternalError)?;
         let limit = Duration::from_secs(values.duration_s) + config.grace;
-        let exit = spawn_and_wait(&argv, dir.path(), &config.load, limit, stop)?;
+        let setup = setup_commands(tool, &argv);
+        if let Some((prepare, cleanup)) = &setup {
+            // Tables a killed run left behind would fail `prepare`.
+            let _ = spawn_and_wait(cleanup, dir.path(), &config.load, SETUP_LIMIT, stop);
+            let p = spawn_and_wait(prepare, dir.path(), &config.load, SETUP_LIMIT, stop)?;
+            // With more threads than tables, a failed `prepare` exits 0
+            // (sysbench 1.0.20): its `FATAL:` lines say it failed.
+            let fatal = p
+                .stderr
+                .lines()
+                .chain(p.stdout.lines())
+                .any(|l| l.starts_with("FATAL:"));
+            if p.killed.is_some() || p.status != Some(0) || fatal {
+                let why = p.killed.clone().unwrap_or_else(|| match p.status {
+                    Some(0) => "exit status 0, FATAL".into(),
+                    Some(c) => format!("exit status {c}"),
+                    None => "killed by a signal".into(),
+                });
+                return Err(ExternalError(format!(
+                    "{} prepare failed ({why}){}",
+                    tool.name(),
+                    last_lines(&p, 3)
+                )));
+            }
+        }
+        let exit = spawn_and_wait(&argv, dir.path(), &config.load, limit, stop);
+        if let Some((_, cleanup)) = &setup {
+            let _ = spawn_and_wait(cleanup, dir.path(), &config.load, SETUP_LIMIT, stop);
+        }
         drop(dir);
-        record(config, exit)
+        record(config, exit?)
     }
+}
+
+/// How long sysbench's `prepare` or `cleanup` may take.
+const SETUP_LIMIT: Duration = Duration::from_secs(600);
+
+/// sysbench's `prepare` and `cleanup` commands for a `run` command line
+/// (its last `run` argument replaced): the tables a test needs, made
+/// before each measured run and dropped after it, neither measured.
+/// `None` for the other tools and for a sysbench line without `run`.
+fn setup_commands(tool: LoadTool, argv: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+    if tool != LoadTool::Sysbench {
+        return None;
+    }
+    let at = argv.iter().rposition(|a| a == "run").filter(|i| *i > 0)?;
+    let with = |cmd: &str| {
+        let mut v = argv.to_vec();
+        v[at] = cmd.to_string();
+        v
+    };
+    Some((with("prepare"), with("cleanup")))
 }
 
 /// A directory of the run's own under the temporary directory
@@ -299,7 +347,9 @@ fn record(config: &ExternalConfig, exit: Exit) -> Result<LoadResult, ExternalErr
     if let Some(line) = script_error(config, &exit.stderr) {
         return Err(ExternalError(format!("{tool}'s script failed: {line}")));
     }
-    let parsed = config.tool.parse(&exit.stdout);
+    let parsed = config
+        .tool
+        .parse(config.tool.output(&exit.stdout, &exit.stderr));
     if code != 0 {
         return Err(ExternalError(format!(
             "{tool} exited with status {code}{}",
@@ -355,6 +405,7 @@ fn summary(m: &std::collections::BTreeMap<String, f64>) -> LatencySummary {
 fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
     let timeline = match config.tool {
         LoadTool::Pgbench => super::pgbench::timeline(&exit.stderr),
+        LoadTool::Sysbench => super::sysbench::timeline(&exit.stdout),
         _ => Vec::new(),
     };
     let mut not_reported: Vec<String> = ["hdr", "in_flight", "thread_rate"]

@@ -206,3 +206,68 @@ fn redis_benchmark_text_gives_commands_seconds_and_one_tests_latency() {
         Some(LoadTool::RedisBenchmark)
     );
 }
+
+/// sysbench 1.0.20 (Debian 12) against a throw-away MariaDB 10.11:
+/// oltp_read_only with `--histogram=on` and `--report-interval=1`,
+/// oltp_read_write, and oltp_point_select with `--percentile=99`.
+#[test]
+fn sysbench_text_gives_transactions_ignored_errors_and_its_percentiles() {
+    let r = LoadTool::Sysbench
+        .parse(&data("sysbench-histogram.txt"))
+        .unwrap();
+    assert_eq!(r.requests, Some(2651));
+    assert_eq!(r.rps, Some(1321.88));
+    assert_eq!(r.duration_s, Some(2.0051));
+    assert_eq!(r.latency_us["min"], 900.0);
+    assert_eq!(r.latency_us["mean"], 3020.0);
+    assert_eq!(r.latency_us["max"], 101970.0);
+    assert_eq!(r.latency_us["p95"], 5880.0, "as printed");
+    // From the histogram: the bucket each rank falls in (its p95 bucket,
+    // 5.879 ms, is the 5.88 sysbench printed).
+    assert!((r.latency_us["p50"] - 2477.0).abs() < 1e-6);
+    assert!((r.latency_us["p99"] - 12984.0).abs() < 1e-6);
+    assert!((r.latency_us["p999"] - 28162.0).abs() < 1e-6);
+    assert_eq!(r.errors_by_kind["ignored"], 0);
+    assert_eq!(r.errors_by_kind["reconnects"], 0);
+    let text = data("sysbench-histogram.txt");
+    assert_eq!(tare_tool::external::sysbench::timeline(&text), [1687, 956]);
+
+    let rw = LoadTool::Sysbench
+        .parse(&data("sysbench-read-write.txt"))
+        .unwrap();
+    assert_eq!((rw.requests, rw.rps), (Some(500), Some(498.84)));
+    assert_eq!(rw.latency_us["p95"], 10840.0);
+    assert!(
+        !rw.latency_us.contains_key("p50"),
+        "no histogram: one percentile"
+    );
+    let p99 = LoadTool::Sysbench
+        .parse(&data("sysbench-point-select-p99.txt"))
+        .unwrap();
+    assert_eq!(p99.requests, Some(16229));
+    assert_eq!(p99.latency_us["p99"], 2660.0);
+    assert!(!p99.latency_us.contains_key("p95"));
+    assert_eq!(LoadTool::from_name("sysbench"), Some(LoadTool::Sysbench));
+}
+
+/// Locust 2.12.1 (Debian 12's python3-locust), headless, two tasks
+/// against a loopback nginx: one answered 200, one 404.
+#[test]
+fn locust_summary_gives_requests_status_errors_and_whole_ms_percentiles() {
+    let text = data("locust-404.txt");
+    assert_eq!(LoadTool::Locust.output("", &text), text, "its stderr");
+    let r = LoadTool::Locust.parse(&text).unwrap();
+    assert_eq!(r.requests, Some(11636), "a 404 is a completed request");
+    assert_eq!(r.errors.status, 5797);
+    assert_eq!(r.errors.total(), 5797);
+    assert_eq!(r.rps, Some(4204.85));
+    assert_eq!(r.duration_s, None, "locust prints no duration");
+    assert_eq!(r.latency_us["max"], 42000.0);
+    assert_eq!(r.latency_us["p99"], 5000.0);
+    assert_eq!(r.latency_us["p999"], 9000.0);
+    assert_eq!(r.latency_us["p9999"], 42000.0);
+    let (kind, n) = r.errors_by_kind.iter().next().unwrap();
+    assert!(kind.starts_with("GET /missing: BadStatusCode("), "{kind}");
+    assert_eq!(*n, 5797);
+    assert!(!r.latency_us.contains_key("stdev"));
+}

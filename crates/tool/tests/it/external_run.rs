@@ -158,3 +158,101 @@ fn a_missing_tool_a_bad_script_unreadable_output_and_an_overrun_are_one_line_eac
         "{e}"
     );
 }
+
+/// sysbench's default (oltp_read_only, `--histogram=on`, reports each
+/// second) against a throw-away MariaDB: the tables made before the run
+/// and dropped after it, so a second run prepares them again.
+#[test]
+fn sysbench_prepares_loads_and_cleans_up_a_mariadb() {
+    let m = tare_testbed::MariaDb::start();
+    let stop = AtomicBool::new(false);
+    let mut c = config(LoadTool::Sysbench, &defaults(LoadTool::Sysbench), m.port);
+    c.load.cpus = Some("0".parse().unwrap());
+    for round in 0..2 {
+        // Two seconds, then one: sysbench's report at the end of a
+        // one-second run does not come.
+        c.load.duration = Some(Duration::from_secs(2 - round));
+        let r = External::run(&c, &stop).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let d = r.external.as_ref().unwrap();
+        assert_eq!(r.unit, Some(tare_record::Unit::Transactions));
+        assert!(r.requests > 0 && r.tps.unwrap() > 0.0, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{:?}", d.errors_by_kind);
+        assert!(r.generator_cpu_s > 0.0);
+        assert!(r.latency_us.p50 > 0.0 && r.latency_us.p99 >= r.latency_us.p50);
+        assert!(d.latency_us.contains_key("p95"), "{:?}", d.latency_us);
+        if round == 0 {
+            assert!(!r.timeline.is_empty(), "--report-interval=1");
+        }
+        assert_eq!(d.command.last().map(String::as_str), Some("run"));
+    }
+    // Cleaned up: no table is left.
+    let out = std::process::Command::new("mariadb")
+        .args(["--protocol=socket", "-S"])
+        .arg(&m.socket)
+        .args(["-u", "sbtest", "-N", "-e", "SHOW TABLES FROM sbtest"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
+}
+
+/// A prepare that fails (a database that does not exist) is one line
+/// with sysbench's own words; nothing is measured.
+#[test]
+fn a_failed_sysbench_prepare_is_one_line() {
+    let m = tare_testbed::MariaDb::start();
+    let args: Vec<&str> = defaults(LoadTool::Sysbench)
+        .into_iter()
+        .map(|a| {
+            if a == "--mysql-db=sbtest" {
+                "--mysql-db=nope"
+            } else {
+                a
+            }
+        })
+        .collect();
+    let c = config(LoadTool::Sysbench, &args, m.port);
+    let e = External::run(&c, &AtomicBool::new(false))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    // 4 threads, 1 table: sysbench exits 0 and prints FATAL.
+    assert!(
+        e.starts_with("sysbench prepare failed (exit status 0, FATAL): "),
+        "{e}"
+    );
+    assert!(e.contains("nope"), "{e}");
+}
+
+/// A locustfile with two tasks (200 and 404) against a loopback nginx:
+/// the 404s are status errors among the completed requests.
+#[test]
+fn locust_runs_a_locustfile_against_nginx() {
+    let n = nginx();
+    let mut c = config(LoadTool::Locust, &defaults(LoadTool::Locust), n.port);
+    c.scripts = vec![("locustfile.py".into(), data("locustfile.py"))];
+    // locust's `-t` timer runs from before its start-up (docs/external.md).
+    c.load.duration = Some(Duration::from_secs(2));
+    let r = External::run(&c, &AtomicBool::new(false)).unwrap_or_else(|e| panic!("{e}"));
+    let d = r.external.as_ref().unwrap();
+    assert!(r.requests > 0 && r.rps.unwrap() > 0.0, "{r:?}");
+    assert!(r.errors.status > 0 && r.errors.status < r.requests, "{r:?}");
+    assert_eq!(r.errors.total(), r.errors.status, "{:?}", d.errors_by_kind);
+    assert!(r.generator_cpu_s > 0.0);
+    assert!(d.latency_us.contains_key("p99"), "{:?}", d.latency_us);
+    assert_eq!(d.scripts, ["locustfile.py"]);
+}
+
+/// A locustfile that does not load fails the run in one line: locust's
+/// exit status and its last lines.
+#[test]
+fn a_broken_locustfile_is_one_line() {
+    let mut c = config(LoadTool::Locust, &defaults(LoadTool::Locust), 1);
+    c.scripts = vec![("locustfile.py".into(), "import nosuchmodule\n".into())];
+    let e = External::run(&c, &AtomicBool::new(false))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.starts_with("locust exited with status 1: "), "{e}");
+    assert!(e.contains("nosuchmodule"), "{e}");
+}

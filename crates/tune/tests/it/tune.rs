@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tare_tune::{run_experiment, tune};
+use tare_tune::{run_experiment, tune, TuneOptions};
 
 struct TempDir(PathBuf);
 
@@ -72,10 +72,26 @@ fn tune_keeps_the_changes_that_matter() {
         ),
     )
     .unwrap();
-    // Two rounds: with 64 worker connections most requests fail, which
-    // can hide keep-alive's gain in round 1; round 2, without the errors,
-    // shows it (measured 2026-11-28 on a loaded machine).
-    let opts = crate::support::options(conf, dir.0.join("out"), 2);
+    let opts = TuneOptions {
+        config: conf,
+        target: tare_tune::TargetChoice::Auto,
+        placement: "native".into(),
+        connections: 200,
+        threads: 2,
+        // Short trials: the changes the test asserts move throughput by
+        // 40-400% and the errors from 40% to none, far beyond a 400 ms
+        // trial's noise; five trials a cell, the fewest whose rank test can
+        // reach p < 0.01 (docs/testing.md, "The tune test").
+        duration: Duration::from_millis(400),
+        warmup: Duration::from_millis(100),
+        trials: 5,
+        cooldown: Duration::from_millis(50),
+        // Two: with 64 worker connections most requests fail, which can
+        // hide keep-alive's gain in round 1; round 2, without the errors,
+        // shows it (measured 2026-11-28 on a loaded machine).
+        max_rounds: 2,
+        out: dir.0.join("out"),
+    };
     let interrupt = Arc::new(AtomicBool::new(false));
     let mut exec =
         |t: &std::path::Path, d: &std::path::Path| run_experiment(t, d, interrupt.clone());
