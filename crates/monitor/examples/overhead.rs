@@ -14,14 +14,9 @@ use std::time::Duration;
 use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
 
 fn main() {
-    let (mut child, url) = common::server();
-    let args: Vec<String> = std::env::args().collect();
-    let rounds: usize = args
-        .get(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(5)
-        .clamp(1, 50);
-    let interval_ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let (child, url) = common::server();
+    let rounds: usize = common::arg(1, 5).clamp(1, 50);
+    let interval_ms: u64 = common::arg(2, 100);
 
     let load = || {
         let c = common::quick_load(&url);
@@ -61,15 +56,11 @@ fn main() {
             without.push(rps);
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    let median = common::median;
-    let (w, wo) = (median(&mut with), median(&mut without));
-    let ratio = w / wo;
+    let (ratio, w, wo) = common::finish(child, &mut with, &mut without);
     println!(
         "median req/s: with monitoring {w:.0}, without {wo:.0}; ratio {ratio:.4} (cost {:+.2}%); sampler CPU {:.3}% of one CPU at {interval_ms} ms",
         (1.0 - ratio) * 100.0,
-        median(&mut sampler_fraction) * 100.0
+        common::median(&mut sampler_fraction) * 100.0
     );
     // The monitor's budget: at most 2% cost (docs/monitor.md, "What it costs").
     std::process::exit(if ratio >= 0.98 { 0 } else { 1 });

@@ -13,18 +13,9 @@ mod common;
 use tare_monitor::{GeneratorRef, Monitor, MonitorSpec, ServerRef};
 
 fn main() {
-    let (mut child, url) = common::server();
-    let args: Vec<String> = std::env::args().collect();
-    let rounds: usize = args
-        .get(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(7)
-        .clamp(1, 50);
-    let hz: u32 = args
-        .get(2)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(tare_monitor::profile::DEFAULT_HZ)
-        .clamp(1, 10_000);
+    let (child, url) = common::server();
+    let rounds: usize = common::arg(1, 7).clamp(1, 50);
+    let hz: u32 = common::arg(2, tare_monitor::profile::DEFAULT_HZ).clamp(1, 10_000);
 
     let trial = |profile_hz: u32| {
         let c = common::quick_load(&url);
@@ -106,11 +97,7 @@ fn main() {
         paired.push((pair[0] / pair[1]).ln());
         paired_cpu.push((cpu[0] / cpu[1]).ln());
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    let median = common::median;
-    let (w, wo) = (median(&mut with), median(&mut without));
-    let ratio = w / wo;
+    let (ratio, w, wo) = common::finish(child, &mut with, &mut without);
     println!(
         "median req/s: with the profile at {hz} Hz {w:.0}, without {wo:.0}; ratio {ratio:.4} (cost {:+.2}%)",
         (1.0 - ratio) * 100.0

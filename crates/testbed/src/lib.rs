@@ -13,8 +13,11 @@
 //! - [`io_modes`]: the ways a worker can wait, to run a test under each.
 //! - [`fuzz::run`]: a crate's cargo-fuzz target, run briefly by its tests.
 //! - [`alone::in_child`]: a test run in a process of its own.
+//! - [`free_port`]: a loopback port that was free a moment ago.
+//! - [`assert_success`]: a command that exited 0, or a panic with its stderr.
 
 pub mod alone;
+mod daemon;
 pub mod fuzz;
 pub mod machine;
 mod mariadb;
@@ -43,4 +46,25 @@ pub fn io_modes() -> Vec<tare_engine::IoMode> {
         eprintln!("io_uring not available here: testing epoll only");
     }
     modes
+}
+
+/// A loopback TCP port that was free when asked (bound, then let go): a
+/// server a test starts can take it, and a client finds it closed until
+/// then.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Asserts that the command that gave `out` exited 0, showing its stderr
+/// otherwise.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -5,7 +5,8 @@
 
 use std::process::Command;
 
-fn run(cmd: &str, args: &[&str]) -> String {
+/// What `cmd ARGS` printed on stdout; nothing when it cannot run.
+pub fn output(cmd: &str, args: &[&str]) -> String {
     Command::new(cmd)
         .args(args)
         .output()
@@ -17,10 +18,10 @@ fn run(cmd: &str, args: &[&str]) -> String {
 /// tool that is missing contributes nothing.
 pub fn resources() -> Vec<String> {
     let mut v = Vec::new();
-    for l in run("docker", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
+    for l in output("docker", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
         v.push(format!("container {l}"));
     }
-    for l in run("docker", &["volume", "ls", "-q"]).lines() {
+    for l in output("docker", &["volume", "ls", "-q"]).lines() {
         v.push(format!("volume {l}"));
     }
     // Images tare built for a run (a user's Dockerfile), by their owner label.
@@ -31,30 +32,30 @@ pub fn resources() -> Vec<String> {
         "--format",
         "{{.Repository}}:{{.Tag}}",
     ];
-    for l in run("docker", &built).lines() {
+    for l in output("docker", &built).lines() {
         v.push(format!("image {l}"));
     }
     // Podman's store (no daemon: a missing podman lists nothing).
-    for l in run("podman", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
+    for l in output("podman", &["ps", "-a", "--format", "{{.Names}}"]).lines() {
         v.push(format!("podman container {l}"));
     }
-    for l in run("podman", &["volume", "ls", "-q"]).lines() {
+    for l in output("podman", &["volume", "ls", "-q"]).lines() {
         v.push(format!("podman volume {l}"));
     }
     // A user's image tare imported for a deployment, by its owner label.
-    for l in run("podman", &built).lines() {
+    for l in output("podman", &built).lines() {
         v.push(format!("podman image {l}"));
     }
-    for l in run("podman", &["network", "ls", "-q"]).lines() {
+    for l in output("podman", &["network", "ls", "-q"]).lines() {
         v.push(format!("podman network {l}"));
     }
-    for l in run("ip", &["netns", "list"]).lines() {
+    for l in output("ip", &["netns", "list"]).lines() {
         v.push(format!(
             "netns {}",
             l.split_whitespace().next().unwrap_or("")
         ));
     }
-    for l in run("ip", &["-o", "link", "show"]).lines() {
+    for l in output("ip", &["-o", "link", "show"]).lines() {
         if let Some(name) = l.split(':').nth(1) {
             // veth peers of other containers come and go with them; names only.
             v.push(format!(
@@ -63,9 +64,23 @@ pub fn resources() -> Vec<String> {
             ));
         }
     }
-    for l in run("nft", &["list", "tables"]).lines() {
+    for l in output("nft", &["list", "tables"]).lines() {
         v.push(format!("nft {l}"));
     }
+    v.sort();
+    v
+}
+
+/// The machine's [`resources`] and running processes (`process ARGS`)
+/// that name `run`: what a deployment of that run left, when it should
+/// have left nothing.
+pub fn naming(run: &str) -> Vec<String> {
+    let processes = output("ps", &["-eo", "args"]);
+    let mut v: Vec<String> = resources()
+        .into_iter()
+        .chain(processes.lines().map(|l| format!("process {l}")))
+        .filter(|l| l.contains(run))
+        .collect();
     v.sort();
     v
 }

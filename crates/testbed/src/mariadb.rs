@@ -10,8 +10,9 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::daemon;
 
 /// mariadbd in its own directory.
 pub struct MariaDb {
@@ -42,22 +43,16 @@ impl MariaDb {
     /// Makes a data directory and starts mariadbd; waits (up to 30 s)
     /// until it sends its handshake.
     pub fn start() -> MariaDb {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let bin = ["/usr/sbin/mariadbd", "/usr/local/sbin/mariadbd"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .expect("mariadbd is not installed: run scripts/setup.sh");
+        let bin = daemon::installed(
+            &["/usr/sbin/mariadbd", "/usr/local/sbin/mariadbd"],
+            "mariadbd is not installed: run scripts/setup.sh",
+        );
         let base = if Path::new("/dev/shm").is_dir() {
             PathBuf::from("/dev/shm")
         } else {
             std::env::temp_dir()
         };
-        let dir = base.join(format!(
-            "tare-testbed-mariadb-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = daemon::scratch_dir(&base, "mariadb");
         // Temporary tables in a directory of its own: in a shared /tmp a
         // bootstrap's temporary tables went missing under it (the suite's
         // other servers and tests), and the install failed.
@@ -83,25 +78,11 @@ impl MariaDb {
             );
         }
         std::fs::write(dir.join("init.sql"), INIT).unwrap();
-        // A port from the kernel, released, then given to mariadbd: another
-        // test may be handed the same one; a start whose server exited is
-        // tried again on another port.
-        for _attempt in 0..5 {
-            if let Some(m) = Self::try_start(bin, &dir) {
-                return m;
-            }
-        }
-        let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-        let _ = std::fs::remove_dir_all(&dir);
-        panic!("mariadbd did not start (5 ports tried): {log}");
+        daemon::on_a_free_port("mariadbd", &dir, "error.log", || Self::try_start(bin, &dir))
     }
 
     fn try_start(bin: &str, dir: &Path) -> Option<MariaDb> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::free_port();
         let socket = dir.join("mysqld.sock");
         let child = Command::new(bin)
             .arg("--no-defaults")
@@ -127,36 +108,21 @@ impl MariaDb {
             .process_group(0)
             .spawn()
             .expect("mariadbd starts");
-        let mut m = MariaDb {
+        let m = MariaDb {
             dir: dir.to_path_buf(),
             port,
             socket,
             child: Some(child),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(Ok(Some(_))) = m.child.as_mut().map(|c| c.try_wait()) {
-                // Exited (the port was taken): keep the directory for the next try.
-                m.child = None;
-                std::mem::forget(m);
-                return None;
-            }
-            if m.socket.exists() && m.answers() {
-                return Some(m);
-            }
-            assert!(Instant::now() < deadline, "mariadbd did not answer");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Whether the server sends a protocol-10 handshake on TCP.
-    fn answers(&self) -> bool {
-        let Ok(mut s) = std::net::TcpStream::connect(self.addr()) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut buf = [0u8; 5];
-        matches!(s.read_exact(&mut buf), Ok(()) if buf[4] == 10)
+        let (socket, addr) = (m.socket.clone(), m.addr());
+        let wait = (Duration::from_secs(30), Duration::from_millis(50));
+        daemon::when_ready(
+            m,
+            |m| &mut m.child,
+            "mariadbd",
+            wait,
+            || socket.exists() && answers(addr),
+        )
     }
 
     pub fn pid(&self) -> u32 {
@@ -170,11 +136,7 @@ impl MariaDb {
 
     /// Kills the server now (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            // SAFETY: signalling the process group of our own child.
-            unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
-            let _ = c.wait();
-        }
+        daemon::kill_group(&mut self.child);
     }
 }
 
@@ -183,4 +145,14 @@ impl Drop for MariaDb {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Whether the server sends a protocol-10 handshake on TCP.
+fn answers(addr: std::net::SocketAddr) -> bool {
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut buf = [0u8; 5];
+    matches!(s.read_exact(&mut buf), Ok(()) if buf[4] == 10)
 }

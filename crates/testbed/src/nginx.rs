@@ -8,8 +8,9 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::daemon;
 
 /// What a test varies about the server.
 pub struct NginxOptions {
@@ -30,17 +31,11 @@ pub struct Nginx {
 impl Nginx {
     /// Starts nginx and waits (up to 10 s) until its port accepts connections.
     pub fn start(o: &NginxOptions) -> Nginx {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let nginx = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .expect("nginx is not installed: run scripts/setup.sh (installs nginx-light)");
-        let dir = PathBuf::from(format!(
-            "/var/tmp/tare-testbed-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+        let nginx = daemon::installed(
+            &["/usr/sbin/nginx", "/usr/local/sbin/nginx"],
+            "nginx is not installed: run scripts/setup.sh (installs nginx-light)",
+        );
+        let dir = daemon::scratch_dir(Path::new("/var/tmp"), "nginx");
         std::fs::create_dir_all(dir.join("html")).unwrap();
         std::fs::write(dir.join("html/index.html"), &o.index_html).unwrap();
         // A port from the kernel, released, then given to nginx: another
@@ -50,24 +45,15 @@ impl Nginx {
         // stopped under it: 20 connect errors). So the probe also waits for
         // this nginx's pid file (written once its sockets are bound), and a
         // start whose nginx exited is tried again on another port.
-        for _attempt in 0..5 {
-            if let Some(n) = Self::try_start(nginx, &dir, o) {
-                return n;
-            }
-        }
-        let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-        let _ = std::fs::remove_dir_all(&dir);
-        panic!("nginx did not start listening (5 ports tried): {log}");
+        daemon::on_a_free_port("nginx", &dir, "error.log", || {
+            Self::try_start(nginx, &dir, o)
+        })
     }
 
     /// One attempt on a fresh port: `None` when this nginx exited (its port
     /// was taken) before it was ready.
     fn try_start(nginx: &str, dir: &Path, o: &NginxOptions) -> Option<Nginx> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::free_port();
         let log = if o.access_log {
             format!("access_log {}/access.log;", dir.display())
         } else {
@@ -94,27 +80,20 @@ impl Nginx {
             .process_group(0)
             .spawn()
             .expect("nginx starts");
-        let mut n = Nginx {
+        let n = Nginx {
             dir: dir.to_path_buf(),
             child: Some(child),
             port,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(Ok(Some(_))) = n.child.as_mut().map(|c| c.try_wait()) {
-                // Exited: the port was taken. Nothing to stop; keep the dir.
-                n.child = None;
-                std::mem::forget(n);
-                return None;
-            }
-            if dir.join("nginx.pid").exists()
-                && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            {
-                return Some(n);
-            }
-            assert!(Instant::now() < deadline, "nginx did not start listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let pid_file = dir.join("nginx.pid");
+        let wait = (Duration::from_secs(10), Duration::from_millis(20));
+        daemon::when_ready(
+            n,
+            |n| &mut n.child,
+            "nginx",
+            wait,
+            || pid_file.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        )
     }
 
     /// The master's pid (its workers are its children).
@@ -176,11 +155,7 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            // SAFETY: signalling the process group of our own child.
-            unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
-            let _ = c.wait();
-        }
+        daemon::kill_group(&mut self.child);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

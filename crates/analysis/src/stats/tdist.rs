@@ -72,9 +72,26 @@ fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
     }
 }
 
+/// Where modified Lentz moves a value off zero.
+const TINY: f64 = 1e-300;
+
+/// One step of modified Lentz for the coefficient `aa`: the next `c` and
+/// `d`, and the factor (`d * c`) the fraction is multiplied by.
+fn lentz_step(aa: f64, c: &mut f64, d: &mut f64) -> f64 {
+    *d = 1.0 + aa * *d;
+    if d.abs() < TINY {
+        *d = TINY;
+    }
+    *c = 1.0 + aa / *c;
+    if c.abs() < TINY {
+        *c = TINY;
+    }
+    *d = 1.0 / *d;
+    *d * *c
+}
+
 /// The continued fraction of the incomplete beta, by modified Lentz.
 fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
     let mut d = 1.0 - qab * x / qap;
@@ -87,27 +104,9 @@ fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
         let m = f64::from(m);
         let m2 = 2.0 * m;
         let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
+        h *= lentz_step(aa, &mut c, &mut d);
         let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        let del = lentz_step(aa, &mut c, &mut d);
         h *= del;
         if (del - 1.0).abs() < 1e-15 {
             break;

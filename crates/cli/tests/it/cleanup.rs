@@ -4,6 +4,8 @@
 //! namespace and nftables table survive it. Also: tare-serve (this very
 //! binary, `tare serve`) in every placement the machine supports.
 
+use crate::support::{Killer, ScratchDir};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -27,14 +29,6 @@ fn deployers() -> Vec<u32> {
     v
 }
 
-fn run(cmd: &str, args: &[&str]) -> String {
-    Command::new(cmd)
-        .args(args)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-        .unwrap_or_default()
-}
-
 /// Everything tare could leave, tare's or not: containers, volumes, netns,
 /// links, nft tables, tare directories, tare server processes.
 fn machine_state() -> Vec<String> {
@@ -46,7 +40,7 @@ fn machine_state() -> Vec<String> {
             v.push(format!("dir {n}"));
         }
     }
-    for l in run("ps", &["-eo", "pid,args"]).lines() {
+    for l in tare_testbed::machine::output("ps", &["-eo", "pid,args"]).lines() {
         // Deployment paths are /tmp/tare-<run>-<deploying pid>-<n>: only
         // this test's deployers count (other suites may run beside it).
         if l.contains("/tmp/tare-") && deployers().iter().any(|p| l.contains(&format!("-{p}-"))) {
@@ -135,7 +129,7 @@ impl UserThings {
         s.contains(&format!("netns {}", self.netns))
             && s.iter()
                 .any(|l| l == &format!("nft table inet {}", self.nft_table))
-            && run("nft", &["list", "table", "inet", &self.nft_table])
+            && tare_testbed::machine::output("nft", &["list", "table", "inet", &self.nft_table])
                 .contains("tcp dport 9 counter")
             && self
                 .container
@@ -161,32 +155,12 @@ impl Drop for UserThings {
     }
 }
 
-/// Kills the child on drop if the test fails before it does.
-struct Killer(std::process::Child);
-impl Drop for Killer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Removes the test's scratch directory on drop, failed test or not.
-struct ScratchDir(std::path::PathBuf);
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
     let _lock = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let _cleanup = tare_testbed::machine::cleanup_lock();
-    let scratch =
-        ScratchDir(std::env::temp_dir().join(format!("tare-test-kill-{}", std::process::id())));
+    let scratch = ScratchDir::new("kill");
     let dir = scratch.0.clone();
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let mut placements = vec!["\"native\""];
     if tare_deploy::lab::available().is_ok() {
         placements.push("\"lab-nat\"");
@@ -233,14 +207,7 @@ fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
             break new;
         }
         if let Ok(Some(status)) = child.0.try_wait() {
-            let mut err = String::new();
-            child
-                .0
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
+            let err = crate::support::stderr_of(&mut child.0);
             panic!("tare run ended before it deployed anything ({status}): {err}");
         }
         assert!(
@@ -265,11 +232,7 @@ fn cleanup_after_sigkill_leaves_the_machine_as_it_was() {
 
     eprintln!("left by SIGKILL: {leftovers:?}");
     let out = Command::new(TARE).arg("cleanup").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

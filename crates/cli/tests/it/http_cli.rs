@@ -36,18 +36,8 @@ fn json_output_matches_the_documented_schema() {
         assert!(out.status.success(), "{}", stderr(&out));
         let value: serde_json::Value =
             serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
-        let schema_text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../docs/json-schema.json"
-        ))
-        .unwrap();
-        let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
-        let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-        let errors: Vec<String> = validator
-            .iter_errors(&value)
-            .map(|e| format!("{} at {}", e, e.instance_path))
-            .collect();
-        assert!(errors.is_empty(), "{errors:#?}");
+        crate::support::validate(&value);
+        let validator = crate::support::schema_validator();
         assert!(value["requests"].as_u64().unwrap() > 0);
         assert_eq!(value["engine"], "http");
         // The record says what it counts and how much was attempted.
@@ -239,11 +229,7 @@ fn bad_input_is_one_line_and_nonzero() {
 
 #[test]
 fn unreachable_port_prints_the_summary_and_fails() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tare_testbed::free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let out = tare(&["http", "-t1", "-c2", "-d200ms", &url]);
     assert_eq!(out.status.code(), Some(1));
@@ -376,17 +362,8 @@ fn a_url_file_alone_is_the_target_and_its_names_are_shown() {
     );
     let sum: u64 = names.iter().map(|n| n["requests"].as_u64().unwrap()).sum();
     assert_eq!(sum, v["requests"].as_u64().unwrap());
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../docs/json-schema.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    crate::support::validate(&v);
+    let validator = crate::support::schema_validator();
     let mut bad = v.clone();
     bad["by_name"][0]["weight"] = 0.into();
     assert!(!validator.is_valid(&bad));

@@ -7,11 +7,10 @@
 //! host's busybox from `files`, with no copy made by hand.
 
 use std::path::Path;
-use std::process::Command;
 
 use tare_testbed::rootless::{self, TestUser, DEFAULT_USER};
 
-const TARE: &str = env!("CARGO_BIN_EXE_tare");
+use crate::support::{assert_cell_failed, assert_native_served, tare_run, ONE_SHORT_TRIAL};
 
 /// What tare left that names this run.
 fn things(run: &str) -> Vec<String> {
@@ -54,11 +53,7 @@ fn podman_rootless_cannot_load_an_image_of_foreign_ids_and_native_keeps_its_resu
     let ctx = dir.path().join("web");
     std::fs::create_dir_all(ctx.join("www")).unwrap();
     std::fs::write(ctx.join("www/index.html"), "hello\n").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tare_testbed::free_port();
     std::fs::write(
         ctx.join("Dockerfile"),
         format!(
@@ -78,59 +73,16 @@ ready_timeout = "20s"
 
 [factors]
 placement = ["native", "{rootless_cell}"]
-
-[load]
-threads = 1
-connections = 2
-duration = "1s"
-warmup = "0s"
-
-[trials]
-count = 1
-cooldown = "0s"
-"#
+{ONE_SHORT_TRIAL}"#
     );
     let file = dir.path().join("img.toml");
     std::fs::write(&file, exp).unwrap();
     let name = format!("img{}", std::process::id());
-    let out_dir = dir.path().join(&name);
-    let out = Command::new(TARE)
-        .args(["run", file.to_str().unwrap(), "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let records = std::fs::read_to_string(out_dir.join("trials.jsonl")).unwrap_or_default();
-    let records: Vec<serde_json::Value> = records
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let of = |cell: &str| {
-        records
-            .iter()
-            .find(|r| r["cell"] == cell)
-            .unwrap_or_else(|| panic!("no record of {cell}: {text}"))
-    };
-    let native = of("placement=native");
-    assert!(native["error"].is_null(), "{native}\n{text}");
-    assert!(
-        native["result"]["requests"].as_u64().unwrap_or(0) > 0,
-        "{native}"
-    );
+    let ran = tare_run(&file, &dir.path().join(&name));
+    assert_native_served(&ran);
     let cell = format!("placement={rootless_cell}");
-    let failed = of(&cell);
-    let error = failed["error"].as_str().unwrap_or_default();
+    let error = assert_cell_failed(&ran, &cell, "podman import", "podman import");
     eprintln!("{test}: {error}");
-    assert!(error.contains("podman import"), "{failed}");
-    assert!(!error.contains('\n'), "one line: {error}");
-    let named = text
-        .lines()
-        .any(|l| l.contains(&cell) && l.contains("podman import"));
-    assert!(named, "the cell and its cause on one line:\n{text}");
     assert_eq!(things(&format!("tare-r{name}-")), Vec::<String>::new());
     let user_left: Vec<String> = rootless::things(DEFAULT_USER)
         .into_iter()

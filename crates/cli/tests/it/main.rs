@@ -3,6 +3,8 @@
 //! line here; one binary links once, where one per file linked each.
 
 // Shared helpers, kept beside `it/` (tests/<helper>/mod.rs).
+#[path = "../../../deploy/tests/guests/mod.rs"]
+mod guests;
 #[path = "../../../pg/tests/pgserver/mod.rs"]
 mod pgserver;
 #[path = "../support/mod.rs"]

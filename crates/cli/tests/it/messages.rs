@@ -41,6 +41,16 @@ fn experiment(dir: &Path, trials: u32) -> PathBuf {
     path
 }
 
+/// `tare run --debug-mode [-q] EXP --out OUT`.
+fn debug_run(exp: &Path, out: &Path, quiet: bool) -> Output {
+    let mut args = vec![OsStr::new("run"), OsStr::new("--debug-mode")];
+    if quiet {
+        args.push(OsStr::new("-q"));
+    }
+    args.extend([exp.as_os_str(), OsStr::new("--out"), out.as_os_str()]);
+    tare(&args)
+}
+
 fn no_temporary_files(dir: &Path) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let name = entry.unwrap().file_name();
@@ -102,13 +112,7 @@ fn out_at_a_directory_of_the_users_is_refused_untouched() {
     let mine = tmp.path().join("mine");
     std::fs::create_dir(&mine).unwrap();
     std::fs::write(mine.join("report.json"), "mine").unwrap();
-    let out = tare(&[
-        OsStr::new("run"),
-        OsStr::new("--debug-mode"),
-        exp.as_os_str(),
-        OsStr::new("--out"),
-        mine.as_os_str(),
-    ]);
+    let out = debug_run(&exp, &mine, false);
     let err = refused(&out);
     assert!(err.contains("not empty and not a tare run"), "{err}");
     let left: Vec<_> = std::fs::read_dir(&mine).unwrap().collect();
@@ -126,25 +130,13 @@ fn non_utf8_paths_are_one_line_errors_that_create_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = experiment(tmp.path(), 1);
     let out_dir = tmp.path().join(OsStr::from_bytes(b"run-\xff"));
-    let out = tare(&[
-        OsStr::new("run"),
-        OsStr::new("--debug-mode"),
-        exp.as_os_str(),
-        OsStr::new("--out"),
-        out_dir.as_os_str(),
-    ]);
+    let out = debug_run(&exp, &out_dir, false);
     let err = refused(&out);
     assert!(err.contains("not a UTF-8 path"), "{err}");
     assert!(!out_dir.exists());
     let bad_exp = tmp.path().join(OsStr::from_bytes(b"exp-\xff.toml"));
     std::fs::copy(&exp, &bad_exp).unwrap();
-    let out = tare(&[
-        OsStr::new("run"),
-        OsStr::new("--debug-mode"),
-        bad_exp.as_os_str(),
-        OsStr::new("--out"),
-        tmp.path().join("r").as_os_str(),
-    ]);
+    let out = debug_run(&bad_exp, &tmp.path().join("r"), false);
     let err = refused(&out);
     assert!(err.contains("not a UTF-8 path"), "{err}");
     assert!(!tmp.path().join("r").exists());
@@ -171,14 +163,7 @@ fn a_torn_line_costs_one_trial_and_is_named() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = experiment(tmp.path(), 3);
     let run = tmp.path().join("run");
-    let out = tare(&[
-        OsStr::new("run"),
-        OsStr::new("--debug-mode"),
-        OsStr::new("-q"),
-        exp.as_os_str(),
-        OsStr::new("--out"),
-        run.as_os_str(),
-    ]);
+    let out = debug_run(&exp, &run, true);
     assert!(out.status.success(), "{}", stderr(&out));
     let trials = run.join("trials.jsonl");
     let text = std::fs::read_to_string(&trials).unwrap();
@@ -226,14 +211,7 @@ fn a_full_disk_says_how_to_resume_and_leaves_no_temporary_file() {
     // How much the run's files take: everything but the trials, in whole
     // pages (as tmpfs counts), and the trials.
     let probe = tmp.path().join("probe");
-    let out = tare(&[
-        OsStr::new("run"),
-        OsStr::new("--debug-mode"),
-        OsStr::new("-q"),
-        exp.as_os_str(),
-        OsStr::new("--out"),
-        probe.as_os_str(),
-    ]);
+    let out = debug_run(&exp, &probe, true);
     assert!(out.status.success(), "{}", stderr(&out));
     let page = 4096u64;
     let mut before_trials = 0;
@@ -267,14 +245,7 @@ fn a_full_disk_says_how_to_resume_and_leaves_no_temporary_file() {
     }
     let _unmount = Mount(mnt.clone());
     let run = mnt.join("run");
-    let out = tare(&[
-        OsStr::new("run"),
-        OsStr::new("--debug-mode"),
-        OsStr::new("-q"),
-        exp.as_os_str(),
-        OsStr::new("--out"),
-        run.as_os_str(),
-    ]);
+    let out = debug_run(&exp, &run, true);
     // The run's first line (what it runs, where), then the error's one line.
     let all = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{all}");

@@ -202,12 +202,7 @@ fn prepare_run_json_cleanup_and_bad_input() {
     );
 
     // Bad input: one line, exit code 2, never a panic.
-    let free = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let free = tare_testbed::free_port().to_string();
     let run1 =
         |extra: &[&str]| with(&[&["oltp_read_only", "run", "--events", "1"], extra].concat());
     for (v, says) in [

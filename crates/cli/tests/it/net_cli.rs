@@ -7,7 +7,7 @@
 use crate::support;
 
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,11 +35,7 @@ struct Serve {
 impl Serve {
     fn start(extra: &[&str]) -> Serve {
         for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
+            let port = tare_testbed::free_port();
             let mut child = Command::new(TARE)
                 .args(["net", "serve", "--listen", &format!("127.0.0.1:{port}")])
                 .args(extra)
@@ -194,12 +190,7 @@ fn a_responder_killed_mid_run_ends_the_run_with_results_kept() {
 
 #[test]
 fn bad_input_is_a_one_line_error_and_a_non_zero_exit() {
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let closed = tare_testbed::free_port().to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["net", "rr", "-r", "0,200", "-p", &closed], "size 0"),
         (vec!["net", "rr", "-r", "100,2m", "-p", &closed], "between"),
@@ -250,27 +241,6 @@ fn net_target() -> TargetSpec {
     t
 }
 
-fn leftovers(run: &str) -> Vec<String> {
-    let out = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-            .unwrap_or_default()
-    };
-    let mut v: Vec<String> = out("docker", &["ps", "-a", "--format", "{{.Names}}"])
-        .lines()
-        .chain(out("ip", &["netns", "list"]).lines())
-        .chain(out("ip", &["-o", "link"]).lines())
-        .chain(out("nft", &["list", "tables"]).lines())
-        .chain(out("ps", &["-eo", "args"]).lines())
-        .filter(|l| l.contains(run))
-        .map(str::to_string)
-        .collect();
-    v.sort();
-    v
-}
-
 /// Every test through a Docker placement (the published port, UDP
 /// included: the IBM study's NAT cells are empty because netperf's port
 /// was not published) and a lab placement (a namespace behind nftables
@@ -303,7 +273,11 @@ fn every_test_through_docker_and_lab_placements() {
             assert_eq!(r.errors.total(), 0, "{name} {test}: {:?}", r.errors);
         }
         d.stop().unwrap();
-        assert_eq!(leftovers(&run), Vec::<String>::new(), "{name}");
+        assert_eq!(
+            tare_testbed::machine::naming(&run),
+            Vec::<String>::new(),
+            "{name}"
+        );
     }
 }
 
@@ -335,7 +309,7 @@ fn injected_delay_adds_itself_to_every_round_trip() {
             per_test.push(r.latency_us.p50);
         }
         d.stop().unwrap();
-        assert_eq!(leftovers(&run), Vec::<String>::new());
+        assert_eq!(tare_testbed::machine::naming(&run), Vec::<String>::new());
         means.push(per_test);
     }
     let d_us = delay.as_secs_f64() * 1e6;

@@ -11,7 +11,7 @@
 //! differences.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use tare_engine::Endpoint;
@@ -19,27 +19,10 @@ use tare_redis::resp::Value;
 use tare_redis::session::Session;
 use tare_testbed::RedisServer;
 
-/// The two programs every case runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tool {
-    Peer,
-    Tare,
-}
+use crate::support::peer::{assert_cases_pass, bounded, has_lines, text, Case, Check, Tool};
 
-impl Tool {
-    fn command(self) -> Command {
-        match self {
-            Tool::Peer => Command::new("redis-benchmark"),
-            Tool::Tare => {
-                let bin = std::env::var("TARE_BIN")
-                    .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tare").to_string());
-                let mut c = Command::new(bin);
-                c.arg("redis");
-                c
-            }
-        }
-    }
-}
+/// How long a tool may run: a hung one fails its case.
+const LIMIT: Duration = Duration::from_secs(60);
 
 struct Ctx {
     server: RedisServer,
@@ -86,43 +69,10 @@ impl Ctx {
     /// Runs `tool` with `-h 127.0.0.1 -p PORT` and `args`.
     fn run(&self, tool: Tool, args: &[&str]) -> Output {
         let port = self.server.port.to_string();
-        let mut c = tool.command();
+        let mut c = tool.command("redis-benchmark", "redis");
         c.args(["-h", "127.0.0.1", "-p", &port]).args(args);
-        self.bounded(c)
+        bounded(c, LIMIT)
     }
-
-    /// Runs a command with a 60 s bound (a hung tool fails its case).
-    fn bounded(&self, mut c: Command) -> Output {
-        use std::os::unix::process::CommandExt;
-        c.process_group(0)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let child = c.spawn().expect("the tool starts");
-        let pid = child.id() as i32;
-        let guard = std::thread::spawn(move || {
-            for _ in 0..600 {
-                std::thread::sleep(Duration::from_millis(100));
-                // SAFETY: signal 0 only probes our child's process group.
-                if unsafe { libc::kill(-pid, 0) } != 0 {
-                    return;
-                }
-            }
-            // SAFETY: killing our own child's process group.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-        });
-        let out = child.wait_with_output().expect("the tool ends");
-        // SAFETY: as above; the group is gone or ours.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-        let _ = guard.join();
-        out
-    }
-}
-
-type Check = Result<(), String>;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn succeeded(o: &Output) -> Check {
@@ -147,38 +97,6 @@ fn calls_are(calls: &BTreeMap<String, u64>, cmd: &str, want: u64) -> Check {
     }
 }
 
-/// Every line of `want` (`*` matching any run of characters) is in
-/// `out`, in this order.
-fn has_lines(out: &str, want: &[&str]) -> Check {
-    let mut lines = out.split(['\n', '\r']);
-    for w in want {
-        if !lines.any(|l| glob(w, l)) {
-            return Err(format!("no line {w:?} (in order) in:\n{out}"));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `text` matches `pattern`, where `*` is any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || !text[first.len()..].ends_with(last) {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for p in &parts[1..parts.len() - 1] {
-        match rest.find(p) {
-            Some(i) => rest = &rest[i + p.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
 /// The peer's `default_set_get_checks`: 10 SETs, 10 GETs, no LRANGE.
 fn set_get_checks(ctx: &Ctx) -> Check {
     let c = ctx.calls();
@@ -194,18 +112,18 @@ fn case_set_get(ctx: &Ctx, tool: Tool) -> Check {
 
 fn case_uri(ctx: &Ctx, tool: Tool) -> Check {
     let uri = format!("redis://127.0.0.1:{}", ctx.server.port);
-    let mut c = tool.command();
+    let mut c = tool.command("redis-benchmark", "redis");
     c.args(["-u", &uri, "-c", "5", "-n", "10", "-t", "set,get"]);
-    succeeded(&ctx.bounded(c))?;
+    succeeded(&bounded(c, LIMIT))?;
     set_get_checks(ctx)
 }
 
 fn case_uri_auth(ctx: &Ctx, tool: Tool) -> Check {
     // The default user has no password: AUTH default ANY succeeds.
     let uri = format!("redis://default:pass@127.0.0.1:{}", ctx.server.port);
-    let mut c = tool.command();
+    let mut c = tool.command("redis-benchmark", "redis");
     c.args(["-u", &uri, "-c", "5", "-n", "10", "-t", "set,get"]);
-    succeeded(&ctx.bounded(c))?;
+    succeeded(&bounded(c, LIMIT))?;
     set_get_checks(ctx)?;
     // Every connection authenticated.
     let auth = ctx.calls().get("auth").copied().unwrap_or(0);
@@ -443,9 +361,7 @@ fn case_text_block(ctx: &Ctx, tool: Tool) -> Check {
     )
 }
 
-type Case = (&'static str, fn(&Ctx, Tool) -> Check);
-
-const CASES: [Case; 13] = [
+const CASES: [Case<Ctx>; 13] = [
     ("set,get", case_set_get),
     ("connecting using URI set,get", case_uri),
     (
@@ -481,23 +397,5 @@ fn redis_benchmark_cases_pass_with_the_peer_and_tare() {
     };
     ctx.redis(&["CONFIG", "SET", "save", ""]);
     ctx.redis(&["CONFIG", "SET", "appendonly", "no"]);
-    let mut failed = Vec::new();
-    let mut passed = [0usize; 2];
-    let cases = &CASES;
-    for (name, case) in cases {
-        for (i, tool) in [Tool::Peer, Tool::Tare].into_iter().enumerate() {
-            ctx.reset();
-            match case(&ctx, tool) {
-                Ok(()) => passed[i] += 1,
-                Err(e) => failed.push(format!("{tool:?}: {name}: {e}")),
-            }
-        }
-    }
-    eprintln!(
-        "redis-benchmark cases: redis-benchmark passed {}/{n}, tare passed {}/{n}",
-        passed[0],
-        passed[1],
-        n = cases.len()
-    );
-    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert_cases_pass(&ctx, &CASES, Ctx::reset, "redis-benchmark");
 }

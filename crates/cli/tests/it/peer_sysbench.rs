@@ -14,7 +14,7 @@
 //! bad input).
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use tare_engine::Endpoint;
@@ -22,22 +22,12 @@ use tare_mysql::session::Session;
 use tare_mysql::Login;
 use tare_testbed::MariaDb;
 
-const ROWS: u32 = 1000;
+use crate::support::peer::{assert_cases_pass, bounded, has_lines, text, Case, Check, Tool};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tool {
-    Peer,
-    Tare,
-}
+const ROWS: u32 = 1000;
 
 struct Ctx {
     server: MariaDb,
-}
-
-type Check = Result<(), String>;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 impl Ctx {
@@ -58,23 +48,14 @@ impl Ctx {
     /// `tool TEST --mysql-...=... ARGS`: sysbench's or tare's command line,
     /// the same words.
     fn run(&self, tool: Tool, test: &str, args: &[&str]) -> Output {
-        let mut c = match tool {
-            Tool::Peer => Command::new("sysbench"),
-            Tool::Tare => {
-                let bin = std::env::var("TARE_BIN")
-                    .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tare").to_string());
-                let mut c = Command::new(bin);
-                c.arg("mysql");
-                c
-            }
-        };
+        let mut c = tool.command("sysbench", "mysql");
         c.arg(test)
             .arg("--mysql-host=127.0.0.1")
             .arg(format!("--mysql-port={}", self.server.port))
             .args(["--mysql-user=sbtest", "--mysql-db=sbtest"])
             .arg(format!("--table-size={ROWS}"))
             .args(args);
-        bounded(c)
+        bounded(c, Duration::from_secs(120))
     }
 
     /// The tables `sbtest*` dropped: every case starts from none.
@@ -110,33 +91,6 @@ impl Ctx {
     }
 }
 
-/// Runs a command with a 120 s bound (a hung tool fails its case).
-fn bounded(mut c: Command) -> Output {
-    use std::os::unix::process::CommandExt;
-    c.process_group(0)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = c.spawn().expect("the tool starts");
-    let pid = child.id() as i32;
-    let guard = std::thread::spawn(move || {
-        for _ in 0..1200 {
-            std::thread::sleep(Duration::from_millis(100));
-            // SAFETY: signal 0 only probes our child's process group.
-            if unsafe { libc::kill(-pid, 0) } != 0 {
-                return;
-            }
-        }
-        // SAFETY: killing our own child's process group.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().expect("the tool ends");
-    // SAFETY: as above; the group is gone or ours.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let _ = guard.join();
-    out
-}
-
 fn succeeded(o: &Output) -> Result<String, String> {
     if o.status.success() {
         Ok(text(&o.stdout))
@@ -150,40 +104,8 @@ fn succeeded(o: &Output) -> Result<String, String> {
     }
 }
 
-/// Every line of `want` (`*` matching any run of characters) is in
-/// `out`, in this order.
-fn has_lines(out: &str, want: &[String]) -> Check {
-    let mut lines = out.lines();
-    for w in want {
-        if !lines.any(|l| glob(w, l)) {
-            return Err(format!("no line {w:?} (in order) in:\n{out}"));
-        }
-    }
-    Ok(())
-}
-
 fn lines(want: &[&str]) -> Vec<String> {
     want.iter().map(|s| s.to_string()).collect()
-}
-
-/// Whether `text` matches `pattern`, where `*` is any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if text.len() < first.len() + last.len() || !text.starts_with(first) || !text.ends_with(last) {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for p in &parts[1..parts.len() - 1] {
-        match rest.find(p) {
-            Some(i) => rest = &rest[i + p.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// The messages of a one-thread `prepare` of `tables` tables.
@@ -347,6 +269,16 @@ fn statistics(events: u64, r: u64, w: u64, o: u64) -> Vec<String> {
 }
 
 /// Prepares `tables` tables with sysbench (the run cases' common start).
+/// What `tool TEST ARGS` printed, and the server's counters before and
+/// after it.
+type Counted = (String, BTreeMap<String, u64>, BTreeMap<String, u64>);
+
+fn counted(ctx: &Ctx, tool: Tool, test: &str, args: &[&str]) -> Result<Counted, String> {
+    let before = ctx.com();
+    let out = succeeded(&ctx.run(tool, test, args))?;
+    Ok((out, before, ctx.com()))
+}
+
 fn prepare(ctx: &Ctx, tables: &str) -> Check {
     succeeded(&ctx.run(Tool::Peer, "oltp_read_write", &[tables, "prepare"])).map(drop)
 }
@@ -358,13 +290,12 @@ fn case_read_write_run(ctx: &Ctx, tool: Tool) -> Check {
     let args = ["--tables=8", "--threads=2", "--threads=1"];
     succeeded(&ctx.run(tool, "oltp_read_write", &[&args[..], &["prepare"]].concat()))?;
     tables_are(ctx, 8, "InnoDB")?;
-    let before = ctx.com();
-    let out = succeeded(&ctx.run(
+    let (out, before, after) = counted(
+        ctx,
         tool,
         "oltp_read_write",
         &[&["--events=100"], &args[..], &["run"]].concat(),
-    ))?;
-    let after = ctx.com();
+    )?;
     let mut want = lines(&[
         "Running the test with following options:",
         "Number of threads: 1",
@@ -384,13 +315,12 @@ fn case_read_write_run(ctx: &Ctx, tool: Tool) -> Check {
 /// oltp_point_select with two threads: one autocommit SELECT each.
 fn case_point_select_run(ctx: &Ctx, tool: Tool) -> Check {
     prepare(ctx, "--tables=8")?;
-    let before = ctx.com();
-    let out = succeeded(&ctx.run(
+    let (out, before, after) = counted(
+        ctx,
         tool,
         "oltp_point_select",
         &["--events=100", "--tables=8", "--threads=2", "run"],
-    ))?;
-    let after = ctx.com();
+    )?;
     let mut want = lines(&["Number of threads: 2"]);
     want.extend(statistics(100, 100, 0, 0));
     has_lines(&out, &want)?;
@@ -455,13 +385,12 @@ fn case_secondary(ctx: &Ctx, tool: Tool) -> Check {
 /// BEGIN/COMMIT.
 fn case_script_path(ctx: &Ctx, tool: Tool) -> Check {
     prepare(ctx, "--tables=2")?;
-    let before = ctx.com();
-    succeeded(&ctx.run(
+    let (_, before, after) = counted(
+        ctx,
         tool,
         "/usr/share/sysbench/oltp_read_only.lua",
         &["--events=50", "--tables=2", "run"],
-    ))?;
-    let after = ctx.com();
+    )?;
     counts_are(&per_transaction(&before, &after, 50), [14, 0, 0, 0, 1, 1])
 }
 
@@ -469,8 +398,8 @@ fn case_script_path(ctx: &Ctx, tool: Tool) -> Check {
 /// and the driver named as sysbench's options name them.
 fn case_skip_trx(ctx: &Ctx, tool: Tool) -> Check {
     prepare(ctx, "--tables=1")?;
-    let before = ctx.com();
-    let out = succeeded(&ctx.run(
+    let (out, before, after) = counted(
+        ctx,
         tool,
         "oltp_read_only",
         &[
@@ -480,8 +409,7 @@ fn case_skip_trx(ctx: &Ctx, tool: Tool) -> Check {
             "--db-driver=mysql",
             "run",
         ],
-    ))?;
-    let after = ctx.com();
+    )?;
     has_lines(&out, &statistics(50, 700, 0, 0))?;
     counts_are(&per_transaction(&before, &after, 50), [14, 0, 0, 0, 0, 0])
 }
@@ -489,13 +417,12 @@ fn case_skip_trx(ctx: &Ctx, tool: Tool) -> Check {
 /// `--range-selects=off`: only the point selects.
 fn case_range_selects_off(ctx: &Ctx, tool: Tool) -> Check {
     prepare(ctx, "--tables=1")?;
-    let before = ctx.com();
-    let out = succeeded(&ctx.run(
+    let (out, before, after) = counted(
+        ctx,
         tool,
         "oltp_read_only",
         &["--events=50", "--range-selects=off", "run"],
-    ))?;
-    let after = ctx.com();
+    )?;
     has_lines(&out, &statistics(50, 500, 0, 100))?;
     counts_are(&per_transaction(&before, &after, 50), [10, 0, 0, 0, 1, 1])
 }
@@ -566,9 +493,7 @@ fn case_unknown_test(ctx: &Ctx, tool: Tool) -> Check {
     Ok(())
 }
 
-type Case = (&'static str, fn(&Ctx, Tool) -> Check);
-
-const CASES: [Case; 13] = [
+const CASES: [Case<Ctx>; 13] = [
     (
         "oltp_read_write MyISAM: prepare, prewarm, cleanup",
         case_prepare_prewarm_cleanup,
@@ -598,24 +523,5 @@ fn sysbench_cases_pass_with_the_peer_and_tare() {
     let ctx = Ctx {
         server: MariaDb::start(),
     };
-    let mut failed = Vec::new();
-    let mut passed = [0usize; 2];
-    let cases = &CASES;
-    for (name, case) in cases {
-        for (i, tool) in [Tool::Peer, Tool::Tare].into_iter().enumerate() {
-            ctx.drop_tables();
-            match case(&ctx, tool) {
-                Ok(()) => passed[i] += 1,
-                Err(e) => failed.push(format!("{tool:?}: {name}: {e}")),
-            }
-        }
-    }
-    ctx.drop_tables();
-    eprintln!(
-        "sysbench cases: sysbench passed {}/{n}, tare passed {}/{n}",
-        passed[0],
-        passed[1],
-        n = cases.len()
-    );
-    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert_cases_pass(&ctx, &CASES, Ctx::drop_tables, "sysbench");
 }

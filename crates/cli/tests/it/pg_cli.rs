@@ -41,6 +41,17 @@ fn conn(server: &PgServer) -> Vec<String> {
     ]
 }
 
+/// `tare pg` against `server` with `args`.
+fn tare_pg(server: &PgServer, args: &[&str]) -> Output {
+    let conn = conn(server);
+    let conn = conn.iter().map(String::as_str);
+    let all: Vec<&str> = std::iter::once("pg")
+        .chain(conn)
+        .chain(args.iter().copied())
+        .collect();
+    tare(&all)
+}
+
 fn script(server: &PgServer, name: &str, sql: &str) -> String {
     let path = server.dir.join(name);
     std::fs::write(&path, sql).unwrap();
@@ -107,9 +118,7 @@ fn rate_with_ramp_reports_schedule_and_ramp() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = PgServer::start("");
     let file = script(&server, "one.sql", "select 1;\n");
-    let mut args: Vec<String> = vec!["pg".into()];
-    args.extend(conn(&server));
-    for a in [
+    let args = [
         "-M",
         "prepared",
         "-f",
@@ -128,11 +137,8 @@ fn rate_with_ramp_reports_schedule_and_ramp() {
         "1s",
         "--json",
         "-",
-    ] {
-        args.push(a.into());
-    }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = tare(&refs);
+    ];
+    let out = tare_pg(&server, &args);
     assert!(out.status.success(), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     validate(&value);
@@ -148,8 +154,7 @@ fn rate_with_ramp_reports_schedule_and_ramp() {
     let tps = value["tps"].as_f64().unwrap();
     assert!((tps - 500.0).abs() <= 25.0, "{tps}");
 
-    let text_args: Vec<&str> = refs[..refs.len() - 2].to_vec();
-    let out = tare(&text_args);
+    let out = tare_pg(&server, &args[..args.len() - 2]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("rate limit schedule lag: avg "), "{text}");
@@ -172,9 +177,7 @@ fn find_max_prints_the_table_and_writes_the_search() {
     let server = PgServer::start("");
     let file = script(&server, "sleep.sql", "select pg_sleep(0.005);\n");
     let json = server.dir.join("search.json");
-    let mut args: Vec<String> = vec!["pg".into()];
-    args.extend(conn(&server));
-    for a in [
+    let args = [
         "-f",
         &file,
         "-c",
@@ -192,11 +195,8 @@ fn find_max_prints_the_table_and_writes_the_search() {
         "2",
         "--json",
         &json.display().to_string(),
-    ] {
-        args.push(a.into());
-    }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = tare(&refs);
+    ];
+    let out = tare_pg(&server, &args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -228,11 +228,10 @@ fn every_transaction_failing_exits_2_with_the_servers_error() {
     let server = PgServer::start("");
     let file = script(&server, "typo.sql", "SELEC 1;\n");
     let json = server.dir.join("typo.json");
-    let mut args: Vec<String> = vec!["pg".into()];
-    args.extend(conn(&server));
+    let json = json.display().to_string();
     // --continue-on-error: the failures are counted (pgbench 15's rule,
     // the default, would abort the clients at the first one).
-    for a in [
+    let args = [
         "-f",
         &file,
         "-c",
@@ -241,12 +240,9 @@ fn every_transaction_failing_exits_2_with_the_servers_error() {
         "1",
         "--continue-on-error",
         "--json",
-    ] {
-        args.push(a.into());
-    }
-    args.push(json.display().to_string());
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = tare(&refs);
+        &json,
+    ];
+    let out = tare_pg(&server, &args);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -263,12 +259,7 @@ fn every_transaction_failing_exits_2_with_the_servers_error() {
         "{v}"
     );
     let ok = script(&server, "ok.sql", "select 1;\n");
-    let mut args: Vec<String> = vec!["pg".into()];
-    args.extend(conn(&server));
-    for a in ["-f", &ok, "-c", "2", "-T", "1"] {
-        args.push(a.into());
-    }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = tare(&refs);
+    let args = ["-f", &ok, "-c", "2", "-T", "1"];
+    let out = tare_pg(&server, &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

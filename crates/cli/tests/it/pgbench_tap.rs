@@ -1278,6 +1278,29 @@ fn judge_as(outcomes: &[Outcome], what: &str) {
     );
 }
 
+fn assert_pgbench_installed() {
+    assert!(
+        pgbench_installed(),
+        "pgbench is missing: run scripts/setup.sh"
+    );
+}
+
+/// The cases' scripts in `scripts` under `server`'s directory.
+fn scripts_of(server: &PgServer) -> Env<'_> {
+    let scripts = server.dir.join("scripts");
+    std::fs::create_dir(&scripts).unwrap();
+    Env {
+        server: Some(server),
+        dir: scripts,
+    }
+}
+
+/// Runs case `c` with its files.
+fn run_with_files(env: &Env, c: &Case) -> Outcome {
+    let files: Vec<(&str, String)> = c.files.iter().map(|(n, t)| (*n, t.to_string())).collect();
+    run_case(env, c, &files)
+}
+
 fn pgbench_installed() -> bool {
     Command::new("pgbench")
         .arg("-V")
@@ -1288,10 +1311,7 @@ fn pgbench_installed() -> bool {
 /// 002_pgbench_no_server.pl: option and script mistakes, help, listings.
 #[test]
 fn pgbench_tap_cases_without_a_server() {
-    assert!(
-        pgbench_installed(),
-        "pgbench is missing: run scripts/setup.sh"
-    );
+    assert_pgbench_installed();
     let dir = tempfile::tempdir().unwrap();
     let env = Env {
         server: None,
@@ -1311,10 +1331,7 @@ fn pgbench_tap_cases_without_a_server() {
 /// 001_pgbench_with_server.pl, against a server this test starts.
 #[test]
 fn pgbench_tap_cases_with_a_server() {
-    assert!(
-        pgbench_installed(),
-        "pgbench is missing: run scripts/setup.sh"
-    );
+    assert_pgbench_installed();
     let server = PgServer::start("");
     let space = server.dir.join("tap_ts");
     std::fs::create_dir(&space).unwrap();
@@ -1326,16 +1343,10 @@ fn pgbench_tap_cases_with_a_server() {
         space.display()
     ))
     .unwrap();
-    let scripts = server.dir.join("scripts");
-    std::fs::create_dir(&scripts).unwrap();
-    let env = Env {
-        server: Some(&server),
-        dir: scripts,
-    };
+    let env = scripts_of(&server);
     let mut outcomes = Vec::new();
     for c in server_cases() {
-        let files: Vec<(&str, String)> = c.files.iter().map(|(n, t)| (*n, t.to_string())).collect();
-        outcomes.push(run_case(&env, &c, &files));
+        outcomes.push(run_with_files(&env, &c));
     }
     for (name, status, text, err) in ERRORS {
         let files = [("error.sql", error_script(name, text))];
@@ -1366,24 +1377,12 @@ fn pgbench_tap_cases_with_a_server() {
 /// pgbench 15's output beyond what its TAP files check ([`output_cases`]).
 #[test]
 fn pgbench_output_beyond_the_tap_cases() {
-    assert!(
-        pgbench_installed(),
-        "pgbench is missing: run scripts/setup.sh"
-    );
+    assert_pgbench_installed();
     let server = PgServer::start("");
-    let scripts = server.dir.join("scripts");
-    std::fs::create_dir(&scripts).unwrap();
-    let env = Env {
-        server: Some(&server),
-        dir: scripts,
-    };
+    let env = scripts_of(&server);
     let outcomes: Vec<Outcome> = output_cases()
         .iter()
-        .map(|c| {
-            let files: Vec<(&str, String)> =
-                c.files.iter().map(|(n, t)| (*n, t.to_string())).collect();
-            run_case(&env, c, &files)
-        })
+        .map(|c| run_with_files(&env, c))
         .collect();
     judge_as(&outcomes, "output cases beyond the TAP files");
 }

@@ -8,6 +8,8 @@
 
 mod rootless;
 
+use crate::support::{Killer, ScratchDir};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -50,14 +52,6 @@ fn running(name: &str) -> bool {
         .args(["inspect", "--format", "{{.State.Running}}", name])
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "true")
-}
-
-/// Removes the test's scratch directory on drop, failed test or not.
-struct ScratchDir(PathBuf);
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -135,11 +129,8 @@ fn tare_run_across_native_and_podman() {
         return;
     }
     let _store = one_at_a_time();
-    let scratch =
-        ScratchDir(std::env::temp_dir().join(format!("tare-test-podman-{}", std::process::id())));
+    let scratch = ScratchDir::new("podman");
     let dir = scratch.0.clone();
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let exp = "name = \"podman\"\n[target]\nkind = \"tare-serve\"\n[factors]\n\
                placement = [\"native\", \"podman-host\", \"podman-bridge\", \"podman-publish\"]\n\
                [load]\nthreads = 1\nconnections = 4\nduration = \"500ms\"\nwarmup = \"200ms\"\n\
@@ -175,15 +166,6 @@ fn tare_run_across_native_and_podman() {
     assert_eq!(left, Vec::<String>::new());
 }
 
-/// Kills its `tare run` child on drop, failed test or not.
-struct Killer(std::process::Child);
-impl Drop for Killer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A `tare run` killed with SIGKILL while its podman-publish cell runs
 /// leaves its container; `tare cleanup` removes it and nothing else of
 /// Podman's.
@@ -194,11 +176,8 @@ fn cleanup_after_sigkill_removes_the_podman_container() {
     }
     let _store = one_at_a_time();
     let _cleanup = tare_testbed::machine::cleanup_lock();
-    let scratch =
-        ScratchDir(std::env::temp_dir().join(format!("tare-test-pkill-{}", std::process::id())));
+    let scratch = ScratchDir::new("pkill");
     let dir = scratch.0.clone();
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let exp = "name = \"pkill\"\n[target]\nkind = \"tare-serve\"\n[factors]\n\
                placement = [\"podman-publish\"]\n\
                [load]\nthreads = 1\nconnections = 2\nduration = \"30s\"\nwarmup = \"0s\"\n\

@@ -53,26 +53,6 @@ fn get_from(addr: std::net::SocketAddr, path: &str) -> (String, Vec<u8>) {
     )
 }
 
-/// Names of containers, namespaces and tare processes of this run.
-fn leftovers(run: &str) -> Vec<String> {
-    let out = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-            .unwrap_or_default()
-    };
-    let mut v: Vec<String> = out("docker", &["ps", "-a", "--format", "{{.Names}}"])
-        .lines()
-        .chain(out("ip", &["netns", "list"]).lines())
-        .chain(out("ps", &["-eo", "args"]).lines())
-        .filter(|l| l.contains(run))
-        .map(str::to_string)
-        .collect();
-    v.sort();
-    v
-}
-
 fn placements() -> Vec<PlacementKind> {
     let mut v = vec![PlacementKind::named("native").unwrap()];
     if tare_deploy::docker::engine_version().is_ok() {
@@ -158,11 +138,7 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
             "{placement}: backend {backend_cpu} s, server {} s",
             cpu.server
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        tare_testbed::assert_success(&out);
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let requests = r["requests"].as_u64().unwrap();
         assert!(requests > 50, "{placement}: {r}");
@@ -200,6 +176,10 @@ fn nginx_proxy_answers_from_its_backend_in_each_placement() {
             !std::path::Path::new(&format!("/proc/{backend_pid}")).exists(),
             "{placement}: the backend still runs"
         );
-        assert_eq!(leftovers(&run), Vec::<String>::new(), "{placement}");
+        assert_eq!(
+            tare_testbed::machine::naming(&run),
+            Vec::<String>::new(),
+            "{placement}"
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -15,13 +15,7 @@ fn readme() -> String {
     std::fs::read_to_string(root().join("README.md")).expect("README.md")
 }
 
-fn tare(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tare"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("tare runs")
-}
+use crate::support::tare_in as tare;
 
 fn assert_ok(out: &Output, what: &str) {
     assert!(

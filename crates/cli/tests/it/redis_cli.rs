@@ -170,12 +170,7 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let server = RedisServer::start(Some("right"));
     let port = server.port.to_string();
-    let free = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let free = tare_testbed::free_port().to_string();
     for (args, says) in [
         (
             vec!["-p", &port, "-a", "right", "-t", "bogus"],
@@ -230,14 +225,6 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
     }
 }
 
-/// Removes a scratch directory, failed test or not.
-struct Scratch(std::path::PathBuf);
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Seed 002's Redis experiment in small: GET and SET as levels of the
 /// `workload` factor, one kept deployment per cell, and before every
 /// trial FLUSHALL (then, for GET, the keys it reads) as the study did
@@ -245,10 +232,7 @@ impl Drop for Scratch {
 #[test]
 fn tare_run_varies_the_workload_and_prepares_every_trial() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir =
-        Scratch(std::env::temp_dir().join(format!("tare-test-redis-run-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = crate::support::ScratchDir::new("redis-run");
     let exp = "name = \"redis-workload\"\n[target]\nkind = \"redis\"\n[factors]\n\
                workload = [\"get\", \"set\"]\n\
                [load]\nthreads = 1\nconnections = 2\nduration = \"300ms\"\nwarmup = \"100ms\"\n\

@@ -318,18 +318,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         assert!(g.clock_offset_s.abs() < 0.05 + g.clock_rtt_s, "{g:?}");
     }
     // The merged record keeps tare's JSON contract, `generators` included.
-    let schema: serde_json::Value = serde_json::from_str(include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/json-schema.json"
-    )))
-    .unwrap();
-    let value = serde_json::to_value(&r).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(&value)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    crate::support::validate(&serde_json::to_value(&r).unwrap());
     // Its host's agent checks it where it runs: alive after the load, and
     // a server killed there is seen dead, with the host's reason.
     target.check().unwrap();
@@ -359,7 +348,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
     let mut child = spawn_run(&exp, &out_dir, &s.work, false);
     assert!(wait_until(Duration::from_secs(60), || !trials(&out_dir).is_empty()));
     s.hosts.drop_host("gen2");
-    let err = child_output(&mut child, Duration::from_secs(90));
+    let err = crate::support::wait_stderr(&mut child, Duration::from_secs(90));
     assert!(err.contains("skipping placement=lab-bridge"), "{err}");
     // Progress from the remote generators: their counts, summed, while
     // the first trial (both hosts up) ran.
@@ -421,11 +410,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         &s.work,
     );
     drop(cleanup_lock);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     assert!(wait_until(Duration::from_secs(10), || {
         ["gen1", "gen2", "srv"]
             .iter()
@@ -472,11 +457,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
         &s.work,
     );
     drop(cleanup_lock);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("srv: removed"), "{said}");
     s.nothing_left(&all);
@@ -501,22 +482,4 @@ fn spawn_run(exp: &Path, out: &Path, cwd: &Path, quiet: bool) -> std::process::C
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Waits for `child` at most `limit` and returns its stderr.
-fn child_output(child: &mut std::process::Child, limit: Duration) -> String {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut s = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        use std::io::Read;
-        let _ = e.read_to_string(&mut s);
-    }
-    s
 }

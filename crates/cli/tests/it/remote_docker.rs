@@ -224,7 +224,7 @@ fn docker_placements_run_on_the_remote_hosts_own_daemon_and_bridge() {
         machine_links.extend(m.links);
         std::thread::sleep(Duration::from_millis(250));
     }
-    let err = wait_output(&mut child, Duration::from_secs(300));
+    let err = crate::support::wait_stderr(&mut child, Duration::from_secs(300));
     // Entries for closed connections stay (TIME_WAIT) after the run.
     natted.extend(conntrack_natted(&hosts, &dk_addr, dk.nets.bridge_prefix()));
 
@@ -395,23 +395,4 @@ fn left_in(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Waits for `child` at most `limit` (then kills it) and returns its stderr.
-fn wait_output(child: &mut std::process::Child, limit: Duration) -> String {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut s = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        use std::io::Read;
-        let _ = e.read_to_string(&mut s);
-    }
-    s
 }

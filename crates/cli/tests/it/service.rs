@@ -6,9 +6,9 @@
 //! and leaves nothing behind.
 
 use std::path::Path;
-use std::process::Command;
 
-const TARE: &str = env!("CARGO_BIN_EXE_tare");
+use crate::support::{assert_cell_failed, assert_native_served, tare_run, ONE_SHORT_TRIAL};
+
 const PYTHON: &str = "/usr/bin/python3";
 
 /// What tare left that names this run.
@@ -46,63 +46,16 @@ ready = "tcp"
 
 [factors]
 placement = {placements}
-
-[load]
-threads = 1
-connections = 2
-duration = "1s"
-warmup = "0s"
-
-[trials]
-count = 1
-cooldown = "0s"
-"#
+{ONE_SHORT_TRIAL}"#
     );
     let file = dir.path().join("svc.toml");
     std::fs::write(&file, exp).unwrap();
     // The run directory's name is the run's deployment id (`r` + it).
     let name = format!("svc{}", std::process::id());
-    let out_dir = dir.path().join(&name);
-    let out = Command::new(TARE)
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let records = std::fs::read_to_string(out_dir.join("trials.jsonl")).unwrap_or_default();
-    let records: Vec<serde_json::Value> = records
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let of = |cell: &str| {
-        records
-            .iter()
-            .find(|r| r["cell"] == cell)
-            .unwrap_or_else(|| panic!("no record of {cell}: {text}"))
-    };
-    let native = of("placement=native");
-    assert!(native["error"].is_null(), "{native}\n{text}");
-    assert!(
-        native["result"]["requests"].as_u64().unwrap_or(0) > 0,
-        "{native}"
-    );
+    let ran = tare_run(&file, &dir.path().join(&name));
+    assert_native_served(&ran);
     if placements.contains("docker-host") {
-        let failed = of("placement=docker-host");
-        let error = failed["error"].as_str().unwrap_or_default();
-        assert!(error.contains("libpq.so.5"), "{failed}");
-        assert!(!error.contains('\n'), "one line: {error}");
-        let named = text
-            .lines()
-            .any(|l| l.contains("placement=docker-host") && l.contains("libpq"));
-        assert!(named, "the cell and its cause on one line:\n{text}");
+        assert_cell_failed(&ran, "placement=docker-host", "libpq.so.5", "libpq");
     }
     assert_eq!(things(&format!("tare-r{name}-")), Vec::<String>::new());
 }

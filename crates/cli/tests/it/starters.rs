@@ -5,13 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn tare(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tare"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("tare runs")
-}
+use crate::support::tare_in as tare;
 
 fn ok(out: &Output, what: &str) -> String {
     assert!(
@@ -169,13 +163,7 @@ fn cut_short(args: &[&str], dir: &Path) {
     let mut first = [0u8; 16];
     out.read_exact(&mut first).unwrap();
     drop(out);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = crate::support::stderr_of(&mut child);
     let status = child.wait().unwrap();
     assert!(err.is_empty(), "tare {args:?} said: {err}");
     assert!(

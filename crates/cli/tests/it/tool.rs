@@ -151,11 +151,7 @@ fn tool_run_locally_and_a_missing_tool_names_its_package() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON only");
     crate::support::validate(&v);
     assert!(metric(&v, "events_per_s") > 0.0);

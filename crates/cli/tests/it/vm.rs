@@ -9,35 +9,14 @@
 //! (scripts/setup.sh installs both); each says whether it ran under KVM or
 //! TCG. Guests boot one at a time.
 
-use crate::support;
+use crate::{guests, support};
 
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
 
 const TARE: &str = env!("CARGO_BIN_EXE_tare");
-
-static ONE_GUEST: Mutex<()> = Mutex::new(());
-
-fn vm_ready(test: &str) -> bool {
-    match PlacementKind::named("vm-bridge").unwrap().available() {
-        Ok(how) => {
-            eprintln!("{test}: guests run here: {how}");
-            true
-        }
-        Err(why) => {
-            eprintln!("{test}: skipped, no guests here: {why}");
-            false
-        }
-    }
-}
-
-/// This test's turn to boot guests, if guests run here.
-fn guest_turn(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    vm_ready(test).then(|| ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner()))
-}
 
 fn tare(args: &[&str]) -> Output {
     Command::new(TARE).args(args).output().unwrap()
@@ -77,22 +56,19 @@ fn new_since(before: &[String], needle: &str) -> Vec<String> {
         .into_iter()
         .filter(|l| !before.contains(l))
         .collect();
-    let labs: Vec<String> = new
-        .iter()
-        .filter_map(|l| {
-            l.strip_prefix("link tr")?
-                .strip_suffix("tp")
-                .map(String::from)
-        })
-        .collect();
-    new.into_iter()
-        .filter(|l| l.contains(needle) || labs.iter().any(|id| l.contains(id.as_str())))
-        .collect()
+    guests::theirs(new, needle)
+}
+
+/// Asserts that nothing of `needle`'s appeared since `before`
+/// ([`new_since`]).
+fn assert_nothing_new(before: &[String], needle: &str) {
+    let left = new_since(before, needle);
+    assert!(left.is_empty(), "left {left:?}");
 }
 
 #[test]
 fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
-    let Some(_one) = guest_turn("tare_serve_in_every_vm_placement") else {
+    let Some(_one) = guests::guest_turn("tare_serve_in_every_vm_placement") else {
         return;
     };
     for name in ["vm-bridge", "vm-publish", "vm-user"] {
@@ -152,7 +128,7 @@ fn tare_serve_in_every_vm_placement_answers_tare_http_exactly() {
 
 #[test]
 fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
-    let Some(_one) = guest_turn("postgres_in_vm_bridge") else {
+    let Some(_one) = guests::guest_turn("postgres_in_vm_bridge") else {
         return;
     };
     let before = guest_things();
@@ -193,11 +169,7 @@ fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
         "-",
     ]);
     let _ = std::fs::remove_file(&sql);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json = &stdout[stdout.find('{').unwrap_or(0)..];
     let v: serde_json::Value =
@@ -205,15 +177,14 @@ fn postgres_in_vm_bridge_answers_tare_pg_exactly() {
     // 2 clients x 50 transactions, every one completed.
     assert_eq!(v["requests"], 100, "{v}");
     d.stop().unwrap();
-    let left = new_since(&before, &spec.run_id);
-    assert!(left.is_empty(), "left {left:?}");
+    assert_nothing_new(&before, &spec.run_id);
 }
 
 /// A `tare run` killed with SIGKILL while its guest serves leaves QEMU, the
 /// tap, the bridge and the directory; `tare cleanup` removes them all.
 #[test]
 fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
-    let Some(_one) = guest_turn("a_sigkilled_run_leaves_a_guest") else {
+    let Some(_one) = guests::guest_turn("a_sigkilled_run_leaves_a_guest") else {
         return;
     };
     let _cleanup = tare_testbed::machine::cleanup_lock();
@@ -273,7 +244,7 @@ fn a_sigkilled_run_leaves_a_guest_that_tare_cleanup_removes() {
 /// and a Unix socket cell refused at once, saying why.
 #[test]
 fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
-    let Some(_one) = guest_turn("nginx_proxy_runs_in_one_guest") else {
+    let Some(_one) = guests::guest_turn("nginx_proxy_runs_in_one_guest") else {
         return;
     };
     let before = guest_things();
@@ -327,11 +298,7 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
         "-",
         &d.url(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["requests"], 200, "{r}");
     assert_eq!(r["status_codes"]["200"], 200, "{r}");
@@ -340,8 +307,7 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
         "{r}"
     );
     d.stop().unwrap();
-    let left = new_since(&before, &spec.run_id);
-    assert!(left.is_empty(), "left {left:?}");
+    assert_nothing_new(&before, &spec.run_id);
 
     let mut unix = DeploySpec::new(
         format!("v{}pu", std::process::id() % 10000),
@@ -351,8 +317,7 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
     unix.transport = tare_deploy::Transport::Unix;
     let e = deploy(&unix).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("cannot cross"), "{e}");
-    let left = new_since(&before, &unix.run_id);
-    assert!(left.is_empty(), "left {left:?}");
+    assert_nothing_new(&before, &unix.run_id);
 }
 
 /// A guest that never becomes ready inside a `tare run` (512m is the
@@ -362,7 +327,7 @@ fn nginx_proxy_runs_in_one_guest_with_pinned_vcpus() {
 /// lines, and the native cell beside it keeps its result.
 #[test]
 fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
-    let Some(_one) = guest_turn("a_guest_that_never_gets_ready") else {
+    let Some(_one) = guests::guest_turn("a_guest_that_never_gets_ready") else {
         return;
     };
     let before = guest_things();
@@ -417,8 +382,7 @@ fn a_guest_that_never_gets_ready_fails_its_cell_and_keeps_the_others() {
     let words = e.split("last console lines:").nth(1).unwrap_or_default();
     assert!(words.trim().len() > 10, "{e}");
     let _ = std::fs::remove_dir_all(&dir);
-    let left = new_since(&before, &me);
-    assert!(left.is_empty(), "left {left:?}");
+    assert_nothing_new(&before, &me);
 }
 
 /// `tare run` of an experiment `text`, from a fresh scratch directory
@@ -501,7 +465,7 @@ impl Drop for RunGuard {
 /// (QEMU, tap, bridge, the disk file in the deployment directory).
 #[test]
 fn fio_in_a_guest_runs_direct_on_its_virtio_disk() {
-    let Some(_one) = guest_turn("fio_in_a_guest_runs_direct_on_its_virtio_disk") else {
+    let Some(_one) = guests::guest_turn("fio_in_a_guest_runs_direct_on_its_virtio_disk") else {
         return;
     };
     let before = guest_things();
@@ -577,8 +541,7 @@ fn fio_in_a_guest_runs_direct_on_its_virtio_disk() {
     assert!(text.contains("ran on ext4, direct I/O"), "{text}");
     // Nothing of the run left: QEMU, taps, bridges, deployment directories
     // (the disk files were in them).
-    let left = new_since(&before, &me);
-    assert!(left.is_empty(), "left {left:?}");
+    assert_nothing_new(&before, &me);
     assert!(
         !walk(&out).iter().any(|p| p.ends_with("data.raw")),
         "a disk file in the run directory"

@@ -19,11 +19,7 @@ fn skip_without_docker() -> bool {
         return false;
     }
     // The message a user gets instead names what needs Docker.
-    let spec = DeploySpec::new(
-        support::run_id("nodock"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("docker-host").unwrap(),
-    );
+    let spec = support::spec(&support::run_id("nodock"), "nginx", "docker-host");
     let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("docker-host") && e.contains("native"), "{e}");
     eprintln!("Docker not reachable here: checked the error message only");
@@ -114,10 +110,7 @@ fn nginx_in_every_docker_placement() {
             assert_eq!(h.cpus_allowed.as_deref(), Some(cpu.as_str()), "{h:?}");
         }
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &run),
-            Vec::<String>::new()
-        );
+        support::assert_nothing_left(&before, &run, "");
     }
 }
 
@@ -156,18 +149,7 @@ fn postgres_in_docker_over_tcp_and_unix() {
         spec.transport = transport;
         spec.container.storage = storage;
         let d = deploy(&spec).unwrap();
-        let (host, port) = match d.endpoint() {
-            Endpoint::Tcp(a) => (a.ip().to_string(), a.port().to_string()),
-            Endpoint::Unix(p) => (
-                p.parent().unwrap().display().to_string(),
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .trim_start_matches(".s.PGSQL.")
-                    .to_string(),
-            ),
-        };
+        let (host, port) = support::pg_host_port(d.endpoint());
         // A real client: pgbench, one second of select 1.
         let script = d.dir().join("select1.sql");
         std::fs::write(&script, "select 1;\n").unwrap();
@@ -188,10 +170,7 @@ fn postgres_in_docker_over_tcp_and_unix() {
         );
         assert_eq!(d.facts().storage, storage.to_string());
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &run),
-            Vec::<String>::new()
-        );
+        support::assert_nothing_left(&before, &run, "");
     }
 }
 
@@ -200,17 +179,8 @@ fn storage_and_seccomp_are_measured_facts() {
     if skip_without_docker() {
         return;
     }
-    let native = deploy(&DeploySpec::new(
-        support::run_id("fnat"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    ))
-    .unwrap();
-    let mut spec = DeploySpec::new(
-        support::run_id("fimg"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("docker-host").unwrap(),
-    );
+    let native = deploy(&support::spec(&support::run_id("fnat"), "nginx", "native")).unwrap();
+    let mut spec = support::spec(&support::run_id("fimg"), "nginx", "docker-host");
     let image = deploy(&spec).unwrap();
     spec.run_id = support::run_id("fhost");
     spec.container.storage = Storage::HostPath;
@@ -255,12 +225,7 @@ fn cleanup_leaves_a_live_runs_resources_alone() {
         return;
     }
     let run = support::run_id("live");
-    let d = deploy(&DeploySpec::new(
-        &run,
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("docker-bridge").unwrap(),
-    ))
-    .unwrap();
+    let d = deploy(&support::spec(&run, "nginx", "docker-bridge")).unwrap();
     // This test process owns the deployment and still runs: nothing of it goes.
     let report = tare_deploy::cleanup().unwrap();
     assert!(

@@ -49,14 +49,6 @@ fn httpd(port: u16) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn spec(test: &str, dir: &Path, placement: &str) -> DeploySpec {
     let mut t = Target::user_image(OciSource::Build(dir.to_path_buf()));
     t.ready_within = Some(Duration::from_secs(20));
@@ -69,32 +61,9 @@ fn spec(test: &str, dir: &Path, placement: &str) -> DeploySpec {
 
 /// The answers httpd logged (`response:200`), polled until it holds
 /// `expected` or stops growing (a second), at most ten seconds.
-fn answered(read: impl Fn() -> String, expected: usize) -> usize {
-    let count = || read().matches("response:200").count();
-    let start = std::time::Instant::now();
-    let (mut last, mut since) = (count(), std::time::Instant::now());
-    while last != expected && start.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-        let now = count();
-        if now != last {
-            (last, since) = (now, std::time::Instant::now());
-        } else if since.elapsed() > Duration::from_secs(1) {
-            break;
-        }
-    }
-    last
-}
-
-fn container_log(name: &str) -> String {
-    let out = std::process::Command::new("docker")
-        .args(["logs", name])
-        .output()
-        .unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+fn answered(read: impl Fn() -> String, expected: u64) -> u64 {
+    let count = || read().matches("response:200").count() as u64;
+    support::settled(count, expected, Duration::from_secs(1))
 }
 
 /// The image's files in every placement: identical tree and binary hashes
@@ -106,7 +75,7 @@ fn a_scratch_image_runs_in_docker_and_from_its_files_natively_and_in_lab() {
     if !ready(test) {
         return;
     }
-    let ctx = context(&httpd(free_port()));
+    let ctx = context(&httpd(tare_testbed::free_port()));
     let mut seen = Vec::new();
     for placement in ["native", "docker-host", "lab-nat"] {
         let p = PlacementKind::named(placement).unwrap();
@@ -118,13 +87,11 @@ fn a_scratch_image_runs_in_docker_and_from_its_files_natively_and_in_lab() {
         let s = spec(&format!("img{}", &placement[..3]), ctx.path(), placement);
         let d = deploy(&s).unwrap_or_else(|e| panic!("{placement}: {e}"));
         // The probe was a connection, not a request: the log holds ours alone.
-        let r = support::load_exactly(&d, 200);
-        assert_eq!(r.errors.total(), 0, "{placement}: {:?}", r.errors);
-        assert_eq!(r.requests, 200, "{placement}");
+        support::assert_serves_exactly(&d, 200, placement);
         let dir = d.dir().to_path_buf();
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         let log = || match placement {
-            "docker-host" => container_log(&name),
+            "docker-host" => support::both_streams("docker", &["logs", &name]),
             _ => std::fs::read_to_string(dir.join("log/server.out")).unwrap_or_default(),
         };
         assert_eq!(answered(log, 200), 200, "{placement}: {}", log());
@@ -136,11 +103,7 @@ fn a_scratch_image_runs_in_docker_and_from_its_files_natively_and_in_lab() {
         eprintln!("{test}: {placement}: root {root_fs}, tree {}", &tree[..12]);
         seen.push((placement, tree, f.process.binary_sha256.clone(), root_fs));
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &s.run_id),
-            Vec::<String>::new(),
-            "{placement}"
-        );
+        support::assert_nothing_left(&before, &s.run_id, placement);
     }
     for (p, tree, bin, _) in &seen {
         assert_eq!((tree, bin), (&seen[0].1, &seen[0].2), "{p}");
@@ -163,7 +126,7 @@ fn an_image_that_cannot_run_is_one_line_and_leaves_nothing() {
     if !ready(test) {
         return;
     }
-    let port = free_port();
+    let port = tare_testbed::free_port();
     let cases = [
         (
             "noentry",
@@ -182,7 +145,7 @@ fn an_image_that_cannot_run_is_one_line_and_leaves_nothing() {
             "silent",
             httpd(port).replace(
                 &format!("EXPOSE {port}"),
-                &format!("EXPOSE {}", free_port()),
+                &format!("EXPOSE {}", tare_testbed::free_port()),
             ),
             "native",
             "did not become healthy",
@@ -205,25 +168,22 @@ fn an_image_that_cannot_run_is_one_line_and_leaves_nothing() {
         eprintln!("{test}: {name}: {e}");
         assert!(e.contains(cause), "{name}: {e}");
         assert!(!e.contains('\n'), "{name}: {e}");
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &s.run_id),
-            Vec::<String>::new(),
-            "{name}"
-        );
+        support::assert_nothing_left(&before, &s.run_id, name);
     }
 }
 
 /// `podman logs NAME` (rootful), both streams: httpd logs on stderr.
 fn podman_log(name: &str) -> String {
-    let out = std::process::Command::new("podman")
-        .args(["logs", name])
-        .output()
-        .unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    support::both_streams("podman", &["logs", name])
+}
+
+/// What `run` left since `before` but its exported trees (kept while the
+/// run's `ExportCache` is held).
+fn left_but_exports(before: &[String], run: &str) -> Vec<String> {
+    support::left_since(before, run)
+        .into_iter()
+        .filter(|l| !l.contains("-export-"))
+        .collect()
 }
 
 /// One deployment of the image in `placement`, loaded with exactly 200
@@ -238,9 +198,7 @@ fn deploy_load_stop(
     let mut s = spec(test, ctx, placement);
     s.target.target.ready_within = Some(Duration::from_secs(120));
     let d = deploy(&s).unwrap_or_else(|e| panic!("{placement}: {e}"));
-    let r = support::load_exactly(&d, 200);
-    assert_eq!(r.errors.total(), 0, "{placement}: {:?}", r.errors);
-    assert_eq!(r.requests, 200, "{placement}");
+    support::assert_serves_exactly(&d, 200, placement);
     if let Some(log) = log {
         let name = d.dir().file_name().unwrap().to_string_lossy().to_string();
         assert_eq!(
@@ -253,11 +211,11 @@ fn deploy_load_stop(
     let f = d.facts().clone();
     d.stop().unwrap();
     // The run's export stays while its cache is held (checked after).
-    let left: Vec<String> = support::left_behind(&before, &support::machine_state(), &s.run_id)
-        .into_iter()
-        .filter(|l| !l.contains("-export-"))
-        .collect();
-    assert_eq!(left, Vec::<String>::new(), "{placement}");
+    assert_eq!(
+        left_but_exports(&before, &s.run_id),
+        Vec::<String>::new(),
+        "{placement}"
+    );
     f
 }
 
@@ -274,7 +232,7 @@ fn podman_rootful_and_rootless_run_the_images_files() {
         return;
     }
     let _user = TestUser::adopt(DEFAULT_USER);
-    let ctx = context(&httpd(free_port()));
+    let ctx = context(&httpd(tare_testbed::free_port()));
     let run = support::run_id("imgpod");
     let cache = tare_deploy::ExportCache::new(&run);
     let native = deploy_load_stop(ctx.path(), "imgpod", "native", None);
@@ -346,7 +304,7 @@ fn vm_bridge_boots_with_the_images_files() {
         eprintln!("{test}: skipped, no guests here: {why}");
         return;
     }
-    let ctx = context(&httpd(free_port()));
+    let ctx = context(&httpd(tare_testbed::free_port()));
     let run = support::run_id("imgvm");
     let _cache = tare_deploy::ExportCache::new(&run);
     let native = deploy_load_stop(ctx.path(), "imgvm", "native", None);
@@ -357,9 +315,7 @@ fn vm_bridge_boots_with_the_images_files() {
         s.target.target.ready_within = Some(Duration::from_secs(120));
         s.container.storage = storage;
         let d = deploy(&s).unwrap_or_else(|e| panic!("vm-bridge, {storage}: {e}"));
-        let r = support::load_exactly(&d, 200);
-        assert_eq!(r.errors.total(), 0, "{storage}: {:?}", r.errors);
-        assert_eq!(r.requests, 200, "{storage}");
+        support::assert_serves_exactly(&d, 200, storage);
         let f = d.facts().clone();
         let guest = f.guest.clone().expect("guest facts");
         eprintln!(
@@ -382,11 +338,11 @@ fn vm_bridge_boots_with_the_images_files() {
         }
         assert_eq!(f.cgroup, None, "a guest names no host cgroup");
         d.stop().unwrap();
-        let left: Vec<String> = support::left_behind(&before, &support::machine_state(), &s.run_id)
-            .into_iter()
-            .filter(|l| !l.contains("-export-"))
-            .collect();
-        assert_eq!(left, Vec::<String>::new(), "{storage}");
+        assert_eq!(
+            left_but_exports(&before, &s.run_id),
+            Vec::<String>::new(),
+            "{storage}"
+        );
     }
 }
 
@@ -416,8 +372,5 @@ fn vm_guest_whose_entrypoint_exits_is_one_line() {
     assert!(e.contains("vm-bridge"), "{e}");
     assert!(e.contains("no config here"), "{e}");
     assert!(!e.contains('\n'), "{e}");
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &s.run_id),
-        Vec::<String>::new()
-    );
+    support::assert_nothing_left(&before, &s.run_id, "");
 }

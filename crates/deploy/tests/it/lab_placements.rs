@@ -1,7 +1,7 @@
 //! lab-* placements: the server in a namespace tare builds (no Docker),
 //! loaded from the host or, for lab-client, from the client namespace.
 
-use crate::support;
+use crate::{guests, support};
 
 use std::time::Duration;
 
@@ -15,11 +15,7 @@ fn lab_placements() -> [PlacementKind; 4] {
 fn nginx_in_every_lab_placement() {
     if let Err(why) = tare_deploy::lab::available() {
         // Not root or no ip/nft/tc: the error must say which placement and why.
-        let spec = DeploySpec::new(
-            support::run_id("labna"),
-            TargetSpec::of(TargetKind::named("nginx").unwrap()),
-            PlacementKind::named("lab-veth").unwrap(),
-        );
+        let spec = support::spec(&support::run_id("labna"), "nginx", "lab-veth");
         let e = deploy(&spec).unwrap_err().to_string();
         assert!(e.contains("lab-veth"), "{e}");
         eprintln!("lab placements unavailable here ({why}): checked the error only");
@@ -56,36 +52,9 @@ fn postgres_in_a_lab_namespace() {
         return;
     }
     let run = support::run_id("lpg");
-    let d = deploy(&DeploySpec::new(
-        &run,
-        TargetSpec::of(TargetKind::named("postgres").unwrap()),
-        PlacementKind::named("lab-bridge").unwrap(),
-    ))
-    .unwrap();
-    let tare_engine::Endpoint::Tcp(a) = d.endpoint().clone() else {
-        panic!("tcp expected")
-    };
-    let out = std::process::Command::new("psql")
-        .args([
-            "-h",
-            &a.ip().to_string(),
-            "-p",
-            &a.port().to_string(),
-            "-U",
-            "postgres",
-            "-d",
-            "postgres",
-            "-Atc",
-            "select 1",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "1",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let d = deploy(&support::spec(&run, "postgres", "lab-bridge")).unwrap();
+    let (answer, err) = guests::psql(&d, "select 1");
+    assert_eq!(answer, "1", "{err}");
 }
 
 #[test]
@@ -93,11 +62,7 @@ fn netem_without_kernel_support_is_a_clear_error() {
     if tare_deploy::lab::available().is_err() {
         return;
     }
-    let mut spec = DeploySpec::new(
-        support::run_id("lnetem"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("lab-veth").unwrap(),
-    );
+    let mut spec = support::spec(&support::run_id("lnetem"), "nginx", "lab-veth");
     spec.netem = Some(Duration::from_millis(1));
     match tare_deploy::lab::netem_available() {
         Err(_) => {

@@ -3,6 +3,8 @@
 //! line here; one binary links once, where one per file linked each.
 
 // Shared helpers, kept beside `it/` (tests/<helper>/mod.rs).
+#[path = "../guests/mod.rs"]
+mod guests;
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -88,11 +88,7 @@ fn load_and_count(placement: &str, transport: Transport, variant: &str, storage:
     assert_eq!((r.requests, r.errors.total()), (100, 0), "{what}");
     assert_eq!(commits(&ep, netns.as_deref()) - c0, 100, "{what}");
     d.stop().unwrap();
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &run),
-        Vec::<String>::new(),
-        "{what}"
-    );
+    support::assert_nothing_left(&before, &run, what);
 }
 
 #[test]

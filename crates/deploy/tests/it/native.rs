@@ -63,10 +63,7 @@ fn nginx_default_and_tuned_serve_the_file_and_leave_nothing() {
             "server still runs"
         );
         assert!(!dir.exists());
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &run),
-            Vec::<String>::new()
-        );
+        support::assert_nothing_left(&before, &run, "");
     }
 }
 
@@ -116,11 +113,7 @@ fn tuned_nginx_runs_one_worker_per_cpu_it_is_pinned_to() {
 #[test]
 fn nginx_over_a_unix_socket() {
     let run = support::run_id("ngunix");
-    let mut spec = DeploySpec::new(
-        &run,
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    );
+    let mut spec = support::spec(&run, "nginx", "native");
     spec.transport = Transport::Unix;
     let d = deploy(&spec).unwrap();
     assert!(matches!(d.endpoint(), Endpoint::Unix(_)));
@@ -132,18 +125,8 @@ fn nginx_over_a_unix_socket() {
 
 #[test]
 fn config_hash_ignores_where_the_deployment_lives() {
-    let a = deploy(&DeploySpec::new(
-        support::run_id("hasha"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    ))
-    .unwrap();
-    let b = deploy(&DeploySpec::new(
-        support::run_id("hashb"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    ))
-    .unwrap();
+    let a = deploy(&support::spec(&support::run_id("hasha"), "nginx", "native")).unwrap();
+    let b = deploy(&support::spec(&support::run_id("hashb"), "nginx", "native")).unwrap();
     assert_ne!(a.endpoint(), b.endpoint());
     assert_eq!(
         a.facts().process.config_sha256,
@@ -161,11 +144,7 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
     for transport in [Transport::Tcp, Transport::Unix] {
         let run = support::run_id(&format!("pg{transport}"));
         let before = support::machine_state();
-        let mut spec = DeploySpec::new(
-            &run,
-            TargetSpec::of(TargetKind::named("postgres").unwrap()),
-            PlacementKind::named("native").unwrap(),
-        );
+        let mut spec = support::spec(&run, "postgres", "native");
         spec.transport = transport;
         let d = deploy(&spec).unwrap();
         assert!(d.url().starts_with("postgres://"), "{}", d.url());
@@ -180,18 +159,7 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
             d.facts()
         );
         // A real client: psql runs select 1 against the endpoint.
-        let (host, port) = match d.endpoint() {
-            Endpoint::Tcp(a) => (a.ip().to_string(), a.port().to_string()),
-            Endpoint::Unix(p) => (
-                p.parent().unwrap().display().to_string(),
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .trim_start_matches(".s.PGSQL.")
-                    .to_string(),
-            ),
-        };
+        let (host, port) = support::pg_host_port(d.endpoint());
         let out = std::process::Command::new("psql")
             .args([
                 "-h", &host, "-p", &port, "-U", "postgres", "-d", "postgres", "-Atc", "select 1",
@@ -205,20 +173,13 @@ fn postgres_cluster_over_tcp_and_unix_socket() {
             String::from_utf8_lossy(&out.stderr)
         );
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &run),
-            Vec::<String>::new()
-        );
+        support::assert_nothing_left(&before, &run, "");
     }
 }
 
 #[test]
 fn bad_specs_are_clear_errors() {
-    let mut spec = DeploySpec::new(
-        "bad id!",
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    );
+    let mut spec = support::spec("bad id!", "nginx", "native");
     assert!(deploy(&spec).unwrap_err().to_string().contains("run id"));
     spec.run_id = support::run_id("bad");
     spec.netem = Some(Duration::from_millis(1));

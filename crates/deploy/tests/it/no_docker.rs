@@ -55,12 +55,7 @@ fn unreachable_docker_is_named_and_native_still_works() {
     };
     assert!(c.notes.iter().any(|n| n.contains("not reachable")), "{c:?}");
 
-    let d = deploy(&DeploySpec::new(
-        support::run_id("ndnat"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    ))
-    .unwrap();
+    let d = deploy(&support::spec(&support::run_id("ndnat"), "nginx", "native")).unwrap();
     assert_eq!(
         support::http_load(&d, "/index.html", 612, 100, Duration::from_secs(2)),
         100

@@ -22,15 +22,9 @@ fn placement(name: &str) -> PlacementKind {
 /// True (after checking the message a user gets) when this machine cannot
 /// run rootful Podman.
 fn skip_without_podman() -> bool {
-    let Err(reason) = placement("podman-host").available() else {
+    let Some((reason, e)) = support::unavailable("podman-host", "nopod") else {
         return false;
     };
-    let spec = DeploySpec::new(
-        support::run_id("nopod"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        placement("podman-host"),
-    );
-    let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("podman-host") && e.contains(&reason), "{e}");
     assert!(!e.contains('\n'), "{e}");
     eprintln!("rootful Podman not available here ({reason}): checked the error only");
@@ -59,9 +53,7 @@ fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, st
         ("podman-bridge", Endpoint::Tcp(a)) => assert!(!a.ip().is_loopback(), "{a}"),
         (_, Endpoint::Tcp(a)) => assert!(a.ip().is_loopback(), "{a}"),
     }
-    let r = support::load_exactly(&d, 1500);
-    assert_eq!(r.errors.total(), 0, "{placement_name}: {:?}", r.errors);
-    assert_eq!(r.requests, 1500, "{placement_name}");
+    let r = support::assert_serves_exactly(&d, 1500, placement_name);
     assert_eq!(r.in_flight, 0, "{placement_name}");
     let f = d.facts().clone();
     assert_eq!(f.placement, placement_name);
@@ -79,11 +71,7 @@ fn deploy_load_stop(target: &str, placement_name: &str, transport: Transport, st
         .unwrap();
     assert!(!String::from_utf8_lossy(&labels.stdout).trim().is_empty());
     d.stop().unwrap();
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &run),
-        Vec::<String>::new(),
-        "{target} in {placement_name}"
-    );
+    support::assert_nothing_left(&before, &run, format!("{target} in {placement_name}"));
     let left = Command::new("podman")
         .args([
             "ps",
@@ -145,10 +133,7 @@ fn limits_and_seccomp_are_measured_facts() {
     assert_eq!(f.process.memory_limit, Some(512 << 20), "{f:?}");
     assert_eq!(f.process.cpu_limit, Some(1.5), "{f:?}");
     d.stop().unwrap();
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &run),
-        Vec::<String>::new()
-    );
+    support::assert_nothing_left(&before, &run, "");
 }
 
 /// A run killed with SIGKILL leaves its container; `tare cleanup` removes
@@ -191,11 +176,7 @@ fn cleanup_removes_a_dead_runs_container_and_keeps_a_live_one() {
         .arg("-v")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tare_testbed::assert_success(&out);
     let report = tare_deploy::cleanup().unwrap();
     assert!(
         report.removed.iter().any(|r| r.contains(&dead)),

@@ -22,15 +22,9 @@ fn placement(name: &str) -> PlacementKind {
 /// True (after checking the one-line message a user gets) when this
 /// machine cannot run rootless Podman.
 fn skip_without_rootless() -> bool {
-    let Err(reason) = placement("podman-rootless-pasta").available() else {
+    let Some((reason, e)) = support::unavailable("podman-rootless-pasta", "norl") else {
         return false;
     };
-    let spec = DeploySpec::new(
-        support::run_id("norl"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        placement("podman-rootless-pasta"),
-    );
-    let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("podman-rootless-pasta"), "{e}");
     assert!(!e.contains('\n'), "{e}");
     eprintln!("rootless Podman not available here ({reason}): checked the error only");
@@ -80,9 +74,7 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
             );
         }
     }
-    let r = support::load_exactly(&d, 1500);
-    assert_eq!(r.errors.total(), 0, "{placement_name}: {:?}", r.errors);
-    assert_eq!(r.requests, 1500, "{placement_name}");
+    let r = support::assert_serves_exactly(&d, 1500, placement_name);
     assert_eq!(r.in_flight, 0, "{placement_name}");
     let f = d.facts().clone();
     assert_eq!(f.placement, placement_name);
@@ -123,11 +115,7 @@ fn deploy_load_stop(placement_name: &str, transport: Transport, storage: Storage
         "no labelled container of {run}"
     );
     d.stop().unwrap();
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &run),
-        Vec::<String>::new(),
-        "nginx in {placement_name}"
-    );
+    support::assert_nothing_left(&before, &run, format!("nginx in {placement_name}"));
     // Podman stops a container's forwarders as it goes; give them a moment.
     // The image stays, a cache for the next deployment (cleanup's, below).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

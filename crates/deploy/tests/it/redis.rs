@@ -61,11 +61,7 @@ fn load_and_count(placement: &str, transport: Transport) {
     let facts = d.facts();
     assert_eq!(facts.placement, placement);
     d.stop().unwrap();
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &run),
-        Vec::<String>::new(),
-        "{placement}"
-    );
+    support::assert_nothing_left(&before, &run, placement);
 }
 
 #[test]

@@ -156,18 +156,7 @@ fn logged(log: &Path, expected: u64) -> u64 {
             .filter(|l| l.contains("handled request"))
             .count() as u64
     };
-    let start = std::time::Instant::now();
-    let (mut last, mut since) = (count(), std::time::Instant::now());
-    while last != expected && start.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-        let now = count();
-        if now != last {
-            (last, since) = (now, std::time::Instant::now());
-        } else if since.elapsed() > Duration::from_millis(500) {
-            break;
-        }
-    }
-    last
+    support::settled(count, expected, Duration::from_millis(500))
 }
 
 /// Caddy's own access log counts every request tare completed or had in
@@ -210,11 +199,7 @@ fn caddy_logs_exactly_the_requests_tare_made_in_native_docker_and_lab() {
             f.process.config_sha256.clone(),
         ));
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &s.run_id),
-            Vec::<String>::new(),
-            "{placement}"
-        );
+        support::assert_nothing_left(&before, &s.run_id, placement);
     }
     for (p, bin, conf) in &hashes {
         assert_eq!((bin, conf), (&hashes[0].1, &hashes[0].2), "{p}");
@@ -254,11 +239,7 @@ fn a_python_app_under_uvicorn_runs_natively_in_a_container_and_in_a_guest() {
             "{f:?}"
         );
         d.stop().unwrap();
-        assert_eq!(
-            support::left_behind(&before, &support::machine_state(), &s.run_id),
-            Vec::<String>::new(),
-            "{placement}"
-        );
+        support::assert_nothing_left(&before, &s.run_id, placement);
     }
 }
 
@@ -271,10 +252,7 @@ fn fails(test: &str, target: Target, placement: PlacementKind) -> String {
         .expect_err("the deployment should fail")
         .to_string();
     assert!(!e.contains('\n'), "one line: {e}");
-    assert_eq!(
-        support::left_behind(&before, &support::machine_state(), &s.run_id),
-        Vec::<String>::new()
-    );
+    support::assert_nothing_left(&before, &s.run_id, "");
     e
 }
 

@@ -7,30 +7,11 @@
 //! few guests, one at a time. They skip, saying why, only where QEMU or a
 //! kernel is missing (scripts/setup.sh installs both).
 
-use crate::support;
+use crate::{guests, support};
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
-
-/// One guest at a time: two TCG guests on two cores boot slowly, and the
-/// leftover checks compare the machine before and after.
-static ONE_GUEST: Mutex<()> = Mutex::new(());
-
-/// Whether guests can run here; prints why not.
-fn vm_ready(test: &str) -> bool {
-    match PlacementKind::named("vm-bridge").unwrap().available() {
-        Ok(how) => {
-            eprintln!("{test}: guests run here: {how}");
-            true
-        }
-        Err(why) => {
-            eprintln!("{test}: skipped, no guests here: {why}");
-            false
-        }
-    }
-}
 
 /// QEMU processes whose command line names `needle`.
 fn qemu_processes(needle: &str) -> Vec<String> {
@@ -56,28 +37,16 @@ fn leftovers(before: &[String], run: &str) -> Vec<String> {
         .into_iter()
         .filter(|l| !before.contains(l))
         .collect();
-    let labs: Vec<String> = new
-        .iter()
-        .filter_map(|l| {
-            l.strip_prefix("link tr")?
-                .strip_suffix("tp")
-                .map(String::from)
-        })
-        .collect();
-    let mut left: Vec<String> = new
-        .into_iter()
-        .filter(|l| l.contains(run) || labs.iter().any(|id| l.contains(id.as_str())))
-        .collect();
+    let mut left = guests::theirs(new, run);
     left.extend(qemu_processes(&format!("-name tare-{run}")));
     left
 }
 
 #[test]
 fn nginx_in_vm_bridge_and_vm_publish() {
-    if !vm_ready("nginx_in_vm_bridge_and_vm_publish") {
+    let Some(_one) = guests::guest_turn("nginx_in_vm_bridge_and_vm_publish") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     for name in ["vm-bridge", "vm-publish"] {
         let placement = PlacementKind::named(name).unwrap();
         let run = support::run_id(&name.replace('-', ""));
@@ -121,43 +90,16 @@ fn nginx_in_vm_bridge_and_vm_publish() {
 
 #[test]
 fn postgres_in_vm_publish_answers_psql() {
-    if !vm_ready("postgres_in_vm_publish_answers_psql") {
+    let Some(_one) = guests::guest_turn("postgres_in_vm_publish_answers_psql") else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let run = support::run_id("vmpg");
     let before = support::machine_state();
-    let d = deploy(&DeploySpec::new(
-        &run,
-        TargetSpec::of(TargetKind::named("postgres").unwrap()),
-        PlacementKind::named("vm-publish").unwrap(),
-    ))
-    .unwrap_or_else(|e| panic!("{e}"));
-    let tare_engine::Endpoint::Tcp(a) = d.endpoint().clone() else {
-        panic!("tcp expected")
-    };
+    let d =
+        deploy(&support::spec(&run, "postgres", "vm-publish")).unwrap_or_else(|e| panic!("{e}"));
     // 20 queries in one session: every one answered.
-    let out = std::process::Command::new("psql")
-        .args([
-            "-h",
-            &a.ip().to_string(),
-            "-p",
-            &a.port().to_string(),
-            "-U",
-            "postgres",
-            "-d",
-            "postgres",
-            "-Atc",
-            "select count(*) from generate_series(1, 20)",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "20",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (answer, err) = guests::psql(&d, "select count(*) from generate_series(1, 20)");
+    assert_eq!(answer, "20", "{err}");
     d.stop().unwrap();
     assert_eq!(leftovers(&before, &run), Vec::<String>::new());
 }
@@ -166,10 +108,10 @@ fn postgres_in_vm_publish_answers_psql() {
 /// console lines, within the boot limit, and leaves nothing.
 #[test]
 fn a_guest_whose_server_exits_fails_with_its_console_lines() {
-    if !vm_ready("a_guest_whose_server_exits_fails_with_its_console_lines") {
+    let Some(_one) = guests::guest_turn("a_guest_whose_server_exits_fails_with_its_console_lines")
+    else {
         return;
-    }
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let run = support::run_id("vmbad");
     let before = support::machine_state();
     let mut target = TargetSpec::of(TargetKind::named("nginx").unwrap());
@@ -195,11 +137,7 @@ fn a_guest_whose_server_exits_fails_with_its_console_lines() {
 
 #[test]
 fn vm_options_apply_to_vm_placements_only() {
-    let mut spec = DeploySpec::new(
-        support::run_id("vmopt"),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("native").unwrap(),
-    );
+    let mut spec = support::spec(&support::run_id("vmopt"), "nginx", "native");
     spec.vm.cpus = Some(1);
     let e = deploy(&spec).unwrap_err().to_string();
     assert!(e.contains("vm_cpus") && e.contains("vm-bridge"), "{e}");

@@ -138,3 +138,95 @@ pub(crate) fn load_exactly(d: &Deployment, n: u64) -> tare_record::LoadResult {
 pub(crate) fn docker_available() -> bool {
     tare_deploy::docker::engine_version().is_ok()
 }
+
+/// What appeared since `before` and carries `run`.
+pub(crate) fn left_since(before: &[String], run: &str) -> Vec<String> {
+    left_behind(before, &machine_state(), run)
+}
+
+/// Asserts that nothing carrying `run` appeared since `before`; `what`
+/// says which case failed.
+pub(crate) fn assert_nothing_left(before: &[String], run: &str, what: impl std::fmt::Display) {
+    assert_eq!(left_since(before, run), Vec::<String>::new(), "{what}");
+}
+
+/// Asserts that `d` served exactly `n` requests of tare's HTTP engine
+/// ([`load_exactly`]) without an error; `what` says which case failed.
+pub(crate) fn assert_serves_exactly(
+    d: &Deployment,
+    n: u64,
+    what: impl std::fmt::Display,
+) -> tare_record::LoadResult {
+    let r = load_exactly(d, n);
+    assert_eq!(r.errors.total(), 0, "{what}: {:?}", r.errors);
+    assert_eq!(r.requests, n, "{what}");
+    r
+}
+
+/// A deployment of the built-in `target` in `placement`, with defaults.
+pub(crate) fn spec(run: &str, target: &str, placement: &str) -> tare_deploy::DeploySpec {
+    tare_deploy::DeploySpec::new(
+        run,
+        tare_deploy::TargetSpec::of(tare_deploy::TargetKind::named(target).unwrap()),
+        tare_deploy::PlacementKind::named(placement).unwrap(),
+    )
+}
+
+/// A PostgreSQL endpoint as libpq's `-h HOST -p PORT`: an address, or a
+/// socket's directory and the port its name carries.
+pub(crate) fn pg_host_port(ep: &Endpoint) -> (String, String) {
+    match ep {
+        Endpoint::Tcp(a) => (a.ip().to_string(), a.port().to_string()),
+        Endpoint::Unix(p) => (
+            p.parent().unwrap().display().to_string(),
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .trim_start_matches(".s.PGSQL.")
+                .to_string(),
+        ),
+    }
+}
+
+/// What `cmd ARGS` printed, stdout then stderr (a container's log: its
+/// server may log on either).
+pub(crate) fn both_streams(cmd: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(cmd).args(args).output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `count()` polled until it is `expected` or has not changed for `quiet`,
+/// at most ten seconds: a server's log, written a moment after it answers.
+pub(crate) fn settled(count: impl Fn() -> u64, expected: u64, quiet: Duration) -> u64 {
+    let start = Instant::now();
+    let (mut last, mut since) = (count(), Instant::now());
+    while last != expected && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = count();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if since.elapsed() > quiet {
+            break;
+        }
+    }
+    last
+}
+
+/// When `placement` cannot run here: why, and the error a deployment of
+/// nginx there (run `tag`) gives a user.
+pub(crate) fn unavailable(placement: &str, tag: &str) -> Option<(String, String)> {
+    let reason = tare_deploy::PlacementKind::named(placement)
+        .unwrap()
+        .available()
+        .err()?;
+    let e = tare_deploy::deploy(&spec(&run_id(tag), "nginx", placement))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    Some((reason, e))
+}

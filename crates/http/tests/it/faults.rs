@@ -21,7 +21,7 @@ struct Fake {
 }
 
 impl Fake {
-    fn start(handler: fn(TcpStream)) -> Fake {
+    fn start(handler: impl Fn(TcpStream) + Copy + Send + 'static) -> Fake {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.set_nonblocking(true).unwrap();
         let port = l.local_addr().unwrap().port();
@@ -89,6 +89,43 @@ impl Drop for Fake {
     }
 }
 
+/// A fake server that answers the first request of each connection with
+/// `reply`, then closes it.
+fn answering_once(reply: &'static [u8]) -> Fake {
+    Fake::start(move |mut s| {
+        if read_request(&mut s) {
+            let _ = s.write_all(reply);
+        }
+    })
+}
+
+/// Every run against `f` counted read errors and no request.
+fn assert_read_errors(f: &Fake) {
+    for r in f.runs() {
+        assert!(r.errors.read > 0, "{:?}", r.errors);
+        assert_eq!(r.requests, 0);
+    }
+}
+
+/// Every run against `f` completed more than `requests` requests and
+/// counted no error.
+fn assert_clean(f: &Fake, requests: u64) {
+    for r in f.runs() {
+        assert!(r.requests > requests, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    }
+}
+
+/// A config for a loopback port that was just free (bound, then dropped):
+/// very likely closed now.
+fn closed_port_config() -> HttpConfig {
+    let port = tare_testbed::free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
+    c.load.threads = 1;
+    c
+}
+
 /// Reads one request head (bounded), or returns false at EOF.
 fn read_request(s: &mut TcpStream) -> bool {
     let mut buf = Vec::new();
@@ -107,15 +144,7 @@ fn read_request(s: &mut TcpStream) -> bool {
 
 #[test]
 fn unreachable_port_counts_connect_errors() {
-    // Bind then drop: the port is very likely closed now.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/");
-    let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.load.threads = 1;
+    let mut c = closed_port_config();
     c.load.connections = 2;
     c.load.duration = Some(Duration::from_millis(300));
     for io in tare_testbed::io_modes() {
@@ -130,14 +159,7 @@ fn unreachable_port_counts_connect_errors() {
 
 #[test]
 fn request_count_against_a_dead_port_still_ends() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/");
-    let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
-    c.load.threads = 1;
+    let mut c = closed_port_config();
     c.load.connections = 1;
     c.load.duration = None;
     c.requests = Some(5);
@@ -150,28 +172,14 @@ fn request_count_against_a_dead_port_still_ends() {
 
 #[test]
 fn server_closing_mid_response_is_a_read_error() {
-    let f = Fake::start(|mut s| {
-        if read_request(&mut s) {
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly-part");
-        }
-    });
-    for r in f.runs() {
-        assert!(r.errors.read > 0, "{:?}", r.errors);
-        assert_eq!(r.requests, 0);
-    }
+    let f = answering_once(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly-part");
+    assert_read_errors(&f);
 }
 
 #[test]
 fn garbage_is_a_read_error() {
-    let f = Fake::start(|mut s| {
-        if read_request(&mut s) {
-            let _ = s.write_all(b"\x00\x01\x02 this is not http\r\n\r\n");
-        }
-    });
-    for r in f.runs() {
-        assert!(r.errors.read > 0, "{:?}", r.errors);
-        assert_eq!(r.requests, 0);
-    }
+    let f = answering_once(b"\x00\x01\x02 this is not http\r\n\r\n");
+    assert_read_errors(&f);
 }
 
 #[test]
@@ -187,10 +195,7 @@ fn oversized_headers_are_a_read_error() {
             }
         }
     });
-    for r in f.runs() {
-        assert!(r.errors.read > 0, "{:?}", r.errors);
-        assert_eq!(r.requests, 0);
-    }
+    assert_read_errors(&f);
 }
 
 #[test]
@@ -211,29 +216,14 @@ fn a_response_never_finished_is_a_timeout() {
 
 #[test]
 fn connection_close_responses_reconnect_without_errors() {
-    let f = Fake::start(|mut s| {
-        if read_request(&mut s) {
-            let _ =
-                s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
-        }
-    });
-    for r in f.runs() {
-        assert!(r.requests > 5, "{r:?}");
-        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
-    }
+    let f = answering_once(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+    assert_clean(&f, 5);
 }
 
 #[test]
 fn body_delimited_by_close_completes_at_eof() {
-    let f = Fake::start(|mut s| {
-        if read_request(&mut s) {
-            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nbody until close");
-        }
-    });
-    for r in f.runs() {
-        assert!(r.requests > 5, "{r:?}");
-        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
-    }
+    let f = answering_once(b"HTTP/1.0 200 OK\r\n\r\nbody until close");
+    assert_clean(&f, 5);
 }
 
 #[test]
@@ -254,10 +244,7 @@ fn keepalive_server_serving_many_requests_per_connection() {
             }
         }
     });
-    for r in f.runs() {
-        assert!(r.requests > 50, "{r:?}");
-        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
-    }
+    assert_clean(&f, 50);
 }
 
 /// Reads one request with a Content-Length body, after `stall`: meanwhile

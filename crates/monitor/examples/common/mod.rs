@@ -1,5 +1,5 @@
 //! What the overhead examples share: the server child, the quick
-//! experiment's load and the median of a side's rounds.
+//! experiment's load, their arguments and the median of a side's rounds.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -42,6 +42,24 @@ pub(crate) fn quick_load(url: &str) -> tare_http::HttpConfig {
     c.load.warmup = Duration::from_millis(500);
     c.load.duration = Some(Duration::from_secs(2));
     c
+}
+
+/// The command line's `i`th argument, or `default` when it is absent or
+/// does not parse.
+pub(crate) fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
+    std::env::args()
+        .nth(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Stops the server child and returns the ratio of the medians of the
+/// rounds `with` and `without`, with both medians.
+pub(crate) fn finish(mut child: Child, with: &mut [f64], without: &mut [f64]) -> (f64, f64, f64) {
+    let _ = child.kill();
+    let _ = child.wait();
+    let (w, wo) = (median(with), median(without));
+    (w / wo, w, wo)
 }
 
 pub(crate) fn median(v: &mut [f64]) -> f64 {

@@ -35,17 +35,7 @@ fn cell(placement: PlacementKind) -> MonitorRecord {
         GeneratorRef::SelfProcess,
     ))
     .unwrap();
-    let target = tare_http::Target {
-        url: d.url(),
-        authority: "tare".into(),
-        path: "/index.html".into(),
-        endpoint: d.endpoint().clone(),
-    };
-    let mut c = tare_http::HttpConfig::new(target);
-    c.load.threads = 1;
-    c.load.connections = 16;
-    c.load.duration = Some(Duration::from_millis(1500));
-    c.load.warmup = Duration::from_millis(200);
+    let c = crate::support::deployment_load(&d, Duration::from_millis(1500));
     let result = tare_http::run(&c).unwrap();
     assert_eq!(result.errors.total(), 0, "{:?}", result.errors);
     let record = monitor.stop().finish(&result);

@@ -48,18 +48,7 @@ fn measure(spec: DeploySpec, server: fn(u32) -> ServerRef) -> MonitorRecord {
     // tens of samples, not a handful.
     spec.profile_hz = HZ;
     let monitor = Monitor::start(spec).unwrap();
-    let target = tare_http::Target {
-        url: d.url(),
-        authority: "tare".into(),
-        path: "/index.html".into(),
-        endpoint: d.endpoint().clone(),
-    };
-    let mut c = tare_http::HttpConfig::new(target);
-    c.load.threads = 1;
-    c.load.connections = 16;
-    c.load.duration = Some(Duration::from_secs(2));
-    c.load.warmup = Duration::from_millis(200);
-    c.load.netns = d.client_netns().map(|p| p.to_path_buf());
+    let c = crate::support::deployment_load(&d, Duration::from_secs(2));
     let result = tare_http::run(&c).unwrap();
     assert_eq!(result.errors.total(), 0, "{placement}: {:?}", result.errors);
     let record = monitor.stop().finish(&result);
@@ -153,16 +142,24 @@ fn docker_available() -> bool {
     tare_deploy::docker::engine_version().is_ok()
 }
 
-/// nginx in a container on the host network, with Docker's default
-/// seccomp profile or without any.
-fn seccomp_cell(unconfined: bool) -> MonitorRecord {
+/// nginx in a container on the host network (run id `tag`), as `set`
+/// makes it.
+fn docker_host_cell(tag: &str, set: impl FnOnce(&mut DeploySpec)) -> MonitorRecord {
     let mut spec = DeploySpec::new(
-        run_id(if unconfined { "su" } else { "sd" }),
+        run_id(tag),
         TargetSpec::of(TargetKind::named("nginx").unwrap()),
         PlacementKind::named("docker-host").unwrap(),
     );
-    spec.container.seccomp_unconfined = unconfined;
+    set(&mut spec);
     measure(spec, ServerRef::CgroupOf)
+}
+
+/// nginx in a container on the host network, with Docker's default
+/// seccomp profile or without any.
+fn seccomp_cell(unconfined: bool) -> MonitorRecord {
+    docker_host_cell(if unconfined { "su" } else { "sd" }, |spec| {
+        spec.container.seccomp_unconfined = unconfined;
+    })
 }
 
 /// Ground truth for seccomp: Docker's default profile filters every
@@ -387,17 +384,12 @@ fn refused_child() {
 /// nginx in a container on the host network, its content in the image or
 /// on a bind-mounted host directory.
 fn storage_cell(storage: tare_deploy::Storage) -> MonitorRecord {
-    let mut spec = DeploySpec::new(
-        run_id(if storage == tare_deploy::Storage::Image {
-            "si"
-        } else {
-            "sh"
-        }),
-        TargetSpec::of(TargetKind::named("nginx").unwrap()),
-        PlacementKind::named("docker-host").unwrap(),
-    );
-    spec.container.storage = storage;
-    measure(spec, ServerRef::CgroupOf)
+    let tag = if storage == tare_deploy::Storage::Image {
+        "si"
+    } else {
+        "sh"
+    };
+    docker_host_cell(tag, |spec| spec.container.storage = storage)
 }
 
 /// Ground truth for storage: nginx reading its content from the image

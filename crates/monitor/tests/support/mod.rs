@@ -21,6 +21,25 @@ pub(crate) fn load(url: &str, threads: usize, connections: usize, secs: f64) -> 
     r
 }
 
+/// Keep-alive load of the deployment `d`'s `/index.html` (from its client
+/// namespace, when it has one) for `duration`: one thread, 16
+/// connections, 200 ms of warm-up.
+pub(crate) fn deployment_load(d: &tare_deploy::Deployment, duration: Duration) -> HttpConfig {
+    let target = Target {
+        url: d.url(),
+        authority: "tare".into(),
+        path: "/index.html".into(),
+        endpoint: d.endpoint().clone(),
+    };
+    let mut c = HttpConfig::new(target);
+    c.load.threads = 1;
+    c.load.connections = 16;
+    c.load.duration = Some(duration);
+    c.load.warmup = Duration::from_millis(200);
+    c.load.netns = d.client_netns().map(|p| p.to_path_buf());
+    c
+}
+
 /// Pins the calling thread (and threads it spawns later) to one CPU.
 pub(crate) fn pin_current_thread(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; we pass its size.

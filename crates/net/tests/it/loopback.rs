@@ -32,16 +32,23 @@ fn settled(r: &Responder) -> Served {
     r.served()
 }
 
+/// Runs `c` against `r`: more than `min` transactions and no error; the
+/// result and what `r` served.
+fn run_clean(r: &Responder, c: &NetConfig, min: u64) -> (tare_record::LoadResult, Served) {
+    let res = tare_net::run(c).unwrap();
+    let s = settled(r);
+    assert!(res.requests > min, "{res:?}");
+    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    (res, s)
+}
+
 #[test]
 fn rr_counts_equal_the_responders_and_latency_is_recorded() {
     let r = responder(None);
     let mut c = config(&r, Test::Rr, 2, 1.0);
     c.request = 100;
     c.response = 200;
-    let res = tare_net::run(&c).unwrap();
-    let s = settled(&r);
-    assert!(res.requests > 100, "{res:?}");
-    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    let (res, s) = run_clean(&r, &c, 100);
     assert_eq!(s.transactions, res.requests);
     assert_eq!(res.bytes_read, res.requests * 200);
     assert_eq!(res.unit, Some(tare_record::Unit::RoundTrips));
@@ -68,10 +75,7 @@ fn rr_counts_equal_the_responders_and_latency_is_recorded() {
 #[test]
 fn crr_opens_a_connection_per_transaction_and_counts_them_exactly() {
     let r = responder(None);
-    let res = tare_net::run(&config(&r, Test::Crr, 1, 0.5)).unwrap();
-    let s = settled(&r);
-    assert!(res.requests > 10, "{res:?}");
-    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    let (res, s) = run_clean(&r, &config(&r, Test::Crr, 1, 0.5), 10);
     assert_eq!(s.transactions, res.requests);
     assert_eq!(s.connections, res.requests);
     assert!(!res.keepalive);
@@ -85,10 +89,7 @@ fn udp_rr_counts_equal_the_responders() {
     let mut c = config(&r, Test::UdpRr, 2, 1.0);
     c.request = 100;
     c.response = 200;
-    let res = tare_net::run(&c).unwrap();
-    let s = settled(&r);
-    assert!(res.requests > 100, "{res:?}");
-    assert_eq!(res.errors.total(), 0, "{:?}", res.errors);
+    let (res, s) = run_clean(&r, &c, 100);
     assert_eq!(s.udp_answered, res.requests);
     assert_eq!(res.transport, "udp");
     assert_eq!(res.net.unwrap().lost, 0);

@@ -4,7 +4,6 @@
 //! started, no traffic is sent. Skipped loudly when no nginx binary is
 //! installed (scripts/setup.sh installs nginx-light).
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,14 +20,6 @@ fn nginx() -> Option<&'static str> {
 }
 
 /// A loopback port nothing listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `nginx -t` on a config under `prefix`; its logs and pid stay in `prefix`.
 fn nginx_t(nginx: &str, prefix: &Path, conf: &Path) -> (bool, String) {
     let out = Command::new(nginx)
@@ -58,7 +49,7 @@ fn every_advised_change_keeps_the_config_valid_for_nginx() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base");
     std::fs::create_dir_all(base.join("conf.d")).unwrap();
-    let (port, backend) = (free_port(), free_port());
+    let (port, backend) = (tare_testbed::free_port(), tare_testbed::free_port());
     let log = dir.path().join("access.log");
     // Seed 003's baseline, on loopback, with one include to follow.
     let conf = format!(

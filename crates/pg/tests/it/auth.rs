@@ -7,7 +7,7 @@ use crate::pgserver;
 use std::time::Duration;
 
 use pgserver::PgServer;
-use tare_pg::{Length, PgConfig, PgError, QueryMode, ScriptSource, ScriptSpec};
+use tare_pg::{Length, PgConfig, PgError, QueryMode};
 
 const HBA: &str = "\
 host all tare_scram 127.0.0.1/32 scram-sha-256
@@ -30,13 +30,7 @@ fn config(server: &PgServer, tcp: bool, user: &str, password: Option<&str>, db: 
     c.mode = QueryMode::Prepared;
     // Generous: SCRAM's 4096 PBKDF2 rounds on a loaded CI machine.
     c.load.timeout = Duration::from_secs(20);
-    c.scripts = vec![ScriptSpec {
-        source: ScriptSource::Text {
-            name: "one.sql".into(),
-            text: "select 1;".into(),
-        },
-        weight: 1,
-    }];
+    c.scripts = vec![pgserver::script("one.sql", "select 1;")];
     c
 }
 

@@ -11,25 +11,15 @@ use std::time::Duration;
 
 use pgserver::PgServer;
 use tare_engine::Coalesce;
-use tare_pg::{Length, PgConfig, ScriptSource, ScriptSpec};
+use tare_pg::{Length, PgConfig};
 
 /// The latency comparison measures time: not beside the other test.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn config(server: &PgServer, sql: &str, coalesce: Coalesce) -> PgConfig {
-    let mut c = server.config();
+    let mut c = server.timed_config(sql, (16, 2), Duration::from_millis(1500));
     c.conn.endpoint = server.tcp_endpoint();
-    c.load.connections = 16;
-    c.load.threads = 2;
-    c.set_length(Length::Duration(Duration::from_millis(1500)));
     c.load.coalesce = coalesce;
-    c.scripts = vec![ScriptSpec {
-        source: ScriptSource::Text {
-            name: "test.sql".into(),
-            text: sql.into(),
-        },
-        weight: 1,
-    }];
     c
 }
 

@@ -6,18 +6,8 @@ use crate::pgserver;
 
 use std::time::{Duration, Instant};
 
-use pgserver::PgServer;
+use pgserver::{script, PgServer};
 use tare_pg::{Length, PgError, QueryMode, ScriptSource, ScriptSpec};
-
-fn script(name: &str, text: &str) -> ScriptSpec {
-    ScriptSpec {
-        source: ScriptSource::Text {
-            name: name.into(),
-            text: text.into(),
-        },
-        weight: 1,
-    }
-}
 
 /// `-r`, as pgbench's: a command's mean latency is of its executions that
 /// succeeded; one that failed after 50 ms of work counts as a failure only.

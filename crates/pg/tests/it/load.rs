@@ -6,19 +6,9 @@ use crate::pgserver;
 
 use std::time::{Duration, Instant};
 
-use pgserver::PgServer;
+use pgserver::{script, PgServer};
 use tare_pg::session::Session;
 use tare_pg::{Length, PgConfig, QueryMode, ScriptSource, ScriptSpec};
-
-fn script(name: &str, text: &str) -> ScriptSpec {
-    ScriptSpec {
-        source: ScriptSource::Text {
-            name: name.into(),
-            text: text.into(),
-        },
-        weight: 1,
-    }
-}
 
 fn count(s: &mut Session, sql: &str) -> i64 {
     s.query_value(sql).unwrap().unwrap().parse().unwrap()

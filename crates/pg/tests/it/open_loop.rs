@@ -13,7 +13,7 @@ use std::time::Duration;
 use pgserver::PgServer;
 use tare_engine::find_max::{find_max, render_for, Budget};
 use tare_engine::schedule::Arrivals;
-use tare_pg::{Length, Pg, PgConfig, ScriptSource, ScriptSpec};
+use tare_pg::{Length, Pg, PgConfig};
 
 /// These tests measure time: one at a time, not against each other.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -23,18 +23,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn config(server: &PgServer, sql: &str, clients: usize, threads: usize, secs: f64) -> PgConfig {
-    let mut c = server.config();
-    c.load.connections = clients;
-    c.load.threads = threads;
-    c.set_length(Length::Duration(Duration::from_secs_f64(secs)));
-    c.scripts = vec![ScriptSpec {
-        source: ScriptSource::Text {
-            name: "test.sql".into(),
-            text: sql.into(),
-        },
-        weight: 1,
-    }];
-    c
+    server.timed_config(sql, (clients, threads), Duration::from_secs_f64(secs))
 }
 
 /// Open loop (`-R`): transactions start on schedule, the achieved rate is the

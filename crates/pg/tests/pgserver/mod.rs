@@ -7,7 +7,6 @@
 #![allow(dead_code)]
 
 use std::ffi::CString;
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tare_engine::Endpoint;
 use tare_pg::session::Session;
-use tare_pg::{ConnParams, PgConfig};
+use tare_pg::{ConnParams, Length, PgConfig, ScriptSource, ScriptSpec};
 
 pub(crate) struct PgServer {
     pub dir: PathBuf,
@@ -145,11 +144,7 @@ impl PgServer {
         cluster(&bin, &server.dir.join("data"));
         let conf = format!("{hba}\nlocal all all trust\nhost all all 127.0.0.1/32 trust\n");
         std::fs::write(server.dir.join("data/pg_hba.conf"), conf).unwrap();
-        server.port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        server.port = tare_testbed::free_port();
         let log = std::fs::File::create(server.dir.join("postgres.log")).unwrap();
         std::os::unix::fs::chown(server.dir.join("postgres.log"), Some(uid), Some(gid)).unwrap();
         let child = as_postgres(&mut Command::new(bin.join("postgres")), &server.dir)
@@ -225,6 +220,22 @@ impl PgServer {
         c
     }
 
+    /// [`PgServer::config`] with `clients` on `threads` running `sql` for
+    /// `duration`.
+    pub(crate) fn timed_config(
+        &self,
+        sql: &str,
+        (clients, threads): (usize, usize),
+        duration: Duration,
+    ) -> PgConfig {
+        let mut c = self.config();
+        c.load.connections = clients;
+        c.load.threads = threads;
+        c.set_length(Length::Duration(duration));
+        c.scripts = vec![script("test.sql", sql)];
+        c
+    }
+
     /// Stops the server now (for the "server dies mid-run" test).
     pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -253,5 +264,16 @@ impl Drop for PgServer {
             let _ = c.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A script of `text` named `name`, of weight 1.
+pub(crate) fn script(name: &str, text: &str) -> ScriptSpec {
+    ScriptSpec {
+        source: ScriptSource::Text {
+            name: name.into(),
+            text: text.into(),
+        },
+        weight: 1,
     }
 }

@@ -3,13 +3,11 @@
 //! progress line shows requests done so far for every cell. A real nginx,
 //! deployed natively and loaded by tare-http in this process.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use crate::support;
 
 use tare_runner::observer::{LiveProgress, Observer, Phase};
 use tare_runner::provenance::Provenance;
-use tare_runner::real::RealExecutor;
-use tare_runner::{session, Experiment, Outcome, RunDir};
+use tare_runner::{session, Outcome};
 
 const EXPERIMENT: &str = r#"
 name = "live"
@@ -48,12 +46,8 @@ impl Observer for Recording {
 #[test]
 fn a_local_load_reports_its_counts_to_the_observer_while_it_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("live.toml");
-    std::fs::write(&path, EXPERIMENT).unwrap();
-    let exp = Experiment::load(&path).unwrap();
-    let dir = RunDir::create(Some(&tmp.path().join("tare-test-live")), tmp.path()).unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let exp = support::experiment(tmp.path(), "live.toml", EXPERIMENT);
+    let (dir, flag, mut exec) = support::real(&exp, tmp.path(), "live");
     let mut obs = Recording::default();
     let s = session::begin(exp, dir, &mut exec, &mut obs, &Provenance::collect()).unwrap();
     let summary = s.run(&mut exec, &mut obs, &flag).unwrap();

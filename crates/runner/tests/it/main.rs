@@ -2,6 +2,10 @@
 //! (docs/testing.md). A new area is `tests/it/<area>.rs` and a `mod <area>;`
 //! line here; one binary links once, where one per file linked each.
 
+// Shared helpers, kept beside `it/` (tests/<helper>/mod.rs).
+#[path = "../support/mod.rs"]
+mod support;
+
 mod fuzz_smoke;
 mod interrupt;
 mod live_progress;

@@ -4,14 +4,13 @@
 //! Only that direction is asserted: on a shared machine a trial may be
 //! disturbed by anyone, so no test here expects a real trial to be clean.
 
+use crate::support;
+
 use std::process::{Child, Command};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use tare_runner::observer::Quiet;
 use tare_runner::provenance::Provenance;
-use tare_runner::real::RealExecutor;
-use tare_runner::{session, Experiment, RunDir};
+use tare_runner::session;
 
 const EXPERIMENT: &str = r#"
 name = "noise"
@@ -54,12 +53,8 @@ impl Drop for BusyLoop {
 #[test]
 fn a_busy_process_outside_the_trial_flags_it_and_it_is_kept() {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("noise.toml");
-    std::fs::write(&path, EXPERIMENT).unwrap();
-    let exp = Experiment::load(&path).unwrap();
-    let dir = RunDir::create(Some(&tmp.path().join("tare-test-noise")), tmp.path()).unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let exp = support::experiment(tmp.path(), "noise.toml", EXPERIMENT);
+    let (dir, flag, mut exec) = support::real(&exp, tmp.path(), "noise");
     let busy = BusyLoop::start();
     let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::default()).unwrap();
     let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();

@@ -2,6 +2,8 @@
 //! namespace NAT, deployed by tare-deploy, loaded by tare-http, recorded in a
 //! run directory that analysis then reads.
 
+use crate::support;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use tare_record::Latency;
 use tare_runner::observer::Quiet;
 use tare_runner::provenance::Provenance;
 use tare_runner::real::RealExecutor;
-use tare_runner::{session, Executor, Experiment, Outcome, RunDir};
+use tare_runner::{session, Executor, Experiment, Outcome};
 
 const EXPERIMENT: &str = r#"
 name = "real"
@@ -33,12 +35,8 @@ chain = ["placement=lab-nat", "placement=native"]
 #[test]
 fn a_real_experiment_leaves_a_complete_run_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("real.toml");
-    std::fs::write(&path, EXPERIMENT).unwrap();
-    let exp = Experiment::load(&path).unwrap();
-    let dir = RunDir::create(Some(&tmp.path().join("tare-test-real-run")), tmp.path()).unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let exp = support::experiment(tmp.path(), "real.toml", EXPERIMENT);
+    let (dir, flag, mut exec) = support::real(&exp, tmp.path(), "real-run");
     let lab = exec.can_run(&exp.cells[1]);
     let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
     let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
@@ -124,9 +122,7 @@ deployment = "kept"
     .unwrap();
     let exp = Experiment::load(&path).unwrap();
     assert_eq!(exp.load.shared.rate, Some(1500.0));
-    let dir = RunDir::create(Some(&tmp.path().join("tare-test-open-loop")), tmp.path()).unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let (dir, flag, mut exec) = support::real(&exp, tmp.path(), "open-loop");
     let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
     let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
     let errors: Vec<String> = s
@@ -158,16 +154,8 @@ deployment = "kept"
 /// Runs `toml` (kept deployments) and returns each trial's result.
 fn run_experiment(toml: &str, name: &str) -> Vec<tare_record::LoadResult> {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join(format!("{name}.toml"));
-    std::fs::write(&path, toml).unwrap();
-    let exp = Experiment::load(&path).unwrap();
-    let dir = RunDir::create(
-        Some(&tmp.path().join(format!("tare-test-{name}"))),
-        tmp.path(),
-    )
-    .unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let exp = support::experiment(tmp.path(), &format!("{name}.toml"), toml);
+    let (dir, flag, mut exec) = support::real(&exp, tmp.path(), name);
     let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
     let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
     let trials = s.dir.read_trials(false).unwrap();
@@ -303,9 +291,7 @@ fn the_server_runs_on_the_cpus_the_experiment_gives_it() {
         "[target]\nkind = \"nginx\"\n[load]\nduration = \"1s\"\n[cpus]\nserver = \"{last}\"\ngenerator = \"none\"\n"
     );
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("cpus.toml");
-    std::fs::write(&path, toml).unwrap();
-    let exp = Experiment::load(&path).unwrap();
+    let exp = support::experiment(tmp.path(), "cpus.toml", &toml);
     let mut exec = RealExecutor::new(
         &exp,
         &tmp.path().join("r-cpus"),
@@ -341,13 +327,9 @@ cooldown = "0s"
 profile = false
 "#;
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("noprofile.toml");
-    std::fs::write(&path, toml).unwrap();
-    let exp = Experiment::load(&path).unwrap();
+    let exp = support::experiment(tmp.path(), "noprofile.toml", toml);
     assert_eq!(exp.monitor.profile_hz, 0);
-    let dir = RunDir::create(Some(&tmp.path().join("tare-test-noprofile")), tmp.path()).unwrap();
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut exec = RealExecutor::new(&exp, &dir.path, flag.clone());
+    let (dir, flag, mut exec) = support::real(&exp, tmp.path(), "noprofile");
     let s = session::begin(exp, dir, &mut exec, &mut Quiet, &Provenance::collect()).unwrap();
     let summary = s.run(&mut exec, &mut Quiet, &flag).unwrap();
     assert_eq!(summary.failed, 0, "{summary:?}");

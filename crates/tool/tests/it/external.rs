@@ -7,15 +7,9 @@
 //! client refused by an HTTP/1.1 port). What a tool does not print is
 //! absent, never zero.
 
-use tare_tool::external::LoadTool;
+use crate::support::data;
 
-fn data(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/data/external/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
+use tare_tool::external::LoadTool;
 
 #[test]
 fn wrk_text_gives_counts_rate_bytes_and_its_latency_rows() {

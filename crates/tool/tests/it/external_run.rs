@@ -3,6 +3,8 @@
 //! no h2c; crates/cli/tests/it/external.rs runs h2c) against a loopback
 //! nginx for one second each, and each way a run goes wrong as one line.
 
+use crate::support::data;
+
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -46,14 +48,6 @@ fn config(tool: LoadTool, args: &[&str], port: u16) -> ExternalConfig {
 
 fn defaults(tool: LoadTool) -> Vec<&'static str> {
     tool.default_args().to_vec()
-}
-
-fn data(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/data/external/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
 }
 
 #[test]

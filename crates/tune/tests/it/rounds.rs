@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use tare_analysis::synthetic::{self, SynthCell};
-use tare_tune::{tune, TuneError, TuneOptions};
+use tare_tune::{tune, TuneError};
 
 /// Requests per second of the modelled nginx under `text`: keep-alive off
 /// and 64 worker connections each cost throughput, `multi_accept on` costs
@@ -75,19 +75,7 @@ fn a_second_round_measures_what_is_left_against_the_first_rounds_config() {
          keepalive_timeout 0;\n    server {\n        listen 8080;\n        root /www;\n    }\n}\n",
     )
     .unwrap();
-    let opts = TuneOptions {
-        config: conf,
-        target: tare_tune::TargetChoice::Auto,
-        placement: "native".into(),
-        connections: 200,
-        threads: 2,
-        duration: std::time::Duration::from_millis(600),
-        warmup: std::time::Duration::from_millis(200),
-        trials: 5,
-        cooldown: std::time::Duration::from_millis(100),
-        max_rounds: 3,
-        out: dir.0.join("out"),
-    };
+    let opts = crate::support::options(conf, dir.0.join("out"), 3);
     let mut experiments = Vec::new();
     let mut exec = |t: &Path, d: &Path| {
         experiments.push(std::fs::read_to_string(t).unwrap());

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use tare_deploy::{deploy, DeploySpec, PlacementKind, TargetKind, TargetSpec};
 use tare_testbed::rootless::{self, TestUser};
 
-use super::{counts_exactly, one_at_a_time, trials, Killer, ScratchDir, TARE};
+use super::{counts_exactly, one_at_a_time, trials, TARE};
+use crate::support::{Killer, ScratchDir};
 
 const ROOTLESS: [(&str, &str); 3] = [
     ("podman-rootless-publish", "rootlessport"),
@@ -36,12 +37,10 @@ fn rootless_ok() -> bool {
 
 /// A scratch directory holding `exp` as `NAME.toml`.
 fn experiment(name: &str, exp: &str) -> (ScratchDir, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("tare-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}.toml"));
+    let dir = ScratchDir::new(name);
+    let file = dir.0.join(format!("{name}.toml"));
     std::fs::write(&file, exp).unwrap();
-    (ScratchDir(dir), file)
+    (dir, file)
 }
 
 /// `tare run FILE --out DIR` (with `PATH` set to `path`, when given), which
