@@ -109,7 +109,7 @@ fn main() {
     println!(
         "paired req/s ratio: geometric mean {mean:.4} [{lo:.4}, {hi:.4}] (95%, {} rounds), median {:.4}",
         paired.len(),
-        median(&mut logs).exp()
+        common::median(&mut logs).exp()
     );
     let (cm, clo, chi) = log_interval(&paired_cpu);
     println!(
@@ -117,8 +117,8 @@ fn main() {
     );
     println!(
         "sampler thread: median {:.2}% of a CPU with the profile, {:.2}% without",
-        median(&mut sampler_with),
-        median(&mut sampler_without)
+        common::median(&mut sampler_with),
+        common::median(&mut sampler_without)
     );
     // The profile's budget: throughput with it at least 0.98 of without
     // (docs/profiles.md, "What it costs"), on the paired rounds' mean.
