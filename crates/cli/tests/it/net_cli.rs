@@ -317,8 +317,11 @@ fn injected_delay_adds_itself_to_every_round_trip() {
         let (base, delayed) = (means[0][i], means[1][i]);
         let added = delayed - base;
         eprintln!("{test}: p50 {base:.1} us without delay, {delayed:.1} us with {d_us} us: +{added:.1} us");
+        // Added once: not lost, not twice (both directions). Above it,
+        // scheduling on a loaded machine adds hundreds of µs (5403 µs for
+        // 5000 once, beside three other tests).
         assert!(
-            added >= d_us * 0.95 && added <= d_us * 1.05 + 2.0 * base,
+            added >= d_us * 0.95 && added <= d_us * 1.5 + 2.0 * base,
             "{test}: base {base:.1} us, with {d_us} us delay {delayed:.1} us"
         );
     }
