@@ -227,7 +227,10 @@ fn cleanup_leaves_a_live_runs_resources_alone() {
     let run = support::run_id("live");
     let d = deploy(&support::spec(&run, "nginx", "docker-bridge")).unwrap();
     // This test process owns the deployment and still runs: nothing of it goes.
-    let report = tare_deploy::cleanup().unwrap();
+    let report = {
+        let _cleanup = tare_testbed::machine::cleanup_lock();
+        tare_deploy::cleanup().unwrap()
+    };
     assert!(
         report.removed.iter().all(|r| !r.contains(&run)),
         "{report:?}"
