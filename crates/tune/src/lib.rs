@@ -43,8 +43,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use candidates::CandidateSet;
 pub use candidates::Candidate;
+use candidates::CandidateSet;
 pub use decide::Verdict;
 pub use target::{TargetChoice, TuneTarget};
 
@@ -234,8 +234,12 @@ fn one_round(
         ("baseline".to_string(), set.baseline_text.clone()),
         ("tuned".to_string(), text.clone()),
     ];
-    let (toml_path, run_dir) =
-        experiment::write(opts, tuning.target, &format!("round{round}-together"), &levels)?;
+    let (toml_path, run_dir) = experiment::write(
+        opts,
+        tuning.target,
+        &format!("round{round}-together"),
+        &levels,
+    )?;
     let run = exec(&toml_path, &run_dir)?;
     runs.push(run_dir);
     let combined = decide::judge(&run, "tuned", "kept changes together", "");
