@@ -112,6 +112,7 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
     let mut attempts = 0;
     let mut rate = 0.0;
     let mut thread_rates = Vec::new();
+    let mut whole = true;
     for (p, r) in &ok {
         // Saturating: a record from another host is input, not a promise.
         out.duration_s = out.duration_s.max(r.duration_s);
@@ -139,11 +140,17 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
         for (code, n) in &r.status_codes {
             add(out.status_codes.entry(code.clone()).or_default(), *n);
         }
-        let h = Latency::decode(&r.hdr).map_err(|cause| MergeError::Histogram {
-            host: p.host.clone(),
-            cause,
-        })?;
-        latency.merge(&h);
+        if r.hdr.is_empty() && r.external.is_some() {
+            // An external tool that printed no distribution: the merge
+            // has none either (docs/external.md).
+            whole = false;
+        } else {
+            let h = Latency::decode(&r.hdr).map_err(|cause| MergeError::Histogram {
+                host: p.host.clone(),
+                cause,
+            })?;
+            latency.merge(&h);
+        }
         crate::named::add_named(&mut out.by_name, &r.by_name).map_err(|cause| {
             MergeError::Histogram {
                 host: p.host.clone(),
@@ -176,11 +183,21 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
     } else {
         out.rps = Some(rate);
     }
-    out.latency_us = latency.summary();
-    out.hdr = latency.encode().map_err(|cause| MergeError::Histogram {
-        host: "merged".into(),
-        cause,
-    })?;
+    if whole {
+        out.latency_us = latency.summary();
+        out.hdr = latency.encode().map_err(|cause| MergeError::Histogram {
+            host: "merged".into(),
+            cause,
+        })?;
+    }
+    let external: Vec<_> = ok.iter().filter_map(|(_, r)| r.external.as_ref()).collect();
+    if !external.is_empty() {
+        out.external = Some(if ok.len() == 1 && parts.len() == 1 {
+            external[0].clone()
+        } else {
+            crate::external::ExternalDetails::merged(&external, whole.then_some(&latency))
+        });
+    }
     out.thread_rate = pooled(&thread_rates);
     // Engine details (pg, redis, net, pacing, wake-ups, the connect phase)
     // describe one generator's run and are not added up: one part keeps

@@ -43,6 +43,8 @@ struct Sources {
     generator: Group,
     /// The generator is this process: subtract the sampler's own CPU.
     generator_is_self: bool,
+    /// A generator program's pids, as they were found (the record names them).
+    generator_seen: Vec<u32>,
     watched: Vec<(String, Group)>,
     net_host: Option<NetFiles>,
     net_server: Option<NetFiles>,
@@ -141,6 +143,10 @@ pub(crate) fn run(
             if named {
                 last_named = t;
             }
+        } else if src.await_program() {
+            if let Some(p) = profiler.as_mut() {
+                p.note_members(src.members());
+            }
         }
         let now = src.read(CpuTime::thread(), thread_start);
         push(
@@ -170,6 +176,7 @@ pub(crate) fn run(
         }
     }
     let profile_raw = profiler.map(|p| p.stop(src.members()));
+    let generator = src.generator_description();
     let others_cpu_s = Census::take(&src.known_pids()).since(&census, src.hz);
     let cpu_s = CpuTime::thread().total_s() - thread_start;
     let wall = first_at.elapsed().as_secs_f64();
@@ -183,7 +190,7 @@ pub(crate) fn run(
         server_cpu_capacity: src.server_capacity,
         generator_cpus_allowed: src.generator_allowed,
         server: src.server_desc,
-        generator: src.generator_desc,
+        generator,
         host: None,
         series,
         summary,
