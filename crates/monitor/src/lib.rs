@@ -99,6 +99,11 @@ pub enum GeneratorRef {
     Pid(u32),
     /// Threads of this process whose names start with a prefix (`tare-http-`).
     Threads(String),
+    /// A program this process starts while the monitor runs (an external
+    /// load tool: wrk, pgbench), found among its children by command name
+    /// (a pattern as `watch_processes` has them) once it starts, with its
+    /// own children: the whole tree is the generator.
+    Child(String),
 }
 
 /// What to monitor and how often.
@@ -175,6 +180,13 @@ impl MonitorSpec {
                 ));
             }
             _ => {}
+        }
+        if let GeneratorRef::Child(name) = &self.generator {
+            if name.is_empty() || name.contains('/') {
+                return Err(MonitorError::Invalid(format!(
+                    "generator: program name {name:?}"
+                )));
+            }
         }
         if let Some(bad) = self
             .watch_processes

@@ -63,6 +63,13 @@ impl Latency {
         self.hist.saturating_record(ns.max(1));
     }
 
+    /// Records `n` values of `ns` at once (a bucket of another tool's
+    /// histogram), clamped as [`Latency::record_ns`] clamps.
+    #[inline]
+    pub fn record_ns_n(&mut self, ns: u64, n: u64) {
+        self.hist.saturating_record_n(ns.max(1), n);
+    }
+
     pub fn merge(&mut self, other: &Latency) {
         // Same bounds on both sides, so `add` cannot fail.
         self.hist.add(&other.hist).ok();
@@ -180,6 +187,9 @@ mod tests {
         l.record_ns(0);
         l.record_ns(u64::MAX);
         assert_eq!(l.count(), 2);
+        l.record_ns_n(0, 3);
+        l.record_ns_n(u64::MAX, 4);
+        assert_eq!(l.count(), 9);
     }
 
     #[test]

@@ -96,6 +96,7 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
         attempts: 0,
         rate: 0.0,
         thread_rates: Vec::new(),
+        whole: true,
     };
     for (p, r) in &ok {
         sums.add(&mut out, p, r)?;
@@ -109,14 +110,24 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
     } else {
         out.rps = Some(sums.rate);
     }
-    out.latency_us = sums.latency.summary();
-    out.hdr = sums
-        .latency
-        .encode()
-        .map_err(|cause| MergeError::Histogram {
-            host: "merged".into(),
-            cause,
-        })?;
+    if sums.whole {
+        out.latency_us = sums.latency.summary();
+        out.hdr = sums
+            .latency
+            .encode()
+            .map_err(|cause| MergeError::Histogram {
+                host: "merged".into(),
+                cause,
+            })?;
+    }
+    let external: Vec<_> = ok.iter().filter_map(|(_, r)| r.external.as_ref()).collect();
+    if !external.is_empty() {
+        out.external = Some(if ok.len() == 1 && parts.len() == 1 {
+            external[0].clone()
+        } else {
+            crate::external::ExternalDetails::merged(&external, sums.whole.then_some(&sums.latency))
+        });
+    }
     out.thread_rate = pooled(&sums.thread_rates);
     // Engine details (pg, redis, net, pacing, wake-ups, the connect phase)
     // describe one generator's run and are not added up: one part keeps
@@ -171,6 +182,8 @@ struct Sums {
     attempts: u64,
     rate: f64,
     thread_rates: Vec<(u64, RateSummary)>,
+    /// Every part has a histogram (an external tool may print none).
+    whole: bool,
 }
 
 impl Sums {
@@ -202,11 +215,17 @@ impl Sums {
         for (code, n) in &r.status_codes {
             add(out.status_codes.entry(code.clone()).or_default(), *n);
         }
-        let h = Latency::decode(&r.hdr).map_err(|cause| MergeError::Histogram {
-            host: p.host.clone(),
-            cause,
-        })?;
-        self.latency.merge(&h);
+        if r.hdr.is_empty() && r.external.is_some() {
+            // An external tool that printed no distribution: the merge
+            // has none either (docs/external.md).
+            self.whole = false;
+        } else {
+            let h = Latency::decode(&r.hdr).map_err(|cause| MergeError::Histogram {
+                host: p.host.clone(),
+                cause,
+            })?;
+            self.latency.merge(&h);
+        }
         crate::named::add_named(&mut out.by_name, &r.by_name).map_err(|cause| {
             MergeError::Histogram {
                 host: p.host.clone(),

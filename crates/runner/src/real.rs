@@ -412,18 +412,21 @@ impl RunningCell for RealCell {
 
 impl RealCell {
     /// `process`: a generator that is a program of its own (the external
-    /// engine's tool), watched by name so its CPU is its own line, not
-    /// "other processes" disturbing the trial.
-    fn start_monitor(&self, process: Option<&'static str>) -> Option<tare_monitor::Monitor> {
+    /// engine's tool): the program tare starts, and its children, are the
+    /// generator, as tare's own threads are (CPU per request, the
+    /// verdict, the profile's components).
+    fn start_monitor(&self, process: Option<String>) -> Option<tare_monitor::Monitor> {
         // This machine's monitor watches a local target; a remote one is
         // watched on its host (`remote_monitor`).
         let Placed::Local(deployment) = &self.deployment else {
             return None;
         };
-        let generator = tare_monitor::GeneratorRef::Threads(self.engine.thread_prefix());
+        let generator = match process {
+            Some(name) => tare_monitor::GeneratorRef::Child(name),
+            None => tare_monitor::GeneratorRef::Threads(self.engine.thread_prefix()),
+        };
         let mut spec = tare_remote::monitor::spec(deployment, generator);
         spec.profile_hz = self.profile_hz;
-        spec.watch_processes.extend(process.map(String::from));
         tare_monitor::Monitor::start(spec).ok()
     }
 

@@ -26,7 +26,8 @@ pub fn wire(data: &[u8]) {
 
 /// An external load tool's output, read by each parser, and an argument
 /// with placeholders: never a panic; a parsed run has a count and finite,
-/// non-negative numbers.
+/// non-negative numbers, and its histogram (wrk's `done()`) keeps every
+/// count in the record's.
 pub fn external(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     for tool in crate::external::LoadTool::ALL {
@@ -36,7 +37,20 @@ pub fn external(data: &[u8]) {
                 assert!(v.is_finite() && *v >= 0.0, "{tool:?}: {v}");
             }
             assert!(r.throughput().is_finite());
+            // A histogram a parser accepts becomes the record's, every
+            // count kept (a count past i64 does not encode: no `hdr`).
+            if let (Some(pairs), Some(hdr)) = (&r.histogram, r.hdr()) {
+                let total: u64 = pairs.iter().map(|(_, n)| n).sum();
+                let back =
+                    tare_record::Latency::decode(&hdr).expect("an encoded histogram decodes");
+                assert_eq!(back.count(), total, "{tool:?}");
+            }
         }
+    }
+    if let Ok(pairs) = crate::external::h2load::log(&text) {
+        let rows = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+        assert!(pairs.iter().map(|(_, n)| n).sum::<u64>() <= rows);
+        assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0));
     }
     let _ = crate::external::pgbench::timeline(&text);
     let _ = crate::external::sysbench::timeline(&text);

@@ -1,5 +1,6 @@
 //! The external engine end to end through `tare run` (docs/external.md):
-//! wrk with a Lua script and tare's `done()` summary, ab and h2load
+//! wrk with a Lua script and tare's `done()` summary (its histogram the
+//! record's), each tool's process the monitor's generator, ab and h2load
 //! (HTTP/1.1) against the nginx target natively and in docker-host; h2load
 //! speaking h2c to Caddy (`kind = "command"`, examples/http2.toml's
 //! service); pgbench, redis-benchmark, sysbench (prepared and cleaned up
@@ -93,9 +94,34 @@ fn wrk_ab_and_h2load_load_nginx_natively_and_in_docker() {
             assert!(r["requests"].as_u64().unwrap() > 0, "{tool}: {r}");
             assert!(r["generator_cpu_s"].as_f64().unwrap() > 0.0, "{tool}");
             let lat = &r["external"]["latency_us"];
+            // The tool's process is the monitor's generator, as tare's own
+            // threads are: its CPU, named by its pid (docs/external.md).
+            let m = &t["monitor"];
+            let pid = r["external"]["pid"].as_u64().unwrap();
+            let desc = m["generator"].as_str().unwrap_or_default();
+            assert!(desc.contains(&format!("pid {pid}")), "{tool}: {desc}");
+            assert!(
+                m["summary"]["cpu_s"]["generator"].as_f64().unwrap() > 0.0,
+                "{tool}: {}",
+                m["summary"]
+            );
+            assert!(
+                m["per_request"]["generator_us"].as_f64().unwrap() > 0.0,
+                "{tool}: {}",
+                m["per_request"]
+            );
+            assert!(
+                m["series"]["watched"].get(tool).is_none(),
+                "{tool} is the generator, not a watched process"
+            );
             if tool == "wrk" {
                 // The script's done() summary: exact percentiles wrk's text lacks.
                 assert!(lat["p999"].as_f64().unwrap() > 0.0, "{r}");
+                // and its whole distribution, the record's histogram.
+                let h = tare_record::Latency::decode(r["hdr"].as_str().unwrap()).unwrap();
+                assert!(h.count() > 0, "{r}");
+                let not = r["external"]["not_reported"].as_array().unwrap();
+                assert!(!not.iter().any(|n| n == "hdr"), "{not:?}");
                 assert_eq!(r["external"]["scripts"][0], "done.lua");
                 // The script is kept in the run directory, hashed in the provenance.
                 let run = dir.path().join("run");
@@ -111,6 +137,7 @@ fn wrk_ab_and_h2load_load_nginx_natively_and_in_docker() {
                 );
             } else if tool == "h2load" {
                 assert!(lat.get("p50").is_none(), "h2load prints no percentiles");
+                assert_eq!(r["hdr"], "", "h2load prints no distribution");
             }
         }
     }

@@ -483,3 +483,92 @@ fn spawn_run(exp: &Path, out: &Path, cwd: &Path, quiet: bool) -> std::process::C
         .spawn()
         .unwrap()
 }
+
+/// An external tool as the load of two generator hosts (docs/external.md,
+/// "From remote hosts"): wrk with tare's `done()` on gen1 and gen2 against
+/// nginx on srv, its script carried to each host, each host's run a part,
+/// their histograms merged into the record's latency.
+#[test]
+fn an_external_tool_loads_from_two_namespace_hosts() {
+    let names = ["gen1", "gen2", "srv"];
+    let hosts = SshHosts::start(&names.map(|name| HostSpec {
+        name,
+        bare_path: false,
+        docker: false,
+    }));
+    let work = hosts.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let s = Setup { hosts, work };
+    for n in names {
+        std::fs::create_dir_all(s.host_dir(n)).unwrap();
+    }
+    std::fs::write(
+        s.work.join("done.lua"),
+        include_str!("../../../tool/tests/data/external/tare-done.lua"),
+    )
+    .unwrap();
+    let body = r#"
+[target]
+kind = "nginx"
+host = "srv"
+[factors]
+placement = ["native"]
+[load]
+engine = "external"
+connections = 4
+threads = 2
+duration = "1s"
+warmup = "0s"
+hosts = ["gen1", "gen2"]
+[load.external]
+tool = "wrk"
+args = ["-t{threads}", "-c{connections}", "-d{duration}s", "-s", "done.lua", "{url}"]
+scripts = ["done.lua"]
+[trials]
+count = 1
+cooldown = "0s"
+"#;
+    let exp = s.write("external.toml", &names, "", body);
+    let out_dir = s.work.join("external-run");
+    let out = tare(
+        &[
+            "run",
+            exp.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "-q",
+        ],
+        &s.work,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let recs = trials(&out_dir);
+    assert_eq!(recs.len(), 1, "{err}");
+    let r = &recs[0]["result"];
+    assert!(r.is_object(), "{}: {err}", recs[0]["error"]);
+    crate::support::validate(r);
+    assert_eq!(r["engine"], "external");
+    let parts = r["generators"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "{r}");
+    for g in parts {
+        assert!(g.get("error").is_none(), "{g}");
+        assert!(g["requests"].as_u64().unwrap() > 0, "{g}");
+        assert!(g["generator_cpu_s"].as_f64().unwrap() > 0.0, "{g}");
+    }
+    let sum: u64 = parts.iter().map(|g| g["requests"].as_u64().unwrap()).sum();
+    assert_eq!(r["requests"].as_u64().unwrap(), sum);
+    // Both hosts' distributions, merged: the record's latency is theirs.
+    let h = tare_record::Latency::decode(r["hdr"].as_str().unwrap()).unwrap();
+    assert!(h.count() > 0, "{r}");
+    assert!(r["latency_us"]["p99"].as_f64().unwrap() > 0.0, "{r}");
+    let ext = &r["external"];
+    assert_eq!(ext["tool"], "wrk", "{r}");
+    assert!(
+        ext.get("pid").is_none(),
+        "two processes on two hosts: {ext}"
+    );
+    assert!(ext["latency_us"]["p50"].as_f64().unwrap() > 0.0, "{ext}");
+    let not = ext["not_reported"].as_array().unwrap();
+    assert!(!not.iter().any(|n| n == "hdr"), "{not:?}");
+    assert!(out.status.success(), "{err}");
+    s.nothing_left(&names);
+}

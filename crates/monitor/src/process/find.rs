@@ -84,6 +84,45 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
     out
 }
 
+/// The children of `parent` whose name matches `pattern`: from the
+/// `children` file of each of its threads (CONFIG_PROC_CHILDREN), else
+/// from a scan of ppids. A few small files while `parent` has few threads
+/// (the monitor looks every sample until the program starts).
+pub fn children_named(parent: u32, pattern: &str) -> Vec<u32> {
+    let tasks = numeric_entries(&format!("/proc/{parent}/task"));
+    let has_children_files = tasks.first().is_some_and(|t| {
+        std::path::Path::new(&format!("/proc/{parent}/task/{t}/children")).exists()
+    });
+    let kids: Vec<u32> = if has_children_files {
+        tasks
+            .iter()
+            .flat_map(|t| {
+                std::fs::read_to_string(format!("/proc/{parent}/task/{t}/children"))
+                    .unwrap_or_default()
+                    .split_ascii_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    } else {
+        numeric_entries("/proc")
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|t| parse_stat(&t).map(|(_, s)| s.ppid == parent))
+                    .unwrap_or(false)
+            })
+            .collect()
+    };
+    kids.into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| name_matches(pattern, c.trim_end_matches('\n')))
+        })
+        .collect()
+}
+
 /// Processes whose name matches `pattern` (see [`name_matches`]).
 pub fn named(pattern: &str) -> Vec<u32> {
     named_all(&[pattern]).pop().unwrap_or_default()
@@ -127,6 +166,21 @@ pub(super) fn threads(pid: u32, prefix: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_is_found_by_its_name_and_no_other() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let found = children_named(me, "sleep");
+        let other = children_named(me, "nosuchprogram");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.contains(&child.id()), "{found:?}");
+        assert!(other.is_empty(), "{other:?}");
+    }
 
     #[test]
     fn patterns_match_truncated_kernel_names() {

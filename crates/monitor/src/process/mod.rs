@@ -20,7 +20,7 @@
 //!   of `starttime`.
 //! - `seen`: [`CpusSeen`], the CPUs a group's members ran on.
 //! - `find`: finding processes: a tree's descendants, processes by name,
-//!   threads by name.
+//!   a process's children by name, threads by name.
 
 use std::io;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ mod seen;
 mod stat;
 
 use find::threads;
-pub use find::{descendants, name_matches, named, named_all};
+pub use find::{children_named, descendants, name_matches, named, named_all};
 pub use seen::CpusSeen;
 use seen::Threads;
 pub use stat::{boot_ticks_now, parse_stat, parse_write_bytes, TaskStat};
@@ -51,6 +51,10 @@ pub enum Rule {
     Threads { pid: u32, prefix: String },
     /// The processes listed in a cgroup's `cgroup.procs`.
     Listed(PathBuf),
+    /// The children of `parent` whose name matches `pattern` (see
+    /// [`name_matches`]), and all their descendants, reaped children
+    /// included: a program `parent` starts.
+    Children { parent: u32, pattern: String },
 }
 
 /// Cumulative since the monitor started.
@@ -144,7 +148,7 @@ impl Group {
     }
 
     fn includes_children(&self) -> bool {
-        matches!(self.rule, Rule::Tree(_))
+        matches!(self.rule, Rule::Tree(_) | Rule::Children { .. })
     }
 
     /// Adds processes found elsewhere (a shared walk of /proc for named
@@ -171,6 +175,10 @@ impl Group {
         let wanted: Vec<(u32, Option<u32>)> = match &self.rule {
             Rule::Process(p) => vec![(*p, None)],
             Rule::Tree(roots) => descendants(roots).into_iter().map(|p| (p, None)).collect(),
+            Rule::Children { parent, pattern } => descendants(&children_named(*parent, pattern))
+                .into_iter()
+                .map(|p| (p, None))
+                .collect(),
             Rule::Named(pattern) => named(pattern).into_iter().map(|p| (p, None)).collect(),
             Rule::Threads { pid, prefix } => threads(*pid, prefix)
                 .into_iter()

@@ -43,6 +43,8 @@ struct Sources {
     generator: Group,
     /// The generator is this process: subtract the sampler's own CPU.
     generator_is_self: bool,
+    /// A generator program's pids, as they were found (the record names them).
+    generator_seen: Vec<u32>,
     watched: Vec<(String, Group)>,
     net_host: Option<NetFiles>,
     net_server: Option<NetFiles>,
@@ -114,6 +116,7 @@ pub(crate) fn run(
     let series = sampling.until_stopped(&spec, &stop, first);
     let (samples, sample_wall, sample_max) = (sampling.samples, sampling.wall, sampling.max);
     let profile_raw = profiler.map(|p| p.stop(src.members()));
+    let generator = src.generator_description();
     let others_cpu_s = Census::take(&src.known_pids()).since(&census, src.hz);
     let cpu_s = CpuTime::thread().total_s() - thread_start;
     let wall = first_at.elapsed().as_secs_f64();
@@ -127,7 +130,7 @@ pub(crate) fn run(
         server_cpu_capacity: src.server_capacity,
         generator_cpus_allowed: src.generator_allowed,
         server: src.server_desc,
-        generator: src.generator_desc,
+        generator,
         host: None,
         series,
         summary,
@@ -211,6 +214,10 @@ impl Sampling<'_> {
                 last_tree = t;
                 if named {
                     last_named = t;
+                }
+            } else if self.src.await_program() {
+                if let Some(p) = self.profiler.as_deref_mut() {
+                    p.note_members(self.src.members());
                 }
             }
             let now = self.src.read(CpuTime::thread(), self.thread_start);

@@ -71,11 +71,13 @@ impl Sources {
         if freq.is_none() {
             notes.push(crate::record::FREQUENCY_NOT_EXPOSED.into());
         }
+        let generator_seen = generator.group.pids().collect();
         Ok(Sources {
             machine,
             server,
             generator: generator.group,
             generator_is_self: generator.is_self,
+            generator_seen,
             watched,
             net_host,
             net_server,
@@ -109,9 +111,16 @@ impl Sources {
                 exclude.extend(g.pids());
             }
         }
-        if let Rule::Threads { .. } = self.generator.rule() {
-            let _ = self.generator.discover(&[]);
+        match self.generator.rule() {
+            Rule::Threads { .. } => {
+                let _ = self.generator.discover(&[]);
+            }
+            Rule::Children { .. } => {
+                self.discover_program(&exclude);
+            }
+            _ => {}
         }
+        exclude.extend(self.generator.pids());
         // Companions first: their new children are not a pattern's.
         for (_, g) in self.watched.iter_mut() {
             if let Rule::Tree(_) = g.rule() {
@@ -138,6 +147,51 @@ impl Sources {
                 g.adopt(&pids, &exclude);
             }
         }
+    }
+
+    /// A generator that is a program this process starts: looked for at
+    /// every sample until it runs (it starts after the monitor, and its
+    /// first half second is most of a short trial), at rediscovery after.
+    /// Whether it was found now.
+    pub(super) fn await_program(&mut self) -> bool {
+        let waiting = matches!(self.generator.rule(), Rule::Children { .. })
+            && self.generator.pids().next().is_none();
+        if !waiting {
+            return false;
+        }
+        let mut exclude = vec![std::process::id()];
+        let (ServerSource::Procs(g) | ServerSource::Cgroup { procs: g, .. }) = &self.server;
+        exclude.extend(g.pids());
+        self.discover_program(&exclude);
+        self.generator.pids().next().is_some()
+    }
+
+    /// Finds the generator program's processes, notes their pids, and
+    /// takes the CPUs the program may use (its affinity, `[cpus]
+    /// generator`) as the generator's when it is first seen.
+    fn discover_program(&mut self, exclude: &[u32]) {
+        let _ = self.generator.discover(exclude);
+        for p in self.generator.pids() {
+            if !self.generator_seen.contains(&p) {
+                if self.generator_seen.is_empty() {
+                    if let Some(a) = cpus_allowed(p) {
+                        self.generator_allowed = a.max(1);
+                    }
+                }
+                self.generator_seen.push(p);
+            }
+        }
+    }
+
+    /// What the record names as the generator: its rule's description,
+    /// with the pids of a program's processes seen.
+    pub(super) fn generator_description(&self) -> String {
+        if !matches!(self.generator.rule(), Rule::Children { .. }) || self.generator_seen.is_empty()
+        {
+            return self.generator_desc.clone();
+        }
+        let pids: Vec<String> = self.generator_seen.iter().map(u32::to_string).collect();
+        format!("{}: pid {}", self.generator_desc, pids.join(", "))
     }
 
     /// Every group: the server's processes, the generator, the watched.
@@ -341,6 +395,15 @@ fn open_generator(generator: &GeneratorRef, started: u64) -> Result<GeneratorSou
                 prefix: prefix.clone(),
             },
             format!("threads {prefix}* of this process"),
+            false,
+            me,
+        ),
+        GeneratorRef::Child(name) => (
+            Rule::Children {
+                parent: me,
+                pattern: name.clone(),
+            },
+            format!("{name}, started by this process, and its children"),
             false,
             me,
         ),

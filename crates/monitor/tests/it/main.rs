@@ -10,5 +10,6 @@ mod access_log;
 mod docker;
 mod fuzz_smoke;
 mod generator_bound;
+mod generator_program;
 mod profile;
 mod where_it_ran;

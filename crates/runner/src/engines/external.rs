@@ -230,8 +230,15 @@ fn scripts(
 }
 
 impl Table for ExternalTable {
-    fn generator_process(&self) -> Option<&'static str> {
-        Some(self.tool.name())
+    /// The tool's file name (`binary`'s when given: a wrk2 build runs as
+    /// `wrk2`), as the kernel names the process it starts.
+    fn generator_process(&self) -> Option<String> {
+        let own = self
+            .binary
+            .as_ref()
+            .and_then(|b| b.file_name())
+            .and_then(|n| n.to_str());
+        Some(own.unwrap_or(self.tool.name()).to_string())
     }
 
     fn inputs(&self) -> Vec<InputFile> {

@@ -162,9 +162,10 @@ pub trait Table: fmt::Debug + Send + Sync + Snapshot {
         Vec::new()
     }
 
-    /// The program that makes the load when it is not tare's own threads
-    /// (the external engine's tool): the monitor watches it by name.
-    fn generator_process(&self) -> Option<&'static str> {
+    /// The command name of the program that makes the load when it is
+    /// not tare's own threads (the external engine's tool): the monitor
+    /// finds it among tare's children, and it is the generator.
+    fn generator_process(&self) -> Option<String> {
         None
     }
 

@@ -3,6 +3,8 @@
 //! `status codes:` by class, `traffic:` (its exact byte count in
 //! parentheses), `Application protocol:` and the `time for request:` row
 //! (min, max, mean, sd). h2load prints no percentiles: they are absent.
+//! Its `--log-file` (a line per request: start, status, microseconds to
+//! the end of the response) is the whole distribution ([`log`]).
 
 use super::units::{count, duration_us, number};
 use super::Reported;
@@ -93,4 +95,69 @@ fn status(rest: &str, r: &mut Reported) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// The file `--log-file=PATH` (or `--log-file PATH`) in h2load's
+/// arguments names, as given: relative to its working directory.
+pub fn log_file(args: &[String]) -> Option<&str> {
+    args.iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--log-file") {
+            Some(rest) => match rest.strip_prefix('=') {
+                Some(path) => Some(path),
+                None if rest.is_empty() => args.get(i + 1).map(String::as_str),
+                None => None,
+            },
+            None => None,
+        })
+}
+
+/// h2load's `--log-file`: `start_us<TAB>status<TAB>latency_us` a line
+/// (more columns may follow, h2load's help says): each completed
+/// request's latency, as (µs, count) pairs in increasing order. A failed
+/// stream (status -1) completed nothing and is not among them.
+pub fn log(text: &str) -> Result<Vec<(u64, u64)>, ParseError> {
+    let mut counts = std::collections::BTreeMap::<u64, u64>::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut cols = line.split('\t');
+        let (Some(_start), Some(status), Some(us)) = (cols.next(), cols.next(), cols.next()) else {
+            return Err(bad(line));
+        };
+        let status: i64 = status.trim().parse().map_err(|_| bad(line))?;
+        let us: u64 = us.trim().parse().map_err(|_| bad(line))?;
+        if status == -1 {
+            continue;
+        }
+        *counts.entry(us).or_default() += 1;
+    }
+    Ok(counts.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_file_is_found_in_either_spelling() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            log_file(&args(&["-c4", "--log-file=r.tsv", "u"])),
+            Some("r.tsv")
+        );
+        assert_eq!(
+            log_file(&args(&["--log-file", "r.tsv", "u"])),
+            Some("r.tsv")
+        );
+        assert_eq!(log_file(&args(&["--log-file"])), None);
+        assert_eq!(log_file(&args(&["--log-files=x", "u"])), None);
+    }
+
+    #[test]
+    fn a_log_gives_completed_requests_by_latency() {
+        let text = "1700000000000000\t200\t120\n1700000000000100\t404\t95\n\
+                    1700000000000200\t-1\t3000\n1700000000000300\t200\t120\n";
+        assert_eq!(log(text).unwrap(), vec![(95, 1), (120, 2)]);
+        assert!(log("1\t200\n").is_err());
+        assert!(log("1\tOK\t3\n").is_err());
+    }
 }

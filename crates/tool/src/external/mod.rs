@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use tare_record::{Errors, Unit};
+use tare_record::{Errors, Latency, Unit};
 
 use crate::parsed::ParseError;
 
@@ -257,6 +257,10 @@ pub struct Reported {
     pub latency_us: BTreeMap<String, f64>,
     /// The protocol the tool said it spoke.
     pub protocol: Option<String>,
+    /// The whole latency distribution, where the tool printed one (wrk
+    /// with tare's `done()`): each distinct value in microseconds and its
+    /// count, in increasing order.
+    pub histogram: Option<Vec<(u64, u64)>>,
 }
 
 impl Reported {
@@ -280,6 +284,18 @@ impl Reported {
             }
         }
         Ok(())
+    }
+
+    /// The distribution as the record keeps every engine's: an HDR
+    /// histogram in nanoseconds, base64 (`LoadResult::hdr`); `None` when
+    /// the tool printed none.
+    pub fn hdr(&self) -> Option<String> {
+        let pairs = self.histogram.as_ref()?;
+        let mut h = Latency::new();
+        for &(us, n) in pairs {
+            h.record_ns_n(us.saturating_mul(1000), n);
+        }
+        h.encode().ok()
     }
 
     /// Completed requests per second: the tool's, else its count over its

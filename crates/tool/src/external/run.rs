@@ -53,6 +53,7 @@ pub struct ExternalError(pub String);
 /// What the process did.
 struct Exit {
     command: Vec<String>,
+    pid: u32,
     /// `None`: killed by tare (`why`) or by a signal.
     status: Option<i32>,
     killed: Option<String>,
@@ -121,8 +122,18 @@ impl External {
         if let Some((_, cleanup)) = &setup {
             let _ = spawn_and_wait(cleanup, dir.path(), &config.load, SETUP_LIMIT, stop);
         }
+        // A file the tool wrote (h2load's `--log-file`), read before its
+        // directory goes.
+        let log = match tool {
+            LoadTool::H2load => super::h2load::log_file(&argv[1..]).map(|f| {
+                let path = dir.path().join(f);
+                std::fs::read_to_string(&path)
+                    .map_err(|e| format!("h2load wrote no --log-file {f}: {e}"))
+            }),
+            _ => None,
+        };
         drop(dir);
-        record(config, exit?)
+        record(config, exit?, log)
     }
 }
 
@@ -242,6 +253,7 @@ fn spawn_and_wait(
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(Exit {
         command: argv.to_vec(),
+        pid: pid as u32,
         status,
         killed,
         stdout: out.join().unwrap_or_default(),
@@ -333,7 +345,13 @@ fn last_lines(exit: &Exit, n: usize) -> String {
 
 /// The record of one exit: an error with the tool's last lines when it was
 /// killed, failed or printed nothing readable.
-fn record(config: &ExternalConfig, exit: Exit) -> Result<LoadResult, ExternalError> {
+/// `log`: the text of a file the tool wrote beside its output (h2load's
+/// `--log-file`), or why there is none.
+fn record(
+    config: &ExternalConfig,
+    exit: Exit,
+    log: Option<Result<String, String>>,
+) -> Result<LoadResult, ExternalError> {
     let tool = config.tool.name();
     if let Some(why) = &exit.killed {
         return Err(ExternalError(format!("{why}{}", last_lines(&exit, 3))));
@@ -356,12 +374,18 @@ fn record(config: &ExternalConfig, exit: Exit) -> Result<LoadResult, ExternalErr
             last_lines(&exit, 3)
         )));
     }
-    let parsed = parsed.map_err(|e| {
+    let mut parsed = parsed.map_err(|e| {
         ExternalError(format!(
             "{tool}'s output does not parse ({e}){}",
             last_lines(&exit, 3)
         ))
     })?;
+    if let Some(log) = log {
+        let text = log.map_err(ExternalError)?;
+        let pairs = super::h2load::log(&text)
+            .map_err(|e| ExternalError(format!("{tool}'s --log-file does not parse ({e})")))?;
+        parsed.histogram = Some(pairs);
+    }
     Ok(result(config, exit, parsed))
 }
 
@@ -408,10 +432,17 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         LoadTool::Sysbench => super::sysbench::timeline(&exit.stdout),
         _ => Vec::new(),
     };
-    let mut not_reported: Vec<String> = ["hdr", "in_flight", "thread_rate"]
+    let mut not_reported: Vec<String> = ["in_flight", "thread_rate"]
         .into_iter()
         .map(String::from)
         .collect();
+    // The whole distribution where the tool gave one (wrk with tare's
+    // `done()`, h2load's `--log-file`, sysbench's histogram), recorded as
+    // tare's own engines record theirs.
+    let hdr = p.hdr();
+    if hdr.is_none() {
+        not_reported.insert(0, "hdr".into());
+    }
     if timeline.is_empty() {
         not_reported.push("timeline".into());
     }
@@ -463,6 +494,7 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         tps,
         bytes_read: p.bytes_read.unwrap_or(0),
         latency_us: summary(&p.latency_us),
+        hdr: hdr.unwrap_or_default(),
         timeline,
         generator_cpu_s: cpu,
         generator_cpu_user_s: exit.cpu_user_s,
@@ -471,6 +503,7 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
             tool: config.tool.name().into(),
             command: exit.command,
             scripts: config.scripts.iter().map(|(n, _)| n.clone()).collect(),
+            pid: Some(exit.pid),
             wall_s: exit.wall_s,
             cpu_user_s: exit.cpu_user_s,
             cpu_system_s: exit.cpu_system_s,

@@ -4,7 +4,10 @@
 //! row of its thread stats (mean, stdev, max) and, with `--latency`, its
 //! 50/75/90/99% distribution. A Lua `done()` that prints tare's summary
 //! lines (`tare-done p99.9=1234`, microseconds; docs/external.md) adds the
-//! percentiles and the minimum wrk's text lacks.
+//! percentiles and the minimum wrk's text lacks, and its `hist` lines the
+//! whole distribution: every distinct latency wrk kept (a count per
+//! microsecond) and its count, closed by a `hist-end` line that says
+//! whether the walk was whole.
 
 use super::units::{bytes, count, duration_us, number};
 use super::Reported;
@@ -17,8 +20,17 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         ..Reported::default()
     };
     let mut in_distribution = false;
+    let mut hist = Hist::default();
     for line in text.lines() {
         let t = line.trim();
+        if let Some(rest) = t.strip_prefix("tare-done hist ") {
+            hist.read_pairs(rest)?;
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("tare-done hist-end ") {
+            hist.read_end(rest)?;
+            continue;
+        }
         if let Some(rest) = t.strip_prefix("tare-done ") {
             done_line(rest, &mut r);
             continue;
@@ -52,7 +64,87 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         // wrk prints 0.00us for a run that completed nothing: no latency.
         r.latency_us.clear();
     }
+    r.histogram = hist.finish()?;
     Ok(r)
+}
+
+/// The `hist` lines read so far and the `hist-end` line.
+#[derive(Default)]
+struct Hist {
+    /// (µs, count), distinct values in increasing order.
+    pairs: Vec<(u64, u64)>,
+    /// The sum of the counts.
+    total: u64,
+    /// `hist-end`: how many distinct values wrk had, and the count when
+    /// the walk was whole (`None`: cut at its budget).
+    end: Option<(u64, Option<u64>)>,
+}
+
+impl Hist {
+    /// `33:1 34:5 35:120`.
+    fn read_pairs(&mut self, rest: &str) -> Result<(), ParseError> {
+        if self.end.is_some() {
+            return Err(bad(rest));
+        }
+        for pair in rest.split_whitespace() {
+            let parsed = pair
+                .split_once(':')
+                .and_then(|(v, c)| Some((v.parse::<u64>().ok()?, c.parse::<u64>().ok()?)));
+            let Some((v, c)) = parsed else {
+                return Err(bad(pair));
+            };
+            // wrk gives each distinct value once, in order, with a count.
+            if c == 0 || self.pairs.last().is_some_and(|(last, _)| *last >= v) {
+                return Err(bad(pair));
+            }
+            self.total = self.total.checked_add(c).ok_or_else(|| bad(pair))?;
+            self.pairs.push((v, c));
+        }
+        Ok(())
+    }
+
+    /// `values=5 count=44` (the walk was whole) or `values=5 cut=3`.
+    fn read_end(&mut self, rest: &str) -> Result<(), ParseError> {
+        let mut values = None;
+        let mut count = None;
+        let mut cut = None;
+        for kv in rest.split_whitespace() {
+            let (k, v) = kv.split_once('=').ok_or_else(|| bad(rest))?;
+            let v = v.parse::<u64>().map_err(|_| bad(rest))?;
+            match k {
+                "values" => values = Some(v),
+                "count" => count = Some(v),
+                "cut" => cut = Some(v),
+                _ => return Err(bad(rest)),
+            }
+        }
+        match (values, count, cut) {
+            (Some(n), Some(c), None) => self.end = Some((n, Some(c))),
+            (Some(n), None, Some(_)) => self.end = Some((n, None)),
+            _ => return Err(bad(rest)),
+        }
+        Ok(())
+    }
+
+    /// The whole distribution, `None` when the script printed none or
+    /// cut its walk; an error when what it printed does not add up.
+    fn finish(self) -> Result<Option<Vec<(u64, u64)>>, ParseError> {
+        match self.end {
+            None if self.pairs.is_empty() => Ok(None),
+            None => Err(ParseError::new(
+                "wrk: the done() histogram has no `hist-end` line",
+            )),
+            Some((_, None)) => Ok(None),
+            Some((n, Some(c))) if n == self.pairs.len() as u64 && c == self.total => {
+                Ok(Some(self.pairs))
+            }
+            Some((n, Some(c))) => Err(ParseError::new(format!(
+                "wrk: the done() histogram does not add up: {} of {n} values, a count of {} for {c}",
+                self.pairs.len(),
+                self.total
+            ))),
+        }
+    }
 }
 
 fn bad(line: &str) -> ParseError {
@@ -140,6 +232,36 @@ fn done_line(rest: &str, r: &mut Reported) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_is_whole_cut_or_an_error() {
+        let whole =
+            "tare-done hist 3:1 5:2\ntare-done hist 9:1\ntare-done hist-end values=3 count=4\n";
+        assert_eq!(
+            parse(whole).unwrap().histogram,
+            Some(vec![(3, 1), (5, 2), (9, 1)])
+        );
+        let cut = "tare-done hist 3:1\ntare-done hist-end values=3 cut=1\n";
+        assert_eq!(parse(cut).unwrap().histogram, None);
+        assert_eq!(parse("").unwrap().histogram, None);
+        let overflow = format!(
+            "tare-done hist 3:{} 4:1\ntare-done hist-end values=2 count=0\n",
+            u64::MAX
+        );
+        for bad in [
+            "tare-done hist 3:1\n",
+            "tare-done hist 3:1 5:2\ntare-done hist-end values=3 count=3\n",
+            "tare-done hist 3:1 5:2\ntare-done hist-end values=2 count=4\n",
+            "tare-done hist 5:1 3:2\ntare-done hist-end values=2 count=3\n",
+            "tare-done hist 3:0\ntare-done hist-end values=1 count=0\n",
+            "tare-done hist 3:x\ntare-done hist-end values=1 count=1\n",
+            "tare-done hist-end values=0 count=0\ntare-done hist 3:1\n",
+            "tare-done hist-end values=0\n",
+            overflow.as_str(),
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn percentiles_are_named_as_the_record_names_them() {

@@ -66,6 +66,66 @@ fn wrk_done_summary_adds_exact_percentiles_and_the_minimum() {
     assert_eq!(r.latency_us["mean"], 143.887641);
 }
 
+/// tare's `done()` with its histogram (wrk 4.1.0, a 1 s run against a
+/// loopback nginx beside a build): every distinct latency wrk kept and
+/// its count. wrk's own percentiles come from it, rank for rank; its
+/// count is more than the requests: wrk's coordinated-omission
+/// correction adds values before `done()` runs (docs/external.md).
+#[test]
+fn wrk_done_histogram_is_the_distribution_wrk_computes_its_percentiles_from() {
+    let r = LoadTool::Wrk.parse(&data("wrk-done-hist.txt")).unwrap();
+    assert_eq!(r.requests, Some(21160));
+    let h = r.histogram.as_ref().unwrap();
+    assert_eq!(h.len(), 5732);
+    assert_eq!((h[0], h[h.len() - 1]), ((17, 42), (19898, 1)));
+    let total: u64 = h.iter().map(|(_, n)| n).sum();
+    assert_eq!(total, 31342, "wrk's count, its corrections included");
+    // wrk's percentile: the value at rank round(p/100 * count + 0.5).
+    for (name, p) in [
+        ("p50", 50.0),
+        ("p90", 90.0),
+        ("p99", 99.0),
+        ("p999", 99.9),
+        ("p9999", 99.99),
+    ] {
+        let rank = (p / 100.0 * total as f64 + 0.5).round() as u64;
+        let mut seen = 0;
+        let at = h.iter().find(|(_, n)| {
+            seen += n;
+            seen >= rank
+        });
+        assert_eq!(
+            at.map(|(v, _)| *v as f64),
+            Some(r.latency_us[name]),
+            "{name}"
+        );
+    }
+    // The record's histogram: the same counts, in nanoseconds, HDR's
+    // 0.1% resolution.
+    let l = tare_record::Latency::decode(&r.hdr().unwrap()).unwrap();
+    assert_eq!(l.count(), total);
+    assert!(
+        (l.summary().max - 19898.0).abs() < 20.0,
+        "{:?}",
+        l.summary()
+    );
+    assert!((l.quantile_us(0.5) - 54.0).abs() < 1.0, "{:?}", l.summary());
+}
+
+/// h2load 1.52 `--log-file` (2000 requests, `-n`, over HTTP/1.1): a
+/// line per request, its latency the record's histogram.
+#[test]
+fn h2load_log_file_is_every_requests_latency() {
+    let text = data("h2load-log.tsv");
+    let h = tare_tool::external::h2load::log(&text).unwrap();
+    assert_eq!(h.iter().map(|(_, n)| n).sum::<u64>(), 2000);
+    let r = LoadTool::H2load.parse(&data("h2load-log.txt")).unwrap();
+    assert_eq!(r.requests, Some(2000), "one line per completed request");
+    assert_eq!((h[0].0, h[h.len() - 1].0), (16, 3861));
+    assert_eq!(r.latency_us["min"], 16.0);
+    assert_eq!(r.latency_us["max"], 3860.0, "printed rounded: 3.86ms");
+}
+
 #[test]
 fn ab_text_gives_counts_rate_failures_and_its_millisecond_table() {
     let r = LoadTool::Ab.parse(&data("ab-keepalive.txt")).unwrap();
@@ -229,6 +289,17 @@ fn sysbench_text_gives_transactions_ignored_errors_and_its_percentiles() {
     assert!((r.latency_us["p999"] - 28162.0).abs() < 1e-6);
     assert_eq!(r.errors_by_kind["ignored"], 0);
     assert_eq!(r.errors_by_kind["reconnects"], 0);
+    // Its histogram is the record's: every transaction, in its buckets.
+    let h = r.histogram.as_ref().unwrap();
+    assert_eq!(h.len(), 158);
+    assert_eq!(h.iter().map(|(_, n)| n).sum::<u64>(), 2651);
+    assert_eq!((h[0], h[h.len() - 1].0), ((904, 1), 101132));
+    let l = tare_record::Latency::decode(&r.hdr().unwrap()).unwrap();
+    assert_eq!(l.count(), 2651);
+    assert!(
+        (l.quantile_us(0.99) - 12984.0).abs() < 13.0,
+        "within HDR's 0.1%"
+    );
     let text = data("sysbench-histogram.txt");
     assert_eq!(tare_tool::external::sysbench::timeline(&text), [1687, 956]);
 
@@ -241,6 +312,7 @@ fn sysbench_text_gives_transactions_ignored_errors_and_its_percentiles() {
         !rw.latency_us.contains_key("p50"),
         "no histogram: one percentile"
     );
+    assert_eq!(rw.histogram, None);
     let p99 = LoadTool::Sysbench
         .parse(&data("sysbench-point-select-p99.txt"))
         .unwrap();

@@ -1,7 +1,8 @@
 //! The external engine's runs end to end, without an experiment: wrk (with
 //! a Lua script), ab and h2load (HTTP/1.1 here: the testbed's nginx speaks
 //! no h2c; crates/cli/tests/it/external.rs runs h2c) against a loopback
-//! nginx for one second each, and each way a run goes wrong as one line.
+//! nginx for one second each, their whole latency distributions where
+//! they give one, and each way a run goes wrong as one line.
 
 use crate::support::data;
 
@@ -10,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use tare_engine::load::Load;
+use tare_record::Latency;
 use tare_testbed::{Nginx, NginxOptions};
 use tare_tool::external::args::{Template, Values};
 use tare_tool::external::{External, ExternalConfig, LoadTool};
@@ -101,6 +103,59 @@ fn a_wrk_lua_script_is_written_beside_wrk_and_its_statuses_counted() {
     // to a static file).
     assert_eq!(r.errors.status, r.requests);
     assert_eq!(r.external.unwrap().scripts, ["post.lua"]);
+}
+
+/// The whole latency distribution, the record's histogram: wrk's through
+/// tare's `done()`, h2load's from its `--log-file` (a line per request).
+#[test]
+fn wrk_done_and_h2load_log_file_give_the_whole_distribution() {
+    let n = nginx();
+    let stop = AtomicBool::new(false);
+    let mut w = config(
+        LoadTool::Wrk,
+        &[
+            "-t1",
+            "-c{connections}",
+            "-d{duration}s",
+            "-s",
+            "done.lua",
+            "{url}",
+        ],
+        n.port,
+    );
+    w.scripts = vec![("done.lua".into(), data("tare-done.lua"))];
+    let r = External::run(&w, &stop).unwrap();
+    let d = r.external.as_ref().unwrap();
+    let h = Latency::decode(&r.hdr).unwrap();
+    assert!(h.count() > 0, "{r:?}");
+    assert!(!d.not_reported.contains(&"hdr".to_string()), "{d:?}");
+    // The histogram's minimum and maximum are wrk's (within HDR's 0.1%).
+    let close = |a: f64, b: f64| (a - b).abs() <= b * 0.002 + 1.0;
+    assert!(close(h.summary().min, d.latency_us["min"]), "{d:?}");
+    assert!(close(h.summary().max, d.latency_us["max"]), "{d:?}");
+
+    let h2 = config(
+        LoadTool::H2load,
+        &[
+            "--h1",
+            "-c{connections}",
+            "-D{duration}",
+            "--log-file=requests.tsv",
+            "{url}",
+        ],
+        n.port,
+    );
+    let r = External::run(&h2, &stop).unwrap();
+    let d = r.external.as_ref().unwrap();
+    let h = Latency::decode(&r.hdr).unwrap();
+    assert_eq!(h.count(), r.requests, "a line per completed request");
+    assert!(!d.not_reported.contains(&"hdr".to_string()), "{d:?}");
+    // h2load prints its maximum rounded (`1.17ms`).
+    let printed = d.latency_us["max"];
+    assert!(
+        (h.summary().max - printed).abs() <= printed * 0.005 + 5.0,
+        "{d:?}"
+    );
 }
 
 /// Each way a run goes wrong is one line naming the cause.
