@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use candidates::Candidate;
+pub(crate) use candidates::Candidate;
 pub use decide::Verdict;
 pub use target::{TargetChoice, TuneTarget};
 

@@ -32,11 +32,13 @@ mod find;
 mod seen;
 mod stat;
 
+pub use find::named;
 use find::threads;
-pub use find::{descendants, name_matches, named, named_all};
+pub(crate) use find::{descendants, named_all};
 pub use seen::CpusSeen;
 use seen::Threads;
-pub use stat::{boot_ticks_now, parse_stat, parse_write_bytes, TaskStat};
+pub use stat::TaskStat;
+pub(crate) use stat::{boot_ticks_now, parse_stat, parse_write_bytes};
 
 /// How a group finds its members.
 #[derive(Clone, Debug, PartialEq, Eq)]
