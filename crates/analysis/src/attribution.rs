@@ -137,7 +137,7 @@ pub fn attribution(run: &Run, chain: &[String]) -> Result<Attribution, Attributi
 }
 
 /// The attribution of `chain` over already summarised cells.
-pub fn attribution_of_cells(
+pub(crate) fn attribution_of_cells(
     cells: &[CellStats],
     chain: &[String],
 ) -> Result<Attribution, AttributionError> {

@@ -51,16 +51,14 @@ mod run;
 pub mod stats;
 pub mod synthetic;
 
-pub use attribution::{
-    attribution, attribution_of_cells, parts_of_gap, Attribution, FactorChange, GapShare, Step,
-};
+pub use attribution::{attribution, parts_of_gap, Attribution, FactorChange, GapShare, Step};
 pub use cell::{CellStats, NOISY_SPREAD};
 pub use compare::{compare, incomparable, load_notes, CompareRow, Comparison};
 pub use error::{AnalysisError, AttributionError};
 pub use factors::changed_factors;
 pub use levels::{drift as levels_drift, Drift};
 pub use noise::DisturbedTrial;
-pub use pairs::{cell_contrast, paired_values, Metric};
+pub use pairs::{cell_contrast, Metric};
 pub use plan::{AttributionChain, Finding, PlanView, StepSplit};
 pub use precision::{precision, Precision, PrecisionItem, PrecisionUnit};
 pub use run::{load_run, FailedCell, Run};

@@ -30,7 +30,7 @@ pub fn cell_contrast(a: &CellStats, b: &CellStats, metric: Metric) -> Option<Con
 
 /// `(a, b)` values of the rounds where both cells succeeded, in round
 /// order; empty when either cell has no rounds.
-pub fn paired_values(a: &CellStats, b: &CellStats, metric: Metric) -> Vec<(f64, f64)> {
+pub(crate) fn paired_values(a: &CellStats, b: &CellStats, metric: Metric) -> Vec<(f64, f64)> {
     let (Some(ra), Some(rb)) = (a.by_round(), b.by_round()) else {
         return Vec::new();
     };

@@ -15,7 +15,7 @@ use crate::cmd;
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Subcommand, Debug)]

@@ -40,21 +40,15 @@ pub struct Watch {
 
 /// A running target. Dropping it stops and removes everything it created.
 pub struct Deployment {
-    endpoint: Endpoint,
-    url: String,
-    client_netns: Option<PathBuf>,
-    facts: Facts,
-    watch: Watch,
-    dir: PathBuf,
-    liveness: Liveness,
+    parts: Parts,
     teardown: Arc<Teardown>,
 }
 
 impl std::fmt::Debug for Deployment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Deployment")
-            .field("endpoint", &self.endpoint)
-            .field("dir", &self.dir)
+            .field("endpoint", &self.parts.endpoint)
+            .field("dir", &self.parts.dir)
             .finish()
     }
 }
@@ -62,33 +56,33 @@ impl std::fmt::Debug for Deployment {
 impl Deployment {
     /// Where the load generator connects.
     pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+        &self.parts.endpoint
     }
 
     /// The URL of the served resource (HTTP targets); for postgres, a
     /// `postgres://` URL naming the same endpoint.
     pub fn url(&self) -> String {
-        self.url.clone()
+        self.parts.url.clone()
     }
 
     /// The namespace the generator's threads must enter, when the placement
     /// puts the client on another "machine".
     pub fn client_netns(&self) -> Option<&Path> {
-        self.client_netns.as_deref()
+        self.parts.client_netns.as_deref()
     }
 
     pub fn facts(&self) -> &Facts {
-        &self.facts
+        &self.parts.facts
     }
 
     /// The processes the resource monitor should follow.
     pub fn watch(&self) -> &Watch {
-        &self.watch
+        &self.parts.watch
     }
 
     /// The deployment's directory (config, content, logs).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.parts.dir
     }
 
     /// `Ok` while the server (and its companion) still runs, is not
@@ -96,7 +90,7 @@ impl Deployment {
     /// `server exited with signal 9`, `server stopped (SIGSTOP)`. Asked
     /// before and after each trial (docs/experiments.md, "Failed trials").
     pub fn check(&self) -> Result<(), String> {
-        self.liveness.check()
+        self.parts.liveness.check()
     }
 
     /// Stops and removes everything, reporting the first failure.
@@ -116,16 +110,7 @@ pub fn deploy(spec: &DeploySpec) -> Result<Deployment, DeployError> {
     validate(spec)?;
     let teardown = Teardown::register();
     match start(spec, &teardown) {
-        Ok(parts) => Ok(Deployment {
-            endpoint: parts.endpoint,
-            url: parts.url,
-            client_netns: parts.client_netns,
-            facts: parts.facts,
-            watch: parts.watch,
-            dir: parts.dir,
-            liveness: parts.liveness,
-            teardown,
-        }),
+        Ok(parts) => Ok(Deployment { parts, teardown }),
         Err(e) => {
             let _ = teardown.run();
             Err(e)
@@ -266,6 +251,7 @@ pub fn image_runs_in(transport: Transport) -> Result<(), String> {
     Ok(())
 }
 
+/// What a started deployment is, but for its teardown.
 struct Parts {
     endpoint: Endpoint,
     url: String,

@@ -66,10 +66,10 @@ pub use placements::{Scope, SpecOption};
 pub use registry::ParseNameError;
 pub use spec::{DeploySpec, PlacementKind};
 pub use targets::{
-    app_path, tree_sha256, ExportCache, ExportedRoot, Oci, OciConfig, OciSource, Placeholder,
-    Protocol, Ready, Service, ServiceError, Target, TargetKind, TargetSpec, Variant,
+    app_path, ExportCache, ExportedRoot, Oci, OciConfig, OciSource, Placeholder, Protocol, Ready,
+    Service, ServiceError, Target, TargetKind, TargetSpec, Variant,
 };
-pub use teardown::{install_interrupt_handler, teardown_all};
+pub use teardown::teardown_all;
 
 /// The host binary a target would run (and `tare image build` would copy).
 pub fn target_binary(spec: &TargetSpec) -> Result<std::path::PathBuf, DeployError> {

@@ -163,21 +163,3 @@ pub fn teardown_all() {
         let _ = t.run();
     }
 }
-
-/// Installs a SIGINT/SIGTERM handler that tears down every live deployment and
-/// exits with 130. Safe to call more than once. Callers that own their own
-/// handler call [`teardown_all`] from it instead.
-pub fn install_interrupt_handler() -> Result<(), DeployError> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            ctrlc::set_handler(|| {
-                eprintln!("tare: interrupted; removing what this run created");
-                teardown_all();
-                std::process::exit(130);
-            })
-            .map_err(|e| e.to_string())
-        })
-        .clone()
-        .map_err(|e| DeployError::Invalid(format!("installing the interrupt handler: {e}")))
-}

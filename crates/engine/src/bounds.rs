@@ -16,14 +16,14 @@ pub const MAX_THREADS: usize = 1024;
 pub const MAX_CONNECTIONS: usize = 1_000_000;
 /// Highest open-loop rate: a schedule this dense is already below the
 /// clock's useful resolution per thread.
-pub const MAX_RATE: f64 = 10_000_000.0;
+pub(crate) const MAX_RATE: f64 = 10_000_000.0;
 /// The measured period of one run or trial (`-d`, `[load] duration`): a
 /// day, which also bounds the per-second timeline a record keeps.
 pub const MAX_DURATION: Duration = DAY;
 /// A warm-up, a ramp, a request or connect timeout, a pause between
 /// trials, one injected delay of `tare serve`: an hour each.
 pub const MAX_WARMUP: Duration = HOUR;
-pub const MAX_RAMP: Duration = HOUR;
+pub(crate) const MAX_RAMP: Duration = HOUR;
 pub const MAX_TIMEOUT: Duration = HOUR;
 pub const MAX_COOLDOWN: Duration = HOUR;
 pub const MAX_PAUSE: Duration = HOUR;

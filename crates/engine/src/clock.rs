@@ -27,13 +27,13 @@ impl Clock {
     }
 
     #[inline]
-    pub fn ns_of(&self, t: Instant) -> u64 {
+    pub(crate) fn ns_of(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.origin).as_nanos() as u64
     }
 
     /// `CLOCK_MONOTONIC` nanoseconds at the origin (within a clock read),
     /// for kernel interfaces that take absolute monotonic times.
-    pub fn monotonic_origin_ns(&self) -> u64 {
+    pub(crate) fn monotonic_origin_ns(&self) -> u64 {
         crate::uring::monotonic_ns().saturating_sub(self.now_ns())
     }
 }

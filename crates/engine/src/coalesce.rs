@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use tare_record::WakeupReport;
 
 /// The automatic pause is the mean latency divided by this.
-pub const AUTO_DIVISOR: f64 = 32.0;
+pub(crate) const AUTO_DIVISOR: f64 = 32.0;
 /// A wait that returned this many events or more means the worker is busy.
 const BUSY_BATCH: usize = 4;
 /// With fewer requests in flight there is nothing to batch.
@@ -143,7 +143,7 @@ impl Coalescer {
     /// How long to pause before the next wait, given the size of the last
     /// batch, the requests in flight and the time left before the worker
     /// must be awake anyway; `None` means wait at once.
-    pub fn pause_for(
+    pub(crate) fn pause_for(
         &self,
         last_batch: usize,
         in_flight: usize,

@@ -8,9 +8,9 @@ use std::str::FromStr;
 
 /// Connections opened at once before pacing starts, at most: a burst any
 /// listener with the default `net.core.somaxconn` (4096) can queue.
-pub const DEFAULT_BURST: u64 = 1024;
+pub(crate) const DEFAULT_BURST: u64 = 1024;
 /// New connections per second after the burst (`--connect-rate`'s default).
-pub const DEFAULT_RATE: f64 = 10_000.0;
+pub(crate) const DEFAULT_RATE: f64 = 10_000.0;
 
 /// `--connect-rate N` (per second) or `all` (every connection at once).
 #[derive(Clone, Copy, Debug, PartialEq)]

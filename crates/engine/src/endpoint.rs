@@ -130,6 +130,20 @@ fn connect_tcp(addr: &SocketAddr, source: Option<IpAddr>) -> io::Result<Socket> 
     finish_connect(sock, rc)
 }
 
+/// A listener on the Unix socket `path` for a server of tare's own
+/// (`tare serve`, `tare net serve`): a socket file left there by a killed
+/// one is removed first, as it would make the bind fail; any other file is
+/// left alone and the bind fails.
+pub fn bind_unix(path: &std::path::Path) -> io::Result<std::os::unix::net::UnixListener> {
+    let stale = std::fs::symlink_metadata(path)
+        .map(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
+        .unwrap_or(false);
+    if stale {
+        let _ = std::fs::remove_file(path);
+    }
+    std::os::unix::net::UnixListener::bind(path)
+}
+
 /// Sets TCP socket `fd`'s congestion control to Reno, best effort. Small
 /// requests and responses are never limited by the congestion window, so
 /// the cheapest congestion control will do: Reno, always built in and

@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 /// Files a process needs besides its connections: standard streams, each
 /// worker's epoll or io_uring, the listener of a server in the same
 /// process, files opened while reporting.
-pub const RESERVED_FILES: u64 = 64;
+pub(crate) const RESERVED_FILES: u64 = 64;
 
 /// The open-files limit of this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +75,7 @@ fn read_proc(path: &str) -> Option<String> {
 }
 
 /// `net.ipv4.ip_local_port_range`: the ports `connect` picks from (both ends included).
-pub fn local_port_range() -> Option<(u16, u16)> {
+pub(crate) fn local_port_range() -> Option<(u16, u16)> {
     let text = read_proc("/proc/sys/net/ipv4/ip_local_port_range")?;
     let mut it = text.split_whitespace().map(|s| s.parse::<u16>().ok());
     let (lo, hi) = (it.next()??, it.next()??);
@@ -109,7 +109,7 @@ pub struct Sources {
 }
 
 impl Sources {
-    pub const ONE: Sources = Sources {
+    pub(crate) const ONE: Sources = Sources {
         count: 1,
         per_source: u64::MAX,
     };

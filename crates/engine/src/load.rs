@@ -17,8 +17,9 @@ use crate::find_max::Slo;
 use crate::schedule::Arrivals;
 use crate::{Coalesce, IoMode};
 
+pub use crate::bounds::MAX_CONNECTIONS;
+pub(crate) use crate::bounds::MAX_RATE;
 use crate::bounds::{self, duration_at_most};
-pub use crate::bounds::{MAX_CONNECTIONS, MAX_RATE};
 
 /// The shared settings of one load run.
 #[derive(Clone, Debug, PartialEq)]
@@ -163,7 +164,7 @@ impl LoadError {
 
     /// The error with the setting spelled as the caller names it
     /// (`threads (-t)`, `--rate`).
-    pub fn with_subject(&self, subject: &str) -> String {
+    pub(crate) fn with_subject(&self, subject: &str) -> String {
         format!("{subject} {}", self.message)
     }
 }

@@ -108,7 +108,7 @@ impl Recorder {
 
     /// Completions per second from the start of the run to `until_ns`
     /// (the ramp, shown in the timeline but excluded from the summary).
-    pub fn early_timeline(&self, until_ns: u64) -> Vec<u64> {
+    pub(crate) fn early_timeline(&self, until_ns: u64) -> Vec<u64> {
         let secs = until_ns.div_ceil(1_000_000_000) as usize;
         (0..secs)
             .map(|i| self.pre.get(i).copied().unwrap_or(0))

@@ -11,6 +11,8 @@
 //! - [`Window`]: a worker's side. When loading starts, when measuring
 //!   starts (after the ramp and the warm-up), when it ends, the recorder
 //!   sized for it, and the open-loop schedule with its per-thread seed.
+//! - [`Share`]: what each worker hands back the same way (recorder, end,
+//!   unsent arrivals, CPU time), merged and made the run's [`record`].
 //! - [`check_loopback`]: load goes to a loopback address or a Unix socket
 //!   unless the run allows remote targets.
 
@@ -315,6 +317,47 @@ where
         outcomes,
         line,
     })
+}
+
+/// What each worker of an engine hands back the same way, and what the
+/// run merges before [`record`]: its recorder, when it stopped measuring,
+/// the open loop's arrivals it never sent, its thread's CPU time.
+pub struct Share {
+    pub rec: Recorder,
+    pub end_ns: u64,
+    pub unsent: u64,
+    pub cpu: CpuTime,
+}
+
+impl Share {
+    /// Adds another worker's share: counts summed, the run ending with the
+    /// last worker.
+    pub fn merge(&mut self, o: &Share) {
+        self.rec.merge(&o.rec);
+        self.end_ns = self.end_ns.max(o.end_ns);
+        self.unsent += o.unsent;
+        self.cpu.add(&o.cpu);
+    }
+
+    /// The merged shares' [`record`] of the window measured from `start_ns`
+    /// (`started`: the wall clock then), with its length in seconds.
+    pub fn record<E: Engine>(
+        &self,
+        load: &Load,
+        start_ns: u64,
+        started: SystemTime,
+    ) -> (LoadResult, f64) {
+        let duration_ns = self.end_ns.saturating_sub(start_ns).max(1);
+        let r = record::<E>(
+            load,
+            &self.rec,
+            duration_ns,
+            &self.cpu,
+            unix_s(started),
+            self.unsent,
+        );
+        (r, duration_ns as f64 / 1e9)
+    }
 }
 
 /// `t` in Unix seconds (0 before 1970).

@@ -57,7 +57,7 @@ pub fn run<T: Send>(
 /// `main` returned and each worker's result in index order. If `main` never
 /// opens the gate (it returned or panicked), the run is called off: workers
 /// waiting at the gate are told so, and none waits forever.
-pub fn run_gated<T: Send, R>(
+pub(crate) fn run_gated<T: Send, R>(
     engine: &str,
     threads: usize,
     cpus: Option<&CpuList>,
@@ -183,7 +183,7 @@ impl StartGate {
 }
 
 /// The main thread's side of the start gate.
-pub struct Gate<'g> {
+pub(crate) struct Gate<'g> {
     gate: &'g StartGate,
 }
 
@@ -191,7 +191,7 @@ impl Gate<'_> {
     /// Waits until every worker is ready or has failed (returned or
     /// panicked before the gate, or could not start); `true` when all are
     /// ready.
-    pub fn all_ready(&self) -> bool {
+    pub(crate) fn all_ready(&self) -> bool {
         let g = self.gate;
         let mut s = g.lock();
         while s.ready + s.failed < g.expected {
@@ -202,7 +202,7 @@ impl Gate<'_> {
 
     /// Lets the waiting workers go with the common start time (a clock
     /// reading), or calls the run off (`None`). Only the first call counts.
-    pub fn open(&self, start: Option<u64>) {
+    pub(crate) fn open(&self, start: Option<u64>) {
         self.gate.open(start);
     }
 }
@@ -219,7 +219,7 @@ impl Drop for CallOffUnlessOpened<'_> {
 
 /// A worker's place at the start gate. Using it says how the worker
 /// arrived; dropping it unused (an early return, a panic) counts as failed.
-pub struct Ticket<'g> {
+pub(crate) struct Ticket<'g> {
     gate: &'g StartGate,
     used: bool,
 }
@@ -228,7 +228,7 @@ impl Ticket<'_> {
     /// This worker is ready: waits for the gate to open and returns the
     /// common start time, or `None` when the run was called off (another
     /// worker failed) and this one should return at once.
-    pub fn ready(mut self) -> Option<u64> {
+    pub(crate) fn ready(mut self) -> Option<u64> {
         self.used = true;
         let g = self.gate;
         g.arrive(true);
@@ -243,19 +243,9 @@ impl Ticket<'_> {
 
     /// This worker could not get ready (its error is reported by other
     /// means); the run will be called off.
-    pub fn fail(mut self) {
+    pub(crate) fn fail(mut self) {
         self.used = true;
         self.gate.arrive(false);
-    }
-
-    /// As [`Ticket::fail`], keeping `why` in `first` unless an earlier
-    /// failure is there: the run's error is the first worker's words.
-    pub fn fail_because(self, first: &std::sync::Mutex<Option<String>>, why: String) {
-        first
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert(why);
-        self.fail();
     }
 }
 

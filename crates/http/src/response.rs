@@ -92,7 +92,7 @@ impl Parser {
 
     /// Whether the next request is HEAD (a mix draws each request anew).
     #[inline]
-    pub fn set_head(&mut self, head_request: bool) {
+    pub(crate) fn set_head(&mut self, head_request: bool) {
         self.head_request = head_request;
     }
 
@@ -156,7 +156,7 @@ impl Parser {
     }
 
     /// The connection reached end of stream.
-    pub fn eof(&mut self) -> Result<Progress, ParseError> {
+    pub(crate) fn eof(&mut self) -> Result<Progress, ParseError> {
         match self.state {
             State::UntilClose => Ok(Progress::Done { used: 0 }),
             _ => Err(ParseError::Truncated),

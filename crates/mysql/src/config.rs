@@ -11,7 +11,7 @@ use crate::wire::Login;
 /// sysbench's defaults: `--tables=1 --table-size=10000 --threads=1
 /// --time=10`, user and database `sbtest`.
 pub const DEFAULT_TABLE_SIZE: u32 = 10_000;
-pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIME: Duration = Duration::from_secs(10);
 pub const DEFAULT_USER: &str = "sbtest";
 pub const DEFAULT_DB: &str = "sbtest";
 /// How long a statement may go unanswered before its connection is given

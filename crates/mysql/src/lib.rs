@@ -32,7 +32,7 @@ pub mod config;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod oltp;
+pub(crate) mod oltp;
 pub mod protocol;
 pub mod report;
 mod run;
@@ -45,4 +45,3 @@ pub use error::MysqlError;
 pub use oltp::{Mix, RandType, Schema, Workload};
 pub use run::{run, run_with_stop, Mysql};
 pub use wire::Login;
-pub use worker::RETRIED;

@@ -130,7 +130,7 @@ impl RandType {
 /// `sb_rand.c`'s generators on tare's [`SplitMix64`], with sysbench's
 /// defaults: `--rand-spec-iter=12 --rand-spec-pct=1 --rand-spec-res=75
 /// --rand-pareto-h=0.2`.
-pub struct Rand {
+pub(crate) struct Rand {
     rng: SplitMix64,
     kind: RandType,
 }
@@ -141,7 +141,7 @@ const SPEC_RES: f64 = 75.0;
 const PARETO_H: f64 = 0.2;
 
 impl Rand {
-    pub fn new(seed: u64, kind: RandType) -> Rand {
+    pub(crate) fn new(seed: u64, kind: RandType) -> Rand {
         Rand {
             rng: SplitMix64::new(seed),
             kind,
@@ -150,18 +150,18 @@ impl Rand {
 
     /// A double in [0, 1), from the top 53 bits.
     #[inline]
-    pub fn double(&mut self) -> f64 {
+    pub(crate) fn double(&mut self) -> f64 {
         (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// `sb_rand_uniform(a, b)`.
     #[inline]
-    pub fn uniform(&mut self, a: u32, b: u32) -> u32 {
+    pub(crate) fn uniform(&mut self, a: u32, b: u32) -> u32 {
         a + (self.double() * (b - a + 1) as f64) as u32
     }
 
     /// `sysbench.rand.default(a, b)`: the `--rand-type` distribution.
-    pub fn default(&mut self, a: u32, b: u32) -> u32 {
+    pub(crate) fn default(&mut self, a: u32, b: u32) -> u32 {
         match self.kind {
             RandType::Uniform => self.uniform(a, b),
             RandType::Gaussian => {
@@ -194,7 +194,7 @@ impl Rand {
     }
 
     /// `sysbench.rand.string(template)`: `#` → a digit, `@` → a letter.
-    pub fn fill_template(&mut self, template: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn fill_template(&mut self, template: &[u8], out: &mut Vec<u8>) {
         for &c in template {
             out.push(match c {
                 b'#' => self.uniform(b'0' as u32, b'9' as u32) as u8,
@@ -206,13 +206,14 @@ impl Rand {
 }
 
 /// `c_value_template`: 10 groups of 11 digits, 119 characters.
-pub const C_TEMPLATE: &[u8] = b"###########-###########-###########-###########-###########-###########-###########-###########-###########-###########";
+pub(crate) const C_TEMPLATE: &[u8] = b"###########-###########-###########-###########-###########-###########-###########-###########-###########-###########";
 /// `pad_value_template`: 5 groups, 59 characters.
-pub const PAD_TEMPLATE: &[u8] = b"###########-###########-###########-###########-###########";
+pub(crate) const PAD_TEMPLATE: &[u8] =
+    b"###########-###########-###########-###########-###########";
 
 /// One statement kind of the OLTP scripts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Begin,
     Commit,
     PointSelect,
@@ -228,7 +229,7 @@ pub enum Kind {
 
 /// How sysbench counts a statement: read, write or other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     Read,
     Write,
     Other,
@@ -236,7 +237,7 @@ pub enum Class {
 
 impl Kind {
     /// The statements prepared per table (BEGIN and COMMIT once).
-    pub const PER_TABLE: [Kind; 9] = [
+    pub(crate) const PER_TABLE: [Kind; 9] = [
         Kind::PointSelect,
         Kind::SimpleRange,
         Kind::SumRange,
@@ -249,7 +250,7 @@ impl Kind {
     ];
 
     /// The statement's text for table `t` (sysbench's `stmt_defs`).
-    pub fn sql(self, t: u32) -> String {
+    pub(crate) fn sql(self, t: u32) -> String {
         match self {
             Kind::Begin => "BEGIN".into(),
             Kind::Commit => "COMMIT".into(),
@@ -269,7 +270,7 @@ impl Kind {
         }
     }
 
-    pub fn class(self) -> Class {
+    pub(crate) fn class(self) -> Class {
         match self {
             Kind::Begin | Kind::Commit => Class::Other,
             Kind::PointSelect
@@ -291,7 +292,7 @@ impl Kind {
 
 /// One statement of a transaction, its values drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Planned {
+pub(crate) struct Planned {
     pub kind: Kind,
     /// 1-based table number (0 for BEGIN/COMMIT).
     pub table: u32,
@@ -309,8 +310,7 @@ struct Group {
 
 /// A workload made concrete: what each transaction runs.
 #[derive(Clone, Debug)]
-pub struct Plan {
-    pub workload: Workload,
+pub(crate) struct Plan {
     pub tables: u32,
     pub table_size: u32,
     pub range_size: u32,
@@ -321,7 +321,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn new(
+    pub(crate) fn new(
         workload: Workload,
         mix: &Mix,
         tables: u32,
@@ -360,7 +360,6 @@ impl Plan {
             Workload::WriteOnly => writes(&mut g),
         }
         Plan {
-            workload,
             tables,
             table_size,
             range_size: mix.range_size,
@@ -371,7 +370,7 @@ impl Plan {
     }
 
     /// The kinds this plan runs (what each connection prepares).
-    pub fn kinds(&self) -> Vec<Kind> {
+    pub(crate) fn kinds(&self) -> Vec<Kind> {
         let mut v: Vec<Kind> = Vec::new();
         if self.explicit {
             v.extend([Kind::Begin, Kind::Commit]);
@@ -387,7 +386,7 @@ impl Plan {
     }
 
     /// Statements per transaction.
-    pub fn statements(&self) -> usize {
+    pub(crate) fn statements(&self) -> usize {
         self.groups
             .iter()
             .map(|g| g.kinds.len() * g.count as usize)
@@ -396,7 +395,7 @@ impl Plan {
     }
 
     /// Lays out one transaction into `out` (cleared first).
-    pub fn transaction(&self, r: &mut Rand, out: &mut Vec<Planned>) {
+    pub(crate) fn transaction(&self, r: &mut Rand, out: &mut Vec<Planned>) {
         out.clear();
         let plain = |kind, table, a, b| Planned { kind, table, a, b };
         if self.explicit {
@@ -427,7 +426,7 @@ impl Plan {
     }
 
     /// The slot of a prepared statement in a connection's id table.
-    pub fn slot(&self, p: &Planned) -> usize {
+    pub(crate) fn slot(&self, p: &Planned) -> usize {
         match p.kind {
             Kind::Begin => 0,
             Kind::Commit => 1,
@@ -436,7 +435,7 @@ impl Plan {
     }
 
     /// Slots in a connection's id table.
-    pub fn slots(&self) -> usize {
+    pub(crate) fn slots(&self) -> usize {
         2 + self.tables as usize * Kind::PER_TABLE.len()
     }
 
@@ -444,7 +443,7 @@ impl Plan {
     /// `ids[slot]` when `ids` is given (its parameters' types only the
     /// first time, `typed[slot]` false, which it sets), else COM_QUERY
     /// with values inlined. `scratch` holds the random strings.
-    pub fn encode(
+    pub(crate) fn encode(
         &self,
         p: &Planned,
         ids: Option<(&[u32], &mut [bool])>,
@@ -542,7 +541,7 @@ impl Default for Schema {
 }
 
 /// `oltp_common.lua`'s CREATE TABLE for MySQL.
-pub fn create_table_sql(t: u32, engine: &str, schema: Schema) -> String {
+pub(crate) fn create_table_sql(t: u32, engine: &str, schema: Schema) -> String {
     let id = if schema.auto_inc {
         "INTEGER NOT NULL AUTO_INCREMENT"
     } else {

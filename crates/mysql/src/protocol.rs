@@ -15,13 +15,12 @@ use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
 /// The largest payload of one packet; a longer one continues in the next.
-pub const MAX_PAYLOAD: usize = 0xFF_FFFF;
+pub(crate) const MAX_PAYLOAD: usize = 0xFF_FFFF;
 
 pub const COM_QUIT: u8 = 0x01;
 pub const COM_QUERY: u8 = 0x03;
-pub const COM_STMT_PREPARE: u8 = 0x16;
-pub const COM_STMT_EXECUTE: u8 = 0x17;
-pub const COM_STMT_CLOSE: u8 = 0x19;
+pub(crate) const COM_STMT_PREPARE: u8 = 0x16;
+pub(crate) const COM_STMT_EXECUTE: u8 = 0x17;
 
 // Capability flags (the protocol's CLIENT_* constants).
 const CLIENT_LONG_PASSWORD: u32 = 0x1;
@@ -45,7 +44,7 @@ const TYPE_LONGLONG: u8 = 0x08;
 const TYPE_STRING: u8 = 0xFE;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ProtoError {
+pub(crate) enum ProtoError {
     #[error("{0}")]
     Malformed(&'static str),
     #[error("a reply of more than 16 MiB in one packet (not supported)")]
@@ -90,7 +89,7 @@ pub fn header(buf: &[u8]) -> Option<(usize, u8)> {
 
 /// Starts a packet in `out`; [`end_packet`] fills in its length.
 #[inline]
-pub fn begin_packet(out: &mut Vec<u8>, seq: u8) -> usize {
+pub(crate) fn begin_packet(out: &mut Vec<u8>, seq: u8) -> usize {
     let at = out.len();
     out.extend_from_slice(&[0, 0, 0, seq]);
     at
@@ -99,7 +98,7 @@ pub fn begin_packet(out: &mut Vec<u8>, seq: u8) -> usize {
 /// Writes the length of the packet begun at `at` (payloads tare writes are
 /// far below 16 MiB).
 #[inline]
-pub fn end_packet(out: &mut [u8], at: usize) {
+pub(crate) fn end_packet(out: &mut [u8], at: usize) {
     let len = out.len() - at - 4;
     debug_assert!(len < MAX_PAYLOAD);
     out[at] = len as u8;
@@ -108,7 +107,7 @@ pub fn end_packet(out: &mut [u8], at: usize) {
 }
 
 /// A length-encoded integer.
-pub fn put_lenenc(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn put_lenenc(out: &mut Vec<u8>, n: u64) {
     match n {
         0..=250 => out.push(n as u8),
         251..=0xFFFF => {
@@ -128,7 +127,7 @@ pub fn put_lenenc(out: &mut Vec<u8>, n: u64) {
 
 /// Reads a length-encoded integer at the start of `b`: (value, bytes used).
 /// `None` for NULL (0xFB) or a truncated one.
-pub fn get_lenenc(b: &[u8]) -> Option<(u64, usize)> {
+pub(crate) fn get_lenenc(b: &[u8]) -> Option<(u64, usize)> {
     let le = |n: usize| -> Option<u64> {
         let bytes = b.get(1..1 + n)?;
         Some(bytes.iter().rev().fold(0u64, |a, &x| a << 8 | x as u64))
@@ -144,7 +143,7 @@ pub fn get_lenenc(b: &[u8]) -> Option<(u64, usize)> {
 
 /// A length-encoded string at the start of `b`: (bytes or `None` for NULL,
 /// bytes used).
-pub fn get_lenenc_str(b: &[u8]) -> Result<(Option<&[u8]>, usize), ProtoError> {
+pub(crate) fn get_lenenc_str(b: &[u8]) -> Result<(Option<&[u8]>, usize), ProtoError> {
     if b.first() == Some(&0xFB) {
         return Ok((None, 1));
     }
@@ -181,7 +180,7 @@ fn cstr(b: &[u8]) -> Result<(&[u8], &[u8]), ProtoError> {
 
 /// Parses the handshake packet's payload; an ERR packet here (too many
 /// connections, a blocked host) is the server's refusal.
-pub fn parse_handshake(p: &[u8]) -> Result<Result<Handshake, ServerError>, ProtoError> {
+pub(crate) fn parse_handshake(p: &[u8]) -> Result<Result<Handshake, ServerError>, ProtoError> {
     match p.first() {
         Some(0xFF) => return Ok(Err(parse_err(p)?)),
         Some(10) => {}
@@ -227,7 +226,7 @@ pub fn parse_handshake(p: &[u8]) -> Result<Result<Handshake, ServerError>, Proto
 
 /// mysql_native_password: SHA1(pw) XOR SHA1(salt + SHA1(SHA1(pw))); an
 /// empty password answers with nothing.
-pub fn native_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
+pub(crate) fn native_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
     if password.is_empty() {
         return Vec::new();
     }
@@ -244,7 +243,7 @@ pub fn native_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
 /// SHA256(SHA256(SHA256(pw)) followed by the salt); an empty password
 /// answers with nothing. The server compares it with the hash it cached at
 /// the user's last full authentication.
-pub fn sha2_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
+pub(crate) fn sha2_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
     if password.is_empty() {
         return Vec::new();
     }
@@ -260,26 +259,26 @@ pub fn sha2_password(password: &[u8], salt: &[u8]) -> Vec<u8> {
 /// The plugin tare answers a server's proposal with: caching_sha2_password
 /// when proposed (MySQL 8's default), else mysql_native_password (a server
 /// whose user needs another plugin asks to switch).
-pub fn answer_plugin(proposed: &str) -> &'static str {
+pub(crate) fn answer_plugin(proposed: &str) -> &'static str {
     match proposed {
         CACHING_SHA2 => CACHING_SHA2,
         _ => "mysql_native_password",
     }
 }
 
-pub const CACHING_SHA2: &str = "caching_sha2_password";
+pub(crate) const CACHING_SHA2: &str = "caching_sha2_password";
 
 /// caching_sha2_password's AuthMoreData after the scramble: the server had
 /// the hash cached and an OK follows (`FAST_AUTH_OK`), or it needs the
 /// password itself (`FULL_AUTH`).
-pub const FAST_AUTH_OK: u8 = 3;
-pub const FULL_AUTH: u8 = 4;
+pub(crate) const FAST_AUTH_OK: u8 = 3;
+pub(crate) const FULL_AUTH: u8 = 4;
 
 /// What tare answers for the plugin `plugin` with `salt`: the scramble of
 /// mysql_native_password or caching_sha2_password, the password itself for
 /// mysql_clear_password (the caller allows that only over a Unix socket),
 /// or why not.
-pub fn auth_data(plugin: &str, password: &[u8], salt: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn auth_data(plugin: &str, password: &[u8], salt: &[u8]) -> Result<Vec<u8>, String> {
     match plugin {
         "mysql_native_password" | "" => Ok(native_password(password, salt)),
         CACHING_SHA2 => Ok(sha2_password(password, salt)),
@@ -295,7 +294,7 @@ pub fn auth_data(plugin: &str, password: &[u8], salt: &[u8]) -> Result<Vec<u8>, 
 }
 
 /// The handshake response (HandshakeResponse41) as a whole packet, sequence 1.
-pub fn handshake_response(
+pub(crate) fn handshake_response(
     out: &mut Vec<u8>,
     hs: &Handshake,
     user: &str,
@@ -341,7 +340,7 @@ pub fn handshake_response(
 
 /// What the server answers during authentication.
 #[derive(Debug, PartialEq, Eq)]
-pub enum AuthReply {
+pub(crate) enum AuthReply {
     Ok,
     Err(ServerError),
     /// AuthSwitchRequest: answer for this plugin with this salt.
@@ -353,7 +352,7 @@ pub enum AuthReply {
     More(Vec<u8>),
 }
 
-pub fn parse_auth_reply(p: &[u8]) -> Result<AuthReply, ProtoError> {
+pub(crate) fn parse_auth_reply(p: &[u8]) -> Result<AuthReply, ProtoError> {
     match p.first() {
         Some(0x00) => Ok(AuthReply::Ok),
         Some(0xFF) => Ok(AuthReply::Err(parse_err(p)?)),
@@ -378,7 +377,7 @@ pub fn parse_auth_reply(p: &[u8]) -> Result<AuthReply, ProtoError> {
 }
 
 /// An ERR packet's payload.
-pub fn parse_err(p: &[u8]) -> Result<ServerError, ProtoError> {
+pub(crate) fn parse_err(p: &[u8]) -> Result<ServerError, ProtoError> {
     if p.len() < 3 || p[0] != 0xFF {
         return Err(ProtoError::Malformed("a truncated ERR packet"));
     }
@@ -404,7 +403,7 @@ pub struct Ok {
     pub warnings: u16,
 }
 
-pub fn parse_ok(p: &[u8]) -> Result<Ok, ProtoError> {
+pub(crate) fn parse_ok(p: &[u8]) -> Result<Ok, ProtoError> {
     let bad = ProtoError::Malformed("a truncated OK packet");
     if p.is_empty() {
         return Err(bad);
@@ -451,17 +450,9 @@ pub fn command(out: &mut Vec<u8>, com: u8, arg: &[u8]) {
     end_packet(out, at);
 }
 
-/// COM_STMT_CLOSE (the server sends no reply).
-pub fn stmt_close(out: &mut Vec<u8>, id: u32) {
-    let at = begin_packet(out, 0);
-    out.push(COM_STMT_CLOSE);
-    out.extend_from_slice(&id.to_le_bytes());
-    end_packet(out, at);
-}
-
 /// One bound parameter.
 #[derive(Clone, Copy, Debug)]
-pub enum Param<'a> {
+pub(crate) enum Param<'a> {
     Int(i64),
     Str(&'a [u8]),
 }
@@ -470,7 +461,7 @@ pub enum Param<'a> {
 /// parameters' types go with `types` (new-params-bound = 1); without, the
 /// server reuses the types of the statement's previous execution, as
 /// libmysqlclient sends them (and so sysbench): once per statement.
-pub fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>], types: bool) {
+pub(crate) fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>], types: bool) {
     let at = begin_packet(out, 0);
     out.push(COM_STMT_EXECUTE);
     out.extend_from_slice(&id.to_le_bytes());
@@ -503,7 +494,7 @@ pub fn stmt_execute(out: &mut Vec<u8>, id: u32, params: &[Param<'_>], types: boo
 
 /// A reply, once [`Scanner`] has seen all of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// An OK packet (a statement without a result set).
     Ok { affected_rows: u64 },
     /// A result set of this many rows.
@@ -540,7 +531,7 @@ enum State {
 /// it used, so the caller keeps the rest for the next read. Rows are
 /// counted, not decoded.
 #[derive(Clone, Debug)]
-pub struct Scanner {
+pub(crate) struct Scanner {
     state: State,
     prepare: bool,
     rows: u64,
@@ -552,7 +543,7 @@ pub struct Scanner {
 
 impl Scanner {
     /// For the reply to COM_QUERY or COM_STMT_EXECUTE.
-    pub fn query() -> Scanner {
+    pub(crate) fn query() -> Scanner {
         Scanner {
             state: State::First,
             prepare: false,
@@ -563,7 +554,7 @@ impl Scanner {
     }
 
     /// For the reply to COM_STMT_PREPARE.
-    pub fn prepare() -> Scanner {
+    pub(crate) fn prepare() -> Scanner {
         Scanner {
             prepare: true,
             ..Scanner::query()
@@ -573,7 +564,7 @@ impl Scanner {
     /// Scans whole packets of `buf`: `(bytes used, the reply when it is
     /// complete)`. After a complete reply the scanner is ready for the
     /// next one of the same kind.
-    pub fn scan(&mut self, buf: &[u8]) -> Result<(usize, Option<Reply>), ProtoError> {
+    pub(crate) fn scan(&mut self, buf: &[u8]) -> Result<(usize, Option<Reply>), ProtoError> {
         let mut used = 0;
         while let Some((len, _seq)) = header(&buf[used..]) {
             if len == MAX_PAYLOAD {
@@ -594,7 +585,7 @@ impl Scanner {
 
     /// Bytes still needed for the packet at the start of `buf` (to grow a
     /// read buffer once for a large one).
-    pub fn pending_len(buf: &[u8]) -> Option<usize> {
+    pub(crate) fn pending_len(buf: &[u8]) -> Option<usize> {
         header(buf).map(|(len, _)| 4 + len)
     }
 
@@ -763,7 +754,7 @@ impl Scanner {
 }
 
 /// A text-protocol row's values (the blocking session's results).
-pub fn text_row(p: &[u8], columns: usize) -> Result<Vec<Option<String>>, ProtoError> {
+pub(crate) fn text_row(p: &[u8], columns: usize) -> Result<Vec<Option<String>>, ProtoError> {
     let mut at = 0;
     let mut row = Vec::with_capacity(columns);
     for _ in 0..columns {

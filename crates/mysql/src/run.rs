@@ -281,21 +281,18 @@ fn assemble(
 ) -> LoadResult {
     let mut it = outputs.into_iter();
     let first = it.next().expect("at least one worker");
-    let mut rec = first.rec;
+    let mut share = first.share;
     let mut q = first.queries;
     let mut ignored = first.ignored;
     let mut failed = first.failed;
     let mut aborted = first.aborted;
     let mut abort_error = first.abort_error;
-    let mut end_ns = first.end_ns;
-    let mut unsent = first.unsent;
-    let mut cpu = first.cpu;
     let mut wakeups = first.wakeups;
     // The pre-run check's SELECT VERSION() and COM_QUIT.
     let mut untimed = 2 + first.quits;
     for o in it {
         untimed += o.quits;
-        rec.merge(&o.rec);
+        share.merge(&o.share);
         q.reads += o.queries.reads;
         q.writes += o.queries.writes;
         q.other += o.queries.other;
@@ -307,25 +304,14 @@ fn assemble(
         }
         aborted += o.aborted;
         abort_error = abort_error.or(o.abort_error);
-        end_ns = end_ns.max(o.end_ns);
-        unsent += o.unsent;
-        cpu.add(&o.cpu);
         wakeups.waits += o.wakeups.waits;
     }
-    let duration_ns = end_ns.saturating_sub(start_ns).max(1);
-    let duration_s = duration_ns as f64 / 1e9;
+    let (record, duration_s) = share.record::<Mysql>(&cfg.load, start_ns, started);
+    let rec = &share.rec;
     let n = rec.requests;
     let by_code = |m: std::collections::BTreeMap<u16, u64>| {
         m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     };
-    let record = window::record::<Mysql>(
-        &cfg.load,
-        &rec,
-        duration_ns,
-        &cpu,
-        window::unix_s(started),
-        unsent,
-    );
     LoadResult {
         // A failed transaction is not among the completed ones.
         attempts: Some(n + rec.errors.total()),

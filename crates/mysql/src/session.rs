@@ -44,7 +44,10 @@ impl Session {
     }
 
     /// Runs `sql`; an error reply is the inner `Err`.
-    pub fn try_query(&mut self, sql: &str) -> Result<Result<Answer, ServerError>, MysqlError> {
+    pub(crate) fn try_query(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<Answer, ServerError>, MysqlError> {
         self.wire.extend(self.timeout);
         let mut out = Vec::new();
         protocol::command(&mut out, protocol::COM_QUERY, sql.as_bytes());

@@ -32,7 +32,7 @@ use tare_engine::poller::Ready;
 use tare_engine::progress::Counters;
 use tare_engine::schedule::Schedule;
 use tare_engine::uring::{Event, Io};
-use tare_engine::window::Window;
+use tare_engine::window::{Share, Window};
 use tare_engine::{Clock, Recorder};
 use tare_record::{Latency, WakeupReport};
 
@@ -51,7 +51,7 @@ const READ_BUF: usize = 32 * 1024;
 
 /// The error codes sysbench ignores by default (`--mysql-ignore-errors=
 /// 1213,1020,1205`): the transaction is run again.
-pub const RETRIED: [u16; 3] = [1213, 1020, 1205];
+pub(crate) const RETRIED: [u16; 3] = [1213, 1020, 1205];
 
 /// What every worker reads.
 pub(crate) struct Shared<'a> {
@@ -86,17 +86,14 @@ pub(crate) struct Queries {
 
 /// What a worker measured.
 pub(crate) struct WorkerOutput {
-    pub rec: Recorder,
+    pub share: Share,
     pub queries: Queries,
     pub ignored: BTreeMap<u16, u64>,
     pub failed: BTreeMap<u16, u64>,
     pub aborted: u64,
     pub abort_error: Option<String>,
-    pub end_ns: u64,
-    pub unsent: u64,
     /// Connections that said COM_QUIT at the end.
     pub quits: u64,
-    pub cpu: CpuTime,
     pub wakeups: WakeupReport,
 }
 
@@ -350,16 +347,18 @@ impl<'a> Worker<'a> {
             }
         }
         WorkerOutput {
-            rec: self.rec,
+            share: Share {
+                rec: self.rec,
+                end_ns,
+                unsent,
+                cpu: CpuTime::thread().since(&cpu0),
+            },
             queries: self.queries,
             ignored: self.ignored,
             failed: self.failed,
             aborted: self.aborted,
             abort_error: self.abort_error,
-            end_ns,
-            unsent,
             quits,
-            cpu: CpuTime::thread().since(&cpu0),
             wakeups: WakeupReport {
                 coalesce: "off".into(),
                 io: self.io.name().into(),

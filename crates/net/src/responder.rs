@@ -170,16 +170,11 @@ impl Responder {
         tare_engine::limits::raise_open_files();
         let (listener, local_addr, udp) = match &config.unix {
             Some(path) => {
-                // A stale socket file from a killed responder would make bind fail.
-                if std::fs::symlink_metadata(path)
-                    .map(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
-                    .unwrap_or(false)
-                {
-                    let _ = std::fs::remove_file(path);
-                }
-                let l = UnixListener::bind(path).map_err(|source| ResponderError::Listen {
-                    addr: format!("unix:{}", path.display()),
-                    source,
+                let l = tare_engine::endpoint::bind_unix(path).map_err(|source| {
+                    ResponderError::Listen {
+                        addr: format!("unix:{}", path.display()),
+                        source,
+                    }
                 })?;
                 (Listener::Unix(l), None, None)
             }

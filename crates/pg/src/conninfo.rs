@@ -139,7 +139,7 @@ impl ConnParams {
     }
 
     /// The connection as libpq names it in errors.
-    pub fn display_server(&self) -> String {
+    pub(crate) fn display_server(&self) -> String {
         match &self.endpoint {
             Endpoint::Unix(p) => format!("socket \"{}\"", p.display()),
             Endpoint::Tcp(a) => format!("\"{}\" ({}), port {}", self.host, a.ip(), a.port()),

@@ -185,7 +185,7 @@ impl<'a> Frames<'a> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameError {
+pub(crate) struct FrameError {
     pub tag: u8,
     pub len: usize,
 }

@@ -18,7 +18,7 @@ impl ServerError {
     /// The message libpq builds for this error, `query` being the text of
     /// the statement as sent (`None` when unknown: the position is then
     /// said as ` at character N`, as libpq says it). No final newline.
-    pub fn libpq_text(&self, query: Option<&str>) -> String {
+    pub(crate) fn libpq_text(&self, query: Option<&str>) -> String {
         let mut o = format!("{}:  {}", self.severity, self.message);
         let cursor = match (self.position, query) {
             (Some(p), Some(q)) => Some((q, p)),

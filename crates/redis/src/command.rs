@@ -13,7 +13,7 @@ use std::str::FromStr;
 use crate::resp;
 
 /// The placeholder redis-benchmark replaces with a random key number.
-pub const RAND: &[u8] = b"__rand_int__";
+pub(crate) const RAND: &[u8] = b"__rand_int__";
 
 /// redis-benchmark's named tests (its `-t`), in its order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,7 +67,7 @@ impl Test {
     ];
 
     /// Whether it is one of the four LRANGE tests.
-    pub fn is_lrange(self) -> bool {
+    pub(crate) fn is_lrange(self) -> bool {
         matches!(
             self,
             Test::Lrange100 | Test::Lrange300 | Test::Lrange500 | Test::Lrange600

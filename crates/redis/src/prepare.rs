@@ -23,12 +23,12 @@ use crate::session::Session;
 const BATCH_KEYS: u64 = 1000;
 /// Elements of `mylist` before an LRANGE trial: the longest LRANGE test
 /// (LRANGE_600) reads all it asks for, as after redis-benchmark's LPUSH.
-pub const LIST_ELEMENTS: usize = 600;
+pub(crate) const LIST_ELEMENTS: usize = 600;
 /// Most bytes of values one `MSET` carries.
 const BATCH_BYTES: u64 = 4 << 20;
 /// Most bytes of values a preparation stores: more is not a key-value
 /// benchmark's working set but a memory test, and would take minutes.
-pub const MAX_STORED_BYTES: u64 = 2 << 30;
+pub(crate) const MAX_STORED_BYTES: u64 = 2 << 30;
 
 /// What a run sends, as far as preparing the server is concerned.
 #[derive(Clone, Debug)]

@@ -19,13 +19,13 @@ use std::fmt;
 
 /// Deepest nesting of aggregates accepted (Redis's own replies nest 2 or 3
 /// deep; 32 leaves room for scripts returning nested tables).
-pub const MAX_DEPTH: usize = 32;
+pub(crate) const MAX_DEPTH: usize = 32;
 /// Longest simple line (`+OK`, an error's text) accepted.
-pub const MAX_LINE: usize = 64 * 1024;
+pub(crate) const MAX_LINE: usize = 64 * 1024;
 /// Largest bulk string (Redis's own `proto-max-bulk-len` default).
-pub const MAX_BULK: u64 = 512 * 1024 * 1024;
+pub(crate) const MAX_BULK: u64 = 512 * 1024 * 1024;
 /// Most elements of one aggregate.
-pub const MAX_ELEMENTS: u64 = 1 << 32;
+pub(crate) const MAX_ELEMENTS: u64 = 1 << 32;
 
 /// Bytes of an error's first word kept: `ERR`, `WRONGTYPE`, `NOAUTH`...
 const KIND_LEN: usize = 24;
@@ -159,7 +159,8 @@ impl Parser {
     }
 
     /// Whether the bytes so far end exactly between replies.
-    pub fn at_boundary(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn at_boundary(&self) -> bool {
         self.state == State::Type && self.stack.is_empty()
     }
 

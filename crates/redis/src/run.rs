@@ -207,16 +207,13 @@ fn assemble(
 ) -> LoadResult {
     let mut it = outputs.into_iter();
     let first = it.next().expect("at least one worker");
-    let mut rec = first.rec;
+    let mut share = first.share;
     let mut kinds = first.kinds;
     let mut dropped = first.dropped;
-    let mut end_ns = first.end_ns;
-    let mut unsent = first.unsent;
-    let mut cpu = first.cpu;
     let mut wakeups = first.wakeups;
     for o in it {
         wakeups.add(&o.wakeups);
-        rec.merge(&o.rec);
+        share.merge(&o.share);
         for (k, n) in o.kinds {
             match kinds.iter_mut().find(|(x, _)| *x == k) {
                 Some((_, m)) => *m += n,
@@ -224,21 +221,10 @@ fn assemble(
             }
         }
         dropped += o.dropped;
-        end_ns = end_ns.max(o.end_ns);
-        unsent += o.unsent;
-        cpu.add(&o.cpu);
     }
-    let duration_ns = end_ns.saturating_sub(start_ns).max(1);
-    let duration_s = duration_ns as f64 / 1e9;
+    let (record, duration_s) = share.record::<Redis>(&cfg.load, start_ns, started);
+    let rec = &share.rec;
     let n = rec.requests;
-    let record = window::record::<Redis>(
-        &cfg.load,
-        &rec,
-        duration_ns,
-        &cpu,
-        window::unix_s(started),
-        unsent,
-    );
     LoadResult {
         // An error reply is not among the completed commands.
         attempts: Some(n + rec.errors.total()),

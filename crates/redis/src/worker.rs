@@ -38,7 +38,7 @@ use tare_engine::progress::Counters;
 use tare_engine::schedule::Schedule;
 use tare_engine::splitmix::SplitMix64;
 use tare_engine::uring::{self, Event, Io};
-use tare_engine::window::Window;
+use tare_engine::window::{Share, Window};
 use tare_engine::{Clock, Coalescer, RealtimeMap, Recorder};
 
 use crate::command::Template;
@@ -70,12 +70,9 @@ pub(crate) struct Plan<'a> {
 
 /// What a worker measured.
 pub(crate) struct WorkerOutput {
-    pub rec: Recorder,
+    pub share: Share,
     pub kinds: Vec<(ErrorKind, u64)>,
     pub dropped: u64,
-    pub end_ns: u64,
-    pub unsent: u64,
-    pub cpu: CpuTime,
     pub wakeups: tare_record::WakeupReport,
 }
 
@@ -340,12 +337,14 @@ impl<'a> Worker<'a> {
         self.rec.in_flight = self.conns.iter().map(|c| c.flight.len() as u64).sum();
         let unsent = self.win.unsent(&mut self.schedule, end_ns, self.left);
         WorkerOutput {
-            rec: self.rec,
+            share: Share {
+                rec: self.rec,
+                end_ns,
+                unsent,
+                cpu: CpuTime::thread().since(&cpu0),
+            },
             kinds: self.kinds,
             dropped: self.dropped,
-            end_ns,
-            unsent,
-            cpu: CpuTime::thread().since(&cpu0),
             wakeups: tare_record::WakeupReport {
                 io: self.io.name().into(),
                 ..self.coalescer.report(self.rx_stamps)

@@ -146,7 +146,7 @@ impl Plan {
     }
 
     /// Indices of the cells that run on this machine.
-    pub fn runnable(&self) -> Vec<usize> {
+    pub(crate) fn runnable(&self) -> Vec<usize> {
         (0..self.cells.len())
             .filter(|&i| self.cells[i].skipped.is_none())
             .collect()
@@ -156,7 +156,7 @@ impl Plan {
 /// The order of round `round` (1-based) over `candidates` (cell indices):
 /// a Fisher-Yates shuffle driven by SplitMix64 seeded with `seed` and the
 /// round, so each round is reproducible on its own (resume needs no state).
-pub fn round_order(seed: u64, round: u32, candidates: &[usize]) -> Vec<usize> {
+pub(crate) fn round_order(seed: u64, round: u32, candidates: &[usize]) -> Vec<usize> {
     let mut out = candidates.to_vec();
     let mut rng = SplitMix64::new(seed ^ (round as u64).wrapping_mul(0xA076_1D64_78BD_642F));
     for i in (1..out.len()).rev() {
@@ -167,7 +167,7 @@ pub fn round_order(seed: u64, round: u32, candidates: &[usize]) -> Vec<usize> {
 }
 
 /// A fresh seed when the experiment does not fix one: time and pid mixed.
-pub fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

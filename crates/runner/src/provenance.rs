@@ -84,13 +84,13 @@ impl Provenance {
 
 /// The command line as text: an argument that is not UTF-8 (a path) is
 /// recorded lossily, never a panic (`std::env::args` panics on one).
-pub fn command_line() -> Vec<String> {
+pub(crate) fn command_line() -> Vec<String> {
     std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
 }
 
-pub fn now_utc() -> String {
+pub(crate) fn now_utc() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 

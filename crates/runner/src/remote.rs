@@ -160,14 +160,14 @@ impl Fleet {
     }
 
     /// The target host's answer for the `i`th spec given to `connect`.
-    pub fn target_check(&self, i: usize) -> Option<Result<(), String>> {
+    pub(crate) fn target_check(&self, i: usize) -> Option<Result<(), String>> {
         self.target_checks
             .get(i)
             .map(|r| r.clone().map_or(Ok(()), Err))
     }
 
     /// Whether generators run elsewhere.
-    pub fn remote_generators(&self) -> bool {
+    pub(crate) fn remote_generators(&self) -> bool {
         !self.generators.is_empty()
     }
 
@@ -177,7 +177,7 @@ impl Fleet {
     }
 
     /// Whether `name` runs one of the generators.
-    pub fn generates_on(&self, name: &str) -> bool {
+    pub(crate) fn generates_on(&self, name: &str) -> bool {
         self.generators.iter().any(|g| g == name)
     }
 

@@ -193,7 +193,7 @@ impl RunDir {
     }
 
     /// Opens `trials.jsonl` for appending.
-    pub fn trials_writer(&self) -> Result<TrialWriter> {
+    pub(crate) fn trials_writer(&self) -> Result<TrialWriter> {
         let path = self.inside(TRIALS)?;
         let file = OpenOptions::new()
             .create(true)
@@ -214,7 +214,7 @@ impl RunDir {
     /// the file that is not a trial record (torn by a crash, or edited):
     /// it is skipped, named by its line number, and every good line is
     /// kept; a resumed run measures the trial it held again.
-    pub fn read_trials_noting(
+    pub(crate) fn read_trials_noting(
         &self,
         repair: bool,
         notes: &mut Vec<String>,
@@ -267,7 +267,7 @@ impl RunDir {
 }
 
 /// Appends trials to `trials.jsonl`, one durable line each.
-pub struct TrialWriter {
+pub(crate) struct TrialWriter {
     file: File,
     path: PathBuf,
 }
@@ -275,7 +275,7 @@ pub struct TrialWriter {
 impl TrialWriter {
     /// Writes the record as one line with a single `write` and fsyncs it:
     /// once this returns, the trial survives a kill or a power cut.
-    pub fn append(&mut self, rec: &TrialRecord) -> Result<()> {
+    pub(crate) fn append(&mut self, rec: &TrialRecord) -> Result<()> {
         let mut line = serde_json::to_vec(rec).map_err(|source| RunDirError::Json {
             path: self.path.clone(),
             source,
@@ -336,19 +336,23 @@ mod tests {
         assert_eq!(back.iter().map(|r| r.trial).collect::<Vec<_>>(), vec![1, 2]);
     }
 
-    #[test]
-    fn a_torn_last_line_is_dropped_and_truncated() {
+    /// A run directory holding trial 1 and then `torn`, as a crash in the
+    /// middle of writing a line leaves it.
+    fn one_trial_then(torn: &[u8]) -> (tempfile::TempDir, RunDir) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = RunDir::create(Some(&tmp.path().join("run")), tmp.path()).unwrap();
-        let mut w = dir.trials_writer().unwrap();
-        w.append(&rec(1)).unwrap();
-        drop(w);
+        dir.trials_writer().unwrap().append(&rec(1)).unwrap();
         let mut f = OpenOptions::new()
             .append(true)
             .open(dir.file(TRIALS))
             .unwrap();
-        f.write_all(br#"{"run_id":"r","cell":"pla"#).unwrap();
-        drop(f);
+        f.write_all(torn).unwrap();
+        (tmp, dir)
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_truncated() {
+        let (_tmp, dir) = one_trial_then(br#"{"run_id":"r","cell":"pla"#);
         assert_eq!(dir.read_trials(true).unwrap().len(), 1);
         let mut w = dir.trials_writer().unwrap();
         w.append(&rec(2)).unwrap();
@@ -360,17 +364,7 @@ mod tests {
     /// `--resume` refuse the whole run, naming the wrong line.
     #[test]
     fn a_torn_line_inside_is_named_and_the_others_kept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir::create(Some(&tmp.path().join("run")), tmp.path()).unwrap();
-        let mut w = dir.trials_writer().unwrap();
-        w.append(&rec(1)).unwrap();
-        drop(w);
-        let mut f = OpenOptions::new()
-            .append(true)
-            .open(dir.file(TRIALS))
-            .unwrap();
-        f.write_all(b"{\"run_id\":\"r\",\"ce\n").unwrap();
-        drop(f);
+        let (_tmp, dir) = one_trial_then(b"{\"run_id\":\"r\",\"ce\n");
         let mut w = dir.trials_writer().unwrap();
         w.append(&rec(3)).unwrap();
         let mut notes = Vec::new();

@@ -24,7 +24,6 @@ mod worker;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -57,16 +56,11 @@ impl Server {
         tare_engine::limits::raise_open_files();
         let (listener, local_addr, unix_path): (OwnedFd, _, _) = match &config.unix {
             Some(path) => {
-                // A stale socket file from a killed server would make bind fail.
-                if std::fs::symlink_metadata(path)
-                    .map(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
-                    .unwrap_or(false)
-                {
-                    let _ = std::fs::remove_file(path);
-                }
-                let l = UnixListener::bind(path).map_err(|source| ServeError::Listen {
-                    addr: format!("unix:{}", path.display()),
-                    source,
+                let l = tare_engine::endpoint::bind_unix(path).map_err(|source| {
+                    ServeError::Listen {
+                        addr: format!("unix:{}", path.display()),
+                        source,
+                    }
                 })?;
                 l.set_nonblocking(true)?;
                 (l.into(), None, Some(path.clone()))

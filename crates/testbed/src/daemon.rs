@@ -84,3 +84,35 @@ pub(crate) fn kill_group(child: &mut Option<Child>) {
         let _ = c.wait();
     }
 }
+
+/// What every throw-away server with a `child` (in its own process
+/// group), a `port` on 127.0.0.1 and a `dir` of its own answers the same
+/// way: its pid, its address, a crash on demand, and nothing left once it
+/// is dropped, even when a test fails.
+macro_rules! server_handle {
+    ($server:ty) => {
+        impl $server {
+            pub fn pid(&self) -> u32 {
+                self.child.as_ref().map_or(0, |c| c.id())
+            }
+
+            /// `127.0.0.1:PORT`.
+            pub fn addr(&self) -> std::net::SocketAddr {
+                std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+            }
+
+            /// Kills the server now (SIGKILL), as a crash would.
+            pub fn kill(&mut self) {
+                $crate::daemon::kill_group(&mut self.child);
+            }
+        }
+
+        impl Drop for $server {
+            fn drop(&mut self) {
+                self.kill();
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+        }
+    };
+}
+pub(crate) use server_handle;

@@ -124,28 +124,9 @@ impl MariaDb {
             || socket.exists() && answers(addr),
         )
     }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().map_or(0, |c| c.id())
-    }
-
-    /// `127.0.0.1:PORT`.
-    pub fn addr(&self) -> std::net::SocketAddr {
-        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    /// Kills the server now (SIGKILL), as a crash would.
-    pub fn kill(&mut self) {
-        daemon::kill_group(&mut self.child);
-    }
 }
 
-impl Drop for MariaDb {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+daemon::server_handle!(MariaDb);
 
 /// Whether the server sends a protocol-10 handshake on TCP.
 fn answers(addr: std::net::SocketAddr) -> bool {

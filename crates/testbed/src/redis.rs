@@ -79,28 +79,9 @@ impl RedisServer {
             || socket.exists() && answers(&socket),
         )
     }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().map_or(0, |c| c.id())
-    }
-
-    /// `127.0.0.1:PORT`.
-    pub fn addr(&self) -> std::net::SocketAddr {
-        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    /// Kills the server now (SIGKILL), as a crash would.
-    pub fn kill(&mut self) {
-        daemon::kill_group(&mut self.child);
-    }
 }
 
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+daemon::server_handle!(RedisServer);
 
 /// Whether this server answers PING on its own socket (`-NOAUTH`
 /// counts: it is up and asks for the password).

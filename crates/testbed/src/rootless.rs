@@ -87,7 +87,7 @@ pub fn things(name: &str) -> Vec<String> {
 }
 
 /// The forwarders' program names, as /proc/PID/exe gives them.
-pub const FORWARDERS: [&str; 5] = [
+pub(crate) const FORWARDERS: [&str; 5] = [
     "slirp4netns",
     "rootlessport",
     "pasta",

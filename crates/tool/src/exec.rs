@@ -227,7 +227,7 @@ fn children_cpu() -> (f64, f64) {
 
 /// Whether a file in `dir` can be opened with O_DIRECT and written with
 /// one aligned 4 KiB block (FUSE filesystems and some overlays refuse).
-pub fn direct_io_works(dir: &Path) -> bool {
+pub(crate) fn direct_io_works(dir: &Path) -> bool {
     let path = dir.join(".tare-direct-probe");
     let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()

@@ -152,7 +152,7 @@ impl Job {
     }
 
     /// Reads a job file (TOML); its name is the file's stem unless it says one.
-    pub fn from_file(path: &Path) -> Result<Job, String> {
+    pub(crate) fn from_file(path: &Path) -> Result<Job, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("reading job file {}: {e}", path.display()))?;
         let mut job: Job =

@@ -9,7 +9,7 @@ use crate::exec::Outcome;
 use crate::job::{Job, Sizes};
 
 /// The longest request line the agent reads (a run request is ~200 bytes).
-pub const MAX_LINE: usize = 64 << 10;
+pub(crate) const MAX_LINE: usize = 64 << 10;
 
 /// What the engine asks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -9,12 +9,11 @@ use crate::TuneError;
 
 /// One recommendation as a complete config.
 #[derive(Clone, Debug)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Its level name in the experiment (the rule id, e.g. `worker-connections`).
     pub name: String,
     pub rule: String,
     pub priority: String,
-    pub title: String,
     pub change: advise::Change,
     /// The baseline with only this change, as one file (includes spliced in).
     pub text: String,
@@ -83,7 +82,6 @@ pub(crate) fn prepare(config: &Path) -> Result<CandidateSet, TuneError> {
             name: a.rule.clone(),
             rule: a.rule,
             priority: a.priority.as_str().to_string(),
-            title: a.title,
             change: a.change,
             text: build_one(&p),
         });

@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use candidates::Candidate;
+pub(crate) use candidates::Candidate;
 use candidates::CandidateSet;
 pub use decide::Verdict;
 pub use target::{TargetChoice, TuneTarget};

@@ -31,7 +31,7 @@ pub struct MannWhitney {
 
 /// Tests whether `a` and `b` come from distributions with different
 /// locations; `None` if either sample is empty.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     let (m, n) = (a.len(), b.len());
     if m == 0 || n == 0 {
         return None;
@@ -57,7 +57,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
 /// The smallest two-sided p-value any outcome can give with `m` and `n`
 /// untied observations: `2 / C(m+n, m)`, capped at 1. With 3 vs 3 it is 0.1,
 /// so no result can ever be significant at α = 0.05.
-pub fn min_p_value(m: usize, n: usize) -> f64 {
+pub(crate) fn min_p_value(m: usize, n: usize) -> f64 {
     if m == 0 || n == 0 {
         return 1.0;
     }
@@ -68,7 +68,7 @@ pub fn min_p_value(m: usize, n: usize) -> f64 {
 /// pair of trials comes out in the "wrong" order (U = 1): with n vs n,
 /// `P(U <= 1) = 2 / C(2n, n)`, so the two-sided p is `4 / C(2n, n)`:
 /// 0.057 at n = 4, 0.016 at n = 5; hence 5 for α = 0.05.
-pub fn recommended_trials(alpha: f64) -> usize {
+pub(crate) fn recommended_trials(alpha: f64) -> usize {
     (2..=64)
         .find(|&n| 4.0 * (-ln_choose(2 * n, n)).exp() <= alpha)
         .unwrap_or(64)

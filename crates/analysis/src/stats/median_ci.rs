@@ -64,7 +64,7 @@ pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
 
 /// The median and its order-statistic interval at `target` confidence
 /// (e.g. 0.95); `None` for an empty sample.
-pub fn median_ci(samples: &[f64], target: f64) -> Option<MedianCi> {
+pub(crate) fn median_ci(samples: &[f64], target: f64) -> Option<MedianCi> {
     if samples.is_empty() {
         return None;
     }
@@ -89,7 +89,7 @@ pub fn median_ci(samples: &[f64], target: f64) -> Option<MedianCi> {
 
 /// Exact coverage of `[x(l), x(n+1-l)]` for the median:
 /// `P(l <= B <= n - l)`, `B ~ Binomial(n, 1/2)`.
-pub fn coverage(n: usize, l: usize) -> f64 {
+pub(crate) fn coverage(n: usize, l: usize) -> f64 {
     if l == 0 || l > n - l {
         // A single order statistic (or none) covers a continuous median with
         // probability zero.

@@ -42,7 +42,7 @@ pub fn detectable(se: f64, df: f64) -> Option<f64> {
 
 /// `b` against `a` where `pairs[i] = (a_i, b_i)` were measured in the same
 /// round; `None` when no pair has two positive values.
-pub fn paired_contrast(pairs: &[(f64, f64)]) -> Option<Contrast> {
+pub(crate) fn paired_contrast(pairs: &[(f64, f64)]) -> Option<Contrast> {
     let d: Vec<f64> = pairs
         .iter()
         .filter(|(a, b)| *a > 0.0 && *b > 0.0 && a.is_finite() && b.is_finite())
@@ -66,7 +66,7 @@ pub fn paired_contrast(pairs: &[(f64, f64)]) -> Option<Contrast> {
 /// `b` against `a`, independent samples: Welch's t on log values (unequal
 /// variances, Satterthwaite's degrees of freedom); `None` when either
 /// sample has no positive value.
-pub fn welch_contrast(a: &[f64], b: &[f64]) -> Option<Contrast> {
+pub(crate) fn welch_contrast(a: &[f64], b: &[f64]) -> Option<Contrast> {
     let logs = |v: &[f64]| -> Vec<f64> {
         v.iter()
             .filter(|x| **x > 0.0 && x.is_finite())

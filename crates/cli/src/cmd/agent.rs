@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 #[derive(Args, Debug)]
 pub(crate) struct AgentArgs {
     #[command(subcommand)]
-    pub command: AgentCommand,
+    pub(crate) command: AgentCommand,
 }
 
 #[derive(Subcommand, Debug)]

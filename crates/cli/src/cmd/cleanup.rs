@@ -16,16 +16,16 @@ use tare_runner::{ConfigSource, Experiment};
 pub(crate) struct CleanupArgs {
     /// Print the report as JSON.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Also clean up the remote hosts of a run directory (its hosts.json:
     /// that run's files there) or of an experiment file (every tare run's
     /// files in each host's dir).
     #[arg(long, value_name = "RUN_DIR|EXPERIMENT")]
-    pub hosts_from: Option<PathBuf>,
+    pub(crate) hosts_from: Option<PathBuf>,
     /// Only this host of --hosts-from (repeatable); this machine is then
     /// left alone.
     #[arg(long, value_name = "NAME", requires = "hosts_from")]
-    pub host: Vec<String>,
+    pub(crate) host: Vec<String>,
 }
 
 pub(crate) fn run(args: CleanupArgs) -> anyhow::Result<ExitCode> {

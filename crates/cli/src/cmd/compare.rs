@@ -15,16 +15,16 @@ use super::report::emit_stdout;
 #[derive(Args, Debug)]
 pub(crate) struct CompareArgs {
     /// The old (baseline) run directory.
-    pub dir_a: PathBuf,
+    pub(crate) dir_a: PathBuf,
     /// The new run directory.
-    pub dir_b: PathBuf,
+    pub(crate) dir_b: PathBuf,
     /// Write the comparison as JSON to PATH (`-` for stdout, instead of the text).
     #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// Compare runs of different targets or loads, or a --debug-mode run
     /// with a real one, with a warning instead of refusing.
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {

@@ -10,7 +10,7 @@ use clap_complete::Shell;
 #[derive(Args, Debug)]
 pub(crate) struct CompletionsArgs {
     /// The shell: bash, zsh, fish, elvish or powershell.
-    pub shell: Shell,
+    pub(crate) shell: Shell,
 }
 
 pub(crate) fn run(args: CompletionsArgs) -> anyhow::Result<ExitCode> {

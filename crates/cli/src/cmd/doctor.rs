@@ -9,7 +9,7 @@ use clap::Args;
 pub(crate) struct DoctorArgs {
     /// Print the report as JSON.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {

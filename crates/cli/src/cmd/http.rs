@@ -17,59 +17,59 @@ pub(crate) struct HttpArgs {
     /// Target URL: http://HOST[:PORT]/PATH (with --unix, only Host and path are used).
     /// With --urls it may be left out: the file's server is the target.
     #[arg(required_unless_present = "urls")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// A URL file, as http_load takes it: one http://HOST[:PORT]/PATH or
     /// /PATH a line, each request a line drawn at random (seeded). Its
     /// URLs name one server, the target's; only their paths are sent.
     #[arg(long, value_name = "FILE", conflicts_with = "requests_file")]
-    pub urls: Option<PathBuf>,
+    pub(crate) urls: Option<PathBuf>,
     /// A requests file (TOML [[request]] tables: name, method, path,
     /// headers, body, weight): each request drawn by weight; counted by name.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["method", "body"])]
-    pub requests_file: Option<PathBuf>,
+    pub(crate) requests_file: Option<PathBuf>,
     /// The seed of a mix's draws (--urls, --requests-file): the same seed,
     /// the same sequence of requests on each thread.
     #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Threads, each with its own event loop.
     #[arg(short = 't', long, default_value_t = 2)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Connections kept open, shared among the threads.
     #[arg(short = 'c', long, default_value_t = 10)]
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Test duration (10s, 500ms, 2m; a bare number is seconds). Default 10s unless -n is given.
     #[arg(short = 'd', long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Total requests to send instead of (or as well as) a duration.
     #[arg(short = 'n', long)]
-    pub requests: Option<u64>,
+    pub(crate) requests: Option<u64>,
     /// Print the latency distribution (with p99.9 and p99.99).
     #[arg(long)]
-    pub latency: bool,
+    pub(crate) latency: bool,
     /// A new connection per request (as ab and http_load), reporting connect and first-byte times.
     #[arg(long)]
-    pub no_keepalive: bool,
+    pub(crate) no_keepalive: bool,
     /// Connect to this Unix socket instead of the URL's host.
     #[arg(long, value_name = "PATH")]
-    pub unix: Option<PathBuf>,
+    pub(crate) unix: Option<PathBuf>,
     /// Add a request header (repeatable).
     #[arg(short = 'H', long = "header", value_name = "K: V", value_parser = parse_header)]
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// Request method.
     #[arg(short = 'm', long, default_value = "GET")]
-    pub method: String,
+    pub(crate) method: String,
     /// Request body.
     #[arg(long)]
-    pub body: Option<String>,
+    pub(crate) body: Option<String>,
     /// How fast connections are opened: N per second after the first 1024
     /// (20k, 5000), or `all` at once. The measured period starts once the
     /// last one is due.
     #[arg(long, value_name = "N|all", default_value = "10000")]
-    pub connect_rate: tare_engine::connecting::ConnectPace,
+    pub(crate) connect_rate: tare_engine::connecting::ConnectPace,
     /// --warmup, --timeout, --rate, --find-max, --json, ...: what every
     /// load engine shares.
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub(crate) load: LoadArgs,
 }
 
 pub(crate) fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {

@@ -11,7 +11,7 @@ use tare_deploy::{TargetKind, TargetSpec};
 #[derive(Args, Debug)]
 pub(crate) struct ImageArgs {
     #[command(subcommand)]
-    pub action: ImageAction,
+    pub(crate) action: ImageAction,
 }
 
 #[derive(Subcommand, Debug)]

@@ -13,14 +13,14 @@ pub(crate) struct InitArgs {
     /// The target kind the experiment measures: tare-serve (the default),
     /// nginx, nginx-proxy, postgres, redis, mariadb, net, tool, command
     /// (your own program) or image (your own image).
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     /// Where to write it (`-`: standard output). Default: `KIND.toml` in
     /// the current directory.
     #[arg(long, short = 'o', value_name = "PATH")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Replace the file if it exists.
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {

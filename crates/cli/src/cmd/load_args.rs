@@ -24,25 +24,25 @@ pub(crate) struct LoadArgs {
     /// Load applied after any --ramp and before measuring; what completes
     /// during it is not counted.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub warmup: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// http: a request without a complete response after this long counts
     /// as a timeout (default 2s). pg: the bound on establishing a
     /// connection (default 10s; pg has no per-transaction timeout).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// Open loop: start this many requests (transactions) per second in
     /// total, on a schedule, latency counted from each intended start
     /// (wrk2's and pgbench's -R).
     #[arg(short = 'R', long, value_name = "PER_SEC")]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// With --rate or --find-max: constant spacing or a Poisson process
     /// (default: constant for http, poisson for pg, as pgbench's).
     #[arg(long, value_name = "constant|poisson")]
-    pub arrivals: Option<Arrivals>,
+    pub(crate) arrivals: Option<Arrivals>,
     /// Raise connections (closed loop) or the rate (open loop) linearly over
     /// this long before measuring; shown per second, not in the summary.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub ramp: Option<Duration>,
+    pub(crate) ramp: Option<Duration>,
     /// Closed loop over TCP: pause an idle worker briefly before it waits, so
     /// one wake-up serves several responses (less generator CPU, a little
     /// think time): off, auto (1/32 of the latency, only when idle) or a
@@ -54,39 +54,39 @@ pub(crate) struct LoadArgs {
         value_name = "off|auto|PAUSE",
         conflicts_with = "rate"
     )]
-    pub coalesce: Coalesce,
+    pub(crate) coalesce: Coalesce,
     /// How workers wait for the network: io_uring (one multishot receive
     /// per connection; needs Linux 6.1 and io_uring allowed), epoll, or
     /// auto: io_uring where it can, epoll otherwise and with --coalesce.
     #[arg(long, default_value = "auto", value_name = "auto|epoll|io_uring")]
-    pub io: IoMode,
+    pub(crate) io: IoMode,
     /// Run the generator's threads inside this network namespace (a name
     /// from `ip netns`, or a path).
     #[arg(long, value_name = "NAME|PATH")]
-    pub netns: Option<String>,
+    pub(crate) netns: Option<String>,
     /// Run the generator's threads on these CPUs only (a taskset list:
     /// 0, 0-1,3), away from the server's: on a small machine the two
     /// otherwise measure each other.
     #[arg(long, value_name = "LIST")]
-    pub cpus: Option<tare_engine::cpu::CpuList>,
+    pub(crate) cpus: Option<tare_engine::cpu::CpuList>,
     /// Search for the highest rate that meets --slo: a closed-loop probe,
     /// then open-loop probes of the run's duration each, bisecting
     /// (docs/open-loop.md).
     #[arg(long)]
-    pub find_max: bool,
+    pub(crate) find_max: bool,
     /// Objectives for --find-max: 'p99<10ms', 'p50<1ms,p999<50ms,errors<1%'.
     #[arg(long, value_name = "OBJECTIVES")]
-    pub slo: Option<Slo>,
+    pub(crate) slo: Option<Slo>,
     /// Most open-loop probes --find-max may run.
     #[arg(long, default_value_t = 8, value_name = "N")]
-    pub max_runs: usize,
+    pub(crate) max_runs: usize,
     /// Write the JSON result to PATH ('-': stdout, replacing the text).
     #[arg(long, value_name = "PATH|-")]
-    pub json: Option<String>,
+    pub(crate) json: Option<String>,
     /// Allow a target that is not loopback or a Unix socket (only servers
     /// you own).
     #[arg(long)]
-    pub allow_remote: bool,
+    pub(crate) allow_remote: bool,
 }
 
 impl LoadArgs {

@@ -13,7 +13,7 @@ pub(crate) struct ManArgs {
     /// Write tare.1 and a page per subcommand (tare-run.1, ...) into this
     /// directory instead of printing tare.1.
     #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: ManArgs) -> anyhow::Result<ExitCode> {

@@ -62,31 +62,31 @@ pub(crate) struct MysqlArgs {
     /// oltp_read_only, oltp_read_write, oltp_point_select or
     /// oltp_write_only (or the path of sysbench's script of that name).
     #[arg(value_name = "TESTNAME")]
-    pub test: String,
+    pub(crate) test: String,
     /// prepare (create and fill the tables), prewarm (read them into the
     /// server's caches), run, cleanup (drop them), or help (the test's
     /// options).
     #[arg(value_enum, value_name = "COMMAND")]
-    pub step: Step,
+    pub(crate) step: Step,
     /// Number of tables.
     #[arg(long, default_value_t = 1)]
-    pub tables: u32,
+    pub(crate) tables: u32,
     /// Number of rows per table.
     #[arg(long = "table-size", alias = "table_size", default_value_t = DEFAULT_TABLE_SIZE)]
-    pub table_size: u32,
+    pub(crate) table_size: u32,
     /// Number of threads: connections, one each (prepare: tables made at once).
     #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Worker threads carrying the connections (tare's own; default: one
     /// per CPU and at least two, at most one per connection).
     #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
     /// Limit for total execution time in seconds (0: none, then --events).
     #[arg(long, default_value_t = 10)]
-    pub time: u64,
+    pub(crate) time: u64,
     /// Limit for total number of events (transactions; 0: none).
     #[arg(long, default_value_t = 0)]
-    pub events: u64,
+    pub(crate) events: u64,
     /// Periodically report intermediate statistics with a specified
     /// interval in seconds (0: off).
     #[arg(
@@ -94,7 +94,7 @@ pub(crate) struct MysqlArgs {
         alias = "report_interval",
         default_value_t = 0
     )]
-    pub report_interval: u64,
+    pub(crate) report_interval: u64,
     /// MySQL server host.
     #[arg(
         short = 'h',
@@ -102,108 +102,108 @@ pub(crate) struct MysqlArgs {
         alias = "mysql_host",
         default_value = "127.0.0.1"
     )]
-    pub host: String,
+    pub(crate) host: String,
     /// MySQL server port.
     #[arg(long = "mysql-port", alias = "mysql_port", default_value_t = 3306)]
-    pub port: u16,
+    pub(crate) port: u16,
     /// MySQL socket (instead of host and port).
     #[arg(long = "mysql-socket", alias = "mysql_socket", value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
     /// MySQL user.
     #[arg(long = "mysql-user", alias = "mysql_user", default_value = DEFAULT_USER)]
-    pub user: String,
+    pub(crate) user: String,
     /// MySQL password.
     #[arg(long = "mysql-password", alias = "mysql_password", default_value = "")]
-    pub password: String,
+    pub(crate) password: String,
     /// MySQL database name.
     #[arg(long = "mysql-db", alias = "mysql_db", default_value = DEFAULT_DB)]
-    pub db: String,
+    pub(crate) db: String,
     /// Storage engine of the tables `prepare` makes.
     #[arg(
         long = "mysql-storage-engine",
         alias = "mysql_storage_engine",
         default_value = "innodb"
     )]
-    pub storage_engine: String,
+    pub(crate) storage_engine: String,
     /// Prepared statements (auto: the binary protocol) or disable (COM_QUERY text).
     #[arg(long = "db-ps-mode", alias = "db_ps_mode", default_value = "auto", value_parser = ["auto", "disable"])]
-    pub ps_mode: String,
+    pub(crate) ps_mode: String,
     /// Random numbers distribution {uniform,gaussian,special,pareto}.
     #[arg(long = "rand-type", alias = "rand_type", default_value = "special", value_parser = RandType::parse)]
-    pub rand_type: RandType,
+    pub(crate) rand_type: RandType,
     /// Seed for random number generator (0: the current time).
     #[arg(long = "rand-seed", alias = "rand_seed", default_value_t = 0)]
-    pub rand_seed: u64,
+    pub(crate) rand_seed: u64,
     /// Number of point SELECT queries per transaction.
     #[arg(long = "point-selects", alias = "point_selects", default_value_t = 10)]
-    pub point_selects: u32,
+    pub(crate) point_selects: u32,
     /// Number of simple range SELECT queries per transaction.
     #[arg(long = "simple-ranges", alias = "simple_ranges", default_value_t = 1)]
-    pub simple_ranges: u32,
+    pub(crate) simple_ranges: u32,
     /// Number of SELECT SUM() queries per transaction.
     #[arg(long = "sum-ranges", alias = "sum_ranges", default_value_t = 1)]
-    pub sum_ranges: u32,
+    pub(crate) sum_ranges: u32,
     /// Number of SELECT ORDER BY queries per transaction.
     #[arg(long = "order-ranges", alias = "order_ranges", default_value_t = 1)]
-    pub order_ranges: u32,
+    pub(crate) order_ranges: u32,
     /// Number of SELECT DISTINCT queries per transaction.
     #[arg(
         long = "distinct-ranges",
         alias = "distinct_ranges",
         default_value_t = 1
     )]
-    pub distinct_ranges: u32,
+    pub(crate) distinct_ranges: u32,
     /// Number of UPDATE index queries per transaction.
     #[arg(long = "index-updates", alias = "index_updates", default_value_t = 1)]
-    pub index_updates: u32,
+    pub(crate) index_updates: u32,
     /// Number of UPDATE non-index queries per transaction.
     #[arg(
         long = "non-index-updates",
         alias = "non_index_updates",
         default_value_t = 1
     )]
-    pub non_index_updates: u32,
+    pub(crate) non_index_updates: u32,
     /// Number of DELETE/INSERT combinations per transaction.
     #[arg(long = "delete-inserts", alias = "delete_inserts", default_value_t = 1)]
-    pub delete_inserts: u32,
+    pub(crate) delete_inserts: u32,
     /// Range size for range SELECT queries.
     #[arg(long = "range-size", alias = "range_size", default_value_t = 100)]
-    pub range_size: u32,
+    pub(crate) range_size: u32,
     /// Enable/disable all range SELECT queries.
     #[arg(long = "range-selects", alias = "range_selects", value_name = "on|off", default_value = "on", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
-    pub range_selects: bool,
+    pub(crate) range_selects: bool,
     /// Don't start explicit transactions and execute all queries in the
     /// AUTOCOMMIT mode.
     #[arg(long = "skip-trx", alias = "skip_trx", value_name = "on|off", default_value = "off", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
-    pub skip_trx: bool,
+    pub(crate) skip_trx: bool,
     /// Use AUTO_INCREMENT column as Primary Key (prepare; off: ids 1..N
     /// written by tare).
     #[arg(long = "auto-inc", alias = "auto_inc", value_name = "on|off", default_value = "on", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
-    pub auto_inc: bool,
+    pub(crate) auto_inc: bool,
     /// Use a secondary index in place of the PRIMARY KEY (prepare).
     #[arg(long = "secondary", alias = "secondary", value_name = "on|off", default_value = "off", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
-    pub secondary: bool,
+    pub(crate) secondary: bool,
     /// Create a secondary index in addition to the PRIMARY KEY (prepare).
     #[arg(long = "create-secondary", alias = "create_secondary", value_name = "on|off", default_value = "on", num_args = 0..=1, require_equals = true, default_missing_value = "on", value_parser = parse_bool)]
-    pub create_secondary: bool,
+    pub(crate) create_secondary: bool,
     /// Errors after which the transaction is run again (a list of codes,
     /// or all).
     #[arg(long = "mysql-ignore-errors", alias = "mysql_ignore_errors", value_name = "LIST", default_value = "1213,1020,1205", value_parser = IgnoreErrors::parse)]
-    pub ignore_errors: IgnoreErrors,
+    pub(crate) ignore_errors: IgnoreErrors,
     /// Database driver (mysql only).
     #[arg(long = "db-driver", alias = "db_driver", value_name = "mysql", default_value = "mysql", value_parser = parse_driver)]
-    pub db_driver: String,
+    pub(crate) db_driver: String,
     /// Verbosity level {5 - debug, 0 - only critical messages}: below 3,
     /// only the tables' messages and errors.
     #[arg(long, default_value_t = NOTICE, value_parser = clap::value_parser!(u8).range(0..=5))]
-    pub verbosity: u8,
+    pub(crate) verbosity: u8,
     /// --rate, --warmup, --timeout, --find-max, --json, ...: what every
     /// load engine shares (sysbench's --rate is tare's open loop).
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub(crate) load: LoadArgs,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
-    pub help: Option<bool>,
+    pub(crate) help: Option<bool>,
 }
 
 fn seed(args: &MysqlArgs) -> Option<u64> {

@@ -19,7 +19,7 @@ use super::load_args::{self, LoadArgs};
 #[derive(Args, Debug)]
 pub(crate) struct NetArgs {
     #[command(subcommand)]
-    pub command: NetCommand,
+    pub(crate) command: NetCommand,
 }
 
 #[derive(Subcommand, Debug)]
@@ -41,54 +41,54 @@ pub(crate) enum NetCommand {
 pub(crate) struct NetServeArgs {
     /// TCP address to listen on; UDP listens on the same address and port.
     #[arg(long, default_value_t = SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)))]
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// Listen on this Unix socket instead (rr, crr and stream only).
     #[arg(long, value_name = "PATH")]
-    pub unix: Option<PathBuf>,
+    pub(crate) unix: Option<PathBuf>,
     /// Acceptor threads (each also receives UDP); kept connections get a thread each.
     #[arg(long, default_value_t = 2)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Test hook: leave every Nth UDP request unanswered (a known loss).
     #[arg(long, value_name = "N")]
-    pub drop_every: Option<u64>,
+    pub(crate) drop_every: Option<u64>,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct NetTestArgs {
     /// The responder's host (netperf -H).
     #[arg(short = 'H', long, default_value = "127.0.0.1")]
-    pub host: String,
+    pub(crate) host: String,
     /// The responder's port (netperf -p; tare net serve's default).
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    pub(crate) port: u16,
     /// Connect to this Unix socket instead of HOST:PORT.
     #[arg(long, value_name = "PATH")]
-    pub unix: Option<PathBuf>,
+    pub(crate) unix: Option<PathBuf>,
     /// Request and response sizes, REQ,RESP (netperf -r; one number sets
     /// both). Default 100,200, the IBM study's.
     #[arg(short = 'r', value_name = "REQ,RESP", value_parser = parse_sizes)]
-    pub sizes: Option<(usize, usize)>,
+    pub(crate) sizes: Option<(usize, usize)>,
     /// Stream: bytes per write and read (netperf -m; default 128k).
     #[arg(short = 'm', value_name = "SIZE", value_parser = parse_size)]
-    pub message: Option<usize>,
+    pub(crate) message: Option<usize>,
     /// Test length (netperf -l; a bare number is seconds). Default 10s.
     #[arg(short = 'l', long = "duration", value_name = "SECONDS", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Connections, each with one transaction in flight.
     #[arg(short = 'c', long, default_value_t = 1)]
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// rr, crr, udp-rr: worker threads sharing the connections, each one
     /// event loop (default: one per connection, up to 512). A stream has a
     /// thread per connection.
     #[arg(short = 't', long, value_name = "N")]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Stream: send (client to responder), receive, or both at once.
     #[arg(long, default_value = "send", value_name = "send|receive|both")]
-    pub direction: Direction,
+    pub(crate) direction: Direction,
     /// --warmup, --timeout, --rate, --find-max, --json, ...: what every
     /// load engine shares.
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub(crate) load: LoadArgs,
 }
 
 /// Threads `tare net rr|crr|udp-rr` starts without `-t`: one per

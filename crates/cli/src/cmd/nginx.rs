@@ -13,7 +13,7 @@ use tare_nginx::{BuildOptions, ParseOptions, Payload};
 #[derive(Args, Debug)]
 pub(crate) struct NginxArgs {
     #[command(subcommand)]
-    pub command: NginxCommand,
+    pub(crate) command: NginxCommand,
 }
 
 #[derive(Subcommand, Debug)]
@@ -30,39 +30,39 @@ pub(crate) enum NginxCommand {
 #[derive(Args, Debug)]
 pub(crate) struct ParseArgs {
     /// The main configuration file (includes are resolved relative to its directory).
-    pub file: String,
+    pub(crate) file: String,
     /// Print crossplane's JSON (byte-identical to `crossplane parse`) instead of
     /// a summary of the files read and the errors.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Write the JSON to this file instead of stdout.
     #[arg(short, long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Indent the JSON by this many spaces (default: compact, as crossplane).
     #[arg(short, long, value_name = "NUM")]
-    pub indent: Option<usize>,
+    pub(crate) indent: Option<usize>,
     /// Directives to leave out, comma-separated.
     #[arg(long, value_name = "DIRECTIVES", default_value = "")]
-    pub ignore: String,
+    pub(crate) ignore: String,
     /// Stop a file at its first error.
     #[arg(long)]
-    pub no_catch: bool,
+    pub(crate) no_catch: bool,
     /// One config entry with the includes spliced in.
     #[arg(long)]
-    pub combine: bool,
+    pub(crate) combine: bool,
     /// Do not follow includes.
     #[arg(long)]
-    pub single_file: bool,
+    pub(crate) single_file: bool,
     /// Keep comments in the JSON.
     #[arg(long)]
-    pub include_comments: bool,
+    pub(crate) include_comments: bool,
     /// Unknown directives are errors.
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// With --json, exit 1 when the configuration has errors (crossplane always
     /// exits 0; the summary always does).
     #[arg(long)]
-    pub check: bool,
+    pub(crate) check: bool,
 }
 
 /// Flags mirror `crossplane build`, except that existing files are never
@@ -70,13 +70,13 @@ pub(crate) struct ParseArgs {
 #[derive(Args, Debug)]
 pub(crate) struct BuildArgs {
     /// The JSON payload (`-` for stdin).
-    pub file: String,
+    pub(crate) file: String,
     /// Base directory for relative file names (default: the current directory).
     #[arg(short, long = "dir", value_name = "PATH")]
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
     /// Overwrite existing files.
     #[arg(short, long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Spaces per indentation level.
     #[arg(
         short,
@@ -85,44 +85,44 @@ pub(crate) struct BuildArgs {
         default_value_t = 4,
         conflicts_with = "tabs"
     )]
-    pub indent: usize,
+    pub(crate) indent: usize,
     /// Indent with tabs.
     #[arg(short, long)]
-    pub tabs: bool,
+    pub(crate) tabs: bool,
     /// Do not start files with crossplane's header comment.
     #[arg(long)]
-    pub no_headers: bool,
+    pub(crate) no_headers: bool,
     /// Print the files (each after a `# PATH` line) instead of writing them.
     #[arg(long)]
-    pub stdout: bool,
+    pub(crate) stdout: bool,
     /// Print the paths written.
     #[arg(short, long)]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct AdviseArgs {
     /// The main configuration file.
-    pub file: String,
+    pub(crate) file: String,
     /// JSON output (one object: host facts, advice list).
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Exit 1 if any advice has this priority or higher (for CI).
     #[arg(long, value_enum, value_name = "PRIORITY")]
-    pub fail_on: Option<Level>,
+    pub(crate) fail_on: Option<Level>,
     /// Use this CPU count instead of this machine's.
     #[arg(long)]
-    pub cpus: Option<u64>,
+    pub(crate) cpus: Option<u64>,
     /// Use this open-files limit instead of this process's `ulimit -n`.
     #[arg(long)]
-    pub nofile: Option<u64>,
+    pub(crate) nofile: Option<u64>,
     /// Use this `net.core.somaxconn` instead of this machine's.
     #[arg(long)]
-    pub somaxconn: Option<u64>,
+    pub(crate) somaxconn: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Level {
+pub(crate) enum Level {
     High,
     Medium,
     Low,

@@ -26,19 +26,19 @@ use super::pgbench_flags::{check_flags, listing, InitArgs, PgbenchArgs};
 pub(crate) struct PgArgs {
     /// Database server host, or a Unix socket directory if it starts with '/' (PGHOST).
     #[arg(short = 'h', long = "host", value_name = "HOST|SOCKETDIR")]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// Server port (PGPORT; default 5432).
     #[arg(short = 'p', long = "port")]
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// User name (PGUSER; default: the OS user). Passwords come from PGPASSWORD or ~/.pgpass.
     #[arg(short = 'U', long = "username")]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Database name (PGDATABASE; default: the user name).
     #[arg(short = 'd', long = "dbname")]
-    pub dbname: Option<String>,
+    pub(crate) dbname: Option<String>,
     /// Database name, as pgbench's positional argument.
     #[arg(value_name = "DBNAME")]
-    pub dbname_pos: Option<String>,
+    pub(crate) dbname_pos: Option<String>,
     /// Number of concurrent clients (database sessions; default 1).
     #[arg(
         short = 'c',
@@ -46,34 +46,34 @@ pub(crate) struct PgArgs {
         visible_alias = "clients",
         value_name = "N"
     )]
-    pub clients: Option<String>,
+    pub(crate) clients: Option<String>,
     /// Number of threads (default 1).
     #[arg(short = 'j', long = "jobs", value_name = "N")]
-    pub threads: Option<String>,
+    pub(crate) threads: Option<String>,
     /// Duration of the run in seconds.
     #[arg(short = 'T', long = "time", value_name = "SECS")]
-    pub time: Option<String>,
+    pub(crate) time: Option<String>,
     /// Transactions per client (default 10 when -T is not given).
     #[arg(short = 't', long = "transactions", value_name = "N")]
-    pub transactions: Option<String>,
+    pub(crate) transactions: Option<String>,
     /// How statements are sent: simple (default), extended or prepared.
     #[arg(short = 'M', long = "protocol", value_name = "MODE")]
-    pub mode: Option<String>,
+    pub(crate) mode: Option<String>,
     /// A script file, optionally weighted: FILE[@WEIGHT] (repeatable).
     #[arg(short = 'f', long = "file", value_name = "FILE[@W]")]
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// A built-in script: tpcb-like, simple-update, select-only, optionally @WEIGHT (repeatable).
     #[arg(short = 'b', long = "builtin", value_name = "NAME[@W]")]
-    pub builtins: Vec<String>,
+    pub(crate) builtins: Vec<String>,
     /// The built-in select-only script (-b select-only; repeatable, as in pgbench).
     #[arg(short = 'S', long = "select-only", action = ArgAction::Count)]
-    pub select_only: u8,
+    pub(crate) select_only: u8,
     /// The built-in simple-update script (-b simple-update; repeatable).
     #[arg(short = 'N', long = "skip-some-updates", action = ArgAction::Count)]
-    pub simple_update: u8,
+    pub(crate) simple_update: u8,
     /// A new connection for every transaction.
     #[arg(short = 'C', long = "connect", action = ArgAction::Count)]
-    pub connect: u8,
+    pub(crate) connect: u8,
     /// Report the average latency of every command.
     #[arg(
         short = 'r',
@@ -81,48 +81,48 @@ pub(crate) struct PgArgs {
         visible_alias = "report-latencies",
         action = ArgAction::Count
     )]
-    pub per_command: u8,
+    pub(crate) per_command: u8,
     /// Print a progress line on stderr every SECS seconds.
     #[arg(short = 'P', long = "progress", value_name = "SECS")]
-    pub progress: Option<String>,
+    pub(crate) progress: Option<String>,
     /// With -P: the progress lines carry a Unix timestamp.
     #[arg(long = "progress-timestamp", action = ArgAction::Count)]
-    pub progress_timestamp: u8,
+    pub(crate) progress_timestamp: u8,
     /// Do not vacuum pgbench's tables before a built-in run.
     #[arg(short = 'n', long = "no-vacuum", action = ArgAction::Count)]
-    pub no_vacuum: u8,
+    pub(crate) no_vacuum: u8,
     /// Also vacuum pgbench_accounts before a built-in run.
     #[arg(short = 'v', long = "vacuum-all", action = ArgAction::Count)]
-    pub vacuum_all: u8,
+    pub(crate) vacuum_all: u8,
     /// Scale: with --init, how much data; otherwise the :scale variable.
     #[arg(short = 's', long = "scale")]
-    pub scale: Option<String>,
+    pub(crate) scale: Option<String>,
     /// Define a script variable: NAME=VALUE (repeatable).
     #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
-    pub define: Vec<String>,
+    pub(crate) define: Vec<String>,
     /// Seed of the random generators: an unsigned integer, "time" (default) or "rand".
     #[arg(long = "random-seed", value_name = "SEED")]
-    pub random_seed: Option<String>,
+    pub(crate) random_seed: Option<String>,
     /// Print a built-in script (NAME) and exit.
     #[arg(long = "show-script", value_name = "NAME")]
-    pub show_script: Option<String>,
+    pub(crate) show_script: Option<String>,
     /// Create and fill pgbench's tables (with -s SCALE), then exit.
     #[arg(short = 'i', long = "init", visible_alias = "initialize", action = ArgAction::Count)]
-    pub init: u8,
+    pub(crate) init: u8,
     #[command(flatten)]
-    pub initopts: InitArgs,
+    pub(crate) initopts: InitArgs,
     #[command(flatten)]
-    pub pgbench: PgbenchArgs,
+    pub(crate) pgbench: PgbenchArgs,
     /// Seconds to wait for a connection (as --timeout; default 10).
     #[arg(long, value_name = "SECS", conflicts_with = "timeout")]
-    pub connect_timeout: Option<u64>,
+    pub(crate) connect_timeout: Option<u64>,
     /// --warmup, --timeout, -R/--rate, --find-max, --json, ...: what every
     /// load engine shares.
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub(crate) load: LoadArgs,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
-    pub help: Option<bool>,
+    pub(crate) help: Option<bool>,
 }
 
 /// `tare pg`: as pgbench, a mistake in the flags, the scripts or the

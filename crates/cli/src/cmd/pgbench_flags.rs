@@ -17,31 +17,31 @@ use super::pg::PgArgs;
 pub(crate) struct InitArgs {
     /// Initialization steps: d(rop) t(ables) g/G (data) v(acuum) p(rimary keys) f(oreign keys).
     #[arg(short = 'I', long = "init-steps", value_name = "STEPS")]
-    pub steps: Option<String>,
+    pub(crate) steps: Option<String>,
     /// Fill factor of pgbench's tables (10..100).
     #[arg(short = 'F', long = "fillfactor", value_name = "N")]
-    pub fillfactor: Option<String>,
+    pub(crate) fillfactor: Option<String>,
     /// Partition pgbench_accounts into N partitions.
     #[arg(long = "partitions", value_name = "N", allow_hyphen_values = true)]
-    pub partitions: Option<String>,
+    pub(crate) partitions: Option<String>,
     /// range (default) or hash.
     #[arg(long = "partition-method", value_name = "METHOD")]
-    pub partition_method: Option<String>,
+    pub(crate) partition_method: Option<String>,
     /// Create foreign keys between the tables.
     #[arg(long = "foreign-keys", action = ArgAction::Count)]
-    pub foreign_keys: u8,
+    pub(crate) foreign_keys: u8,
     /// Create the tables unlogged.
     #[arg(long = "unlogged-tables", action = ArgAction::Count)]
-    pub unlogged: u8,
+    pub(crate) unlogged: u8,
     /// Tablespace of the tables.
     #[arg(long = "tablespace", value_name = "NAME")]
-    pub tablespace: Option<String>,
+    pub(crate) tablespace: Option<String>,
     /// Tablespace of the indexes.
     #[arg(long = "index-tablespace", value_name = "NAME")]
-    pub index_tablespace: Option<String>,
+    pub(crate) index_tablespace: Option<String>,
     /// Quieter initialization (accepted; tare's is always one line a step).
     #[arg(short = 'q', long = "quiet", action = ArgAction::Count)]
-    pub quiet: u8,
+    pub(crate) quiet: u8,
 }
 
 impl InitArgs {
@@ -107,39 +107,39 @@ impl InitArgs {
 pub(crate) struct PgbenchArgs {
     /// Write a per-transaction log (pgbench_log.PID[.THREAD]).
     #[arg(short = 'l', long = "log", action = ArgAction::Count)]
-    pub log: u8,
+    pub(crate) log: u8,
     /// Fraction of transactions to log (0 < RATE <= 1).
     #[arg(long = "sampling-rate", value_name = "RATE")]
-    pub sampling_rate: Option<String>,
+    pub(crate) sampling_rate: Option<String>,
     /// Log aggregates over SECS-second intervals instead of transactions.
     #[arg(
         long = "aggregate-interval",
         value_name = "SECS",
         allow_hyphen_values = true
     )]
-    pub aggregate_interval: Option<String>,
+    pub(crate) aggregate_interval: Option<String>,
     /// Prefix of the log files (default pgbench_log).
     #[arg(long = "log-prefix", value_name = "PREFIX")]
-    pub log_prefix: Option<String>,
+    pub(crate) log_prefix: Option<String>,
     /// Count transactions above this latency (ms) separately.
     #[arg(short = 'L', long = "latency-limit", value_name = "MS")]
-    pub latency_limit: Option<String>,
+    pub(crate) latency_limit: Option<String>,
     /// Tries of a transaction failing by serialization or deadlock (0: unlimited).
     #[arg(long = "max-tries", value_name = "N", allow_hyphen_values = true)]
-    pub max_tries: Option<String>,
+    pub(crate) max_tries: Option<String>,
     /// Print every failure's message.
     #[arg(long = "verbose-errors", action = ArgAction::Count)]
-    pub verbose_errors: u8,
+    pub(crate) verbose_errors: u8,
     /// Report failures by kind.
     #[arg(long = "failures-detailed", action = ArgAction::Count)]
-    pub failures_detailed: u8,
+    pub(crate) failures_detailed: u8,
     /// Trace every client's steps on stderr (pgbench's --debug; -d is the database).
     #[arg(long = "debug", action = ArgAction::Count)]
-    pub debug: u8,
+    pub(crate) debug: u8,
     /// A failed statement fails its transaction and the client goes on,
     /// counted by SQLSTATE class (pgbench 15 aborts the client).
     #[arg(long = "continue-on-error", action = ArgAction::Count)]
-    pub continue_on_error: u8,
+    pub(crate) continue_on_error: u8,
 }
 
 impl PgbenchArgs {
@@ -178,14 +178,14 @@ impl PgbenchArgs {
 
 /// The flags after pgbench's checks.
 pub(crate) struct Checked {
-    pub clients: usize,
-    pub threads: usize,
-    pub time: Option<u64>,
-    pub transactions: Option<u64>,
-    pub mode: QueryMode,
-    pub progress: Option<u64>,
-    pub scale: Option<u32>,
-    pub random_seed: Option<u64>,
+    pub(crate) clients: usize,
+    pub(crate) threads: usize,
+    pub(crate) time: Option<u64>,
+    pub(crate) transactions: Option<u64>,
+    pub(crate) mode: QueryMode,
+    pub(crate) progress: Option<u64>,
+    pub(crate) scale: Option<u32>,
+    pub(crate) random_seed: Option<u64>,
 }
 
 /// pgbench's `option_parse_int`: an integer in `[min, max]`.

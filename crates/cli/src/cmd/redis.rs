@@ -28,70 +28,70 @@ use super::load_args::{self, LoadArgs};
 pub(crate) struct RedisArgs {
     /// Server hostname.
     #[arg(short = 'h', long = "host", default_value = "127.0.0.1")]
-    pub host: String,
+    pub(crate) host: String,
     /// Server port.
     #[arg(short = 'p', long = "port", default_value_t = 6379)]
-    pub port: u16,
+    pub(crate) port: u16,
     /// Server socket (overrides host and port).
     #[arg(short = 's', long = "socket", value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
     /// Server URI: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (overrides
     /// -h, -p, -a, --user and --dbnum).
     #[arg(short = 'u', value_name = "URI")]
-    pub uri: Option<String>,
+    pub(crate) uri: Option<String>,
     /// Idle mode: just open the connections and wait (until Ctrl+C, or
     /// for -T DURATION); anything the server sends on them is an error.
     #[arg(short = 'I')]
-    pub idle: bool,
+    pub(crate) idle: bool,
     /// Password for Redis AUTH.
     #[arg(short = 'a', value_name = "PASSWORD")]
-    pub password: Option<String>,
+    pub(crate) password: Option<String>,
     /// Used to send ACL style 'AUTH username pass'. Needs -a.
     #[arg(long = "user", value_name = "USERNAME", requires = "password")]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Number of parallel connections.
     #[arg(short = 'c', long = "clients", default_value_t = tare_redis::config::DEFAULT_CLIENTS)]
-    pub clients: usize,
+    pub(crate) clients: usize,
     /// Total number of requests (per test; not with -T).
     #[arg(short = 'n', long = "requests", conflicts_with = "duration")]
-    pub requests: Option<u64>,
+    pub(crate) requests: Option<u64>,
     /// Run each test for this long instead of a request count (10s, 500ms).
     #[arg(short = 'T', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<std::time::Duration>,
+    pub(crate) duration: Option<std::time::Duration>,
     /// Data size of SET/GET value in bytes.
     #[arg(short = 'd', default_value_t = tare_redis::config::DEFAULT_DATA_SIZE, value_name = "SIZE")]
-    pub data_size: usize,
+    pub(crate) data_size: usize,
     /// SELECT the specified db number.
     #[arg(long = "dbnum", default_value_t = 0)]
-    pub dbnum: u32,
+    pub(crate) dbnum: u32,
     /// Worker threads (each with its own connections and event loop).
     #[arg(long = "threads", default_value_t = 1)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Use random keys: __rand_int__ in an argument becomes a 12-digit
     /// number from 0 to KEYSPACELEN-1, on every command.
     #[arg(short = 'r', value_name = "KEYSPACELEN")]
-    pub keyspace: Option<u64>,
+    pub(crate) keyspace: Option<u64>,
     /// Pipeline NUMREQ requests (default 1: no pipeline).
     #[arg(short = 'P', default_value_t = 1, value_name = "NUMREQ")]
-    pub pipeline: usize,
+    pub(crate) pipeline: usize,
     /// Quiet: just show one line per test (requests per second, p50).
     #[arg(short = 'q')]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Output in CSV format.
     #[arg(long = "csv")]
-    pub csv: bool,
+    pub(crate) csv: bool,
     /// Only run this comma separated list of tests (ping, ping_inline,
     /// ping_mbulk, set, get, incr, lpush, rpush, lpop, rpop, sadd, hset,
     /// spop, zadd, zpopmin, lrange_100..600, mset). Default: all.
     #[arg(short = 't', value_name = "TESTS")]
-    pub tests: Option<String>,
+    pub(crate) tests: Option<String>,
     /// Seed of the key generators (default: from the clock).
     #[arg(long = "seed")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// --rate, --warmup, --timeout, --find-max, --json, ...: what every
     /// load engine shares.
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub(crate) load: LoadArgs,
     /// A command to run instead of the tests (after the options, or
     /// after `--`).
     #[arg(
@@ -99,10 +99,10 @@ pub(crate) struct RedisArgs {
         allow_hyphen_values = true,
         value_name = "COMMAND"
     )]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
-    pub help: Option<bool>,
+    pub(crate) help: Option<bool>,
 }
 
 /// A `-u` URI's parts: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`.

@@ -13,22 +13,22 @@ use tare_report::{exporter, Format, Report};
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
     /// The run directory (`tare run --out DIR`).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Also write the self-contained HTML report to PATH (opens offline).
     #[arg(long, value_name = "PATH")]
-    pub html: Option<PathBuf>,
+    pub(crate) html: Option<PathBuf>,
     /// Write the analysis as JSON to PATH (`-` for stdout, instead of the text).
     #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// Attribution chain, one cell id per flag, baseline first (overrides
     /// the plan's chain), e.g. `--chain config=default --chain config=tuned`.
     #[arg(long = "chain", value_name = "CELL")]
-    pub chain: Vec<String>,
+    pub(crate) chain: Vec<String>,
     /// Leave the trials the monitor flagged as disturbed (steal, other
     /// processes' CPU, CPU frequency changes) out of the statistics; the
     /// report still lists them and says how many it dropped.
     #[arg(long)]
-    pub exclude_disturbed: bool,
+    pub(crate) exclude_disturbed: bool,
 }
 
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {

@@ -18,26 +18,26 @@ use tare_runner::{Executor, Experiment, Outcome, RunDir};
 #[derive(Args, Debug)]
 pub(crate) struct RunArgs {
     /// The experiment file (TOML, see docs/experiments.md); none: the built-in quick experiment.
-    pub experiment: Option<PathBuf>,
+    pub(crate) experiment: Option<PathBuf>,
     /// The run directory (default: runs/<UTC date>-<host>-<id> in the current directory).
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Continue an interrupted run in DIR where it stopped.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["experiment", "out"])]
-    pub resume: Option<PathBuf>,
+    pub(crate) resume: Option<PathBuf>,
     /// Check the experiment file and print its cells, without running anything.
     #[arg(long, conflicts_with = "resume")]
-    pub check: bool,
+    pub(crate) check: bool,
     /// No progress bar (notes and the report still print).
     #[arg(long, short)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Deploy nothing and generate no load: a mock placement and engine
     /// give every cell a fixed, made-up throughput (no cool-downs), so the
     /// rest of a run (cells, specs, the fairness check, records, the report)
     /// can be tried in a second. For testing tare itself, as hyperfine's
     /// --debug-mode; the report says "debug mode" in every result's target.
     #[arg(long)]
-    pub debug_mode: bool,
+    pub(crate) debug_mode: bool,
 }
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {

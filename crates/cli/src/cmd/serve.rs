@@ -14,31 +14,31 @@ use tare_serve::{ServeConfig, Server};
 pub(crate) struct ServeArgs {
     /// TCP address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// Listen on this Unix socket instead of TCP.
     #[arg(long, value_name = "PATH")]
-    pub unix: Option<PathBuf>,
+    pub(crate) unix: Option<PathBuf>,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Response body size (e.g. 13, 4k, 1m).
     #[arg(long, default_value = "13", value_parser = parse_size)]
-    pub body_size: usize,
+    pub(crate) body_size: usize,
     /// HTTP status of every response.
     #[arg(long, default_value_t = 200)]
-    pub status: u16,
+    pub(crate) status: u16,
     /// Send bodies with chunked transfer encoding.
     #[arg(long)]
-    pub chunked: bool,
+    pub(crate) chunked: bool,
     /// Hold each response this long (e.g. 2ms): a known latency to check tare against.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
-    pub delay: Duration,
+    pub(crate) delay: Duration,
     /// Pause all responses for --stall once every this long (a known stall).
     #[arg(long, value_parser = parse_duration, requires = "stall")]
-    pub stall_every: Option<Duration>,
+    pub(crate) stall_every: Option<Duration>,
     /// Length of each pause (with --stall-every).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
-    pub stall: Duration,
+    pub(crate) stall: Duration,
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {

@@ -18,7 +18,7 @@ use tare_tool::{Job, Place, Tool, ToolConfig};
 #[derive(Args, Debug)]
 pub(crate) struct ToolArgs {
     #[command(subcommand)]
-    pub command: ToolCommand,
+    pub(crate) command: ToolCommand,
 }
 
 #[derive(Subcommand, Debug)]
@@ -34,47 +34,47 @@ pub(crate) enum ToolCommand {
 #[derive(Args, Debug)]
 pub(crate) struct ToolRunArgs {
     /// A built-in job (`tare tool jobs`) or a job file (TOML, docs/tools.md).
-    pub job: String,
+    pub(crate) job: String,
     /// The working directory: fio's test file is made here.
     #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// How long fio and sysbench run (`0`: to completion); hpcc always completes.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// fio's test file size.
     #[arg(long, default_value = "256m", value_parser = parse_size)]
-    pub size: usize,
+    pub(crate) size: usize,
     /// hpcc's HPL matrix order N (STREAM and RandomAccess are sized from it).
     #[arg(long, default_value_t = 2000)]
-    pub hpl_n: u32,
+    pub(crate) hpl_n: u32,
     /// sysbench threads, fio jobs.
     #[arg(short = 't', long, default_value_t = 1)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// The metric to call primary instead of the job's (e.g. read_clat_p99_us).
     #[arg(long)]
-    pub primary: Option<String>,
+    pub(crate) primary: Option<String>,
     /// Give up on a run after this long.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
-    pub limit: Duration,
+    pub(crate) limit: Duration,
     /// Write the JSON result to PATH (`-`: stdout, instead of the text).
     #[arg(long, value_name = "PATH")]
-    pub json: Option<String>,
+    pub(crate) json: Option<String>,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct ToolServeArgs {
     /// TCP address to listen on.
     #[arg(long, default_value = "127.0.0.1:9876")]
-    pub listen: std::net::SocketAddr,
+    pub(crate) listen: std::net::SocketAddr,
     /// Listen on this Unix socket instead.
     #[arg(long, value_name = "PATH")]
-    pub unix: Option<PathBuf>,
+    pub(crate) unix: Option<PathBuf>,
     /// The job: a built-in name or a job file (TOML, or the JSON a deployment writes).
     #[arg(long)]
-    pub job: String,
+    pub(crate) job: String,
     /// The job's working directory.
     #[arg(long)]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 pub(crate) fn run(args: ToolArgs) -> anyhow::Result<ExitCode> {

@@ -15,43 +15,43 @@ use tare_tune::{TargetChoice, TuneOptions, Tuning};
 #[derive(Args, Debug)]
 pub(crate) struct TuneArgs {
     /// The nginx config to start from (the baseline).
-    pub config: PathBuf,
+    pub(crate) config: PathBuf,
     /// What to measure: a reverse proxy in front of a tare serve backend tare
     /// starts (nginx-proxy), a static server (nginx), or auto: nginx-proxy if
     /// the config has proxy_pass.
     #[arg(long, default_value = "auto", value_parser = ["auto", "nginx", "nginx-proxy"])]
-    pub target: String,
+    pub(crate) target: String,
     /// Where nginx runs while measured (any placement `tare doctor` lists;
     /// default: the reference, a plain process on the host).
     #[arg(long, default_value_t = tare_deploy::PlacementKind::reference())]
-    pub placement: tare_deploy::PlacementKind,
+    pub(crate) placement: tare_deploy::PlacementKind,
     /// Connections of the load.
     #[arg(short = 'c', long, default_value_t = 200)]
-    pub connections: u32,
+    pub(crate) connections: u32,
     /// Generator threads.
     #[arg(short = 't', long, default_value_t = 2)]
-    pub threads: u32,
+    pub(crate) threads: u32,
     /// Measured load per trial.
     #[arg(short = 'd', long, default_value = "3s", value_parser = parse_duration)]
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// Warm-up before each trial.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub warmup: Duration,
+    pub(crate) warmup: Duration,
     /// Trials per config (5 or more: 3 against 3 can never be significant).
     #[arg(long, default_value_t = 5)]
-    pub trials: u32,
+    pub(crate) trials: u32,
     /// Idle time after each trial.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
-    pub cooldown: Duration,
+    pub(crate) cooldown: Duration,
     /// Most rounds: each starts from the config tuned so far and measures what is still recommended.
     #[arg(long, default_value_t = tare_tune::MAX_ROUNDS)]
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// Work directory: candidate configs, both runs, tuned.conf (default: tune-<file name>).
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Also write the findings as JSON ('-': stdout instead of the table).
     #[arg(long, value_name = "PATH|-")]
-    pub json: Option<String>,
+    pub(crate) json: Option<String>,
 }
 
 pub(crate) fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {

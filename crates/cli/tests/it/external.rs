@@ -20,7 +20,9 @@ fn docker_ok() -> bool {
 /// Runs `exp` (written into `dir` with `files`) and returns its trials.
 fn run(dir: &Path, exp: &str, files: &[(&str, &str)]) -> Vec<serde_json::Value> {
     for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
     let file = dir.join("exp.toml");
     std::fs::write(&file, exp).unwrap();
@@ -52,13 +54,35 @@ fn placements() -> &'static str {
     }
 }
 
-fn nginx_experiment(table: &str) -> String {
+/// `target` (the `[target]` table's lines) loaded by the external engine
+/// with `table` (`[load.external]`'s lines) for `duration` over
+/// `connections`, natively and in docker-host where Docker runs.
+fn experiment(target: &str, connections: u32, duration: &str, table: &str) -> String {
     format!(
-        "[target]\nkind = \"nginx\"\n[factors]\nplacement = {}\n\
-         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
+        "[target]\n{target}[factors]\nplacement = {}\n\
+         [load]\nengine = \"external\"\nthreads = 1\nconnections = {connections}\nduration = \"{duration}\"\nwarmup = \"0s\"\n\
          [load.external]\n{table}[trials]\ncount = 1\ncooldown = \"0s\"\n",
         placements()
     )
+}
+
+fn nginx_experiment(table: &str) -> String {
+    experiment("kind = \"nginx\"\n", 4, "1s", table)
+}
+
+/// Runs `exp` (with `files`) and returns each placement's result, every
+/// one of them measured.
+fn results(exp: &str, files: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let trials = run(dir.path(), exp, files);
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    trials
+        .into_iter()
+        .map(|t| {
+            assert!(t["result"].is_object(), "{}: {}", t["cell"], t["error"]);
+            t["result"].clone()
+        })
+        .collect()
 }
 
 const DONE_LUA: &str = include_str!("../../../tool/tests/data/external/tare-done.lua");
@@ -78,7 +102,6 @@ fn wrk_ab_and_h2load_load_nginx_natively_and_in_docker() {
             "tool = \"h2load\"\nargs = [\"--h1\", \"-c{connections}\", \"-D{duration}\", \"{url}\"]\n",
         ),
     ] {
-        std::fs::create_dir_all(dir.path().join("lua")).unwrap();
         let trials = run(
             dir.path(),
             &nginx_experiment(table),
@@ -150,30 +173,20 @@ const CADDYFILE: &str = include_str!("../../../../examples/http2/Caddyfile");
 /// same port).
 #[test]
 fn h2load_speaks_h2c_to_caddy_natively_and_in_docker() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("http2/site")).unwrap();
-    let exp = format!(
-        "[target]\nkind = \"command\"\n\
-         command = [\"caddy\", \"run\", \"--config\", \"{{app}}/http2/Caddyfile\", \"--adapter\", \"caddyfile\"]\n\
-         env = {{ TARE_HOST = \"{{host}}\", TARE_PORT = \"{{port}}\", TARE_APP = \"{{app}}/http2\", TARE_DATA = \"{{data}}\", HOME = \"{{data}}\" }}\n\
-         files = [\"http2/Caddyfile\", \"http2/site\"]\npath = \"/index.html\"\n\
-         [factors]\nplacement = {}\n\
-         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
-         [load.external]\ntool = \"h2load\"\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
-        placements()
+    let exp = experiment(
+        "kind = \"command\"\n\
+         command = [\"caddy\", \"run\", \"--config\", \"{app}/http2/Caddyfile\", \"--adapter\", \"caddyfile\"]\n\
+         env = { TARE_HOST = \"{host}\", TARE_PORT = \"{port}\", TARE_APP = \"{app}/http2\", TARE_DATA = \"{data}\", HOME = \"{data}\" }\n\
+         files = [\"http2/Caddyfile\", \"http2/site\"]\npath = \"/index.html\"\n",
+        4,
+        "1s",
+        "tool = \"h2load\"\n",
     );
-    let trials = run(
-        dir.path(),
-        &exp,
-        &[
-            ("http2/Caddyfile", CADDYFILE),
-            ("http2/site/index.html", "hello\n"),
-        ],
-    );
-    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
-    for t in &trials {
-        let r = &t["result"];
-        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+    let files = [
+        ("http2/Caddyfile", CADDYFILE),
+        ("http2/site/index.html", "hello\n"),
+    ];
+    for r in results(&exp, &files) {
         assert_eq!(r["external"]["protocol"], "h2c", "{r}");
         assert!(r["requests"].as_u64().unwrap() > 0);
         assert_eq!(r["errors"]["status"], 0);
@@ -216,20 +229,15 @@ fn a_cell_the_tool_cannot_reach_fails_alone_in_one_line() {
 /// `-P 1`.
 #[test]
 fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
-    let dir = tempfile::tempdir().unwrap();
-    let exp = format!(
-        "[target]\nkind = \"postgres\"\n[factors]\nplacement = {}\n\
-         [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"2s\"\nwarmup = \"0s\"\n\
-         [load.external]\ntool = \"pgbench\"\n\
-         args = [\"-n\", \"-P\", \"1\", \"-M\", \"prepared\", \"-f\", \"select1.sql\", \"-c{{connections}}\", \"-j{{threads}}\", \"-T{{duration}}\", \"{{url}}\"]\n\
-         scripts = [\"select1.sql\"]\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
-        placements()
+    let exp = experiment(
+        "kind = \"postgres\"\n",
+        2,
+        "2s",
+        "tool = \"pgbench\"\n\
+         args = [\"-n\", \"-P\", \"1\", \"-M\", \"prepared\", \"-f\", \"select1.sql\", \"-c{connections}\", \"-j{threads}\", \"-T{duration}\", \"{url}\"]\n\
+         scripts = [\"select1.sql\"]\n",
     );
-    let trials = run(dir.path(), &exp, &[("select1.sql", "SELECT 1;\n")]);
-    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
-    for t in &trials {
-        let r = &t["result"];
-        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+    for r in &results(&exp, &[("select1.sql", "SELECT 1;\n")]) {
         crate::support::validate(r);
         assert_eq!(r["unit"], "transactions");
         assert!(
@@ -251,21 +259,15 @@ fn pgbench_with_its_script_loads_postgres_natively_and_in_docker() {
 /// grace of 30 s (20k GETs took over 6 s on this shared machine under load).
 #[test]
 fn redis_benchmark_loads_redis_natively_and_in_docker() {
-    let dir = tempfile::tempdir().unwrap();
-    let exp = format!(
-        "[target]\nkind = \"redis\"\n[factors]\nplacement = {}\n\
-         [load]\nengine = \"external\"\nthreads = 1\nconnections = 4\nduration = \"1s\"\nwarmup = \"0s\"\n\
-         [load.external]\ntool = \"redis-benchmark\"\n\
-         args = [\"-h\", \"{{host}}\", \"-p\", \"{{port}}\", \"-c\", \"{{connections}}\", \"-n\", \"20000\", \"-t\", \"get\"]\n\
-         grace = \"60s\"\n\
-         [trials]\ncount = 1\ncooldown = \"0s\"\n",
-        placements()
+    let exp = experiment(
+        "kind = \"redis\"\n",
+        4,
+        "1s",
+        "tool = \"redis-benchmark\"\n\
+         args = [\"-h\", \"{host}\", \"-p\", \"{port}\", \"-c\", \"{connections}\", \"-n\", \"20000\", \"-t\", \"get\"]\n\
+         grace = \"60s\"\n",
     );
-    let trials = run(dir.path(), &exp, &[]);
-    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
-    for t in &trials {
-        let r = &t["result"];
-        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+    for r in results(&exp, &[]) {
         assert_eq!(r["unit"], "commands");
         assert_eq!(r["requests"], 20000);
         assert!(
@@ -281,18 +283,8 @@ fn redis_benchmark_loads_redis_natively_and_in_docker() {
 /// percentiles of its histogram, its timeline from `--report-interval=1`.
 #[test]
 fn sysbench_loads_mariadb_natively_and_in_docker() {
-    let dir = tempfile::tempdir().unwrap();
-    let exp = format!(
-        "[target]\nkind = \"mariadb\"\n[factors]\nplacement = {}\n\
-         [load]\nengine = \"external\"\nthreads = 1\nconnections = 2\nduration = \"2s\"\nwarmup = \"0s\"\n\
-         [load.external]\ntool = \"sysbench\"\n[trials]\ncount = 1\ncooldown = \"0s\"\n",
-        placements()
-    );
-    let trials = run(dir.path(), &exp, &[]);
-    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
-    for t in &trials {
-        let r = &t["result"];
-        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+    let exp = experiment("kind = \"mariadb\"\n", 2, "2s", "tool = \"sysbench\"\n");
+    for r in &results(&exp, &[]) {
         crate::support::validate(r);
         assert_eq!(r["unit"], "transactions");
         assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
@@ -313,16 +305,15 @@ const LOCUSTFILE: &str = include_str!("../../../tool/tests/data/external/locustf
 /// nginx target, natively and in docker-host.
 #[test]
 fn locust_loads_nginx_natively_and_in_docker() {
-    let dir = tempfile::tempdir().unwrap();
     // Three seconds: locust's `-t` timer runs from before its start-up
     // (docs/external.md), which took the whole of a 1 s run under load.
-    let exp = nginx_experiment("tool = \"locust\"\nscripts = [\"locustfile.py\"]\n")
-        .replace("duration = \"1s\"", "duration = \"3s\"");
-    let trials = run(dir.path(), &exp, &[("locustfile.py", LOCUSTFILE)]);
-    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
-    for t in &trials {
-        let r = &t["result"];
-        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+    let exp = experiment(
+        "kind = \"nginx\"\n",
+        4,
+        "3s",
+        "tool = \"locust\"\nscripts = [\"locustfile.py\"]\n",
+    );
+    for r in &results(&exp, &[("locustfile.py", LOCUSTFILE)]) {
         crate::support::validate(r);
         assert_eq!(r["external"]["tool"], "locust");
         let (n, status) = (

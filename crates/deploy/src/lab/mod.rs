@@ -42,7 +42,7 @@ use std::time::Duration;
 pub use cleanup::cleanup_all;
 pub use delay::DelayMechanism;
 pub use error::LabError;
-pub use tap::{TapNet, TAP_PREFIX};
+pub(crate) use tap::{TapNet, TAP_PREFIX};
 
 use ownership::{AllocationLock, OwnerLock};
 use topology::Made;

@@ -18,10 +18,8 @@ use super::{addressing, nat, LabError, ALLOCATION_PATIENCE};
 
 /// The bridge and tap of one guest. Dropping it removes both (and the table).
 #[derive(Debug)]
-pub struct TapNet {
-    id: String,
+pub(crate) struct TapNet {
     tap: String,
-    bridge: String,
     gateway: Ipv4Addr,
     guest: Ipv4Addr,
     front: Ipv4Addr,
@@ -32,12 +30,12 @@ pub struct TapNet {
 
 /// The prefix length of the guest's subnet: a /28 of the lab's /27 block,
 /// as the lab's bridges use.
-pub const TAP_PREFIX: u8 = 28;
+pub(crate) const TAP_PREFIX: u8 = 28;
 
 impl TapNet {
     /// Builds the bridge and the tap for run `run_id`, with a loopback DNAT
     /// front when `nat`. On error nothing is left behind.
-    pub fn create(run_id: &str, nat: bool) -> Result<TapNet, LabError> {
+    pub(crate) fn create(run_id: &str, nat: bool) -> Result<TapNet, LabError> {
         naming::validate_run_id(run_id)?;
         super::available().map_err(LabError::Unavailable)?;
         let (id, owner, seed) = super::claim_id(run_id)?;
@@ -52,8 +50,6 @@ impl TapNet {
         match built {
             Ok((gateway, guest, front)) => Ok(TapNet {
                 tap: names.link(LinkRole::Tap),
-                bridge: names.link(LinkRole::Bridge),
-                id,
                 gateway,
                 guest,
                 front,
@@ -68,13 +64,8 @@ impl TapNet {
     }
 
     /// The tap device QEMU opens (`-netdev tap,ifname=…`).
-    pub fn tap(&self) -> &str {
+    pub(crate) fn tap(&self) -> &str {
         &self.tap
-    }
-
-    /// The bridge the tap is a port of.
-    pub fn bridge(&self) -> &str {
-        &self.bridge
     }
 
     /// The host's address on the bridge: the guest's default route.
@@ -83,23 +74,18 @@ impl TapNet {
     }
 
     /// The address the guest must take.
-    pub fn guest(&self) -> Ipv4Addr {
+    pub(crate) fn guest(&self) -> Ipv4Addr {
         self.guest
     }
 
     /// Where load connects: the guest itself, or the DNAT front with `nat`
     /// (the same port).
-    pub fn front(&self) -> Ipv4Addr {
+    pub(crate) fn front(&self) -> Ipv4Addr {
         self.front
     }
 
-    /// The 8-hex-digit id in every name this network made.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
     /// Removes everything this network made, reporting what could not be.
-    pub fn teardown(mut self) -> Result<(), LabError> {
+    pub(crate) fn teardown(mut self) -> Result<(), LabError> {
         topology::undo_all(&mut self.made)
     }
 }
@@ -121,26 +107,7 @@ fn build(
     let (gateway, guest) = (block.host(1), block.host(2));
     let bridge = names.link(LinkRole::Bridge);
     let tap = names.link(LinkRole::Tap);
-    topology::ip(&[
-        "link",
-        "add",
-        &bridge,
-        "type",
-        "bridge",
-        "stp_state",
-        "0",
-        "forward_delay",
-        "0",
-    ])?;
-    made.push(Made::Link(bridge.clone()));
-    topology::ip(&[
-        "addr",
-        "add",
-        &format!("{gateway}/{TAP_PREFIX}"),
-        "dev",
-        &bridge,
-    ])?;
-    topology::ip(&["link", "set", &bridge, "up"])?;
+    topology::add_bridge(&bridge, gateway, TAP_PREFIX, made)?;
     // A persistent tap, so QEMU opens it by name and its exit does not
     // remove it before teardown does.
     topology::ip(&["tuntap", "add", "dev", &tap, "mode", "tap"])?;

@@ -96,20 +96,7 @@ pub(crate) fn build(
         ip(&["addr", "add", &format!("{gateway}/30"), "dev", &host_end])?;
         30
     } else {
-        ip(&[
-            "link",
-            "add",
-            &bridge,
-            "type",
-            "bridge",
-            "stp_state",
-            "0",
-            "forward_delay",
-            "0",
-        ])?;
-        made.push(Made::Link(bridge.clone()));
-        ip(&["addr", "add", &format!("{gateway}/28"), "dev", &bridge])?;
-        ip(&["link", "set", &bridge, "up"])?;
+        add_bridge(&bridge, gateway, 28, made)?;
         ip(&["link", "set", &host_end, "master", &bridge])?;
         28
     };
@@ -199,6 +186,31 @@ fn client_side(
     }
     wait_up(&cli_host)?;
     Ok((lan_gw, cli_ns))
+}
+
+/// Adds the bridge `bridge` (no spanning tree, no forwarding delay: a
+/// port forwards at once) with the host's address `gateway/prefix` on it,
+/// up, noted in `made` for teardown.
+pub(super) fn add_bridge(
+    bridge: &str,
+    gateway: Ipv4Addr,
+    prefix: u8,
+    made: &mut Vec<Made>,
+) -> Result<(), LabError> {
+    ip(&[
+        "link",
+        "add",
+        bridge,
+        "type",
+        "bridge",
+        "stp_state",
+        "0",
+        "forward_delay",
+        "0",
+    ])?;
+    made.push(Made::Link(bridge.to_string()));
+    ip(&["addr", "add", &format!("{gateway}/{prefix}"), "dev", bridge])?;
+    ip(&["link", "set", bridge, "up"])
 }
 
 pub(super) fn ip(args: &[&str]) -> Result<(), LabError> {

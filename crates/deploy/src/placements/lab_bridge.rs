@@ -2,30 +2,15 @@
 //! port of docker0; the host talks to it through the bridge (the lab's
 //! `LabKind::Bridge`).
 
-use super::{lab, Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{lab, SpecOption, Thin};
 use crate::lab::LabKind;
 
-pub(crate) struct LabBridge;
-
-impl Placement for LabBridge {
-    fn name(&self) -> &'static str {
-        "lab-bridge"
-    }
-
-    fn about(&self) -> &'static str {
-        "its own network namespace on a bridge, as a container on docker0"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &lab::LAB
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Netem
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        lab::site(self.name(), LabKind::Bridge, cx)
-    }
-}
+pub(crate) static LAB_BRIDGE: Thin = Thin {
+    name: "lab-bridge",
+    about: "its own network namespace on a bridge, as a container on docker0",
+    mechanism: &lab::LAB,
+    options: &[SpecOption::Netem],
+    requires: None,
+    refuses_storage: None,
+    site: |name, cx| lab::site(name, LabKind::Bridge, cx),
+};

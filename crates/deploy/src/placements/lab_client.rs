@@ -2,30 +2,15 @@
 //! LAN: it reaches the published port at the host's bridge address, through
 //! PREROUTING DNAT and forwarding (the lab's `LabKind::Client`).
 
-use super::{lab, Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{lab, SpecOption, Thin};
 use crate::lab::LabKind;
 
-pub(crate) struct LabClient;
-
-impl Placement for LabClient {
-    fn name(&self) -> &'static str {
-        "lab-client"
-    }
-
-    fn about(&self) -> &'static str {
-        "load from a namespace that stands for another machine, through DNAT"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &lab::LAB
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Netem
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        lab::site(self.name(), LabKind::Client, cx)
-    }
-}
+pub(crate) static LAB_CLIENT: Thin = Thin {
+    name: "lab-client",
+    about: "load from a namespace that stands for another machine, through DNAT",
+    mechanism: &lab::LAB,
+    options: &[SpecOption::Netem],
+    requires: None,
+    refuses_storage: None,
+    site: |name, cx| lab::site(name, LabKind::Client, cx),
+};

@@ -2,30 +2,15 @@
 //! DNAT, exactly as Docker publishes a port with `--userland-proxy=false`
 //! (the lab's `LabKind::Nat`).
 
-use super::{lab, Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{lab, SpecOption, Thin};
 use crate::lab::LabKind;
 
-pub(crate) struct LabNat;
-
-impl Placement for LabNat {
-    fn name(&self) -> &'static str {
-        "lab-nat"
-    }
-
-    fn about(&self) -> &'static str {
-        "on the lab's bridge behind nftables DNAT, a published port without docker-proxy"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &lab::LAB
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Netem
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        lab::site(self.name(), LabKind::Nat, cx)
-    }
-}
+pub(crate) static LAB_NAT: Thin = Thin {
+    name: "lab-nat",
+    about: "on the lab's bridge behind nftables DNAT, a published port without docker-proxy",
+    mechanism: &lab::LAB,
+    options: &[SpecOption::Netem],
+    requires: None,
+    refuses_storage: None,
+    site: |name, cx| lab::site(name, LabKind::Nat, cx),
+};

@@ -2,30 +2,15 @@
 //! pair; the generator connects to the server's address (the lab's
 //! `LabKind::Veth`).
 
-use super::{lab, Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{lab, SpecOption, Thin};
 use crate::lab::LabKind;
 
-pub(crate) struct LabVeth;
-
-impl Placement for LabVeth {
-    fn name(&self) -> &'static str {
-        "lab-veth"
-    }
-
-    fn about(&self) -> &'static str {
-        "its own network namespace, one veth pair to the host"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &lab::LAB
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Netem
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        lab::site(self.name(), LabKind::Veth, cx)
-    }
-}
+pub(crate) static LAB_VETH: Thin = Thin {
+    name: "lab-veth",
+    about: "its own network namespace, one veth pair to the host",
+    mechanism: &lab::LAB,
+    options: &[SpecOption::Netem],
+    requires: None,
+    refuses_storage: None,
+    site: |name, cx| lab::site(name, LabKind::Veth, cx),
+};

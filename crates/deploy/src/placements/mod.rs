@@ -60,23 +60,23 @@ use crate::teardown::Teardown;
 /// the reference every other placement is compared with: the server as a
 /// plain process on the host.
 pub(crate) static PLACEMENTS: &[&dyn Placement] = &[
-    &native::Native,
-    &docker_host::DockerHost,
-    &docker_bridge::DockerBridge,
-    &docker_publish::DockerPublish,
-    &podman_host::PodmanHost,
-    &podman_bridge::PodmanBridge,
-    &podman_publish::PodmanPublish,
-    &podman_rootless_publish::PodmanRootlessPublish,
-    &podman_rootless_slirp::PodmanRootlessSlirp,
-    &podman_rootless_pasta::PodmanRootlessPasta,
-    &lab_veth::LabVeth,
-    &lab_bridge::LabBridge,
-    &lab_nat::LabNat,
-    &lab_client::LabClient,
-    &vm_bridge::VmBridge,
-    &vm_publish::VmPublish,
-    &vm_user::VmUser,
+    &native::NATIVE,
+    &docker_host::DOCKER_HOST,
+    &docker_bridge::DOCKER_BRIDGE,
+    &docker_publish::DOCKER_PUBLISH,
+    &podman_host::PODMAN_HOST,
+    &podman_bridge::PODMAN_BRIDGE,
+    &podman_publish::PODMAN_PUBLISH,
+    &podman_rootless_publish::PODMAN_ROOTLESS_PUBLISH,
+    &podman_rootless_slirp::PODMAN_ROOTLESS_SLIRP,
+    &podman_rootless_pasta::PODMAN_ROOTLESS_PASTA,
+    &lab_veth::LAB_VETH,
+    &lab_bridge::LAB_BRIDGE,
+    &lab_nat::LAB_NAT,
+    &lab_client::LAB_CLIENT,
+    &vm_bridge::VM_BRIDGE,
+    &vm_publish::VM_PUBLISH,
+    &vm_user::VM_USER,
 ];
 
 /// Where a server runs and how load reaches it.
@@ -114,6 +114,53 @@ pub(crate) trait Placement: Sync {
     /// Makes the place the server will run in for `cx.spec`; what it
     /// creates is registered on `cx.teardown` as it goes.
     fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError>;
+}
+
+/// A placement as data on its mechanism: its name, its line, the options
+/// it honours, what it needs beyond its mechanism and the storage it
+/// refuses (`None`: nothing, none), and how its site is made (`site` is
+/// given the placement's name). Each placement's file declares one.
+pub(crate) struct Thin {
+    pub(crate) name: &'static str,
+    pub(crate) about: &'static str,
+    pub(crate) mechanism: &'static dyn Mechanism,
+    pub(crate) options: &'static [SpecOption],
+    pub(crate) requires: Option<fn() -> Result<(), String>>,
+    pub(crate) refuses_storage: Option<fn(Storage) -> Option<&'static str>>,
+    pub(crate) site: MakeSite,
+}
+
+/// How a [`Thin`] placement makes its site, given its name.
+pub(crate) type MakeSite = fn(&'static str, &Context<'_>) -> Result<Box<dyn Site>, DeployError>;
+
+impl Placement for Thin {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
+    }
+
+    fn mechanism(&self) -> &'static dyn Mechanism {
+        self.mechanism
+    }
+
+    fn requires(&self) -> Result<(), String> {
+        self.requires.map_or(Ok(()), |f| f())
+    }
+
+    fn accepts(&self, option: SpecOption) -> bool {
+        self.options.contains(&option)
+    }
+
+    fn refuses_storage(&self, storage: Storage) -> Option<&'static str> {
+        self.refuses_storage.and_then(|f| f(storage))
+    }
+
+    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
+        (self.site)(self.name, cx)
+    }
 }
 
 /// A mechanism placements are built on.

@@ -4,29 +4,14 @@
 
 use super::podman_rootful::PODMAN;
 use super::podman_site::{Net, PodmanSite};
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{SpecOption, Thin};
 
-pub(crate) struct PodmanBridge;
-
-impl Placement for PodmanBridge {
-    fn name(&self) -> &'static str {
-        "podman-bridge"
-    }
-
-    fn about(&self) -> &'static str {
-        "a rootful Podman container on its default bridge, reached at its IP"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &PODMAN
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Container
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        PodmanSite::create(cx, Net::Bridge)
-    }
-}
+pub(crate) static PODMAN_BRIDGE: Thin = Thin {
+    name: "podman-bridge",
+    about: "a rootful Podman container on its default bridge, reached at its IP",
+    mechanism: &PODMAN,
+    options: &[SpecOption::Container],
+    requires: None,
+    refuses_storage: None,
+    site: |_, cx| PodmanSite::create(cx, Net::Bridge),
+};

@@ -5,29 +5,14 @@
 
 use super::podman_rootful::PODMAN;
 use super::podman_site::{Net, PodmanSite};
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{SpecOption, Thin};
 
-pub(crate) struct PodmanHost;
-
-impl Placement for PodmanHost {
-    fn name(&self) -> &'static str {
-        "podman-host"
-    }
-
-    fn about(&self) -> &'static str {
-        "a rootful Podman container with --network host"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &PODMAN
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Container
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        PodmanSite::create(cx, Net::Host)
-    }
-}
+pub(crate) static PODMAN_HOST: Thin = Thin {
+    name: "podman-host",
+    about: "a rootful Podman container with --network host",
+    mechanism: &PODMAN,
+    options: &[SpecOption::Container],
+    requires: None,
+    refuses_storage: None,
+    site: |_, cx| PodmanSite::create(cx, Net::Host),
+};

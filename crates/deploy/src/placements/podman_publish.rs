@@ -5,29 +5,14 @@
 
 use super::podman_rootful::PODMAN;
 use super::podman_site::{Net, PodmanSite};
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{SpecOption, Thin};
 
-pub(crate) struct PodmanPublish;
-
-impl Placement for PodmanPublish {
-    fn name(&self) -> &'static str {
-        "podman-publish"
-    }
-
-    fn about(&self) -> &'static str {
-        "a rootful Podman container's published port (-p) on 127.0.0.1: DNAT"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &PODMAN
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        option == SpecOption::Container
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        PodmanSite::create(cx, Net::Publish)
-    }
-}
+pub(crate) static PODMAN_PUBLISH: Thin = Thin {
+    name: "podman-publish",
+    about: "a rootful Podman container's published port (-p) on 127.0.0.1: DNAT",
+    mechanism: &PODMAN,
+    options: &[SpecOption::Container],
+    requires: None,
+    refuses_storage: None,
+    site: |_, cx| PodmanSite::create(cx, Net::Publish),
+};

@@ -6,33 +6,14 @@
 
 use super::podman_rootless::{self, PODMAN_ROOTLESS};
 use super::podman_site::Forwarder;
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{SpecOption, Thin};
 
-pub(crate) struct PodmanRootlessPasta;
-
-impl Placement for PodmanRootlessPasta {
-    fn name(&self) -> &'static str {
-        "podman-rootless-pasta"
-    }
-
-    fn about(&self) -> &'static str {
-        "a rootless Podman container's port on 127.0.0.1: pasta's forwarder"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &PODMAN_ROOTLESS
-    }
-
-    fn requires(&self) -> Result<(), String> {
-        podman_rootless::requires(Forwarder::Pasta)
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        matches!(option, SpecOption::Container | SpecOption::Rootless)
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        podman_rootless::site(cx, Forwarder::Pasta)
-    }
-}
+pub(crate) static PODMAN_ROOTLESS_PASTA: Thin = Thin {
+    name: "podman-rootless-pasta",
+    about: "a rootless Podman container's port on 127.0.0.1: pasta's forwarder",
+    mechanism: &PODMAN_ROOTLESS,
+    options: &[SpecOption::Container, SpecOption::Rootless],
+    requires: Some(|| podman_rootless::requires(Forwarder::Pasta)),
+    refuses_storage: None,
+    site: |_, cx| podman_rootless::site(cx, Forwarder::Pasta),
+};

@@ -8,33 +8,14 @@
 
 use super::podman_rootless::{self, PODMAN_ROOTLESS};
 use super::podman_site::Forwarder;
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
+use super::{SpecOption, Thin};
 
-pub(crate) struct PodmanRootlessPublish;
-
-impl Placement for PodmanRootlessPublish {
-    fn name(&self) -> &'static str {
-        "podman-rootless-publish"
-    }
-
-    fn about(&self) -> &'static str {
-        "a rootless Podman container's published port on 127.0.0.1: rootlessport into slirp4netns's namespace"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &PODMAN_ROOTLESS
-    }
-
-    fn requires(&self) -> Result<(), String> {
-        podman_rootless::requires(Forwarder::Rootlessport)
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        matches!(option, SpecOption::Container | SpecOption::Rootless)
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        podman_rootless::site(cx, Forwarder::Rootlessport)
-    }
-}
+pub(crate) static PODMAN_ROOTLESS_PUBLISH: Thin = Thin {
+    name: "podman-rootless-publish",
+    about: "a rootless Podman container's published port on 127.0.0.1: rootlessport into slirp4netns's namespace",
+    mechanism: &PODMAN_ROOTLESS,
+    options: &[SpecOption::Container, SpecOption::Rootless],
+    requires: Some(|| podman_rootless::requires(Forwarder::Rootlessport)),
+    refuses_storage: None,
+    site: |_, cx| podman_rootless::site(cx, Forwarder::Rootlessport),
+};

@@ -3,34 +3,14 @@
 //! network (`placements::vm`, `lab::TapNet`).
 
 use super::vm::{self, VmNet};
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
-use crate::options::Storage;
+use super::{SpecOption, Thin};
 
-pub(crate) struct VmBridge;
-
-impl Placement for VmBridge {
-    fn name(&self) -> &'static str {
-        "vm-bridge"
-    }
-
-    fn about(&self) -> &'static str {
-        "a QEMU guest on a tap on a lab bridge, reached at the guest's address (libvirt's default network)"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &vm::VM
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        matches!(option, SpecOption::Vm | SpecOption::Storage)
-    }
-
-    fn refuses_storage(&self, storage: Storage) -> Option<&'static str> {
-        vm::refuses_storage(storage)
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        vm::site(self.name(), VmNet::Bridge, cx)
-    }
-}
+pub(crate) static VM_BRIDGE: Thin = Thin {
+    name: "vm-bridge",
+    about: "a QEMU guest on a tap on a lab bridge, reached at the guest's address (libvirt's default network)",
+    mechanism: &vm::VM,
+    options: &[SpecOption::Vm, SpecOption::Storage],
+    requires: None,
+    refuses_storage: Some(vm::refuses_storage),
+    site: |name, cx| vm::site(name, VmNet::Bridge, cx),
+};

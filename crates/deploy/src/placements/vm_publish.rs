@@ -3,34 +3,14 @@
 //! (the lab's `lab-nat` rules in front of a guest).
 
 use super::vm::{self, VmNet};
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
-use crate::options::Storage;
+use super::{SpecOption, Thin};
 
-pub(crate) struct VmPublish;
-
-impl Placement for VmPublish {
-    fn name(&self) -> &'static str {
-        "vm-publish"
-    }
-
-    fn about(&self) -> &'static str {
-        "a QEMU guest on a lab bridge behind nftables DNAT, a forwarded host port"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &vm::VM
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        matches!(option, SpecOption::Vm | SpecOption::Storage)
-    }
-
-    fn refuses_storage(&self, storage: Storage) -> Option<&'static str> {
-        vm::refuses_storage(storage)
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        vm::site(self.name(), VmNet::Publish, cx)
-    }
-}
+pub(crate) static VM_PUBLISH: Thin = Thin {
+    name: "vm-publish",
+    about: "a QEMU guest on a lab bridge behind nftables DNAT, a forwarded host port",
+    mechanism: &vm::VM,
+    options: &[SpecOption::Vm, SpecOption::Storage],
+    requires: None,
+    refuses_storage: Some(vm::refuses_storage),
+    site: |name, cx| vm::site(name, VmNet::Publish, cx),
+};

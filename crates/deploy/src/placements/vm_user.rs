@@ -3,34 +3,14 @@
 //! packet copied through QEMU's own TCP/IP stack, so slow by design.
 
 use super::vm::{self, VmNet};
-use super::{Context, Mechanism, Placement, Site, SpecOption};
-use crate::error::DeployError;
-use crate::options::Storage;
+use super::{SpecOption, Thin};
 
-pub(crate) struct VmUser;
-
-impl Placement for VmUser {
-    fn name(&self) -> &'static str {
-        "vm-user"
-    }
-
-    fn about(&self) -> &'static str {
-        "a QEMU guest on user-mode networking, a loopback port QEMU forwards (slow by design: slirp copies every packet)"
-    }
-
-    fn mechanism(&self) -> &'static dyn Mechanism {
-        &vm::VM
-    }
-
-    fn accepts(&self, option: SpecOption) -> bool {
-        matches!(option, SpecOption::Vm | SpecOption::Storage)
-    }
-
-    fn refuses_storage(&self, storage: Storage) -> Option<&'static str> {
-        vm::refuses_storage(storage)
-    }
-
-    fn site(&self, cx: &Context<'_>) -> Result<Box<dyn Site>, DeployError> {
-        vm::site(self.name(), VmNet::User, cx)
-    }
-}
+pub(crate) static VM_USER: Thin = Thin {
+    name: "vm-user",
+    about: "a QEMU guest on user-mode networking, a loopback port QEMU forwards (slow by design: slirp copies every packet)",
+    mechanism: &vm::VM,
+    options: &[SpecOption::Vm, SpecOption::Storage],
+    requires: None,
+    refuses_storage: Some(vm::refuses_storage),
+    site: |name, cx| vm::site(name, VmNet::User, cx),
+};

@@ -244,7 +244,7 @@ fn export_into(container: &str, rootfs: &Path) -> Result<(), DeployError> {
 /// A digest over a root filesystem tree: every entry's path, type, mode,
 /// owner, and its content's sha256 (a file) or target (a link), sorted by
 /// path. The same image exported twice hashes the same.
-pub fn tree_sha256(root: &Path) -> std::io::Result<String> {
+pub(crate) fn tree_sha256(root: &Path) -> std::io::Result<String> {
     let mut lines = Vec::new();
     tree_lines(root, Path::new(""), &mut lines)?;
     lines.sort();

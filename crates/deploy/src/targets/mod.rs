@@ -40,7 +40,7 @@ use crate::options::AccessLog;
 
 pub use command::{app_path, Placeholder, Service, ServiceError};
 pub use image::{ExportedRoot, Oci, OciConfig, OciSource};
-pub use image_export::{tree_sha256, ExportCache};
+pub use image_export::ExportCache;
 pub use protocol::Protocol;
 
 /// Every recipe, in the order `tare doctor` lists them. The first is the
@@ -262,11 +262,6 @@ impl Target {
         }
     }
 
-    /// The host binary it runs (also the one copied into tare's images).
-    pub fn host_binary(&self) -> Result<PathBuf, DeployError> {
-        binary(self)
-    }
-
     /// The version of the binary it would run here, if it is installed.
     pub fn host_version(&self) -> Option<String> {
         let bin = binary(self).ok()?;
@@ -344,7 +339,8 @@ crate::registry::handle!(TargetKind, Recipe, RECIPES, "target");
 
 impl TargetKind {
     /// The embedded default: the first target of the registry.
-    pub fn default_target() -> TargetKind {
+    #[cfg(test)]
+    pub(crate) fn default_target() -> TargetKind {
         TargetKind(RECIPES[0])
     }
 
@@ -522,12 +518,6 @@ impl TargetSpec {
     /// The built-in target `kind` with nothing changed, in its default variant.
     pub fn of(kind: TargetKind) -> Self {
         TargetSpec::new(kind.target())
-    }
-
-    /// A built-in variant by name (tests and the command line).
-    pub fn with_variant(mut self, name: &str) -> Self {
-        self.variant = Variant::Named(name.into());
-        self
     }
 }
 

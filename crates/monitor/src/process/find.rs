@@ -10,7 +10,7 @@ const ALIASES: [(&str, &[&str]); 1] = [("pasta", &["pasta.avx2", "passt.avx2"])]
 /// Whether a command name matches a watch pattern: exact, or a prefix when
 /// the pattern ends in `*` (`containerd-shim*`, `ksoftirqd/*`). Names are
 /// compared as the kernel keeps them, truncated to 15 bytes.
-pub fn name_matches(pattern: &str, comm: &str) -> bool {
+pub(crate) fn name_matches(pattern: &str, comm: &str) -> bool {
     if ALIASES
         .iter()
         .any(|(p, names)| *p == pattern && names.contains(&comm))
@@ -35,7 +35,7 @@ fn numeric_entries(dir: &str) -> Vec<u32> {
 
 /// `roots` and every process below them, from the `children` files of each
 /// thread (CONFIG_PROC_CHILDREN), falling back to a scan of ppids.
-pub fn descendants(roots: &[u32]) -> Vec<u32> {
+pub(crate) fn descendants(roots: &[u32]) -> Vec<u32> {
     let mut out: Vec<u32> = roots
         .iter()
         .copied()
@@ -88,7 +88,7 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
 /// `children` file of each of its threads (CONFIG_PROC_CHILDREN), else
 /// from a scan of ppids. A few small files while `parent` has few threads
 /// (the monitor looks every sample until the program starts).
-pub fn children_named(parent: u32, pattern: &str) -> Vec<u32> {
+pub(crate) fn children_named(parent: u32, pattern: &str) -> Vec<u32> {
     let tasks = numeric_entries(&format!("/proc/{parent}/task"));
     let has_children_files = tasks.first().is_some_and(|t| {
         std::path::Path::new(&format!("/proc/{parent}/task/{t}/children")).exists()
@@ -131,7 +131,7 @@ pub fn named(pattern: &str) -> Vec<u32> {
 /// One walk of /proc for several patterns: each process's name is read
 /// once, whatever the number of patterns (the walk is the monitor's most
 /// expensive step, so it is shared).
-pub fn named_all<S: AsRef<str>>(patterns: &[S]) -> Vec<Vec<u32>> {
+pub(crate) fn named_all<S: AsRef<str>>(patterns: &[S]) -> Vec<Vec<u32>> {
     let mut out = vec![Vec::new(); patterns.len()];
     let mut buf = String::with_capacity(32);
     for p in numeric_entries("/proc") {

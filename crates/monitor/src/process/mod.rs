@@ -32,11 +32,14 @@ mod find;
 mod seen;
 mod stat;
 
+use find::children_named;
+pub use find::named;
 use find::threads;
-pub use find::{children_named, descendants, name_matches, named, named_all};
+pub(crate) use find::{descendants, named_all};
 pub use seen::CpusSeen;
 use seen::Threads;
-pub use stat::{boot_ticks_now, parse_stat, parse_write_bytes, TaskStat};
+pub use stat::TaskStat;
+pub(crate) use stat::{boot_ticks_now, parse_stat, parse_write_bytes};
 
 /// How a group finds its members.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,7 +55,7 @@ pub enum Rule {
     /// The processes listed in a cgroup's `cgroup.procs`.
     Listed(PathBuf),
     /// The children of `parent` whose name matches `pattern` (see
-    /// [`name_matches`]), and all their descendants, reaped children
+    /// `find::name_matches`), and all their descendants, reaped children
     /// included: a program `parent` starts.
     Children { parent: u32, pattern: String },
 }

@@ -24,7 +24,7 @@ pub struct TaskStat {
 
 /// Parses a `/proc/<pid>/stat` line; the command name may hold spaces and
 /// parentheses, so fields are counted from the last `)`.
-pub fn parse_stat(text: &str) -> Option<(&str, TaskStat)> {
+pub(crate) fn parse_stat(text: &str) -> Option<(&str, TaskStat)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?;
@@ -57,14 +57,14 @@ pub fn parse_stat(text: &str) -> Option<(&str, TaskStat)> {
 }
 
 /// `write_bytes` of a `/proc/<pid>/io` text.
-pub fn parse_write_bytes(text: &str) -> Option<u64> {
+pub(crate) fn parse_write_bytes(text: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix("write_bytes:"))
         .and_then(|v| v.trim().parse().ok())
 }
 
 /// Ticks since boot now (CLOCK_BOOTTIME, the clock of `starttime`).
-pub fn boot_ticks_now(ticks_per_s: f64) -> u64 {
+pub(crate) fn boot_ticks_now(ticks_per_s: f64) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

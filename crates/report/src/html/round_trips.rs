@@ -129,11 +129,7 @@ impl RoundTrips {
                 hi: r.round_trip_us.hi,
                 // Longer round trips are the cost: a step that adds time
                 // is drawn as a throughput loss is in the other waterfall.
-                class: match (i, r.delta_us <= 0.0) {
-                    (0, _) => "bar base",
-                    (_, true) => "bar up",
-                    (_, false) => "bar down",
-                },
+                class: FloatRow::class(i, r.delta_us <= 0.0),
                 tooltip: format!(
                     "{}: {} µs per round trip [{}, {}]",
                     r.cell,

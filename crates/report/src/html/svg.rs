@@ -21,7 +21,7 @@ pub(crate) fn colour(i: usize) -> &'static str {
 
 /// A dash pattern for the `i`th series: solid for the first round of
 /// colours, dashed after, so 14 series stay distinguishable.
-pub fn dash(i: usize) -> &'static str {
+pub(crate) fn dash(i: usize) -> &'static str {
     match (i / PALETTE.len()) % 3 {
         0 => "",
         1 => " stroke-dasharray=\"6 3\"",
@@ -49,7 +49,7 @@ pub fn close() -> &'static str {
 
 /// The plot area inside a chart, in chart pixels.
 #[derive(Clone, Copy, Debug)]
-pub struct Frame {
+pub(crate) struct Frame {
     pub left: f64,
     pub top: f64,
     pub right: f64,
@@ -57,7 +57,7 @@ pub struct Frame {
 }
 
 impl Frame {
-    pub fn width(&self) -> f64 {
+    pub(crate) fn width(&self) -> f64 {
         self.right - self.left
     }
 }

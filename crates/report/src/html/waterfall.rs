@@ -124,11 +124,7 @@ impl Waterfall {
                 to: r.to,
                 lo: r.throughput.lo,
                 hi: r.throughput.hi,
-                class: match (i, r.delta >= 0.0) {
-                    (0, _) => "bar base",
-                    (_, true) => "bar up",
-                    (_, false) => "bar down",
-                },
+                class: FloatRow::class(i, r.delta >= 0.0),
                 tooltip: format!(
                     "{}: {} {} [{}, {}]",
                     r.cell,
@@ -163,6 +159,18 @@ pub(super) struct FloatRow<'a> {
     pub class: &'static str,
     pub tooltip: String,
     pub annotation: String,
+}
+
+impl FloatRow<'_> {
+    /// The class of row `i`: the first is the base, each after it moves
+    /// the chain the good way (`better`) or the bad way.
+    pub(super) fn class(i: usize, better: bool) -> &'static str {
+        match (i, better) {
+            (0, _) => "bar base",
+            (_, true) => "bar up",
+            (_, false) => "bar down",
+        }
+    }
 }
 
 /// A waterfall's SVG: one row per step, top to bottom, each bar floating
@@ -244,7 +252,7 @@ pub(super) fn float_bars(
 
 /// `s` cut to `n` characters with an ellipsis; the full text is in the
 /// table beside the chart.
-pub fn clip(s: &str, n: usize) -> String {
+pub(crate) fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         return s.to_string();
     }

@@ -45,7 +45,7 @@ impl Locator<'_> {
     /// Where a file the experiment names at `written` is read: beside the
     /// experiment file, or, for a resumed run, its copy `copy` in the run
     /// directory (so a resumed run loads what the run began with).
-    pub fn input_path(&self, written: &str, copy: &str) -> std::path::PathBuf {
+    pub(crate) fn input_path(&self, written: &str, copy: &str) -> std::path::PathBuf {
         match self.inputs {
             Some(super::ConfigSource::RelativeTo(dir)) => dir.join(written),
             Some(super::ConfigSource::RunDir(dir)) => dir.join(copy),
@@ -54,7 +54,7 @@ impl Locator<'_> {
     }
 
     /// 1-based line and column of byte `offset` (columns count characters).
-    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+    pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         let before = &self.text[..floor_char_boundary(self.text, offset)];
         let line = before.matches('\n').count() + 1;
@@ -81,7 +81,7 @@ impl Locator<'_> {
 
     /// A TOML syntax or type error. `toml` gives a span but not the key, so
     /// the key is read back from the line the span is on (`key = value`).
-    pub fn toml_error(&self, err: &toml::de::Error) -> ExperimentError {
+    pub(crate) fn toml_error(&self, err: &toml::de::Error) -> ExperimentError {
         let span = err.span().unwrap_or(0..0);
         let start = floor_char_boundary(self.text, span.start.min(self.text.len()));
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);

@@ -85,7 +85,7 @@ impl FactorKind {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<FactorKind> {
+    pub(crate) fn from_name(name: &str) -> Option<FactorKind> {
         FactorKind::ALL.iter().copied().find(|k| k.name() == name)
     }
 
@@ -176,7 +176,7 @@ impl FactorKind {
     /// placement does with no option given. `None` (access_log,
     /// connections, workload): the config or `[load]` decides, so a cell list that
     /// varies it must name it in every cell.
-    pub fn default_level(self) -> Option<&'static str> {
+    pub(crate) fn default_level(self) -> Option<&'static str> {
         match self {
             FactorKind::Placement => Some(PlacementKind::reference().name()),
             FactorKind::Transport => Some("tcp"),

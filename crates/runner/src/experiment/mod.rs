@@ -314,7 +314,7 @@ impl Cell {
     /// The load settings for this cell: the `connections` and `workload`
     /// factors win (a workload level was checked with the engine when the
     /// file was read).
-    pub fn load_settings(&self, load: &LoadSettings) -> LoadSettings {
+    pub(crate) fn load_settings(&self, load: &LoadSettings) -> LoadSettings {
         let mut out = load.clone();
         if let Some(c) = self.setup.connections {
             out.shared.connections = c;

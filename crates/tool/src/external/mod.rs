@@ -20,6 +20,7 @@ pub mod args;
 pub mod h2load;
 pub mod locust;
 pub mod pgbench;
+mod progress;
 pub mod redis_benchmark;
 pub mod run;
 pub mod sysbench;

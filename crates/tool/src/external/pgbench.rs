@@ -60,31 +60,12 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
 /// the rate over the last interval); empty without `-P 1`, whose
 /// intervals are not seconds.
 pub fn timeline(stderr: &str) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut last = 0.0;
-    for line in stderr.lines() {
-        let Some(rest) = line.trim().strip_prefix("progress: ") else {
-            continue;
-        };
-        let mut parts = rest.split(", ");
-        let at = parts
-            .next()
-            .and_then(|a| a.strip_suffix(" s"))
-            .and_then(number);
-        let tps = parts
-            .next()
-            .and_then(|t| t.strip_suffix(" tps"))
-            .and_then(number);
-        let (Some(at), Some(tps)) = (at, tps) else {
-            continue;
-        };
-        if (at - last - 1.0).abs() > 0.01 || out.len() >= 1_000_000 {
-            return Vec::new();
-        }
-        last = at;
-        out.push(tps.round() as u64);
-    }
-    out
+    super::progress::per_second(stderr, |line| {
+        let mut parts = line.strip_prefix("progress: ")?.split(", ");
+        let at = parts.next()?.strip_suffix(" s")?;
+        let tps = parts.next()?.strip_suffix(" tps")?;
+        Some((number(at)?, number(tps)?))
+    })
 }
 
 fn bad(line: &str) -> ParseError {

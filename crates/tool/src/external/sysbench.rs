@@ -189,28 +189,11 @@ fn quantile(h: &[(f64, u64)], q: f64) -> Option<f64> {
 /// stdout (`[ 1s ] thds: 4 tps: 1686.86 qps: ...`); empty without them or
 /// when their intervals are not seconds.
 pub fn timeline(stdout: &str) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut last = 0.0;
-    for line in stdout.lines() {
-        let Some(rest) = line.trim().strip_prefix('[') else {
-            continue;
-        };
-        let Some((at, rest)) = rest.split_once("s ]") else {
-            continue;
-        };
-        let Some(at) = number(at) else { continue };
-        let tps = rest
-            .split_once("tps: ")
-            .and_then(|(_, v)| v.split_whitespace().next())
-            .and_then(number);
-        let Some(tps) = tps else { continue };
-        if (at - last - 1.0).abs() > 0.01 || out.len() >= 1_000_000 {
-            return Vec::new();
-        }
-        last = at;
-        out.push(tps.round() as u64);
-    }
-    out
+    super::progress::per_second(stdout, |line| {
+        let (at, rest) = line.strip_prefix('[')?.split_once("s ]")?;
+        let tps = rest.split_once("tps: ")?.1.split_whitespace().next()?;
+        Some((number(at)?, number(tps)?))
+    })
 }
 
 fn bad(line: &str) -> ParseError {
