@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 /// One run of an external load tool.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExternalDetails {
-    /// `wrk`, `ab`, `h2load`, `pgbench` or `redis-benchmark`.
+    /// `wrk`, `ab`, `h2load`, `pgbench`, `redis-benchmark`, `sysbench`,
+    /// `locust` or `jmeter`.
     pub tool: String,
     /// The command line as run, placeholders filled.
     pub command: Vec<String>,
