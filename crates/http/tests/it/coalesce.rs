@@ -98,9 +98,22 @@ fn config_at(addr: SocketAddr, coalesce: Coalesce) -> HttpConfig {
     let mut c = HttpConfig::new(Target::new(&url, None, false).unwrap());
     c.load.threads = 1;
     c.load.connections = 16;
-    c.load.duration = Some(Duration::from_millis(1500));
+    c.load.duration = Some(Duration::from_millis(750));
     c.load.coalesce = coalesce;
     c
+}
+
+/// Off, on, on, off (0.75 s each) against `addr`: a load that drifts
+/// across the test lands on both sides alike. Returns the two runs of each.
+fn abba(
+    addr: SocketAddr,
+    on: Coalesce,
+) -> ([tare_record::LoadResult; 2], [tare_record::LoadResult; 2]) {
+    let off1 = run(&config_at(addr, Coalesce::Off)).unwrap();
+    let on1 = run(&config_at(addr, on)).unwrap();
+    let on2 = run(&config_at(addr, on)).unwrap();
+    let off2 = run(&config_at(addr, Coalesce::Off)).unwrap();
+    ([off1, off2], [on1, on2])
 }
 
 fn delayed(delay: Duration) -> Server {
@@ -122,13 +135,9 @@ fn config(server: &Server, coalesce: Coalesce) -> HttpConfig {
 #[test]
 fn pauses_do_not_show_up_as_latency() {
     let server = Jittery::start(Duration::from_millis(2), Duration::from_millis(4));
-    let off = run(&config_at(server.addr, Coalesce::Off)).unwrap();
-    let paused = run(&config_at(
-        server.addr,
-        Coalesce::Fixed(Duration::from_millis(1)),
-    ))
-    .unwrap();
-
+    let (offs, pauseds) = abba(server.addr, Coalesce::Fixed(Duration::from_millis(1)));
+    let [off, _] = &offs;
+    let [paused, _] = &pauseds;
     let w = off.wakeups.as_ref().unwrap();
     assert_eq!(
         (w.coalesce.as_str(), w.pauses, w.rx_timestamps),
@@ -137,7 +146,7 @@ fn pauses_do_not_show_up_as_latency() {
     let w = paused.wakeups.as_ref().unwrap();
     assert_eq!(w.coalesce, "1000us");
     assert!(w.rx_timestamps);
-    assert!(w.pauses > 100, "{w:?}");
+    assert!(w.pauses > 50, "{w:?}");
     assert!(w.mean_pause_us >= 1000.0, "{w:?}");
     assert!(
         w.waits < paused.requests,
@@ -145,9 +154,14 @@ fn pauses_do_not_show_up_as_latency() {
         paused.requests
     );
 
-    let (p50_off, p50) = (off.latency_us.p50, paused.latency_us.p50);
+    // The mean of each side's two medians.
+    let p50_of =
+        |r: &[tare_record::LoadResult; 2]| (r[0].latency_us.p50 + r[1].latency_us.p50) / 2.0;
+    let (p50_off, p50) = (p50_of(&offs), p50_of(&pauseds));
+    // The fault this guards against adds latency (over 15%); fewer
+    // wake-ups may take a little off on a loaded machine, never much.
     assert!(
-        (p50 - p50_off).abs() <= p50_off * 0.10,
+        p50 - p50_off <= p50_off * 0.10 && p50_off - p50 <= p50_off * 0.20,
         "p50 {p50:.0} us with 1 ms pauses vs {p50_off:.0} us without"
     );
     assert_eq!(paused.errors.total(), 0);
@@ -159,8 +173,8 @@ fn pauses_do_not_show_up_as_latency() {
 #[test]
 fn auto_costs_little_throughput_on_a_delay_bound_server() {
     let server = Jittery::start(Duration::from_millis(15), Duration::from_millis(25));
-    let off = run(&config_at(server.addr, Coalesce::Off)).unwrap();
-    let auto = run(&config_at(server.addr, Coalesce::Auto)).unwrap();
+    let (offs, autos) = abba(server.addr, Coalesce::Auto);
+    let [_, auto] = &autos;
     let w = auto.wakeups.as_ref().unwrap();
     assert!(w.pauses > 10, "{w:?}");
     // 1/32 of the latency measured, with room: a loaded machine stretches
@@ -170,12 +184,13 @@ fn auto_costs_little_throughput_on_a_delay_bound_server() {
         "{w:?} at a mean latency of {:.0} us",
         auto.latency_us.mean
     );
-    let ratio = auto.requests as f64 / off.requests as f64;
+    let completed = |r: &[tare_record::LoadResult; 2]| r[0].requests + r[1].requests;
+    let ratio = completed(&autos) as f64 / completed(&offs) as f64;
     assert!(
         ratio > 0.95,
         "auto completed {} requests, off {} ({ratio:.3})",
-        auto.requests,
-        off.requests
+        completed(&autos),
+        completed(&offs)
     );
 }
 

@@ -17,15 +17,15 @@ use tare_pg::{Length, PgConfig};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn config(server: &PgServer, sql: &str, coalesce: Coalesce) -> PgConfig {
-    let mut c = server.timed_config(sql, (16, 2), Duration::from_millis(1500));
+    let mut c = server.timed_config(sql, (16, 2), Duration::from_millis(750));
     c.conn.endpoint = server.tcp_endpoint();
     c.load.coalesce = coalesce;
     c
 }
 
-/// The mean with 1 ms pauses stays within 5% of the mean without (measured:
-/// within 1%). Taking each reply's read time instead of its arrival adds
-/// +9% here (replies wait out the pause they arrive in). The mean, not the
+/// The mean with 1 ms pauses is at most 5% above the mean without
+/// (measured: within 1% on a quiet machine). Taking each reply's read time
+/// instead of its arrival adds +9% here (replies wait out the pause they arrive in). The mean, not the
 /// median: pg_sleep waits in whole milliseconds, so latencies fall in modes
 /// a millisecond apart and the median jumps between them. Random delays:
 /// with a constant one the clients fall into step and replies never arrive
@@ -35,29 +35,34 @@ fn pauses_do_not_show_in_latency() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = PgServer::start("");
     let sql = "select pg_sleep(0.002 + random() * 0.002);";
-    let off = tare_pg::run(&config(&server, sql, Coalesce::Off)).unwrap();
+    // Off, on, on, off (0.75 s each): a load that drifts across the test
+    // lands on both sides alike; the means are pooled by transactions.
     let pause = Coalesce::Fixed(Duration::from_millis(1));
+    let off1 = tare_pg::run(&config(&server, sql, Coalesce::Off)).unwrap();
     let co = tare_pg::run(&config(&server, sql, pause)).unwrap();
+    let co2 = tare_pg::run(&config(&server, sql, pause)).unwrap();
+    let off = tare_pg::run(&config(&server, sql, Coalesce::Off)).unwrap();
+    let pooled = |a: &tare_record::LoadResult, b: &tare_record::LoadResult| {
+        let (na, nb) = (a.requests as f64, b.requests as f64);
+        (a.latency_us.mean * na + b.latency_us.mean * nb) / (na + nb)
+    };
+    let (mean_off, mean_co) = (pooled(&off1, &off), pooled(&co, &co2));
     let w = co.wakeups.as_ref().expect("a wakeup report");
-    eprintln!(
-        "mean off {:.0} us, 1ms pauses {:.0} us; {w:?}",
-        off.latency_us.mean, co.latency_us.mean
-    );
-    assert!(w.rx_timestamps && w.pauses > 100, "{w:?}");
+    eprintln!("mean off {mean_off:.0} us, 1ms pauses {mean_co:.0} us; {w:?}");
+    assert!(w.rx_timestamps && w.pauses > 50, "{w:?}");
     let text = tare_pg::report::text(&co, tare_pg::report::TextOptions::default());
     assert!(
         text.contains("\nwake-ups: coalesce 1000us: ") && text.contains("receive timestamps"),
         "{text}"
     );
+    assert_eq!(off1.wakeups.as_ref().map(|w| w.pauses), Some(0));
     assert_eq!(off.wakeups.as_ref().map(|w| w.pauses), Some(0));
-    assert_eq!(co.errors.total(), 0);
-    let rel = (co.latency_us.mean - off.latency_us.mean).abs() / off.latency_us.mean;
-    assert!(
-        rel < 0.05,
-        "mean {} vs {}",
-        co.latency_us.mean,
-        off.latency_us.mean
-    );
+    assert_eq!(co.errors.total() + co2.errors.total(), 0);
+    // The fault this guards against adds latency (+9%); fewer wake-ups
+    // can take a little off on a loaded machine (the server gets the CPU
+    // the generator's wake-ups took: -5% at a load average of 9), never much.
+    let rel = (mean_co - mean_off) / mean_off;
+    assert!((-0.15..0.05).contains(&rel), "mean {mean_co} vs {mean_off}");
 }
 
 /// A pause between the round trips of one transaction would count in its
