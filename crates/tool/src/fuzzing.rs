@@ -65,7 +65,12 @@ pub fn jtl(data: &[u8]) {
     if let Some(t) = &r.timeline {
         assert_eq!(t.iter().sum::<u64>(), n);
     }
-    for v in r.latency_us.values().chain(r.rps.iter()).chain(r.duration_s.iter()) {
+    for v in r
+        .latency_us
+        .values()
+        .chain(r.rps.iter())
+        .chain(r.duration_s.iter())
+    {
         assert!(v.is_finite() && *v >= 0.0, "{v}");
     }
 }

@@ -341,7 +341,10 @@ fn jmeter_loads_nginx_natively_and_in_docker() {
             .sum();
         assert_eq!(timeline, n);
         let not = r["external"]["not_reported"].to_string();
-        assert!(!not.contains("\"hdr\"") && !not.contains("timeline"), "{not}");
+        assert!(
+            !not.contains("\"hdr\"") && !not.contains("timeline"),
+            "{not}"
+        );
         assert_eq!(r["external"]["errors_by_kind"]["404"], status);
     }
 }

@@ -399,7 +399,9 @@ fn jmeter_failure(exit: &Exit) -> Result<(), ExternalError> {
         .find(|l| l.starts_with("Error in NonGUIDriver"));
     if let Some(line) = said {
         let line: String = line.chars().take(300).collect();
-        return Err(ExternalError(format!("jmeter could not run the plan: {line}")));
+        return Err(ExternalError(format!(
+            "jmeter could not run the plan: {line}"
+        )));
     }
     if exit.results.is_none() {
         return Err(ExternalError(format!(

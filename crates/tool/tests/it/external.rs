@@ -136,7 +136,8 @@ fn output_with_no_count_is_an_error_naming_what_is_missing() {
     }
     let e = LoadTool::Jmeter.parse("Usage: something\n").unwrap_err();
     assert!(
-        e.to_string().contains("jmeter: cannot read `Usage: something`"),
+        e.to_string()
+            .contains("jmeter: cannot read `Usage: something`"),
         "{e}"
     );
     let e = LoadTool::Wrk
@@ -296,7 +297,11 @@ fn jmeter_results_give_counts_the_histogram_and_the_timeline() {
     let h = tare_record::Latency::decode(r.hdr.as_deref().unwrap()).unwrap();
     assert_eq!(h.count(), 1454);
     // 143 ms, the first request of a new Java VM.
-    assert!((r.latency_us["max"] - 143_000.0).abs() < 143.0, "{:?}", r.latency_us);
+    assert!(
+        (r.latency_us["max"] - 143_000.0).abs() < 143.0,
+        "{:?}",
+        r.latency_us
+    );
     assert!(r.latency_us["p50"] <= r.latency_us["p99"]);
     let t = r.timeline.unwrap();
     assert_eq!(t.len(), 2);

@@ -275,10 +275,18 @@ fn jmeter_runs_a_plan_against_nginx() {
     assert_eq!(h.count(), r.requests);
     assert_eq!(r.timeline.iter().sum::<u64>(), r.requests);
     assert!(r.generator_cpu_s > 0.0);
-    assert!(d.command.iter().any(|a| a == "-Jthreads=4"), "{:?}", d.command);
+    assert!(
+        d.command.iter().any(|a| a == "-Jthreads=4"),
+        "{:?}",
+        d.command
+    );
     // This project's machines run Debian's JMeter 2.13 (scripts/setup.sh),
     // which only reads a plan through tare's launcher.
-    assert!(d.command.iter().any(|a| a == "TareJMeter"), "{:?}", d.command);
+    assert!(
+        d.command.iter().any(|a| a == "TareJMeter"),
+        "{:?}",
+        d.command
+    );
 }
 
 /// JMeter exits 0 when it cannot run a plan: its `Error in NonGUIDriver`

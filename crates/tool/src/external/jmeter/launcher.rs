@@ -102,7 +102,10 @@ fn compiled(javac: &Path) -> Result<PathBuf, String> {
             Ok(()) => Ok(()),
             // Another run put its build there first.
             Err(_) if dir.join("TareJMeter.class").is_file() => Ok(()),
-            Err(e) => Err(format!("keeping tare's JMeter launcher in {}: {e}", dir.display())),
+            Err(e) => Err(format!(
+                "keeping tare's JMeter launcher in {}: {e}",
+                dir.display()
+            )),
         }
     });
     let _ = std::fs::remove_dir_all(&tmp);

@@ -59,7 +59,10 @@ pub fn forced_args(dir: &std::path::Path, args: &[String]) -> Vec<String> {
         ("jmeter.save.saveservice.successful", "true"),
         ("jmeter.save.saveservice.response_code", "true"),
         ("jmeter.save.saveservice.response_message", "true"),
-        ("jmeter.save.saveservice.assertion_results_failure_message", "true"),
+        (
+            "jmeter.save.saveservice.assertion_results_failure_message",
+            "true",
+        ),
         ("jmeter.save.saveservice.bytes", "true"),
         ("sampleresult.timestamp.start", "true"),
     ] {
@@ -178,9 +181,14 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
                 let text = format!("{code} {message}").to_ascii_lowercase();
                 if text.contains("timeout") || text.contains("timed out") {
                     r.errors.timeout += 1;
-                } else if ["connectexception", "connection refused", "noroutetohost", "unknownhost"]
-                    .iter()
-                    .any(|k| text.contains(k))
+                } else if [
+                    "connectexception",
+                    "connection refused",
+                    "noroutetohost",
+                    "unknownhost",
+                ]
+                .iter()
+                .any(|k| text.contains(k))
                 {
                     r.errors.connect += 1;
                 } else {
@@ -350,7 +358,11 @@ mod tests {
             Some(&1)
         );
         assert_eq!(r.errors_by_kind.get("404"), Some(&1));
-        assert!((r.latency_us["max"] - 8000.0).abs() < 10.0, "{:?}", r.latency_us);
+        assert!(
+            (r.latency_us["max"] - 8000.0).abs() < 10.0,
+            "{:?}",
+            r.latency_us
+        );
         let h = tare_record::Latency::decode(r.hdr.as_deref().unwrap()).unwrap();
         assert_eq!(h.count(), 3);
     }
