@@ -17,8 +17,9 @@
 #
 # PROFILE=ci builds and runs target/ci/tare instead of the release build
 # (quicker to build; compare a baseline built the same way).
+# TARE=/path/to/tare measures that build instead of building one.
 #
-# Usage: bench/vs-wrk.sh [ROUNDS] [DURATION]     (as root; needs nginx, wrk)
+# Usage: [TARE=path] [BASELINE=path] bench/vs-wrk.sh [ROUNDS] [DURATION]     (as root; needs nginx, wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -28,8 +29,10 @@ COALESCE=${COALESCE:-100us}
 
 command -v nginx >/dev/null && command -v wrk >/dev/null || bash scripts/setup.sh
 PROFILE=${PROFILE:-release}
-cargo build --profile "$PROFILE" -q -p tare
-TARE=$PWD/target/$PROFILE/tare
+if [ -z "${TARE:-}" ]; then
+  cargo build --profile "$PROFILE" -q -p tare
+  TARE=$PWD/target/$PROFILE/tare
+fi
 
 dir=$(mktemp -d /tmp/tare-bench-XXXXXX)
 trap 'kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; sleep 0.2; rm -rf "$dir"' EXIT

@@ -34,6 +34,9 @@
 //! # Ok::<(), tare_analysis::AnalysisError>(())
 //! ```
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod attribution;
 mod cell;
 pub mod compare;

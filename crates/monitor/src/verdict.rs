@@ -123,7 +123,6 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
             capacity: 1.0,
             cores: 0.0,
         });
-    let generator_cores: f64 = uses.iter().map(|u| u.cores).sum();
     let capacity = if rec.server_cpu_capacity > 0.0 {
         rec.server_cpu_capacity
     } else {
@@ -145,91 +144,127 @@ pub fn verdict(rec: &MonitorRecord, load: &LoadResult) -> Verdict {
         proxy_cores: proxy_s / d,
         retrans_per_request: s.retrans_segs / load.requests.max(1) as f64,
     };
-    let network_cores = ev.softirq_cores + ev.proxy_cores;
-    let pct = |x: f64| x * 100.0;
     let late = load
         .schedule
         .as_ref()
         .filter(|sch| sch.target_rate.is_some() && sch.unsent == 0)
         .map(|sch| sch.late_sends as f64 / (load.requests + load.in_flight).max(1) as f64)
         .unwrap_or(0.0);
-    let (bound, reason) = if late > LATE_SENDS {
-        (
-            Bound::Generator,
-            format!(
-                "the generator fell behind its schedule: {:.0}% of sends left late with connections free",
-                pct(late)
-            ),
-        )
-    } else if ev.generator_utilization > GENERATOR_SATURATED {
-        (
-            Bound::Generator,
-            format!(
-                "the generator{} used {:.0}% of the {} CPU(s) its {} thread(s) could use",
-                busiest
-                    .host
-                    .as_deref()
-                    .map(|h| format!(" on host {h}"))
-                    .unwrap_or_default(),
-                pct(ev.generator_utilization),
-                busiest.capacity,
-                busiest.threads
-            ),
-        )
-    } else if network_cores >= NETWORK_MIN_CORES && network_cores >= ev.server_cores {
-        (
-            Bound::Network,
-            format!(
-                "the network path used {:.2} cores (softirq {:.2}, proxies {:.2}), the server {:.2}",
-                network_cores, ev.softirq_cores, ev.proxy_cores, ev.server_cores
-            ),
-        )
-    } else if ev.retrans_per_request > RETRANS_PER_REQUEST || s.conntrack_drops.unwrap_or(0) > 0 {
-        (
-            Bound::Network,
-            format!(
-                "the path lost packets: {:.0} retransmissions ({:.1}% of requests), {} conntrack drops",
-                s.retrans_segs,
-                pct(ev.retrans_per_request),
-                s.conntrack_drops.unwrap_or(0)
-            ),
-        )
-    } else if ev.machine_idle_fraction < MACHINE_IDLE_MIN {
-        (
-            Bound::Machine,
-            format!(
-                "no idle CPU ({:.1}% idle): server {:.2} cores, generator {:.2}, network path {:.2}, rest {:.2}",
-                pct(ev.machine_idle_fraction),
-                ev.server_cores,
-                generator_cores,
-                network_cores,
-                s.cpu_s.rest / d
-            ),
-        )
-    } else if ev.server_utilization >= 0.5 {
-        (
-            Bound::Server,
-            format!(
-                "the server used {:.0}% of its {:.1} CPU(s); the generator {:.0}% of its",
-                pct(ev.server_utilization),
-                capacity,
-                pct(ev.generator_utilization)
-            ),
-        )
-    } else {
-        (
-            Bound::Server,
-            format!(
-                "nothing saturated (server {:.0}% of its CPU, {:.0}% idle): throughput is bound by the server's response time × connections",
-                pct(ev.server_utilization),
-                pct(ev.machine_idle_fraction)
-            ),
-        )
+    let facts = Facts {
+        network_cores: ev.softirq_cores + ev.proxy_cores,
+        generator_cores: uses.iter().map(|u| u.cores).sum(),
+        ev: &ev,
+        busiest,
+        capacity,
+        late,
+        retrans_segs: s.retrans_segs,
+        conntrack_drops: s.conntrack_drops.unwrap_or(0),
+        rest_cores: s.cpu_s.rest / d,
     };
+    let (bound, reason) = generator_bound(&facts)
+        .map(|r| (Bound::Generator, r))
+        .or_else(|| network_bound(&facts).map(|r| (Bound::Network, r)))
+        .or_else(|| machine_bound(&facts).map(|r| (Bound::Machine, r)))
+        .unwrap_or_else(|| (Bound::Server, server_bound(&facts)));
     Verdict {
         bound,
         reason,
         evidence: ev,
+    }
+}
+
+/// What the checks read: the evidence, and what the reasons name beside it.
+struct Facts<'a> {
+    ev: &'a Evidence,
+    /// The generator with the highest utilization.
+    busiest: GeneratorUse,
+    generator_cores: f64,
+    network_cores: f64,
+    /// The server's CPU capacity (cores).
+    capacity: f64,
+    /// Share of open-loop sends that left late with a connection free.
+    late: f64,
+    retrans_segs: f64,
+    conntrack_drops: u64,
+    rest_cores: f64,
+}
+
+fn pct(x: f64) -> f64 {
+    x * 100.0
+}
+
+/// Check 1 (see the module's doc): why the trial was generator-bound, if it was.
+fn generator_bound(f: &Facts) -> Option<String> {
+    if f.late > LATE_SENDS {
+        return Some(format!(
+            "the generator fell behind its schedule: {:.0}% of sends left late with connections free",
+            pct(f.late)
+        ));
+    }
+    (f.ev.generator_utilization > GENERATOR_SATURATED).then(|| {
+        format!(
+            "the generator{} used {:.0}% of the {} CPU(s) its {} thread(s) could use",
+            (f.busiest.host.as_deref())
+                .map(|h| format!(" on host {h}"))
+                .unwrap_or_default(),
+            pct(f.ev.generator_utilization),
+            f.busiest.capacity,
+            f.busiest.threads
+        )
+    })
+}
+
+/// Check 2: why the trial was network-bound (the path's CPU, or lost
+/// packets), if it was.
+fn network_bound(f: &Facts) -> Option<String> {
+    let ev = f.ev;
+    if f.network_cores >= NETWORK_MIN_CORES && f.network_cores >= ev.server_cores {
+        return Some(format!(
+            "the network path used {:.2} cores (softirq {:.2}, proxies {:.2}), the server {:.2}",
+            f.network_cores, ev.softirq_cores, ev.proxy_cores, ev.server_cores
+        ));
+    }
+    (ev.retrans_per_request > RETRANS_PER_REQUEST || f.conntrack_drops > 0).then(|| {
+        format!(
+            "the path lost packets: {:.0} retransmissions ({:.1}% of requests), {} conntrack drops",
+            f.retrans_segs,
+            pct(ev.retrans_per_request),
+            f.conntrack_drops
+        )
+    })
+}
+
+/// Check 3: why the trial was machine-bound, if it was.
+fn machine_bound(f: &Facts) -> Option<String> {
+    let ev = f.ev;
+    (ev.machine_idle_fraction < MACHINE_IDLE_MIN).then(|| {
+        format!(
+            "no idle CPU ({:.1}% idle): server {:.2} cores, generator {:.2}, network path {:.2}, rest {:.2}",
+            pct(ev.machine_idle_fraction),
+            ev.server_cores,
+            f.generator_cores,
+            f.network_cores,
+            f.rest_cores
+        )
+    })
+}
+
+/// Check 4, what remains: the server was busy, or it was waiting.
+fn server_bound(f: &Facts) -> String {
+    let ev = f.ev;
+    if ev.server_utilization >= 0.5 {
+        format!(
+            "the server used {:.0}% of its {:.1} CPU(s); the generator {:.0}% of its",
+            pct(ev.server_utilization),
+            f.capacity,
+            pct(ev.generator_utilization)
+        )
+    } else {
+        format!(
+            "nothing saturated (server {:.0}% of its CPU, {:.0}% idle): throughput is bound by the server's response time × connections",
+            pct(ev.server_utilization),
+            pct(ev.machine_idle_fraction)
+        )
     }
 }
 

@@ -185,141 +185,171 @@ pub(crate) fn lex(text: &str) -> Tokens {
 /// returning `false` stops it there): the syntax error the stream ends
 /// with, if any. Brace balance is the caller's ([`Balance`]).
 pub(crate) fn lex_each(text: &str, emit: &mut dyn FnMut(Token) -> bool) -> Option<LexError> {
-    let mut cur = Cursor::new(text);
-    let mut token = String::new();
-    let mut token_line = 0;
-    let mut next_is_directive = true;
+    let mut lexer = Lexer {
+        cur: Cursor::new(text),
+        token: String::new(),
+        token_line: 0,
+        next_is_directive: true,
+        emit,
+    };
+    lexer.run().err().flatten()
+}
 
-    macro_rules! next_or_end {
-        () => {
-            match cur.next() {
-                Some(u) => u,
-                None => return None,
-            }
-        };
-    }
-    macro_rules! after_token {
-        ($quoted:expr) => {
-            if next_is_directive && LUA_BLOCK_DIRECTIVES.contains(&token.as_str()) {
-                let (lua, end) = lex_lua(&mut cur, &token);
-                if !lua.is_empty() {
-                    next_is_directive = true;
+/// Why the stream stopped before its end: `None` when the text ended or
+/// `emit` said stop, else the syntax error.
+type Stop = Option<LexError>;
+
+/// The lexer's state between units: the token being cut, where it began,
+/// and whether the next token is a directive's name.
+struct Lexer<'t, 'e> {
+    cur: Cursor<'t>,
+    token: String,
+    token_line: u64,
+    next_is_directive: bool,
+    emit: &'e mut dyn FnMut(Token) -> bool,
+}
+
+impl Lexer<'_, '_> {
+    fn run(&mut self) -> Result<(), Stop> {
+        while let Some(mut u) = self.cur.next() {
+            if u.is_space() {
+                if !self.token.is_empty() {
+                    self.emit_token(false)?;
+                    self.after_token()?;
+                    self.token.clear();
                 }
-                for t in lua {
-                    if !emit(t) {
-                        return None;
-                    }
+                while u.is_space() {
+                    u = self.next()?;
                 }
-                match end {
-                    LuaEnd::Done => {}
-                    LuaEnd::Eof => return None,
-                    LuaEnd::Error(e) => return Some(e),
-                }
-            } else {
-                next_is_directive = false;
             }
-        };
-    }
 
-    while let Some(mut u) = cur.next() {
-        if u.is_space() {
-            if !token.is_empty() {
-                if !emit(Token {
-                    text: token.clone(),
-                    line: token_line,
-                    quoted: false,
-                }) {
-                    return None;
-                }
-                after_token!(false);
-                token.clear();
-            }
-            while u.is_space() {
-                u = next_or_end!();
-            }
-        }
-
-        if token.is_empty() && u.is('#') {
-            let line = u.line;
-            while !u.ends_line() {
-                u.push_to(&mut token);
-                u = next_or_end!();
-            }
-            if !emit(Token {
-                text: std::mem::take(&mut token),
-                line,
-                quoted: false,
-            }) {
-                return None;
-            }
-            continue;
-        }
-
-        if token.is_empty() {
-            token_line = u.line;
-        }
-
-        // Parameter expansion (`${var}`): runs to `}`, then the character that
-        // ended it falls through and is appended below, as in crossplane.
-        if token.ends_with('$') && u.is('{') {
-            next_is_directive = false;
-            while !token.ends_with('}') && !u.is_space() {
-                u.push_to(&mut token);
-                u = next_or_end!();
-            }
-        }
-
-        if u.is('"') || u.is('\'') {
-            if !token.is_empty() {
-                u.push_to(&mut token);
+            if self.token.is_empty() && u.is('#') {
+                self.comment(u)?;
                 continue;
             }
-            let quote = u.first;
-            u = next_or_end!();
-            while !u.is(quote) {
-                if u.first == '\\' && u.escaped == Some(quote) {
-                    token.push(quote);
-                } else {
-                    u.push_to(&mut token);
+
+            if self.token.is_empty() {
+                self.token_line = u.line;
+            }
+
+            // Parameter expansion (`${var}`): runs to `}`, then the character that
+            // ended it falls through and is appended below, as in crossplane.
+            if self.token.ends_with('$') && u.is('{') {
+                self.next_is_directive = false;
+                while !self.token.ends_with('}') && !u.is_space() {
+                    u.push_to(&mut self.token);
+                    u = self.next()?;
                 }
-                u = next_or_end!();
             }
-            if !emit(Token {
-                text: token.clone(),
-                line: token_line,
-                quoted: true,
-            }) {
-                return None;
-            }
-            after_token!(true);
-            token.clear();
-            continue;
-        }
 
-        if u.is('{') || u.is('}') || u.is(';') {
-            if !token.is_empty()
-                && !emit(Token {
-                    text: std::mem::take(&mut token),
-                    line: token_line,
+            if u.is('"') || u.is('\'') {
+                if !self.token.is_empty() {
+                    u.push_to(&mut self.token);
+                    continue;
+                }
+                self.quoted(u)?;
+                continue;
+            }
+
+            if u.is('{') || u.is('}') || u.is(';') {
+                if !self.token.is_empty() {
+                    let text = std::mem::take(&mut self.token);
+                    self.emit(Token {
+                        text,
+                        line: self.token_line,
+                        quoted: false,
+                    })?;
+                }
+                self.emit(Token {
+                    text: u.first.to_string(),
+                    line: u.line,
                     quoted: false,
-                })
-            {
-                return None;
+                })?;
+                self.next_is_directive = true;
+                continue;
             }
-            if !emit(Token {
-                text: u.first.to_string(),
-                line: u.line,
-                quoted: false,
-            }) {
-                return None;
-            }
-            next_is_directive = true;
-            continue;
-        }
 
-        u.push_to(&mut token);
+            u.push_to(&mut self.token);
+        }
+        Ok(())
     }
-    None
+
+    /// The next unit; the end of the text stops the stream.
+    fn next(&mut self) -> Result<Unit, Stop> {
+        self.cur.next().ok_or(None)
+    }
+
+    fn emit(&mut self, t: Token) -> Result<(), Stop> {
+        if (self.emit)(t) {
+            Ok(())
+        } else {
+            Err(None)
+        }
+    }
+
+    /// The token cut so far, emitted (and kept: the caller clears it).
+    fn emit_token(&mut self, quoted: bool) -> Result<(), Stop> {
+        self.emit(Token {
+            text: self.token.clone(),
+            line: self.token_line,
+            quoted,
+        })
+    }
+
+    /// A `#` comment from `u` to the end of its line, as one token.
+    fn comment(&mut self, mut u: Unit) -> Result<(), Stop> {
+        let line = u.line;
+        while !u.ends_line() {
+            u.push_to(&mut self.token);
+            u = self.next()?;
+        }
+        let text = std::mem::take(&mut self.token);
+        self.emit(Token {
+            text,
+            line,
+            quoted: false,
+        })
+    }
+
+    /// A quoted token from its opening quote `u` to the closing one, an
+    /// escaped quote kept as the quote alone.
+    fn quoted(&mut self, mut u: Unit) -> Result<(), Stop> {
+        let quote = u.first;
+        u = self.next()?;
+        while !u.is(quote) {
+            if u.first == '\\' && u.escaped == Some(quote) {
+                self.token.push(quote);
+            } else {
+                u.push_to(&mut self.token);
+            }
+            u = self.next()?;
+        }
+        self.emit_token(true)?;
+        self.after_token()?;
+        self.token.clear();
+        Ok(())
+    }
+
+    /// After a token: a Lua block directive's body is lexed as Lua; any
+    /// other token makes the next one an argument.
+    fn after_token(&mut self) -> Result<(), Stop> {
+        if !(self.next_is_directive && LUA_BLOCK_DIRECTIVES.contains(&self.token.as_str())) {
+            self.next_is_directive = false;
+            return Ok(());
+        }
+        let (lua, end) = lex_lua(&mut self.cur, &self.token);
+        if !lua.is_empty() {
+            self.next_is_directive = true;
+        }
+        for t in lua {
+            self.emit(t)?;
+        }
+        match end {
+            LuaEnd::Done => Ok(()),
+            LuaEnd::Eof => Err(None),
+            LuaEnd::Error(e) => Err(Some(e)),
+        }
+    }
 }
 
 /// The body of a `*_by_lua_block`, as one quoted token and a `;`

@@ -470,16 +470,7 @@ impl Parser<'_> {
                 continue;
             }
 
-            let mut comments_in_args = Vec::new();
-            let mut term = s.next_in_statement()?;
-            while term.quoted || !matches!(term.text.as_str(), "{" | ";" | "}") {
-                if term.text.starts_with('#') && !term.quoted {
-                    comments_in_args.push(term.text[1..].to_string());
-                } else {
-                    stmt.args.push(term.text);
-                }
-                term = s.next_in_statement()?;
-            }
+            let (term, comments_in_args) = arguments(s, &mut stmt)?;
             let opens_block = term.text == "{";
 
             if self.options.ignore.contains(&stmt.directive) {
@@ -493,29 +484,10 @@ impl Parser<'_> {
                 prepare_if_args(&mut stmt.args);
             }
 
-            let checks = Checks {
-                strict: self.options.strict,
-                context: self.options.check_ctx,
-                arguments: self.options.check_args,
-            };
-            if let Err(e) = analyzer::analyze(&stmt.directive, &stmt.args, &term.text, ctx, checks)
-            {
-                let message = located(&e.reason, &fname, Some(stmt.line));
-                if !self.options.catch_errors {
-                    return Err(Fatal {
-                        error: message,
-                        line: Some(stmt.line),
-                    });
-                }
-                self.error(message, Some(stmt.line));
-                if e.reason.ends_with(" is not terminated by \";\"") {
-                    if term.text != "}" {
-                        self.block(s, &[], true, depth + 1)?;
-                    } else {
-                        break;
-                    }
-                }
-                continue;
+            match self.analyzed(s, &stmt, &term.text, ctx, &fname, depth)? {
+                Analyzed::Valid => {}
+                Analyzed::Skip => continue,
+                Analyzed::Close => break,
             }
 
             if !self.options.single && stmt.directive == "include" {
@@ -548,6 +520,45 @@ impl Parser<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The analyzer's verdict on `stmt` (ended by `term`): an error ends
+    /// the file, or (catching errors) is recorded and the statement
+    /// skipped, with the block it opens; an unterminated statement at a
+    /// `}` closes the block.
+    fn analyzed(
+        &mut self,
+        s: &mut Stream,
+        stmt: &Statement,
+        term: &str,
+        ctx: &[String],
+        fname: &str,
+        depth: usize,
+    ) -> Result<Analyzed, Fatal> {
+        let checks = Checks {
+            strict: self.options.strict,
+            context: self.options.check_ctx,
+            arguments: self.options.check_args,
+        };
+        let Err(e) = analyzer::analyze(&stmt.directive, &stmt.args, term, ctx, checks) else {
+            return Ok(Analyzed::Valid);
+        };
+        let message = located(&e.reason, fname, Some(stmt.line));
+        if !self.options.catch_errors {
+            return Err(Fatal {
+                error: message,
+                line: Some(stmt.line),
+            });
+        }
+        self.error(message, Some(stmt.line));
+        if e.reason.ends_with(" is not terminated by \";\"") {
+            if term != "}" {
+                self.block(s, &[], true, depth + 1)?;
+            } else {
+                return Ok(Analyzed::Close);
+            }
+        }
+        Ok(Analyzed::Skip)
     }
 
     /// Resolves an `include`: the indexes of the files it names, queued for parsing
@@ -626,6 +637,31 @@ fn prepare_if_args(args: &mut Vec<String>) {
     } else {
         Vec::new()
     };
+}
+
+/// What the analyzer's verdict leaves a block to do with a statement.
+enum Analyzed {
+    Valid,
+    /// An error caught: the statement is dropped.
+    Skip,
+    /// An error caught at the block's `}`: the block ends.
+    Close,
+}
+
+/// A statement's arguments, up to the `{`, `;` or `}` that ends it
+/// (returned), with the comments among them.
+fn arguments(s: &mut Stream, stmt: &mut Statement) -> Result<(Token, Vec<String>), Fatal> {
+    let mut comments_in_args = Vec::new();
+    let mut term = s.next_in_statement()?;
+    while term.quoted || !matches!(term.text.as_str(), "{" | ";" | "}") {
+        if term.text.starts_with('#') && !term.quoted {
+            comments_in_args.push(term.text[1..].to_string());
+        } else {
+            stmt.args.push(term.text);
+        }
+        term = s.next_in_statement()?;
+    }
+    Ok((term, comments_in_args))
 }
 
 #[cfg(test)]

@@ -74,6 +74,71 @@ pub enum MergeError {
 /// part has a result, or the results cannot be one load (different
 /// engines, an unreadable histogram).
 pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
+    let ok = results(parts)?;
+    let first = ok[0].1;
+    let start = ok
+        .iter()
+        .map(|(p, r)| local_start(p, r))
+        .fold(f64::INFINITY, f64::min);
+
+    let mut out = LoadResult {
+        engine: first.engine.clone(),
+        unit: first.unit,
+        target: first.target.clone(),
+        transport: first.transport.clone(),
+        started_unix_s: start,
+        keepalive: first.keepalive,
+        tare_version: first.tare_version.clone(),
+        ..LoadResult::default()
+    };
+    let mut sums = Sums {
+        latency: Latency::new(),
+        attempts: 0,
+        rate: 0.0,
+        thread_rates: Vec::new(),
+    };
+    for (p, r) in &ok {
+        sums.add(&mut out, p, r)?;
+        add_timeline(&mut out, p, r, start)?;
+    }
+    out.attempts = Some(sums.attempts);
+    // Each generator's rate over its own measured period, added: the
+    // periods overlap to within the starts' spread (`generators`).
+    if first.tps.is_some() {
+        out.tps = Some(sums.rate);
+    } else {
+        out.rps = Some(sums.rate);
+    }
+    out.latency_us = sums.latency.summary();
+    out.hdr = sums
+        .latency
+        .encode()
+        .map_err(|cause| MergeError::Histogram {
+            host: "merged".into(),
+            cause,
+        })?;
+    out.thread_rate = pooled(&sums.thread_rates);
+    // Engine details (pg, redis, net, pacing, wake-ups, the connect phase)
+    // describe one generator's run and are not added up: one part keeps
+    // its own, several keep none (each host's counts are in `generators`).
+    if ok.len() == 1 && parts.len() == 1 {
+        let r = ok[0].1;
+        out.connect_us = r.connect_us;
+        out.first_byte_us = r.first_byte_us;
+        out.schedule = r.schedule.clone();
+        out.wakeups = r.wakeups.clone();
+        out.connect_phase = r.connect_phase.clone();
+        out.pg = r.pg.clone();
+        out.redis = r.redis.clone();
+        out.net = r.net.clone();
+    }
+    out.generators = parts.iter().map(generator_part).collect();
+    Ok(out)
+}
+
+/// The parts with a result, when there is one and they all ran the same
+/// engine.
+fn results(parts: &[Part]) -> Result<Vec<(&Part, &LoadResult)>, MergeError> {
     let ok: Vec<(&Part, &LoadResult)> = parts
         .iter()
         .filter_map(|p| p.result.as_ref().ok().map(|r| (p, r)))
@@ -91,28 +156,26 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
             other.engine.clone(),
         ));
     }
-    // Each start on this host's clock: the host's clock minus its offset.
-    let local_start = |p: &Part, r: &LoadResult| r.started_unix_s - p.clock_offset_s;
-    let start = ok
-        .iter()
-        .map(|(p, r)| local_start(p, r))
-        .fold(f64::INFINITY, f64::min);
+    Ok(ok)
+}
 
-    let mut out = LoadResult {
-        engine: first.engine.clone(),
-        unit: first.unit,
-        target: first.target.clone(),
-        transport: first.transport.clone(),
-        started_unix_s: start,
-        keepalive: first.keepalive,
-        tare_version: first.tare_version.clone(),
-        ..LoadResult::default()
-    };
-    let mut latency = Latency::new();
-    let mut attempts = 0;
-    let mut rate = 0.0;
-    let mut thread_rates = Vec::new();
-    for (p, r) in &ok {
+/// A part's start on this host's clock: the host's clock minus its offset.
+fn local_start(p: &Part, r: &LoadResult) -> f64 {
+    r.started_unix_s - p.clock_offset_s
+}
+
+/// What the parts add up to beyond `LoadResult`'s own fields: the merged
+/// histogram, the attempts, the rates, each part's per-thread rate.
+struct Sums {
+    latency: Latency,
+    attempts: u64,
+    rate: f64,
+    thread_rates: Vec<(u64, RateSummary)>,
+}
+
+impl Sums {
+    /// Adds part `p`'s counts, histograms and rates.
+    fn add(&mut self, out: &mut LoadResult, p: &Part, r: &LoadResult) -> Result<(), MergeError> {
         // Saturating: a record from another host is input, not a promise.
         out.duration_s = out.duration_s.max(r.duration_s);
         add(&mut out.connections, r.connections);
@@ -130,8 +193,8 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
             add(sum, n);
         }
         add(&mut out.bytes_read, r.bytes_read);
-        add(&mut attempts, attempts_of(r));
-        rate += r.throughput();
+        add(&mut self.attempts, attempts_of(r));
+        self.rate += r.throughput();
         out.generator_cpu_s += r.generator_cpu_s;
         out.generator_cpu_user_s += r.generator_cpu_user_s;
         out.generator_cpu_system_s += r.generator_cpu_system_s;
@@ -143,85 +206,68 @@ pub fn merge(parts: &[Part]) -> Result<LoadResult, MergeError> {
             host: p.host.clone(),
             cause,
         })?;
-        latency.merge(&h);
+        self.latency.merge(&h);
         crate::named::add_named(&mut out.by_name, &r.by_name).map_err(|cause| {
             MergeError::Histogram {
                 host: p.host.clone(),
                 cause,
             }
         })?;
-        // Whole seconds after the earliest start: the timelines' bins are
-        // seconds, so a start within half a second of another shares its bins.
-        let gap = local_start(p, r) - start;
-        if !(0.0..=MAX_START_GAP_S).contains(&gap) {
-            return Err(MergeError::Clock {
-                host: p.host.clone(),
-                gap_s: gap,
-            });
-        }
-        let shift = gap.round() as usize;
-        if out.timeline.len() < shift + r.timeline.len() {
-            out.timeline.resize(shift + r.timeline.len(), 0);
-        }
-        for (i, n) in r.timeline.iter().enumerate() {
-            add(&mut out.timeline[shift + i], *n);
-        }
-        thread_rates.push((r.threads, r.thread_rate));
+        self.thread_rates.push((r.threads, r.thread_rate));
+        Ok(())
     }
-    out.attempts = Some(attempts);
-    // Each generator's rate over its own measured period, added: the
-    // periods overlap to within the starts' spread (`generators`).
-    if first.tps.is_some() {
-        out.tps = Some(rate);
-    } else {
-        out.rps = Some(rate);
+}
+
+/// Adds part `p`'s timeline to the merged one, shifted by whole seconds
+/// after the earliest start: the timelines' bins are seconds, so a start
+/// within half a second of another shares its bins.
+fn add_timeline(
+    out: &mut LoadResult,
+    p: &Part,
+    r: &LoadResult,
+    start: f64,
+) -> Result<(), MergeError> {
+    let gap = local_start(p, r) - start;
+    if !(0.0..=MAX_START_GAP_S).contains(&gap) {
+        return Err(MergeError::Clock {
+            host: p.host.clone(),
+            gap_s: gap,
+        });
     }
-    out.latency_us = latency.summary();
-    out.hdr = latency.encode().map_err(|cause| MergeError::Histogram {
-        host: "merged".into(),
-        cause,
-    })?;
-    out.thread_rate = pooled(&thread_rates);
-    // Engine details (pg, redis, net, pacing, wake-ups, the connect phase)
-    // describe one generator's run and are not added up: one part keeps
-    // its own, several keep none (each host's counts are in `generators`).
-    if ok.len() == 1 && parts.len() == 1 {
-        let r = ok[0].1;
-        out.connect_us = r.connect_us;
-        out.first_byte_us = r.first_byte_us;
-        out.schedule = r.schedule.clone();
-        out.wakeups = r.wakeups.clone();
-        out.connect_phase = r.connect_phase.clone();
-        out.pg = r.pg.clone();
-        out.redis = r.redis.clone();
-        out.net = r.net.clone();
+    let shift = gap.round() as usize;
+    if out.timeline.len() < shift + r.timeline.len() {
+        out.timeline.resize(shift + r.timeline.len(), 0);
     }
-    out.generators = parts
-        .iter()
-        .map(|p| match &p.result {
-            Ok(r) => GeneratorPart {
-                host: p.host.clone(),
-                clock_offset_s: p.clock_offset_s,
-                clock_rtt_s: p.clock_rtt_s,
-                started_unix_s: local_start(p, r),
-                connections: r.connections,
-                threads: r.threads,
-                requests: r.requests,
-                errors: r.errors,
-                generator_cpu_s: r.generator_cpu_s,
-                generator_cpus: r.generator_cpus,
-                error: None,
-            },
-            Err(e) => GeneratorPart {
-                host: p.host.clone(),
-                clock_offset_s: p.clock_offset_s,
-                clock_rtt_s: p.clock_rtt_s,
-                error: Some(e.clone()),
-                ..GeneratorPart::default()
-            },
-        })
-        .collect();
-    Ok(out)
+    for (i, n) in r.timeline.iter().enumerate() {
+        add(&mut out.timeline[shift + i], *n);
+    }
+    Ok(())
+}
+
+/// Part `p` as `LoadResult::generators` records it.
+fn generator_part(p: &Part) -> GeneratorPart {
+    match &p.result {
+        Ok(r) => GeneratorPart {
+            host: p.host.clone(),
+            clock_offset_s: p.clock_offset_s,
+            clock_rtt_s: p.clock_rtt_s,
+            started_unix_s: local_start(p, r),
+            connections: r.connections,
+            threads: r.threads,
+            requests: r.requests,
+            errors: r.errors,
+            generator_cpu_s: r.generator_cpu_s,
+            generator_cpus: r.generator_cpus,
+            error: None,
+        },
+        Err(e) => GeneratorPart {
+            host: p.host.clone(),
+            clock_offset_s: p.clock_offset_s,
+            clock_rtt_s: p.clock_rtt_s,
+            error: Some(e.clone()),
+            ..GeneratorPart::default()
+        },
+    }
 }
 
 /// `LoadResult::attempts`, saturating.

@@ -18,6 +18,9 @@
 //! The runner calls [`render_text`] (or an [`exporter`]) at the end of
 //! `tare run`; `tare report` and `tare compare` go through [`exporter`].
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod export;
 pub mod html;
 mod noise;

@@ -358,19 +358,49 @@ fn merge(list: &[CpuPerRequest]) -> Option<CpuPerRequest> {
     })
 }
 
+/// What one cell's monitored trials hold, gathered in trial order.
+struct Seen {
+    per: Vec<CpuPerRequest>,
+    verdicts: Vec<Verdict>,
+    cpus: where_ran::CpusSeen,
+    unit: Unit,
+    hosts: Vec<String>,
+    generator_hosts: Vec<String>,
+    /// Each `per`'s round, when the run ran in rounds (trials pair on it).
+    rounds: Vec<Option<u32>>,
+    /// Why a trial had no profile (its monitor's note).
+    no_profile: Option<String>,
+}
+
 /// The run's monitoring, `None` when no trial was monitored.
 pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources> {
-    type Seen = (
-        Vec<CpuPerRequest>,
-        Vec<Verdict>,
-        where_ran::CpusSeen,
-        Unit,
-        Vec<String>,
-        Vec<String>,
-        Vec<Option<u32>>,
-    );
-    // Per cell: why a trial had no profile (its monitor's note).
-    let mut no_profile: BTreeMap<&str, String> = BTreeMap::new();
+    let (mut order, by_cell) = gather(run);
+    if by_cell.is_empty() {
+        return None;
+    }
+    // The report's cell order (the plan's), not the interleaved trial order.
+    let planned = run.cell_ids();
+    order.sort_by_key(|id| planned.iter().position(|p| p == id).unwrap_or(usize::MAX));
+    let mut cells = Vec::new();
+    let mut all_verdicts = Vec::new();
+    for id in order {
+        let seen = &by_cell[id];
+        if let Some(c) = cell_resources(id, seen) {
+            all_verdicts.extend(seen.verdicts.iter().cloned());
+            cells.push(c);
+        }
+    }
+    let steps = chain.map_or_else(Vec::new, |chain| step_costs(chain, &cells, &by_cell));
+    Some(Resources {
+        cells,
+        steps,
+        warning: run_warning(&all_verdicts),
+    })
+}
+
+/// Each cell's monitored trials, and the cells in the order their first
+/// monitored trial ran.
+fn gather(run: &Run) -> (Vec<&str>, BTreeMap<&str, Seen>) {
     let mut by_cell: BTreeMap<&str, Seen> = BTreeMap::new();
     // Trials pair on their round only when the run ran in rounds.
     let rounds = run.in_rounds();
@@ -385,113 +415,107 @@ pub(crate) fn resources(run: &Run, chain: Option<&[String]>) -> Option<Resources
         if !order.contains(&t.cell.as_str()) {
             order.push(&t.cell);
         }
-        let e = by_cell.entry(&t.cell).or_insert_with(|| {
-            (
-                Vec::new(),
-                Vec::new(),
-                Default::default(),
-                r.unit(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-            )
+        let e = by_cell.entry(&t.cell).or_insert_with(|| Seen {
+            per: Vec::new(),
+            verdicts: Vec::new(),
+            cpus: Default::default(),
+            unit: r.unit(),
+            hosts: Vec::new(),
+            generator_hosts: Vec::new(),
+            rounds: Vec::new(),
+            no_profile: None,
         });
         for g in &r.generators {
-            if !e.5.contains(&g.host) {
-                e.5.push(g.host.clone());
+            if !e.generator_hosts.contains(&g.host) {
+                e.generator_hosts.push(g.host.clone());
             }
         }
-        where_ran::add(&mut e.2, &m);
-        if m.profile.is_none() {
+        where_ran::add(&mut e.cpus, &m);
+        if m.profile.is_none() && e.no_profile.is_none() {
             let why = m
                 .notes
                 .iter()
                 .find(|n| n.starts_with("no profile"))
                 .cloned()
                 .unwrap_or_else(|| "no profile: recorded before tare sampled stacks".into());
-            no_profile.entry(&t.cell).or_insert(why);
+            e.no_profile = Some(why);
         }
         if let Some(h) = &m.host {
-            if !e.4.contains(h) {
-                e.4.push(h.clone());
+            if !e.hosts.contains(h) {
+                e.hosts.push(h.clone());
             }
         }
         if let Some(p) = m.per_request {
-            e.0.push(p);
-            e.6.push(rounds.then_some(t.trial));
+            e.per.push(p);
+            e.rounds.push(rounds.then_some(t.trial));
         }
         if let Some(v) = m.verdict {
-            e.1.push(v);
+            e.verdicts.push(v);
         }
     }
-    if by_cell.is_empty() {
-        return None;
+    (order, by_cell)
+}
+
+/// Cell `id`'s summary, `None` when none of its trials has CPU per request.
+fn cell_resources(id: &str, seen: &Seen) -> Option<CellResources> {
+    let per = &seen.per;
+    let per_request = merge(per)?;
+    let profile_note = per
+        .iter()
+        .all(|p| p.profile_us.is_empty())
+        .then(|| seen.no_profile.clone())
+        .flatten();
+    let mut counts = BTreeMap::new();
+    for v in &seen.verdicts {
+        *counts.entry(bound_name(v.bound)).or_insert(0) += 1;
     }
-    // The report's cell order (the plan's), not the interleaved trial order.
-    let planned = run.cell_ids();
-    order.sort_by_key(|id| planned.iter().position(|p| p == id).unwrap_or(usize::MAX));
-    let mut cells = Vec::new();
-    let mut all_verdicts = Vec::new();
-    for id in order {
-        let (per, verdicts, seen, unit, hosts, generator_hosts, _) = &by_cell[id];
-        let Some(per_request) = merge(per) else {
-            continue;
-        };
-        let profile_note = per
-            .iter()
-            .all(|p| p.profile_us.is_empty())
-            .then(|| no_profile.get(id).cloned())
-            .flatten();
-        let mut counts = BTreeMap::new();
-        for v in verdicts {
-            *counts.entry(bound_name(v.bound)).or_insert(0) += 1;
-        }
-        all_verdicts.extend(verdicts.iter().cloned());
-        let where_ran = where_ran::normalize(seen.clone());
-        cells.push(CellResources {
-            cell: id.to_string(),
-            per_request,
-            verdicts: counts,
-            trials: per.len(),
-            shared_with_server: where_ran::shared_with_server(&where_ran),
-            where_ran,
-            unit: *unit,
-            hosts: hosts.clone(),
-            generator_hosts: generator_hosts.clone(),
-            profile_note,
-        });
-    }
+    let where_ran = where_ran::normalize(seen.cpus.clone());
+    Some(CellResources {
+        cell: id.to_string(),
+        per_request,
+        verdicts: counts,
+        trials: per.len(),
+        shared_with_server: where_ran::shared_with_server(&where_ran),
+        where_ran,
+        unit: seen.unit,
+        hosts: seen.hosts.clone(),
+        generator_hosts: seen.generator_hosts.clone(),
+        profile_note,
+    })
+}
+
+/// Along the attribution chain, where each step's change of CPU per
+/// request landed, with its profile's intervals and remedy.
+fn step_costs(
+    chain: &[String],
+    cells: &[CellResources],
+    by_cell: &BTreeMap<&str, Seen>,
+) -> Vec<StepCost> {
     let trials_of = |id: &str| -> Vec<ProfiledTrial> {
         by_cell
             .get(id)
-            .map(|e| e.6.iter().copied().zip(e.0.iter()).collect())
+            .map(|e| e.rounds.iter().copied().zip(e.per.iter()).collect())
             .unwrap_or_default()
     };
     let mut steps = Vec::new();
-    if let Some(chain) = chain {
-        for pair in chain.windows(2) {
-            let find = |id: &str| cells.iter().find(|c| c.cell == id);
-            if let (Some(a), Some(b)) = (find(&pair[0]), find(&pair[1])) {
-                let shift = CostShift::between(&a.per_request, &b.per_request);
-                steps.push(StepCost {
-                    from: pair[0].clone(),
-                    to: pair[1].clone(),
-                    text: shift.describe(cpu_scale(a.unit).0, &cpu_per(a.unit)),
-                    shift,
-                    profile: StepProfile::between(&a.per_request, &b.per_request).map(|p| {
-                        let mut p = p.with_intervals(&trials_of(&pair[0]), &trials_of(&pair[1]));
-                        p.remedy = crate::remedy::of(&p, &pair[0], &pair[1]);
-                        p
-                    }),
-                });
-            }
+    for pair in chain.windows(2) {
+        let find = |id: &str| cells.iter().find(|c| c.cell == id);
+        if let (Some(a), Some(b)) = (find(&pair[0]), find(&pair[1])) {
+            let shift = CostShift::between(&a.per_request, &b.per_request);
+            steps.push(StepCost {
+                from: pair[0].clone(),
+                to: pair[1].clone(),
+                text: shift.describe(cpu_scale(a.unit).0, &cpu_per(a.unit)),
+                shift,
+                profile: StepProfile::between(&a.per_request, &b.per_request).map(|p| {
+                    let mut p = p.with_intervals(&trials_of(&pair[0]), &trials_of(&pair[1]));
+                    p.remedy = crate::remedy::of(&p, &pair[0], &pair[1]);
+                    p
+                }),
+            });
         }
     }
-    Some(Resources {
-        cells,
-        steps,
-        warning: run_warning(&all_verdicts),
-    })
+    steps
 }
 
 fn bound_name(b: Bound) -> String {

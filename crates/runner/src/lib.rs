@@ -19,6 +19,9 @@
 //! - [`session`]: the above wired together for `tare run` and `--resume`.
 //! - [`starter`]: `tare init`'s commented starter experiments.
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod adaptive;
 pub mod debug;
 mod engines;

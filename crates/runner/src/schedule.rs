@@ -21,7 +21,7 @@ use crate::experiment::{Cell, DeploymentPolicy, Experiment, Focus};
 use crate::observer::{LiveProgress, Observer, Phase, Start};
 use crate::plan::{round_order, Plan};
 use crate::precision;
-use crate::rundir::{RunDir, RunDirError, FACTS, FINDINGS};
+use crate::rundir::{RunDir, RunDirError, TrialWriter, FACTS, FINDINGS};
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,22 +63,93 @@ enum TrialEnd {
     Interrupted,
 }
 
+/// What the rounds add to as they go: the records on disk, the file they
+/// are appended to, and the tally for the [`Summary`].
+struct Ledger {
+    records: Vec<TrialRecord>,
+    writer: TrialWriter,
+    next_order: u64,
+    summary: Summary,
+}
+
+impl Ledger {
+    fn is_done(&self, cell: &str, trial: u32) -> bool {
+        (self.records.iter()).any(|r| r.cell == cell && r.trial == trial)
+    }
+}
+
 impl Schedule<'_> {
     pub fn run(mut self) -> Result<Summary, RunDirError> {
         let t0 = Instant::now();
+        let records = self.read_records()?;
+        let runnable = self.plan.runnable();
+        self.announce(&records, &runnable);
+        let mut ledger = Ledger {
+            writer: self.dir.trials_writer()?,
+            next_order: records.iter().map(|r| r.order + 1).max().unwrap_or(0),
+            summary: Summary {
+                outcome: Outcome::Complete,
+                trials_on_disk: records.len(),
+                trials_run: 0,
+                failed: 0,
+                load_time: Duration::ZERO,
+                wall_time: Duration::ZERO,
+            },
+            records,
+        };
+        let mut kept: HashMap<usize, Box<dyn RunningCell>> = HashMap::new();
+        if !self.dir.file(FINDINGS).exists() && !self.preflight(&runnable, &mut kept)? {
+            ledger.summary.outcome = Outcome::Interrupted;
+        }
+
+        let rounds = if ledger.summary.outcome == Outcome::Interrupted {
+            0
+        } else {
+            self.plan.trials.max
+        };
+        let mut last_round: Option<Duration> = None;
+        let focused = self.focused(&runnable);
+        for round in 1..=rounds {
+            let (round_start, ran_before) = (Instant::now(), ledger.summary.trials_run);
+            let Some(candidates) =
+                self.candidates(round, &ledger, &runnable, &focused, t0, last_round)
+            else {
+                break;
+            };
+            if !self.round(round, &candidates, &mut ledger, &mut kept)? {
+                ledger.summary.outcome = Outcome::Interrupted;
+                break;
+            }
+            if ledger.summary.trials_run > ran_before {
+                last_round = Some(round_start.elapsed());
+            }
+        }
+        for (i, running) in kept.drain() {
+            if let Err(e) = running.stop() {
+                self.observer
+                    .note(&format!("{}: stop failed: {e}", self.exp.cells[i].id));
+            }
+        }
+        self.observer.finish();
+        let mut summary = ledger.summary;
+        summary.trials_on_disk = ledger.records.len();
+        summary.wall_time = t0.elapsed();
+        Ok(summary)
+    }
+
+    /// The trials already on disk, a torn last line repaired and noted.
+    fn read_records(&mut self) -> Result<Vec<TrialRecord>, RunDirError> {
         let mut torn = Vec::new();
-        let mut records = self.dir.read_trials_noting(true, &mut torn)?;
+        let records = self.dir.read_trials_noting(true, &mut torn)?;
         for note in &torn {
             self.observer.note(note);
         }
-        let mut writer = self.dir.trials_writer()?;
-        let mut next_order = records.iter().map(|r| r.order + 1).max().unwrap_or(0);
-        let runnable = self.plan.runnable();
-        let policy = &self.plan.trials;
+        Ok(records)
+    }
 
-        let is_done = |records: &[TrialRecord], cell: &str, trial: u32| {
-            records.iter().any(|r| r.cell == cell && r.trial == trial)
-        };
+    /// Tells the observer what the run holds and how much of it is done.
+    fn announce(&mut self, records: &[TrialRecord], runnable: &[usize]) {
+        let policy = &self.plan.trials;
         let on_disk_fixed = records.iter().filter(|r| r.trial <= policy.count).count() as u64;
         let extra_done = records.len() as u64 - on_disk_fixed;
         let on_disk = |cell: &str| records.iter().filter(|r| r.cell == cell).count() as u32;
@@ -96,29 +167,12 @@ impl Schedule<'_> {
                 .collect(),
             count: policy.count,
         });
+    }
 
-        let mut summary = Summary {
-            outcome: Outcome::Complete,
-            trials_on_disk: records.len(),
-            trials_run: 0,
-            failed: 0,
-            load_time: Duration::ZERO,
-            wall_time: Duration::ZERO,
-        };
-        let mut kept: HashMap<usize, Box<dyn RunningCell>> = HashMap::new();
-        if !self.dir.file(FINDINGS).exists() && !self.preflight(&runnable, &mut kept)? {
-            summary.outcome = Outcome::Interrupted;
-        }
-
-        let rounds = if summary.outcome == Outcome::Interrupted {
-            0
-        } else {
-            policy.max
-        };
-        let mut last_round: Option<Duration> = None;
-        // The cells the rounds a precision adds run (`[trials] focus`).
-        let focused: Vec<usize> = match policy.focus {
-            Focus::All => runnable.clone(),
+    /// The cells the rounds a precision adds run (`[trials] focus`).
+    fn focused(&self, runnable: &[usize]) -> Vec<usize> {
+        match self.plan.trials.focus {
+            Focus::All => runnable.to_vec(),
             Focus::Chain => {
                 let read: HashSet<&str> = (self.exp.attribution.iter().flatten())
                     .chain(self.exp.splits.iter().flatten().flat_map(|s| &s.chain))
@@ -128,103 +182,94 @@ impl Schedule<'_> {
                     .filter(|&i| read.contains(self.plan.cells[i].id.as_str()))
                     .collect()
             }
-        };
-        'rounds: for round in 1..=rounds {
-            let (round_start, ran_before) = (Instant::now(), summary.trials_run);
-            let candidates: Vec<usize> = if round <= policy.count {
-                runnable.clone()
-            } else if let Some(target) = policy.precision {
-                let started = focused
-                    .iter()
-                    .any(|&i| is_done(&records, &self.plan.cells[i].id, round));
-                // A round already on disk was decided by the process that
-                // ran it: a resumed run finishes it without deciding again.
-                if !started && !self.more_rounds(round, target, t0, last_round, &focused) {
-                    break;
-                }
-                let new = focused
-                    .iter()
-                    .filter(|&&i| !is_done(&records, &self.plan.cells[i].id, round))
-                    .count();
-                self.observer.grow(new as u64);
-                focused.clone()
-            } else {
-                let c: Vec<usize> = runnable
-                    .iter()
-                    .copied()
-                    .filter(|&i| {
-                        adaptive::needs_more(
-                            &records,
-                            &self.plan.cells[i].id,
-                            round,
-                            policy.max_rsd,
-                        )
-                    })
-                    .collect();
-                if c.is_empty() {
-                    break;
-                }
-                let new = c
-                    .iter()
-                    .filter(|&&i| !is_done(&records, &self.plan.cells[i].id, round))
-                    .count();
-                if new > 0 {
-                    self.observer.note(&format!(
-                        "round {round}: {new} cell(s) still spread above {:.1}% RSD, one more trial each",
-                        policy.max_rsd * 100.0
-                    ));
-                    self.observer.grow(new as u64);
-                }
-                c
-            };
-            for i in round_order(self.plan.seed, round, &candidates) {
-                let cell = &self.exp.cells[i];
-                if is_done(&records, &cell.id, round) {
-                    continue;
-                }
-                if self.interrupt.load(Ordering::SeqCst) {
-                    summary.outcome = Outcome::Interrupted;
-                    break 'rounds;
-                }
-                let end = self.trial(
-                    cell,
-                    i,
-                    round,
-                    next_order,
-                    &mut kept,
-                    &mut summary.load_time,
-                );
-                match end {
-                    TrialEnd::Interrupted => {
-                        summary.outcome = Outcome::Interrupted;
-                        break 'rounds;
-                    }
-                    TrialEnd::Done(rec) => {
-                        writer.append(&rec)?;
-                        next_order += 1;
-                        summary.trials_run += 1;
-                        summary.failed += rec.error.is_some() as usize;
-                        self.observer.trial(&rec);
-                        records.push(*rec);
-                    }
-                }
-                self.observer.phase(&cell.id, round, Phase::Cooldown);
-                self.pause(policy.cooldown);
-            }
-            if summary.trials_run > ran_before {
-                last_round = Some(round_start.elapsed());
-            }
         }
-        for (i, running) in kept.drain() {
-            if let Err(e) = running.stop() {
-                self.observer
-                    .note(&format!("{}: stop failed: {e}", self.exp.cells[i].id));
-            }
+    }
+
+    /// The cells round `round` runs: every runnable one for the fixed
+    /// rounds, then the focused ones while a precision asks for more, or
+    /// the ones still spread above `max_rsd`. `None` ends the rounds.
+    fn candidates(
+        &mut self,
+        round: u32,
+        ledger: &Ledger,
+        runnable: &[usize],
+        focused: &[usize],
+        t0: Instant,
+        last_round: Option<Duration>,
+    ) -> Option<Vec<usize>> {
+        let policy = &self.plan.trials;
+        if round <= policy.count {
+            return Some(runnable.to_vec());
         }
-        self.observer.finish();
-        summary.trials_on_disk = records.len();
-        summary.wall_time = t0.elapsed();
-        Ok(summary)
+        if let Some(target) = policy.precision {
+            let started = (focused.iter()).any(|&i| ledger.is_done(&self.plan.cells[i].id, round));
+            // A round already on disk was decided by the process that
+            // ran it: a resumed run finishes it without deciding again.
+            if !started && !self.more_rounds(round, target, t0, last_round, focused) {
+                return None;
+            }
+            let new = (focused.iter())
+                .filter(|&&i| !ledger.is_done(&self.plan.cells[i].id, round))
+                .count();
+            self.observer.grow(new as u64);
+            return Some(focused.to_vec());
+        }
+        let max_rsd = policy.max_rsd;
+        let c: Vec<usize> = (runnable.iter().copied())
+            .filter(|&i| {
+                adaptive::needs_more(&ledger.records, &self.plan.cells[i].id, round, max_rsd)
+            })
+            .collect();
+        if c.is_empty() {
+            return None;
+        }
+        let new = (c.iter())
+            .filter(|&&i| !ledger.is_done(&self.plan.cells[i].id, round))
+            .count();
+        if new > 0 {
+            self.observer.note(&format!(
+                "round {round}: {new} cell(s) still spread above {:.1}% RSD, one more trial each",
+                max_rsd * 100.0
+            ));
+            self.observer.grow(new as u64);
+        }
+        Some(c)
+    }
+
+    /// Runs round `round` over `candidates` in its seeded order, skipping
+    /// what is on disk, appending each record the moment it is made.
+    /// Returns `false` if interrupted.
+    fn round(
+        &mut self,
+        round: u32,
+        candidates: &[usize],
+        ledger: &mut Ledger,
+        kept: &mut HashMap<usize, Box<dyn RunningCell>>,
+    ) -> Result<bool, RunDirError> {
+        for i in round_order(self.plan.seed, round, candidates) {
+            let cell = &self.exp.cells[i];
+            if ledger.is_done(&cell.id, round) {
+                continue;
+            }
+            if self.interrupt.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            let load_time = &mut ledger.summary.load_time;
+            match self.trial(cell, i, round, ledger.next_order, kept, load_time) {
+                TrialEnd::Interrupted => return Ok(false),
+                TrialEnd::Done(rec) => {
+                    ledger.writer.append(&rec)?;
+                    ledger.next_order += 1;
+                    ledger.summary.trials_run += 1;
+                    ledger.summary.failed += rec.error.is_some() as usize;
+                    self.observer.trial(&rec);
+                    ledger.records.push(*rec);
+                }
+            }
+            self.observer.phase(&cell.id, round, Phase::Cooldown);
+            self.pause(self.plan.trials.cooldown);
+        }
+        Ok(true)
     }
 
     /// Whether precision-driven round `round` should run: not when the

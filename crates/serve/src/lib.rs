@@ -12,6 +12,9 @@
 //! - `fuzzing` (hidden): the request parser as the fuzz target in
 //!   `crates/serve/fuzz` drives it (docs/fuzzing.md).
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod config;
 #[doc(hidden)]
 pub mod fuzzing;

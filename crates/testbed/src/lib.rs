@@ -16,6 +16,9 @@
 //! - [`free_port`]: a loopback port that was free a moment ago.
 //! - [`assert_success`]: a command that exited 0, or a panic with its stderr.
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod alone;
 mod daemon;
 pub mod fuzz;

@@ -51,6 +51,27 @@ pub struct SshHosts {
     sshd: Vec<Child>,
 }
 
+/// The LAN's /24, and the /24s its hosts' Docker daemons take their
+/// bridges and pools from (`HostDocker`), all unused here.
+fn free_subnet() -> usize {
+    let used = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["-4", "-o", "addr"])
+            .output()
+            .expect("ip")
+            .stdout,
+    )
+    .into_owned();
+    (0..250)
+        .map(|i| (std::process::id() as usize + i) % 250 + 1)
+        .find(|n| {
+            ["10.250", "10.251", "10.252"]
+                .iter()
+                .all(|net| !used.contains(&format!("{net}.{n}.")))
+        })
+        .expect("a free /24 of 10.250.0.0/16")
+}
+
 fn sh(args: &[&str]) {
     let out = Command::new(args[0])
         .args(&args[1..])
@@ -67,24 +88,7 @@ impl SshHosts {
     /// Starts the hosts, each sshd answering before it returns.
     pub fn start(specs: &[HostSpec]) -> SshHosts {
         let id = format!("{:05}", std::process::id() % 100_000);
-        let used = String::from_utf8_lossy(
-            &Command::new("ip")
-                .args(["-4", "-o", "addr"])
-                .output()
-                .expect("ip")
-                .stdout,
-        )
-        .into_owned();
-        // The LAN's /24, and the /24s its hosts' Docker daemons take their
-        // bridges and pools from (`HostDocker`), all unused here.
-        let n = (0..250)
-            .map(|i| (std::process::id() as usize + i) % 250 + 1)
-            .find(|n| {
-                ["10.250", "10.251", "10.252"]
-                    .iter()
-                    .all(|net| !used.contains(&format!("{net}.{n}.")))
-            })
-            .expect("a free /24 of 10.250.0.0/16");
+        let n = free_subnet();
         let prefix = format!("10.250.{n}");
         let dir = std::env::temp_dir().join(format!("sshhosts-{id}-{n}"));
         let _ = std::fs::remove_dir_all(&dir);
@@ -107,107 +111,130 @@ impl SshHosts {
         std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
         std::fs::create_dir_all("/run/sshd").unwrap();
 
-        sh(&["ip", "netns", "add", &lan]);
-        sh(&["ip", "-n", &lan, "link", "add", "br0", "type", "bridge"]);
-        sh(&["ip", "-n", &lan, "link", "set", "br0", "up"]);
+        me.lan_up(&id);
+        let mut known = String::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let addr = me.add_host(&id, n, i, spec);
+            known.push_str(&format!("{addr} {host_pub}"));
+        }
+        std::fs::write(&me.known_hosts, known).unwrap();
+        me.wait_for_sshd();
+        me
+    }
+
+    /// The LAN namespace with its bridge, and this machine's veth on it
+    /// at `local`.
+    fn lan_up(&self, id: &str) {
+        let lan = &self.lan;
+        sh(&["ip", "netns", "add", lan]);
+        sh(&["ip", "-n", lan, "link", "add", "br0", "type", "bridge"]);
+        sh(&["ip", "-n", lan, "link", "set", "br0", "up"]);
         let root_if = format!("sshr{id}");
         sh(&[
-            "ip", "link", "add", &root_if, "type", "veth", "peer", "name", "up0", "netns", &lan,
+            "ip", "link", "add", &root_if, "type", "veth", "peer", "name", "up0", "netns", lan,
         ]);
-        sh(&[
-            "ip", "-n", &lan, "link", "set", "up0", "master", "br0", "up",
-        ]);
+        sh(&["ip", "-n", lan, "link", "set", "up0", "master", "br0", "up"]);
         sh(&[
             "ip",
             "addr",
             "add",
-            &format!("{}/24", me.local),
+            &format!("{}/24", self.local),
             "dev",
             &root_if,
         ]);
         sh(&["ip", "link", "set", &root_if, "up"]);
-        let mut known = String::new();
-        for (i, spec) in specs.iter().enumerate() {
-            let ns = format!("sshh{id}-{i}");
-            let addr = format!("{prefix}.{}", 10 + i);
-            sh(&["ip", "netns", "add", &ns]);
-            let port = format!("p{i}");
-            sh(&[
-                "ip", "-n", &lan, "link", "add", &port, "type", "veth", "peer", "name", "eth0",
-                "netns", &ns,
-            ]);
-            sh(&[
-                "ip", "-n", &lan, "link", "set", &port, "master", "br0", "up",
-            ]);
-            sh(&[
-                "ip",
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                "eth0",
-            ]);
-            sh(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
-            sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
-            let cfg = dir.join(format!("sshd-{i}.conf"));
-            let mut text = format!(
-                "ListenAddress {addr}\nPort 22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\n\
-                 StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n\
-                 KbdInteractiveAuthentication no\nUsePAM no\nClientAliveInterval 1\nClientAliveCountMax 3\n",
-                dir.join("hostkey").display(),
-                dir.join("authorized_keys").display(),
-            );
-            if spec.bare_path {
-                text.push_str("SetEnv PATH=/var/empty\n");
-            }
-            let mut sshd = Command::new("ip");
-            sshd.args(["netns", "exec", &ns]);
-            if spec.docker {
-                // Pushed before any assert: dropping `me` removes it.
-                // A /27 each: up to eight Docker hosts per testbed.
-                let nets = DockerNets {
-                    bip: format!("10.251.{n}.{}/27", 32 * (i % 8) + 1),
-                    pool: format!("10.252.{n}.{}/27", 32 * (i % 8)),
-                };
-                match HostDocker::start(&ns, &dir.join(format!("docker-{i}")), nets) {
-                    Ok(d) => {
-                        text.push_str(&format!(
-                            "SetEnv DOCKER_HOST=unix://{}\n",
-                            d.socket.display()
-                        ));
-                        me.dockers.push((spec.name.to_string(), d));
-                    }
-                    Err(e) => {
-                        me.hosts.push((spec.name.to_string(), ns, addr));
-                        panic!("host {}: {e}", spec.name);
-                    }
-                }
-                // Sessions see the cgroup hierarchies (the monitor reads a
-                // container's): the namespace's network, this mount namespace.
-                sshd = Command::new("nsenter");
-                sshd.arg(format!("--net=/var/run/netns/{ns}"));
-            }
-            std::fs::write(&cfg, text).unwrap();
-            let child = sshd
-                .args(["/usr/sbin/sshd", "-D", "-e", "-f"])
-                .arg(&cfg)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(
-                    std::fs::File::create(dir.join(format!("sshd-{i}.log")))
-                        .map(Stdio::from)
-                        .unwrap_or(Stdio::null()),
-                )
-                .spawn()
-                .expect("sshd");
-            me.sshd.push(child);
-            known.push_str(&format!("{addr} {host_pub}"));
-            me.hosts.push((spec.name.to_string(), ns, addr));
+    }
+
+    /// Host `i`: its namespace on the LAN, its Docker daemon if it asks
+    /// for one, its sshd started. Returns its address.
+    fn add_host(&mut self, id: &str, n: usize, i: usize, spec: &HostSpec) -> String {
+        let ns = format!("sshh{id}-{i}");
+        let addr = format!("{}.{}", self.prefix, 10 + i);
+        self.host_net(&ns, &addr, i);
+        let dir = self.dir.clone();
+        let cfg = dir.join(format!("sshd-{i}.conf"));
+        let mut text = format!(
+            "ListenAddress {addr}\nPort 22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\n\
+             StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nUsePAM no\nClientAliveInterval 1\nClientAliveCountMax 3\n",
+            dir.join("hostkey").display(),
+            dir.join("authorized_keys").display(),
+        );
+        if spec.bare_path {
+            text.push_str("SetEnv PATH=/var/empty\n");
         }
-        std::fs::write(&me.known_hosts, known).unwrap();
-        for (_, _, addr) in &me.hosts {
+        let mut sshd = Command::new("ip");
+        sshd.args(["netns", "exec", &ns]);
+        if spec.docker {
+            // Pushed before any assert: dropping `self` removes it.
+            // A /27 each: up to eight Docker hosts per testbed.
+            let nets = DockerNets {
+                bip: format!("10.251.{n}.{}/27", 32 * (i % 8) + 1),
+                pool: format!("10.252.{n}.{}/27", 32 * (i % 8)),
+            };
+            match HostDocker::start(&ns, &dir.join(format!("docker-{i}")), nets) {
+                Ok(d) => {
+                    text.push_str(&format!(
+                        "SetEnv DOCKER_HOST=unix://{}\n",
+                        d.socket.display()
+                    ));
+                    self.dockers.push((spec.name.to_string(), d));
+                }
+                Err(e) => {
+                    self.hosts.push((spec.name.to_string(), ns, addr));
+                    panic!("host {}: {e}", spec.name);
+                }
+            }
+            // Sessions see the cgroup hierarchies (the monitor reads a
+            // container's): the namespace's network, this mount namespace.
+            sshd = Command::new("nsenter");
+            sshd.arg(format!("--net=/var/run/netns/{ns}"));
+        }
+        std::fs::write(&cfg, text).unwrap();
+        let child = sshd
+            .args(["/usr/sbin/sshd", "-D", "-e", "-f"])
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                std::fs::File::create(dir.join(format!("sshd-{i}.log")))
+                    .map(Stdio::from)
+                    .unwrap_or(Stdio::null()),
+            )
+            .spawn()
+            .expect("sshd");
+        self.sshd.push(child);
+        self.hosts.push((spec.name.to_string(), ns, addr.clone()));
+        addr
+    }
+
+    /// Namespace `ns` with its veth `p{i}` on the LAN's bridge at `addr`.
+    fn host_net(&self, ns: &str, addr: &str, i: usize) {
+        let lan = &self.lan;
+        sh(&["ip", "netns", "add", ns]);
+        let port = format!("p{i}");
+        sh(&[
+            "ip", "-n", lan, "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns",
+            ns,
+        ]);
+        sh(&["ip", "-n", lan, "link", "set", &port, "master", "br0", "up"]);
+        sh(&[
+            "ip",
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            "eth0",
+        ]);
+        sh(&["ip", "-n", ns, "link", "set", "eth0", "up"]);
+        sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+    }
+
+    /// Waits (10 s at most) until every host's sshd accepts connections.
+    fn wait_for_sshd(&self) {
+        for (_, _, addr) in &self.hosts {
             let deadline = Instant::now() + Duration::from_secs(10);
             while std::net::TcpStream::connect_timeout(
                 &format!("{addr}:22").parse().unwrap(),
@@ -219,7 +246,6 @@ impl SshHosts {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        me
     }
 
     /// The namespace and address of host `name`.

@@ -6,8 +6,8 @@
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -55,40 +55,14 @@ pub fn execute(
         data_fs: fs_type(dir),
         ..Outcome::default()
     };
-    let binary = match &job.binary {
-        Some(b) if b.is_file() => b.clone(),
-        Some(b) => {
-            out.error = Some(format!(
-                "{} is not at {} here: {}",
-                job.tool.name(),
-                b.display(),
-                job.tool.missing()
-            ));
+    let binary = match binary(job) {
+        Ok(b) => b,
+        Err(e) => {
+            out.error = Some(e);
             return out;
         }
-        None => match job.tool.find() {
-            Ok(b) => b,
-            Err(e) => {
-                out.error = Some(e);
-                return out;
-            }
-        },
     };
-    let direct = job.tool == ToolKind::Fio
-        && match job.direct {
-            Direct::On => true,
-            Direct::Off => false,
-            Direct::Auto => {
-                let ok = direct_io_works(dir);
-                if !ok {
-                    out.notes.push(format!(
-                        "direct I/O refused by {}: fio ran buffered (the page cache takes part)",
-                        out.data_fs.as_deref().unwrap_or("this filesystem")
-                    ));
-                }
-                ok
-            }
-        };
+    let direct = job.tool == ToolKind::Fio && direct(job, dir, &mut out);
     if job.tool == ToolKind::Fio {
         out.direct = Some(direct);
     }
@@ -123,34 +97,7 @@ pub fn execute(
     };
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {}
-            Err(e) => {
-                out.error = Some(format!("waiting for {}: {e}", job.tool.name()));
-                break None;
-            }
-        }
-        let why = if t0.elapsed() > limit {
-            Some(format!(
-                "{} did not finish within {:.0} s",
-                job.tool.name(),
-                limit.as_secs_f64()
-            ))
-        } else if cancelled() {
-            Some("cancelled".to_string())
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            let _ = child.kill();
-            let _ = child.wait();
-            out.error = Some(why);
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait(&mut child, job, t0, limit, cancelled, &mut out);
     out.wall_s = t0.elapsed().as_secs_f64();
     let after = children_cpu();
     out.cpu_user_s = (after.0 - before.0).max(0.0);
@@ -172,6 +119,79 @@ pub fn execute(
             .get_or_insert(format!("{} was killed ({s})", job.tool.name()));
     }
     out
+}
+
+/// The job's binary: where it says, else found on this machine.
+fn binary(job: &Job) -> Result<PathBuf, String> {
+    match &job.binary {
+        Some(b) if b.is_file() => Ok(b.clone()),
+        Some(b) => Err(format!(
+            "{} is not at {} here: {}",
+            job.tool.name(),
+            b.display(),
+            job.tool.missing()
+        )),
+        None => job.tool.find(),
+    }
+}
+
+/// fio's O_DIRECT: as the job says, or (auto) when the directory's
+/// filesystem takes it, noted when it does not.
+fn direct(job: &Job, dir: &Path, out: &mut Outcome) -> bool {
+    match job.direct {
+        Direct::On => true,
+        Direct::Off => false,
+        Direct::Auto => {
+            let ok = direct_io_works(dir);
+            if !ok {
+                out.notes.push(format!(
+                    "direct I/O refused by {}: fio ran buffered (the page cache takes part)",
+                    out.data_fs.as_deref().unwrap_or("this filesystem")
+                ));
+            }
+            ok
+        }
+    }
+}
+
+/// Waits for `child` to exit, killing it when `limit` has passed since
+/// `t0` or `cancelled()` says so; why it did not exit goes to `out.error`.
+fn wait(
+    child: &mut Child,
+    job: &Job,
+    t0: Instant,
+    limit: Duration,
+    cancelled: &mut dyn FnMut() -> bool,
+    out: &mut Outcome,
+) -> Option<ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) => {}
+            Err(e) => {
+                out.error = Some(format!("waiting for {}: {e}", job.tool.name()));
+                return None;
+            }
+        }
+        let why = if t0.elapsed() > limit {
+            Some(format!(
+                "{} did not finish within {:.0} s",
+                job.tool.name(),
+                limit.as_secs_f64()
+            ))
+        } else if cancelled() {
+            Some("cancelled".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let _ = child.kill();
+            let _ = child.wait();
+            out.error = Some(why);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A pipe read to its end on its own thread (a full pipe would stall the

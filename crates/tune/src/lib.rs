@@ -28,6 +28,9 @@
 //! bottleneck removed in one round (too few worker_connections refusing
 //! clients) can unmask what another change is worth in the next.
 
+// Functions a reader can hold: none over 100 lines (clippy.toml) outside tests.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod candidates;
 mod decide;
 mod experiment;
@@ -41,6 +44,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use candidates::Candidate;
+use candidates::CandidateSet;
 pub use decide::Verdict;
 pub use target::{TargetChoice, TuneTarget};
 
@@ -123,17 +127,20 @@ pub fn tune(
     exec: &mut dyn FnMut(&Path, &Path) -> Result<tare_analysis::Run, TuneError>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Tuning, TuneError> {
+    let mut tuning = Tuning {
+        baseline: opts.config.clone(),
+        target: TuneTarget::Nginx,
+        rounds: Vec::new(),
+        manual: Vec::new(),
+        kept: Vec::new(),
+        tuned: None,
+    };
     let mut current = opts.config.clone();
-    let mut rounds = Vec::new();
-    let mut manual = Vec::new();
-    let mut kept_rules: Vec<String> = Vec::new();
-    let mut tuned = None;
-    let mut target = TuneTarget::Nginx;
     for round in 1..=opts.max_rounds.max(1) {
         let set = candidates::prepare(&current)?;
         if round == 1 {
-            target = target::resolve(&opts.config, &set.payload, opts.target)?;
-            if target == TuneTarget::NginxProxy {
+            tuning.target = target::resolve(&opts.config, &set.payload, opts.target)?;
+            if tuning.target == TuneTarget::NginxProxy {
                 say("tare tune: a reverse proxy: measured in front of a tare serve backend tare starts");
             }
             // Only a config that can be measured gets a work directory.
@@ -143,107 +150,116 @@ pub fn tune(
             })?;
         }
         for m in &set.manual {
-            if !manual.contains(m) {
+            if !tuning.manual.contains(m) {
                 say(&format!("tare tune: needs a person, not measured: {m}"));
-                manual.push(m.clone());
+                tuning.manual.push(m.clone());
             }
         }
-        // A rule already kept is never re-measured (its advice may persist,
-        // e.g. a value the advisor would raise further).
-        let fresh: Vec<&Candidate> = set
-            .candidates
-            .iter()
-            .filter(|c| !kept_rules.contains(&c.rule))
+        match one_round(opts, &mut tuning, round, &set, exec, say)? {
+            Some(tuned) => current = tuned,
+            None => break,
+        }
+    }
+    Ok(tuning)
+}
+
+/// Round `round` from `set`: each fresh change alone against the
+/// baseline, then the kept ones together. Returns the config tuned in
+/// it, `None` when the method stops here.
+fn one_round(
+    opts: &TuneOptions,
+    tuning: &mut Tuning,
+    round: usize,
+    set: &CandidateSet,
+    exec: &mut dyn FnMut(&Path, &Path) -> Result<tare_analysis::Run, TuneError>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<PathBuf>, TuneError> {
+    // A rule already kept is never re-measured (its advice may persist,
+    // e.g. a value the advisor would raise further).
+    let fresh: Vec<&Candidate> = set
+        .candidates
+        .iter()
+        .filter(|c| !tuning.kept.contains(&c.rule))
+        .collect();
+    if fresh.is_empty() {
+        if round == 1 {
+            say("tare tune: the advisor has nothing a program can apply to this config");
+        }
+        return Ok(None);
+    }
+    let against = if round == 1 {
+        "the baseline"
+    } else {
+        "the config tuned so far"
+    };
+    say(&format!(
+        "tare tune: round {round}: {} changes, each alone against {against}",
+        fresh.len(),
+    ));
+    let levels: Vec<(String, String)> =
+        std::iter::once(("baseline".to_string(), set.baseline_text.clone()))
+            .chain(fresh.iter().map(|c| (c.name.clone(), c.text.clone())))
             .collect();
-        if fresh.is_empty() {
-            if round == 1 {
-                say("tare tune: the advisor has nothing a program can apply to this config");
-            }
-            break;
-        }
-        say(&format!(
-            "tare tune: round {round}: {} changes, each alone against {}",
-            fresh.len(),
-            if round == 1 {
-                "the baseline"
-            } else {
-                "the config tuned so far"
-            }
-        ));
-        let levels: Vec<(String, String)> =
-            std::iter::once(("baseline".to_string(), set.baseline_text.clone()))
-                .chain(fresh.iter().map(|c| (c.name.clone(), c.text.clone())))
-                .collect();
-        let (toml_path, run_dir) =
-            experiment::write(opts, target, &format!("round{round}-alone"), &levels)?;
-        let run = exec(&toml_path, &run_dir)?;
-        let mut runs = vec![run_dir];
-        let verdicts: Vec<Verdict> = fresh
-            .iter()
-            .map(|c| decide::judge(&run, &c.name, &c.rule, &c.priority))
-            .collect();
-        let kept: Vec<&Candidate> = fresh
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.kept)
-            .map(|(c, _)| *c)
-            .collect();
-        if kept.is_empty() {
-            rounds.push(Round {
-                verdicts,
-                combined: None,
-                runs,
-            });
-            break;
-        }
-        let (text, skipped) = candidates::combine(&set, &kept)?;
-        for s in skipped {
-            say(&format!("tare tune: {s}"));
-        }
-        say(&format!(
-            "tare tune: round {round}: the {} kept changes together against {}",
-            kept.len(),
-            if round == 1 {
-                "the baseline"
-            } else {
-                "the config tuned so far"
-            }
-        ));
-        let levels = vec![
-            ("baseline".to_string(), set.baseline_text.clone()),
-            ("tuned".to_string(), text.clone()),
-        ];
-        let (toml_path, run_dir) =
-            experiment::write(opts, target, &format!("round{round}-together"), &levels)?;
-        let run = exec(&toml_path, &run_dir)?;
-        runs.push(run_dir);
-        let combined = decide::judge(&run, "tuned", "kept changes together", "");
-        let holds = combined.kept;
-        rounds.push(Round {
+    let (toml_path, run_dir) =
+        experiment::write(opts, tuning.target, &format!("round{round}-alone"), &levels)?;
+    let run = exec(&toml_path, &run_dir)?;
+    let mut runs = vec![run_dir];
+    let verdicts: Vec<Verdict> = fresh
+        .iter()
+        .map(|c| decide::judge(&run, &c.name, &c.rule, &c.priority))
+        .collect();
+    let kept: Vec<&Candidate> = fresh
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v.kept)
+        .map(|(c, _)| *c)
+        .collect();
+    if kept.is_empty() {
+        tuning.rounds.push(Round {
             verdicts,
-            combined: Some(combined),
+            combined: None,
             runs,
         });
-        if !holds {
-            say("tare tune: together, the kept changes did not beat the baseline beyond the noise; stopping");
-            break;
-        }
-        let path = opts.out.join(format!("tuned-round{round}.conf"));
-        write_file(&path, &text)?;
-        let final_path = opts.out.join("tuned.conf");
-        write_file(&final_path, &text)?;
-        kept_rules.extend(kept.iter().map(|c| c.rule.clone()));
-        tuned = Some(final_path);
-        current = path;
+        return Ok(None);
     }
-    Ok(Tuning {
-        baseline: opts.config.clone(),
-        target,
-        rounds,
-        manual,
-        kept: kept_rules,
-        tuned,
-    })
+    let (text, skipped) = candidates::combine(set, &kept)?;
+    for s in skipped {
+        say(&format!("tare tune: {s}"));
+    }
+    say(&format!(
+        "tare tune: round {round}: the {} kept changes together against {against}",
+        kept.len(),
+    ));
+    let levels = vec![
+        ("baseline".to_string(), set.baseline_text.clone()),
+        ("tuned".to_string(), text.clone()),
+    ];
+    let (toml_path, run_dir) = experiment::write(
+        opts,
+        tuning.target,
+        &format!("round{round}-together"),
+        &levels,
+    )?;
+    let run = exec(&toml_path, &run_dir)?;
+    runs.push(run_dir);
+    let combined = decide::judge(&run, "tuned", "kept changes together", "");
+    let holds = combined.kept;
+    tuning.rounds.push(Round {
+        verdicts,
+        combined: Some(combined),
+        runs,
+    });
+    if !holds {
+        say("tare tune: together, the kept changes did not beat the baseline beyond the noise; stopping");
+        return Ok(None);
+    }
+    let path = opts.out.join(format!("tuned-round{round}.conf"));
+    write_file(&path, &text)?;
+    let final_path = opts.out.join("tuned.conf");
+    write_file(&final_path, &text)?;
+    tuning.kept.extend(kept.iter().map(|c| c.rule.clone()));
+    tuning.tuned = Some(final_path);
+    Ok(Some(path))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), TuneError> {

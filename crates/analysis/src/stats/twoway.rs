@@ -123,34 +123,27 @@ impl TwoWay {
         let p = nc + nr - 1;
         let df = obs.len().checked_sub(p).filter(|d| *d >= 1)?;
         let round_index = |r: u32| round_keys.binary_search(&r).ok();
-        let columns = |c: usize, r: u32| -> (usize, Option<usize>) {
-            let ci = cell_index[c].unwrap_or(0);
-            let ri = round_index(r)
-                .and_then(|i| i.checked_sub(1))
-                .map(|i| nc + i);
-            (ci, ri)
-        };
-        let mut xtx = vec![0.0; p * p];
-        let mut xty = vec![0.0; p];
-        for &(c, r, y) in &obs {
-            let (ci, ri) = columns(c, r);
-            xtx[ci * p + ci] += 1.0;
-            xty[ci] += y;
-            if let Some(ri) = ri {
-                xtx[ri * p + ri] += 1.0;
-                xtx[ci * p + ri] += 1.0;
-                xtx[ri * p + ci] += 1.0;
-                xty[ri] += y;
-            }
-        }
+        // Each observation's design row: its cell's column and, but in the
+        // first round, its round's.
+        let rows: Vec<(usize, Option<usize>)> = obs
+            .iter()
+            .map(|&(c, r, _)| {
+                let ci = cell_index[c].unwrap_or(0);
+                let ri = round_index(r)
+                    .and_then(|i| i.checked_sub(1))
+                    .map(|i| nc + i);
+                (ci, ri)
+            })
+            .collect();
+        let (xtx, xty) = normal_equations(&obs, &rows, p);
         let inv = invert(&xtx, p)?;
         let beta: Vec<f64> = (0..p)
             .map(|i| (0..p).map(|j| inv[i * p + j] * xty[j]).sum())
             .collect();
         let rss: f64 = obs
             .iter()
-            .map(|&(c, r, y)| {
-                let (ci, ri) = columns(c, r);
+            .zip(&rows)
+            .map(|(&(_, _, y), &(ci, ri))| {
                 let fit = beta[ci] + ri.map_or(0.0, |ri| beta[ri]);
                 (y - fit) * (y - fit)
             })
@@ -159,45 +152,25 @@ impl TwoWay {
         // Centre the round effects on their mean over the run's rounds.
         let round_effect = |i: usize| if i == 0 { 0.0 } else { beta[nc + i - 1] };
         let mean_round = (0..nr).map(round_effect).sum::<f64>() / nr as f64;
-        // Each observation's design row: its cell's column and, but in the
-        // first round, its round's.
-        let rows: Vec<(usize, Option<usize>)> = obs.iter().map(|o| columns(o.0, o.1)).collect();
         let residuals: Vec<f64> = obs
             .iter()
             .zip(&rows)
             .map(|(o, &(ci, ri))| o.2 - beta[ci] - ri.map_or(0.0, |ri| beta[ri]))
             .collect();
         let noise = CellNoise::estimate(&inv, p, nc, &rows, &residuals, sigma2, df);
+        let solved = Solved {
+            inv: &inv,
+            beta: &beta,
+            rows: &rows,
+            p,
+            nc,
+            nr,
+            mean_round,
+        };
         let levels = (0..cells)
             .map(|c| {
-                let ci = cell_index[c]?;
-                // a = e_ci + (1/R) Σ_{r ≥ 1} e_r: θ_c + mean β, as a contrast.
-                let mut a = vec![0.0; p];
-                a[ci] = 1.0;
-                for v in a.iter_mut().skip(nc) {
-                    *v = 1.0 / nr as f64;
-                }
-                // The estimate is Σ_i w_i y_i with w = X (X'X)⁻¹ a.
-                let g: Vec<f64> = (0..p)
-                    .map(|i| (0..p).map(|j| inv[i * p + j] * a[j]).sum())
-                    .collect();
-                let mut weight2 = vec![0.0; nc];
-                for &(oci, ori) in &rows {
-                    let w = g[oci] + ori.map_or(0.0, |r| g[r]);
-                    weight2[oci] += w * w;
-                }
-                let (var, dof) = noise.variance(&weight2);
-                let est = beta[ci] + mean_round;
-                let se = var.max(0.0).sqrt();
-                let q = quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, dof);
-                Some(Level {
-                    estimate: est.exp(),
-                    lo: (est - q * se).exp(),
-                    hi: (est + q * se).exp(),
-                    confidence: CONFIDENCE,
-                    n: obs.iter().filter(|o| o.0 == c).count(),
-                    df: (dof.floor() as usize).max(1),
-                })
+                let n = obs.iter().filter(|o| o.0 == c).count();
+                Some(solved.level(cell_index[c]?, n, &noise))
             })
             .collect();
         Some(TwoWay {
@@ -212,6 +185,75 @@ impl TwoWay {
                 .collect(),
             df,
         })
+    }
+}
+
+/// X'X and X'y of the log values over the observations' design rows.
+fn normal_equations(
+    obs: &[(usize, u32, f64)],
+    rows: &[(usize, Option<usize>)],
+    p: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut xtx = vec![0.0; p * p];
+    let mut xty = vec![0.0; p];
+    for (&(_, _, y), &(ci, ri)) in obs.iter().zip(rows) {
+        xtx[ci * p + ci] += 1.0;
+        xty[ci] += y;
+        if let Some(ri) = ri {
+            xtx[ri * p + ri] += 1.0;
+            xtx[ci * p + ri] += 1.0;
+            xtx[ri * p + ci] += 1.0;
+            xty[ri] += y;
+        }
+    }
+    (xtx, xty)
+}
+
+/// The solved model: (X'X)⁻¹, the parameters, the design rows, the
+/// parameters' layout (`nc` cells, then `nr - 1` rounds) and the mean
+/// round effect.
+struct Solved<'a> {
+    inv: &'a [f64],
+    beta: &'a [f64],
+    rows: &'a [(usize, Option<usize>)],
+    p: usize,
+    nc: usize,
+    nr: usize,
+    mean_round: f64,
+}
+
+impl Solved<'_> {
+    /// The level of the cell in column `ci` (with `n` observations) and
+    /// its t interval.
+    fn level(&self, ci: usize, n: usize, noise: &CellNoise) -> Level {
+        let (p, nc, nr, inv) = (self.p, self.nc, self.nr, self.inv);
+        // a = e_ci + (1/R) Σ_{r ≥ 1} e_r: θ_c + mean β, as a contrast.
+        let mut a = vec![0.0; p];
+        a[ci] = 1.0;
+        for v in a.iter_mut().skip(nc) {
+            *v = 1.0 / nr as f64;
+        }
+        // The estimate is Σ_i w_i y_i with w = X (X'X)⁻¹ a.
+        let g: Vec<f64> = (0..p)
+            .map(|i| (0..p).map(|j| inv[i * p + j] * a[j]).sum())
+            .collect();
+        let mut weight2 = vec![0.0; nc];
+        for &(oci, ori) in self.rows {
+            let w = g[oci] + ori.map_or(0.0, |r| g[r]);
+            weight2[oci] += w * w;
+        }
+        let (var, dof) = noise.variance(&weight2);
+        let est = self.beta[ci] + self.mean_round;
+        let se = var.max(0.0).sqrt();
+        let q = quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, dof);
+        Level {
+            estimate: est.exp(),
+            lo: (est - q * se).exp(),
+            hi: (est + q * se).exp(),
+            confidence: CONFIDENCE,
+            n,
+            df: (dof.floor() as usize).max(1),
+        }
     }
 }
 

@@ -2,18 +2,22 @@
 //! `tare pg` (each keeps its reference tool's spelling of threads,
 //! connections and duration: wrk's `-t -c -d`, pgbench's `-j -c -T`), built
 //! into the typed [`Load`] here and nowhere else, and `--find-max`, run
-//! here for every engine.
+//! here for every engine; and where a server given by host, port or
+//! socket is.
 
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use tare_engine::find_max::{self, Budget, Slo};
 use tare_engine::schedule::Arrivals;
 use tare_engine::units::parse_duration;
-use tare_engine::{Coalesce, Engine, IoMode, Load};
+use tare_engine::{Coalesce, Endpoint, Engine, IoMode, Load};
 
 #[derive(Args, Debug)]
 pub(crate) struct LoadArgs {
@@ -155,4 +159,21 @@ pub(super) fn find_max<E: Engine>(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where the server is: a Unix socket when given, else host and port (a
+/// name resolved once), as sysbench's and redis-benchmark's flags say it.
+pub(crate) fn endpoint(host: &str, port: u16, socket: Option<&Path>) -> anyhow::Result<Endpoint> {
+    if let Some(s) = socket {
+        return Ok(Endpoint::Unix(s.to_path_buf()));
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(Endpoint::Tcp(SocketAddr::new(ip, port)));
+    }
+    let addr = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("could not resolve host {host:?}"))?
+        .next()
+        .with_context(|| format!("host {host:?} has no address"))?;
+    Ok(Endpoint::Tcp(addr))
 }

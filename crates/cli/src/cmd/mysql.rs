@@ -11,18 +11,17 @@
 //!
 //! `-h` is the host here, so clap's `-h` help is off; `--help` remains.
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
 use clap::{ArgAction, Args, ValueEnum};
 use tare_engine::Endpoint;
 use tare_mysql::admin::Admin;
 use tare_mysql::config::IgnoreErrors;
 use tare_mysql::config::{DEFAULT_DB, DEFAULT_TABLE_SIZE, DEFAULT_USER};
 use tare_mysql::{report, Login, Mysql, MysqlConfig, RandType, Schema, Workload};
+use tare_record::LoadResult;
 
 use super::load_args::{self, LoadArgs};
 
@@ -207,23 +206,6 @@ pub(crate) struct MysqlArgs {
     pub help: Option<bool>,
 }
 
-/// Where the server is: `--mysql-socket`, or host and port (a name
-/// resolved once).
-fn endpoint(args: &MysqlArgs) -> anyhow::Result<Endpoint> {
-    if let Some(s) = &args.socket {
-        return Ok(Endpoint::Unix(s.clone()));
-    }
-    if let Ok(ip) = args.host.parse::<IpAddr>() {
-        return Ok(Endpoint::Tcp(SocketAddr::new(ip, args.port)));
-    }
-    let addr = (args.host.as_str(), args.port)
-        .to_socket_addrs()
-        .with_context(|| format!("could not resolve host {:?}", args.host))?
-        .next()
-        .with_context(|| format!("host {:?} has no address", args.host))?;
-    Ok(Endpoint::Tcp(addr))
-}
-
 fn seed(args: &MysqlArgs) -> Option<u64> {
     (args.rand_seed != 0).then_some(args.rand_seed)
 }
@@ -238,39 +220,13 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
     }
     // Below sysbench's notice level, only the tables' messages and errors.
     let notices = args.verbosity >= NOTICE;
-    let endpoint = endpoint(&args)?;
+    let endpoint = load_args::endpoint(&args.host, args.port, args.socket.as_deref())?;
     let login = Login {
         user: args.user.clone(),
         password: args.password.clone(),
         db: Some(args.db.clone()),
     };
-    let text_out = !args.load.json_on_stdout();
     if args.step != Step::Run {
-        let admin = Admin {
-            endpoint,
-            login,
-            tables: args.tables,
-            table_size: args.table_size,
-            threads: args.threads.clamp(1, u32::MAX as usize) as u32,
-            storage_engine: args.storage_engine.clone(),
-            schema: Schema {
-                auto_inc: args.auto_inc,
-                secondary: args.secondary,
-                create_secondary: args.create_secondary,
-            },
-            rand: args.rand_type,
-            seed: seed(&args).unwrap_or_else(|| {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-            }),
-            timeout: args
-                .load
-                .timeout
-                .unwrap_or(tare_mysql::config::DEFAULT_TIMEOUT),
-            netns: super::emit::netns_path(args.load.netns.as_deref()),
-            allow_remote: args.load.allow_remote,
-        };
         if notices {
             println!(
                 "tare mysql {} ({})\n",
@@ -278,6 +234,7 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
                 workload.name()
             );
         }
+        let admin = admin(&args, endpoint, login);
         let mut out = std::io::stdout();
         match args.step {
             Step::Prepare => admin.prepare(&mut out)?,
@@ -286,13 +243,78 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let text_out = !args.load.json_on_stdout();
     let mut cfg = MysqlConfig::new(endpoint);
     cfg.login = login;
     cfg.workload = workload;
+    configure(&args, &mut cfg)?;
+    cfg.report_on_stderr = !text_out;
+    cfg.live = text_out && notices && cfg.report_interval.is_none();
+    if args.load.find_max {
+        return load_args::find_max::<Mysql>(&args.load, cfg, "--time SECONDS");
+    }
+    let text_out = text_out && notices;
+    if text_out {
+        print!(
+            "{}",
+            report::header(&report::Header {
+                workload: workload.name(),
+                threads: args.threads as u64,
+                seed: cfg.seed,
+                rate: cfg.load.rate,
+                report_interval: (args.report_interval > 0).then_some(args.report_interval),
+            })
+        );
+        println!("Initializing worker threads...\n");
+        println!("Threads started!\n");
+    }
+    let stop = super::emit::ctrl_c_flag()?;
+    let r = tare_mysql::run_with_stop(&cfg, stop)?;
+    if text_out {
+        print!("{}", report::text(&r));
+    }
+    if let Some(json) = args.load.json.as_deref() {
+        super::emit::result(Some(json), &r, String::new)?;
+    }
+    Ok(exit_code(&r))
+}
+
+/// What `prepare`, `prewarm` and `cleanup` work with: the tables, their
+/// schema, and how to reach the server.
+fn admin(args: &MysqlArgs, endpoint: Endpoint, login: Login) -> Admin {
+    Admin {
+        endpoint,
+        login,
+        tables: args.tables,
+        table_size: args.table_size,
+        threads: args.threads.clamp(1, u32::MAX as usize) as u32,
+        storage_engine: args.storage_engine.clone(),
+        schema: Schema {
+            auto_inc: args.auto_inc,
+            secondary: args.secondary,
+            create_secondary: args.create_secondary,
+        },
+        rand: args.rand_type,
+        seed: seed(args).unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        }),
+        timeout: args
+            .load
+            .timeout
+            .unwrap_or(tare_mysql::config::DEFAULT_TIMEOUT),
+        netns: super::emit::netns_path(args.load.netns.as_deref()),
+        allow_remote: args.load.allow_remote,
+    }
+}
+
+/// The run's settings from sysbench's flags and the shared load flags.
+fn configure(args: &MysqlArgs, cfg: &mut MysqlConfig) -> anyhow::Result<()> {
     cfg.tables = args.tables;
     cfg.table_size = args.table_size;
     cfg.rand = args.rand_type;
-    cfg.seed = seed(&args);
+    cfg.seed = seed(args);
     cfg.prepared = args.ps_mode == "auto";
     cfg.ignore_errors = args.ignore_errors.clone();
     cfg.mix = tare_mysql::Mix {
@@ -325,35 +347,13 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
     }
     cfg.report_interval =
         (args.report_interval > 0).then(|| std::time::Duration::from_secs(args.report_interval));
-    cfg.report_on_stderr = !text_out;
     cfg.allow_remote = args.load.allow_remote;
-    cfg.live = text_out && notices && cfg.report_interval.is_none();
-    if args.load.find_max {
-        return load_args::find_max::<Mysql>(&args.load, cfg, "--time SECONDS");
-    }
-    let text_out = text_out && notices;
-    if text_out {
-        print!(
-            "{}",
-            report::header(&report::Header {
-                workload: workload.name(),
-                threads: args.threads as u64,
-                seed: cfg.seed,
-                rate: cfg.load.rate,
-                report_interval: (args.report_interval > 0).then_some(args.report_interval),
-            })
-        );
-        println!("Initializing worker threads...\n");
-        println!("Threads started!\n");
-    }
-    let stop = super::emit::ctrl_c_flag()?;
-    let r = tare_mysql::run_with_stop(&cfg, stop)?;
-    if text_out {
-        print!("{}", report::text(&r));
-    }
-    if let Some(json) = args.load.json.as_deref() {
-        super::emit::result(Some(json), &r, String::new)?;
-    }
+    Ok(())
+}
+
+/// 2 when the run measured nothing or lost transactions, each said on
+/// stderr; else success.
+fn exit_code(r: &LoadResult) -> ExitCode {
     let e = &r.errors;
     // A run in which no transaction succeeded measured nothing: the
     // server's error codes, and a non-zero exit (docs/mysql.md, "Errors").
@@ -367,7 +367,7 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
             e.status,
             codes.join(", ")
         );
-        return Ok(ExitCode::from(2));
+        return ExitCode::from(2);
     }
     if e.read + e.write + e.timeout + e.connect > 0 {
         eprintln!(
@@ -379,7 +379,7 @@ pub(crate) fn run(args: MysqlArgs) -> anyhow::Result<ExitCode> {
                 .and_then(|d| d.abort_error.as_deref())
                 .unwrap_or("connection lost")
         );
-        return Ok(ExitCode::from(2));
+        return ExitCode::from(2);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }

@@ -14,6 +14,7 @@ use clap::{ArgAction, Args};
 use tare_pg::report::{self, TextOptions};
 use tare_pg::script::split_weight;
 use tare_pg::{ConnFlags, ConnParams, Length, Pg, PgConfig, ScriptSource, ScriptSpec};
+use tare_record::LoadResult;
 
 use super::load_args::{self, LoadArgs};
 use super::pgbench_flags::{check_flags, listing, InitArgs, PgbenchArgs};
@@ -207,17 +208,7 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
     }
     cfg.allow_remote = args.load.allow_remote;
     args.pgbench.apply(&mut cfg);
-    cfg.variables = args
-        .define
-        .iter()
-        .map(|d| {
-            d.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .with_context(|| {
-                    format!("invalid variable definition: \"{d}\" (expected NAME=VALUE)")
-                })
-        })
-        .collect::<anyhow::Result<_>>()?;
+    cfg.variables = variables(&args)?;
     cfg.live = !args.load.json_on_stdout() && cfg.progress_interval.is_none();
     if args.load.find_max {
         return load_args::find_max::<Pg>(&args.load, cfg, "-T SECS");
@@ -231,6 +222,26 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
     super::emit::result(args.load.json.as_deref(), &result, || {
         report::text(&result, opts)
     })?;
+    Ok(exit_code(&result))
+}
+
+/// `-D NAME=VALUE`: the scripts' variables.
+fn variables(args: &PgArgs) -> anyhow::Result<Vec<(String, String)>> {
+    args.define
+        .iter()
+        .map(|d| {
+            d.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .with_context(|| {
+                    format!("invalid variable definition: \"{d}\" (expected NAME=VALUE)")
+                })
+        })
+        .collect()
+}
+
+/// 2, as pgbench's, when the run was aborted or measured nothing, said on
+/// stderr; else success.
+fn exit_code(result: &LoadResult) -> ExitCode {
     if let Some(pg) = &result.pg {
         // Each client's abort was printed as it happened (print_aborts).
         if pg.abort_error.is_some() {
@@ -238,7 +249,7 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
                 "tare: error: Run was aborted ({} of {} clients); the above results are incomplete.",
                 pg.aborted_clients, result.connections
             );
-            return Ok(ExitCode::from(2));
+            return ExitCode::from(2);
         }
         // A run in which no transaction succeeded measured nothing: say the
         // server's words and exit as pgbench does (docs/pg.md, "Errors").
@@ -250,10 +261,10 @@ fn run_inner(args: PgArgs) -> anyhow::Result<ExitCode> {
                 ),
                 None => eprintln!("tare: error: no transaction completed"),
             }
-            return Ok(ExitCode::from(2));
+            return ExitCode::from(2);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// The scripts in flag order: -b, -S, -N, then -f; none means tpcb-like.

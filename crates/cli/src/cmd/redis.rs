@@ -8,14 +8,13 @@
 //! redis-benchmark's `-h` is the host, so clap's `-h` help is off for this
 //! subcommand; `--help` remains.
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{ArgAction, Args};
 use tare_engine::units::parse_duration;
-use tare_engine::Endpoint;
 use tare_record::LoadResult;
 use tare_redis::command::{parse_tests, suite};
 use tare_redis::report;
@@ -210,22 +209,6 @@ fn apply_uri(args: &mut RedisArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where the server is: `-s`, or `-h`/`-p` (a name resolved once).
-fn endpoint(args: &RedisArgs) -> anyhow::Result<Endpoint> {
-    if let Some(s) = &args.socket {
-        return Ok(Endpoint::Unix(s.clone()));
-    }
-    if let Ok(ip) = args.host.parse::<IpAddr>() {
-        return Ok(Endpoint::Tcp(SocketAddr::new(ip, args.port)));
-    }
-    let addr = (args.host.as_str(), args.port)
-        .to_socket_addrs()
-        .with_context(|| format!("could not resolve host {:?}", args.host))?
-        .next()
-        .with_context(|| format!("host {:?} has no address", args.host))?;
-    Ok(Endpoint::Tcp(addr))
-}
-
 /// The server's `save` and `appendonly`, for the text's `host
 /// configuration` lines (none when it refuses `CONFIG`).
 fn host_config(cfg: &RedisConfig) -> Option<report::HostConfig> {
@@ -242,7 +225,39 @@ fn host_config(cfg: &RedisConfig) -> Option<report::HostConfig> {
 
 pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
     apply_uri(&mut args)?;
-    let mut cfg = RedisConfig::new(endpoint(&args)?);
+    let cfg = config(&args)?;
+    if args.load.find_max {
+        if cfg.workloads.len() != 1 {
+            anyhow::bail!("--find-max searches one test at a time: give -t with one test");
+        }
+        return load_args::find_max::<Redis>(&args.load, cfg, "-T DURATION");
+    }
+    let stop = super::emit::ctrl_c_flag()?;
+    if args.idle {
+        println!(
+            "Creating {} idle connections and waiting forever (Ctrl+C when done)",
+            cfg.load.connections
+        );
+        tare_redis::session::idle(&cfg, &stop)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let results = tests(&args, &cfg, &stop)?;
+    if let Some(json) = args.load.json.as_deref() {
+        let only: Vec<&LoadResult> = results.iter().map(|(_, r)| r).collect();
+        let value = match only.as_slice() {
+            [one] => serde_json::to_value(one)?,
+            many => serde_json::to_value(many)?,
+        };
+        super::emit::result(Some(json), &value, String::new)?;
+    }
+    Ok(exit_code(&results))
+}
+
+/// The run's settings from redis-benchmark's flags and the shared load
+/// flags: the tests (`-t`, or a custom command), clients and requests.
+fn config(args: &RedisArgs) -> anyhow::Result<RedisConfig> {
+    let endpoint = load_args::endpoint(&args.host, args.port, args.socket.as_deref())?;
+    let mut cfg = RedisConfig::new(endpoint);
     cfg.workloads = if !args.command.is_empty() {
         if args.tests.is_some() {
             anyhow::bail!("-t picks tests; a command is run instead of them: give one");
@@ -276,28 +291,23 @@ pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
     cfg.seed = args.seed;
     cfg.allow_remote = args.load.allow_remote;
     cfg.live = !args.load.json_on_stdout() && !args.quiet && !args.csv;
-    if args.load.find_max {
-        if cfg.workloads.len() != 1 {
-            anyhow::bail!("--find-max searches one test at a time: give -t with one test");
-        }
-        return load_args::find_max::<Redis>(&args.load, cfg, "-T DURATION");
-    }
-    let stop = super::emit::ctrl_c_flag()?;
-    if args.idle {
-        println!(
-            "Creating {} idle connections and waiting forever (Ctrl+C when done)",
-            cfg.load.connections
-        );
-        tare_redis::session::idle(&cfg, &stop)?;
-        return Ok(ExitCode::SUCCESS);
-    }
+    Ok(cfg)
+}
+
+/// Runs each test in turn (until Ctrl-C), printing each one's text as
+/// it ends: redis-benchmark's block, `-q` line or `--csv` row.
+fn tests(
+    args: &RedisArgs,
+    cfg: &RedisConfig,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<Vec<(String, LoadResult)>> {
     let mut results: Vec<(String, LoadResult)> = Vec::new();
     let text_out = !args.load.json_on_stdout();
     if text_out && args.csv {
         print!("{}", report::csv_header());
     }
     let host = (text_out && !args.csv && !args.quiet)
-        .then(|| host_config(&cfg))
+        .then(|| host_config(cfg))
         .flatten();
     for w in cfg.workloads.clone() {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -319,14 +329,12 @@ pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
         }
         results.push((title, r));
     }
-    if let Some(json) = args.load.json.as_deref() {
-        let only: Vec<&LoadResult> = results.iter().map(|(_, r)| r).collect();
-        let value = match only.as_slice() {
-            [one] => serde_json::to_value(one)?,
-            many => serde_json::to_value(many)?,
-        };
-        super::emit::result(Some(json), &value, String::new)?;
-    }
+    Ok(results)
+}
+
+/// 2 when a test measured nothing or lost commands, the first such said
+/// on stderr; else success.
+fn exit_code(results: &[(String, LoadResult)]) -> ExitCode {
     // A test in which no command succeeded measured nothing: its error
     // replies by kind, and a non-zero exit (docs/redis.md, "Errors").
     if let Some((title, r)) = results.iter().find(|(_, r)| r.requests == 0) {
@@ -348,7 +356,7 @@ pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
             kinds,
             e.connect
         );
-        return Ok(ExitCode::from(2));
+        return ExitCode::from(2);
     }
     let lost: u64 = results
         .iter()
@@ -366,9 +374,9 @@ pub(crate) fn run(mut args: RedisArgs) -> anyhow::Result<ExitCode> {
             e.timeout,
             e.connect
         );
-        return Ok(ExitCode::from(2));
+        return ExitCode::from(2);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

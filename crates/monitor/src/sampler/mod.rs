@@ -96,79 +96,23 @@ pub(crate) fn run(
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let first_at = Instant::now();
-    let mut prev = src.read(CpuTime::thread(), thread_start);
-    let cpus = prev.cpu.cpus;
+    let first = src.read(CpuTime::thread(), thread_start);
+    let cpus = first.cpu.cpus;
     let census = Census::take(&src.known_pids());
-    let mut profiler = None;
-    if spec.profile_hz > 0 {
-        match Profiler::start(spec.profile_hz) {
-            Ok(mut p) => {
-                if !p.has_symbols() {
-                    src.notes.push("profile: kernel symbols hidden (kernel.kptr_restrict): kernel time is \"other kernel\"".into());
-                }
-                p.note_members(src.members());
-                profiler = Some(p);
-            }
-            Err(line) => src.notes.push(line),
-        }
-    }
+    let mut profiler = profiler(&spec, &mut src);
     let _ = ready.send(Ok(()));
 
-    let mut series = Series::default();
-    // Counters start where the first reading found them: a cgroup's CPU is
-    // cumulative since the container started, so a mark starting at zero
-    // would bill a kept container's whole past to the first interval.
-    let mut hw = HighWater::default();
-    let watched = src.watched_names();
-    hw.seed(&prev, &watched);
-    let mut samples = 1u64;
-    let mut sample_wall = Duration::ZERO;
-    let mut sample_max = Duration::ZERO;
-    let mut next = first_at + spec.interval;
-    let mut last_tree = first_at;
-    let mut last_named = first_at;
-    loop {
-        let wait = next.saturating_duration_since(Instant::now());
-        let stopping = !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
-        let t = Instant::now();
-        if t.duration_since(last_tree) >= REDISCOVER_TREE {
-            let named = t.duration_since(last_named) >= REDISCOVER_NAMED;
-            src.rediscover(named);
-            if let Some(p) = profiler.as_mut() {
-                p.note_members(src.members());
-            }
-            last_tree = t;
-            if named {
-                last_named = t;
-            }
-        }
-        let now = src.read(CpuTime::thread(), thread_start);
-        push(
-            &mut series,
-            &mut hw,
-            &prev,
-            &now,
-            &watched,
-            src.hz,
-            first_at,
-        );
-        prev = now;
-        if let Some(p) = profiler.as_mut() {
-            p.drain();
-        }
-        samples += 1;
-        let took = t.elapsed();
-        sample_wall += took;
-        sample_max = sample_max.max(took);
-        if stopping {
-            break;
-        }
-        // Skip missed ticks rather than sampling in a burst.
-        next += spec.interval;
-        while next <= Instant::now() {
-            next += spec.interval;
-        }
-    }
+    let mut sampling = Sampling {
+        src: &mut src,
+        profiler: profiler.as_mut(),
+        thread_start,
+        first_at,
+        samples: 1,
+        wall: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+    let series = sampling.until_stopped(&spec, &stop, first);
+    let (samples, sample_wall, sample_max) = (sampling.samples, sampling.wall, sampling.max);
     let profile_raw = profiler.map(|p| p.stop(src.members()));
     let others_cpu_s = Census::take(&src.known_pids()).since(&census, src.hz);
     let cpu_s = CpuTime::thread().total_s() - thread_start;
@@ -202,5 +146,99 @@ pub(crate) fn run(
         notes: src.notes,
         profile: None,
         profile_raw,
+    }
+}
+
+/// The stack sampler when the spec asks for one and it starts; why not
+/// (or that kernel symbols are hidden) in the sources' notes.
+fn profiler(spec: &MonitorSpec, src: &mut Sources) -> Option<Profiler> {
+    if spec.profile_hz == 0 {
+        return None;
+    }
+    match Profiler::start(spec.profile_hz) {
+        Ok(mut p) => {
+            if !p.has_symbols() {
+                src.notes.push("profile: kernel symbols hidden (kernel.kptr_restrict): kernel time is \"other kernel\"".into());
+            }
+            p.note_members(src.members());
+            Some(p)
+        }
+        Err(line) => {
+            src.notes.push(line);
+            None
+        }
+    }
+}
+
+/// The sampling loop's state: what it reads, and what sampling cost.
+struct Sampling<'a> {
+    src: &'a mut Sources,
+    profiler: Option<&'a mut Profiler>,
+    thread_start: f64,
+    first_at: Instant,
+    samples: u64,
+    /// Time spent taking samples, in all and the longest one.
+    wall: Duration,
+    max: Duration,
+}
+
+impl Sampling<'_> {
+    /// Reads every source each interval, from the `first` reading until
+    /// `stop` says so (one last reading then), into the series.
+    fn until_stopped(&mut self, spec: &MonitorSpec, stop: &Receiver<()>, first: Raw) -> Series {
+        let mut prev = first;
+        let mut series = Series::default();
+        // Counters start where the first reading found them: a cgroup's CPU is
+        // cumulative since the container started, so a mark starting at zero
+        // would bill a kept container's whole past to the first interval.
+        let mut hw = HighWater::default();
+        let watched = self.src.watched_names();
+        hw.seed(&prev, &watched);
+        let first_at = self.first_at;
+        let mut next = first_at + spec.interval;
+        let mut last_tree = first_at;
+        let mut last_named = first_at;
+        loop {
+            let wait = next.saturating_duration_since(Instant::now());
+            let stopping = !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+            let t = Instant::now();
+            if t.duration_since(last_tree) >= REDISCOVER_TREE {
+                let named = t.duration_since(last_named) >= REDISCOVER_NAMED;
+                self.src.rediscover(named);
+                if let Some(p) = self.profiler.as_deref_mut() {
+                    p.note_members(self.src.members());
+                }
+                last_tree = t;
+                if named {
+                    last_named = t;
+                }
+            }
+            let now = self.src.read(CpuTime::thread(), self.thread_start);
+            push(
+                &mut series,
+                &mut hw,
+                &prev,
+                &now,
+                &watched,
+                self.src.hz,
+                first_at,
+            );
+            prev = now;
+            if let Some(p) = self.profiler.as_deref_mut() {
+                p.drain();
+            }
+            self.samples += 1;
+            let took = t.elapsed();
+            self.wall += took;
+            self.max = self.max.max(took);
+            if stopping {
+                return series;
+            }
+            // Skip missed ticks rather than sampling in a burst.
+            next += spec.interval;
+            while next <= Instant::now() {
+                next += spec.interval;
+            }
+        }
     }
 }

@@ -31,6 +31,15 @@ fn cpus_allowed(pid: u32) -> Option<u32> {
         .map(|l| tare_engine::cpu::cpu_list_len(l) as u32)
 }
 
+/// The generator's processes: what they are, their description, whether
+/// it is this process, and the pid its CPU affinity is read from.
+struct GeneratorSource {
+    group: Group,
+    desc: String,
+    is_self: bool,
+    pid: u32,
+}
+
 impl Sources {
     pub(super) fn open(spec: &MonitorSpec) -> Result<Sources, MonitorError> {
         let hz = proc_stat::ticks_per_second();
@@ -43,103 +52,9 @@ impl Sources {
             .cpus
             .max(1);
         let mut notes = Vec::new();
-
-        let (server, server_desc, first_pid) = match &spec.server {
-            ServerRef::Pids(pids) => {
-                if let Some(p) = pids
-                    .iter()
-                    .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-                {
-                    return Err(MonitorError::NoServer(*p));
-                }
-                let g = Group::new(Rule::Tree(pids.clone()), started, &[me])
-                    .map_err(io_err("reading the server's processes"))?;
-                let desc = format!("pids {pids:?} and their descendants");
-                (ServerSource::Procs(g), desc, pids.first().copied())
-            }
-            ServerRef::Threads(prefix) => {
-                let g = Group::new(
-                    Rule::Threads {
-                        pid: me,
-                        prefix: prefix.clone(),
-                    },
-                    started,
-                    &[],
-                )
-                .map_err(io_err("reading this process's threads"))?;
-                (
-                    ServerSource::Procs(g),
-                    format!("threads {prefix}* of this process"),
-                    None,
-                )
-            }
-            r => {
-                let layout = match r {
-                    ServerRef::Cgroup(p) => cgroup::of_path(p),
-                    ServerRef::Container(id) => cgroup::of_container(id),
-                    ServerRef::CgroupOf(pid) => cgroup::of_pid(*pid),
-                    _ => unreachable!("handled above"),
-                }
-                .map_err(io_err("finding the server's cgroup"))?;
-                let files = CgroupFiles::open(&layout, hz).map_err(io_err(layout.describe()))?;
-                let procs = Group::new(Rule::Listed(layout.procs()), started, &[])
-                    .map_err(io_err(layout.describe()))?;
-                let first = procs.pids().next();
-                if let Layout::V1 { .. } = layout {
-                    notes.push("cgroup v1: the server's disk writes come from its processes' /proc/<pid>/io (v1 charges buffered writeback to the root cgroup)".into());
-                }
-                (
-                    ServerSource::Cgroup { files, procs },
-                    layout.describe(),
-                    first,
-                )
-            }
-        };
-
-        let (generator, generator_desc, generator_is_self, gen_pid) = match &spec.generator {
-            GeneratorRef::SelfProcess => (
-                Rule::Process(me),
-                "this process (without the monitor's thread)".to_string(),
-                true,
-                me,
-            ),
-            GeneratorRef::Pid(p) => (Rule::Process(*p), format!("process {p}"), false, *p),
-            GeneratorRef::Threads(prefix) => (
-                Rule::Threads {
-                    pid: me,
-                    prefix: prefix.clone(),
-                },
-                format!("threads {prefix}* of this process"),
-                false,
-                me,
-            ),
-        };
-        let generator = Group::new(generator, started, &[])
-            .map_err(io_err("reading the generator's process"))?;
-
-        let mut exclude: Vec<u32> = vec![me, gen_pid];
-        let (ServerSource::Procs(g) | ServerSource::Cgroup { procs: g, .. }) = &server;
-        exclude.extend(g.pids());
-        let mut companions = Vec::new();
-        for (name, pids) in &spec.companions {
-            let g = Group::new(Rule::Tree(pids.clone()), started, &exclude)
-                .map_err(io_err(format!("reading the {name}'s processes")))?;
-            exclude.extend(g.pids());
-            companions.push((name.clone(), g));
-        }
-        let mut watched = Vec::new();
-        for (pattern, pids) in spec
-            .watch_processes
-            .iter()
-            .zip(process::named_all(&spec.watch_processes))
-        {
-            let mut g = Group::empty(Rule::Named(pattern.clone()), started)
-                .map_err(io_err("scanning /proc"))?;
-            g.adopt(&pids, &exclude);
-            watched.push((pattern.clone(), g));
-        }
-        // After the patterns: `watched_names` lists them in this order.
-        watched.extend(companions);
+        let (server, server_desc, first_pid) = open_server(&spec.server, started, hz, &mut notes)?;
+        let generator = open_generator(&spec.generator, started)?;
+        let watched = open_watched(spec, started, &server, generator.pid)?;
 
         let net_host = NetFiles::open(std::path::Path::new("/proc/self/net")).ok();
         if net_host.is_none() {
@@ -156,20 +71,11 @@ impl Sources {
         if freq.is_none() {
             notes.push(crate::record::FREQUENCY_NOT_EXPOSED.into());
         }
-        let mut server_capacity = cpus as f64;
-        if let Some(p) = first_pid {
-            if let Some(a) = cpus_allowed(p) {
-                server_capacity = server_capacity.min(a.max(1) as f64);
-            }
-            if let Some(q) = cgroup::quota_cores(p) {
-                server_capacity = server_capacity.min(q);
-            }
-        }
         Ok(Sources {
             machine,
             server,
-            generator,
-            generator_is_self,
+            generator: generator.group,
+            generator_is_self: generator.is_self,
             watched,
             net_host,
             net_server,
@@ -179,9 +85,9 @@ impl Sources {
             page: proc_stat::page_size(),
             notes,
             server_desc,
-            generator_desc,
-            server_capacity,
-            generator_allowed: cpus_allowed(gen_pid).unwrap_or(cpus),
+            generator_desc: generator.desc,
+            server_capacity: server_capacity(cpus, first_pid),
+            generator_allowed: cpus_allowed(generator.pid).unwrap_or(cpus),
         })
     }
 
@@ -352,4 +258,148 @@ impl Sources {
         raw.cpu_mhz = self.freq.as_mut().and_then(FreqFiles::mean_mhz);
         raw
     }
+}
+
+/// The server's processes (pids and their descendants, threads of this
+/// process, or a cgroup), their description, and the first pid, whose
+/// network namespace and CPU limits stand for the server's.
+fn open_server(
+    server: &ServerRef,
+    started: u64,
+    hz: f64,
+    notes: &mut Vec<String>,
+) -> Result<(ServerSource, String, Option<u32>), MonitorError> {
+    let me = std::process::id();
+    Ok(match server {
+        ServerRef::Pids(pids) => {
+            if let Some(p) = pids
+                .iter()
+                .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            {
+                return Err(MonitorError::NoServer(*p));
+            }
+            let g = Group::new(Rule::Tree(pids.clone()), started, &[me])
+                .map_err(io_err("reading the server's processes"))?;
+            let desc = format!("pids {pids:?} and their descendants");
+            (ServerSource::Procs(g), desc, pids.first().copied())
+        }
+        ServerRef::Threads(prefix) => {
+            let g = Group::new(
+                Rule::Threads {
+                    pid: me,
+                    prefix: prefix.clone(),
+                },
+                started,
+                &[],
+            )
+            .map_err(io_err("reading this process's threads"))?;
+            (
+                ServerSource::Procs(g),
+                format!("threads {prefix}* of this process"),
+                None,
+            )
+        }
+        r => {
+            let layout = match r {
+                ServerRef::Cgroup(p) => cgroup::of_path(p),
+                ServerRef::Container(id) => cgroup::of_container(id),
+                ServerRef::CgroupOf(pid) => cgroup::of_pid(*pid),
+                _ => unreachable!("handled above"),
+            }
+            .map_err(io_err("finding the server's cgroup"))?;
+            let files = CgroupFiles::open(&layout, hz).map_err(io_err(layout.describe()))?;
+            let procs = Group::new(Rule::Listed(layout.procs()), started, &[])
+                .map_err(io_err(layout.describe()))?;
+            let first = procs.pids().next();
+            if let Layout::V1 { .. } = layout {
+                notes.push("cgroup v1: the server's disk writes come from its processes' /proc/<pid>/io (v1 charges buffered writeback to the root cgroup)".into());
+            }
+            (
+                ServerSource::Cgroup { files, procs },
+                layout.describe(),
+                first,
+            )
+        }
+    })
+}
+
+/// The load generator's processes: this process, another one, or
+/// threads of this one.
+fn open_generator(generator: &GeneratorRef, started: u64) -> Result<GeneratorSource, MonitorError> {
+    let me = std::process::id();
+    let (rule, desc, is_self, pid) = match generator {
+        GeneratorRef::SelfProcess => (
+            Rule::Process(me),
+            "this process (without the monitor's thread)".to_string(),
+            true,
+            me,
+        ),
+        GeneratorRef::Pid(p) => (Rule::Process(*p), format!("process {p}"), false, *p),
+        GeneratorRef::Threads(prefix) => (
+            Rule::Threads {
+                pid: me,
+                prefix: prefix.clone(),
+            },
+            format!("threads {prefix}* of this process"),
+            false,
+            me,
+        ),
+    };
+    let group =
+        Group::new(rule, started, &[]).map_err(io_err("reading the generator's process"))?;
+    Ok(GeneratorSource {
+        group,
+        desc,
+        is_self,
+        pid,
+    })
+}
+
+/// The watched processes (by name) and the companions (by pid), none of
+/// them counted twice: not this process, the generator or the server.
+fn open_watched(
+    spec: &MonitorSpec,
+    started: u64,
+    server: &ServerSource,
+    gen_pid: u32,
+) -> Result<Vec<(String, Group)>, MonitorError> {
+    let mut exclude: Vec<u32> = vec![std::process::id(), gen_pid];
+    let (ServerSource::Procs(g) | ServerSource::Cgroup { procs: g, .. }) = server;
+    exclude.extend(g.pids());
+    let mut companions = Vec::new();
+    for (name, pids) in &spec.companions {
+        let g = Group::new(Rule::Tree(pids.clone()), started, &exclude)
+            .map_err(io_err(format!("reading the {name}'s processes")))?;
+        exclude.extend(g.pids());
+        companions.push((name.clone(), g));
+    }
+    let mut watched = Vec::new();
+    for (pattern, pids) in spec
+        .watch_processes
+        .iter()
+        .zip(process::named_all(&spec.watch_processes))
+    {
+        let mut g = Group::empty(Rule::Named(pattern.clone()), started)
+            .map_err(io_err("scanning /proc"))?;
+        g.adopt(&pids, &exclude);
+        watched.push((pattern.clone(), g));
+    }
+    // After the patterns: `watched_names` lists them in this order.
+    watched.extend(companions);
+    Ok(watched)
+}
+
+/// The cores the server may use: the machine's, fewer when its
+/// affinity or its cgroup's quota allows fewer.
+fn server_capacity(cpus: u32, first_pid: Option<u32>) -> f64 {
+    let mut server_capacity = cpus as f64;
+    if let Some(p) = first_pid {
+        if let Some(a) = cpus_allowed(p) {
+            server_capacity = server_capacity.min(a.max(1) as f64);
+        }
+        if let Some(q) = cgroup::quota_cores(p) {
+            server_capacity = server_capacity.min(q);
+        }
+    }
+    server_capacity
 }

@@ -97,47 +97,8 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
                 if rt_rows.is_some() { "<th>µs per round trip [CI]</th><th>µs added [CI]</th>" } else { "" }
             ));
             for (i, s) in a.steps.iter().enumerate() {
-                let change = s
-                    .change
-                    .as_ref()
-                    .map_or("baseline".to_string(), |c| format!("{}: {} → {}", html(&c.factor), html(&c.from), html(&c.to)));
-                let delta = s.vs_previous.map_or(String::new(), |c| {
-                    format!("{} {}", units::si_signed(s.delta), if c.is_significant() { "" } else { "~" })
-                });
-                let detectable = s
-                    .vs_previous
-                    .and_then(|c| c.detectable)
-                    .map_or(String::new(), |d| format!("±{}", units::percent(d)));
-                let share = if !a.shares_mean_something() {
-                    "n/a".to_string()
-                } else {
-                    s.share.map_or(String::new(), |sh| {
-                    let iv = s
-                        .share_ci
-                        .map_or(String::new(), |(lo, hi)| format!(" <span class=\"muted\">[{}, {}]</span>", units::percent(lo), units::percent(hi)));
-                    format!("{}{iv}", units::percent(sh))
-                    })
-                };
-                let per_rt = rt_rows.and_then(|rows| rows.get(i)).map_or(String::new(), |r| {
-                    let iv = r.round_trip_us;
-                    let added = match (i, r.delta_ci_us) {
-                        (0, _) => String::new(),
-                        (_, Some((lo, hi))) => format!("{:+.1} <span class=\"muted\">[{lo:+.1}, {hi:+.1}]</span>", r.delta_us),
-                        (_, None) => format!("{:+.1}", r.delta_us),
-                    };
-                    format!(
-                        "<td class=\"num\">{} <span class=\"muted\">[{}, {}]</span></td><td class=\"num\">{added}</td>",
-                        round_trips::us(iv.median),
-                        round_trips::us(iv.lo),
-                        round_trips::us(iv.hi)
-                    )
-                });
-                out.push_str(&format!(
-                    "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td>{per_rt}<td class=\"num\">{delta}</td><td class=\"num\">{detectable}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
-                    html(&s.cell),
-                    ci(&s.throughput_shown(), units::si),
-                    ci(&s.p99_shown(), units::latency_us)
-                ));
+                let rt = rt_rows.and_then(|rows| rows.get(i));
+                out.push_str(&step_row(a, i, s, rt));
             }
             out.push_str("</table>\n");
             for split in splits {
@@ -170,6 +131,65 @@ pub(super) fn attribution(r: &Report, charts: &Charts) -> String {
     }
     out.push_str("</section>\n");
     out
+}
+
+/// One step's row of the attribution table: its change, cell,
+/// throughput, time per round trip (with `rt`), change from the step
+/// before, detectable change, share of the gap and p99.
+fn step_row(
+    a: &tare_analysis::Attribution,
+    i: usize,
+    s: &tare_analysis::Step,
+    rt: Option<&round_trips::RoundTripRow>,
+) -> String {
+    let change = s.change.as_ref().map_or("baseline".to_string(), |c| {
+        format!("{}: {} → {}", html(&c.factor), html(&c.from), html(&c.to))
+    });
+    let delta = s.vs_previous.map_or(String::new(), |c| {
+        format!(
+            "{} {}",
+            units::si_signed(s.delta),
+            if c.is_significant() { "" } else { "~" }
+        )
+    });
+    let detectable = s
+        .vs_previous
+        .and_then(|c| c.detectable)
+        .map_or(String::new(), |d| format!("±{}", units::percent(d)));
+    let share = if !a.shares_mean_something() {
+        "n/a".to_string()
+    } else {
+        s.share.map_or(String::new(), |sh| {
+            let iv = s.share_ci.map_or(String::new(), |(lo, hi)| {
+                format!(
+                    " <span class=\"muted\">[{}, {}]</span>",
+                    units::percent(lo),
+                    units::percent(hi)
+                )
+            });
+            format!("{}{iv}", units::percent(sh))
+        })
+    };
+    let per_rt = rt.map_or(String::new(), |r| {
+        let iv = r.round_trip_us;
+        let added = match (i, r.delta_ci_us) {
+            (0, _) => String::new(),
+            (_, Some((lo, hi))) => format!("{:+.1} <span class=\"muted\">[{lo:+.1}, {hi:+.1}]</span>", r.delta_us),
+            (_, None) => format!("{:+.1}", r.delta_us),
+        };
+        format!(
+            "<td class=\"num\">{} <span class=\"muted\">[{}, {}]</span></td><td class=\"num\">{added}</td>",
+            round_trips::us(iv.median),
+            round_trips::us(iv.lo),
+            round_trips::us(iv.hi)
+        )
+    });
+    format!(
+        "<tr><td>{change}</td><td><code>{}</code></td><td class=\"num\">{}</td>{per_rt}<td class=\"num\">{delta}</td><td class=\"num\">{detectable}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>\n",
+        html(&s.cell),
+        ci(&s.throughput_shown(), units::si),
+        ci(&s.p99_shown(), units::latency_us)
+    )
 }
 
 /// One split step's parts: change, interval, detectable, share of the step

@@ -3,13 +3,22 @@
 //! generator's own CPU per request.
 
 use tare_analysis::stats::{trials_for_confidence, MedianCi, CONFIDENCE};
-use tare_analysis::{CellStats, NOISY_SPREAD};
+use tare_analysis::{CellStats, FailedCell, NOISY_SPREAD};
 
 use super::notes::Notes;
 use super::{factor_order, interval_header, levels, shared_confidence, with_interval};
 use crate::report::Report;
 use crate::table::{Align, Table};
 use crate::units;
+
+/// What every row of the table shares: the factor columns, whether values
+/// carry their own unit, the round-trip column, the shared confidence.
+struct Columns {
+    order: Vec<String>,
+    mixed: bool,
+    per_rt: bool,
+    shared: Option<f64>,
+}
 
 pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     if r.cells.is_empty() && r.failed_cells.is_empty() {
@@ -19,7 +28,6 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
         }
         return out;
     }
-    let order = factor_order(&r.cells);
     let unit = r.cells.first().map_or("req/s", |c| c.unit.as_str());
     // A run of several jobs (fio IOPS, hpcc GFLOP/s) has one primary
     // metric per job: each value then carries its unit.
@@ -27,129 +35,21 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     let unit = if mixed { "primary metric" } else { unit };
     metric_notes(&r.cells, notes);
     let tp_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::throughput_shown).collect();
-    let p99_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::p99_shown).collect();
     let tp: Vec<&MedianCi> = tp_shown.iter().collect();
-    let p50: Vec<_> = r.cells.iter().map(|c| &c.p50_us).collect();
-    let p99: Vec<&MedianCi> = p99_shown.iter().collect();
-    let shared = shared_confidence(&tp);
     // Round trips (tare net): the time per round trip beside the rate.
     let round_trips: Vec<Option<MedianCi>> = r.cells.iter().map(CellStats::round_trip_us).collect();
-    let per_rt = round_trips.iter().any(Option::is_some);
-
-    let mut header: Vec<(String, Align)> = if order.is_empty() {
-        vec![("cell".into(), Align::Left)]
-    } else {
-        order.iter().map(|k| (k.clone(), Align::Left)).collect()
+    let cols = Columns {
+        order: factor_order(&r.cells),
+        mixed,
+        per_rt: round_trips.iter().any(Option::is_some),
+        shared: shared_confidence(&tp),
     };
-    header.extend([
-        ("trials".to_string(), Align::Right),
-        (interval_header(unit, &tp), Align::Left),
-    ]);
-    if per_rt {
-        header.push(("µs/round trip".to_string(), Align::Left));
-    }
-    header.extend([
-        ("vs ref [95% CI]".to_string(), Align::Left),
-        (interval_header("p50", &p50), Align::Left),
-        (interval_header("p99", &p99), Align::Left),
-        ("errors".to_string(), Align::Right),
-        ("gen CPU/req".to_string(), Align::Right),
-        ("notes".to_string(), Align::Left),
-    ]);
-    let header_refs: Vec<(&str, Align)> = header.iter().map(|(h, a)| (h.as_str(), *a)).collect();
-    let mut table = Table::new(&header_refs);
-
-    for (i, c) in r.cells.iter().enumerate() {
-        let mut row = level_cells(c, &order);
-        let mut flags = Vec::new();
-        let shown = c.throughput_shown();
-        if shared.is_none() && shown.confidence < CONFIDENCE {
-            flags.push(format!("{} CI", units::confidence(shown.confidence)));
-        }
-        if c.is_noisy() {
-            flags.push(format!(
-                "noisy ±{}",
-                units::percent(shown.relative_spread())
-            ));
-        }
-        flags.extend(r.noise.cell_note(&c.cell));
-        if c.errors.total() > 0 {
-            let e = &c.errors;
-            let kinds: Vec<String> = e.nonzero().map(|(k, n)| format!("{n} {k}")).collect();
-            notes.add(format!(
-                "{}: {} errors, {} of attempts ({})",
-                c.cell,
-                e.total(),
-                units::percent(c.error_rate),
-                kinds.join(", ")
-            ));
-        }
-        if !c.failures.is_empty() {
-            flags.push(format!("{} failed", c.failures.len()));
-            // Which trials, and why: a dead server is named, never measured
-            // (docs/report.md, "Failed trials").
-            let mut which: Vec<&str> = c.failures.iter().take(3).map(String::as_str).collect();
-            if c.failures.len() > 3 {
-                which.push("...");
-            }
-            notes.add(format!(
-                "{}: {} of {} trials failed ({}); the statistics use the rest",
-                c.cell,
-                c.failures.len(),
-                c.trials,
-                which.join("; ")
-            ));
-        }
-        row.extend([
-            if c.ok() == c.trials {
-                c.trials.to_string()
-            } else {
-                format!("{}/{}", c.ok(), c.trials)
-            },
-            if mixed {
-                format!("{} {}", with_interval(&shown, units::si), c.unit)
-            } else {
-                with_interval(&shown, units::si)
-            },
-        ]);
-        if per_rt {
-            row.push(
-                round_trips[i]
-                    .as_ref()
-                    .map_or("-".into(), |rt| with_interval(rt, |v| format!("{v:.1}"))),
-            );
-        }
-        row.extend([
-            vs_reference(r, c, notes),
-            no_latency_dash(c, with_interval(&c.p50_us, units::latency_us)),
-            no_latency_dash(c, with_interval(&c.p99_shown(), units::latency_us)),
-            errors(c),
-            c.generator_cpu_us_per_request
-                .map_or("-".into(), units::latency_us),
-            flags.join("; "),
-        ]);
-        table.row(row);
+    let mut table = header(r, &cols, unit, &tp);
+    for (c, rt) in r.cells.iter().zip(&round_trips) {
+        table.row(cell_row(r, c, rt.as_ref(), &cols, notes));
     }
     for f in &r.failed_cells {
-        let mut row: Vec<String> = if order.is_empty() {
-            vec![f.cell.clone()]
-        } else {
-            order
-                .iter()
-                .map(|k| f.factors.get(k).cloned().unwrap_or_else(|| "-".into()))
-                .collect()
-        };
-        row.push(format!("0/{}", f.trials));
-        if per_rt {
-            row.push("-".into());
-        }
-        row.extend(["-", "", "-", "-", "-", "-"].map(String::from));
-        row.push("all trials failed".into());
-        table.row(row);
-        notes.add(format!(
-            "{}: every trial failed (first: {})",
-            f.cell, f.error
-        ));
+        table.row(failed_row(f, &cols, notes));
     }
     for (cell, why) in &r.skipped_cells {
         notes.add(format!("{cell}: skipped on this machine ({why})"));
@@ -169,6 +69,149 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
     };
     out.push_str(&table.render(2));
     out
+}
+
+/// The table with its header: the factors (or `cell`), then the columns
+/// every cell fills, each interval's header naming its confidence.
+fn header(r: &Report, cols: &Columns, unit: &str, tp: &[&MedianCi]) -> Table {
+    let p99_shown: Vec<MedianCi> = r.cells.iter().map(CellStats::p99_shown).collect();
+    let p50: Vec<_> = r.cells.iter().map(|c| &c.p50_us).collect();
+    let p99: Vec<&MedianCi> = p99_shown.iter().collect();
+    let mut header: Vec<(String, Align)> = if cols.order.is_empty() {
+        vec![("cell".into(), Align::Left)]
+    } else {
+        cols.order
+            .iter()
+            .map(|k| (k.clone(), Align::Left))
+            .collect()
+    };
+    header.extend([
+        ("trials".to_string(), Align::Right),
+        (interval_header(unit, tp), Align::Left),
+    ]);
+    if cols.per_rt {
+        header.push(("µs/round trip".to_string(), Align::Left));
+    }
+    header.extend([
+        ("vs ref [95% CI]".to_string(), Align::Left),
+        (interval_header("p50", &p50), Align::Left),
+        (interval_header("p99", &p99), Align::Left),
+        ("errors".to_string(), Align::Right),
+        ("gen CPU/req".to_string(), Align::Right),
+        ("notes".to_string(), Align::Left),
+    ]);
+    let header_refs: Vec<(&str, Align)> = header.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+    Table::new(&header_refs)
+}
+
+/// One cell's row, its errors and failed trials told in the notes.
+fn cell_row(
+    r: &Report,
+    c: &CellStats,
+    round_trip: Option<&MedianCi>,
+    cols: &Columns,
+    notes: &mut Notes,
+) -> Vec<String> {
+    let mut row = level_cells(c, &cols.order);
+    let shown = c.throughput_shown();
+    let flags = flags(r, c, &shown, cols, notes);
+    row.extend([
+        if c.ok() == c.trials {
+            c.trials.to_string()
+        } else {
+            format!("{}/{}", c.ok(), c.trials)
+        },
+        if cols.mixed {
+            format!("{} {}", with_interval(&shown, units::si), c.unit)
+        } else {
+            with_interval(&shown, units::si)
+        },
+    ]);
+    if cols.per_rt {
+        row.push(round_trip.map_or("-".into(), |rt| with_interval(rt, |v| format!("{v:.1}"))));
+    }
+    row.extend([
+        vs_reference(r, c, notes),
+        no_latency_dash(c, with_interval(&c.p50_us, units::latency_us)),
+        no_latency_dash(c, with_interval(&c.p99_shown(), units::latency_us)),
+        errors(c),
+        c.generator_cpu_us_per_request
+            .map_or("-".into(), units::latency_us),
+        flags.join("; "),
+    ]);
+    row
+}
+
+/// A cell's `notes` column (its own confidence, noise, failed trials),
+/// with its errors and which trials failed, and why, added to the notes.
+fn flags(
+    r: &Report,
+    c: &CellStats,
+    shown: &MedianCi,
+    cols: &Columns,
+    notes: &mut Notes,
+) -> Vec<String> {
+    let mut flags = Vec::new();
+    if cols.shared.is_none() && shown.confidence < CONFIDENCE {
+        flags.push(format!("{} CI", units::confidence(shown.confidence)));
+    }
+    if c.is_noisy() {
+        flags.push(format!(
+            "noisy ±{}",
+            units::percent(shown.relative_spread())
+        ));
+    }
+    flags.extend(r.noise.cell_note(&c.cell));
+    if c.errors.total() > 0 {
+        let e = &c.errors;
+        let kinds: Vec<String> = e.nonzero().map(|(k, n)| format!("{n} {k}")).collect();
+        notes.add(format!(
+            "{}: {} errors, {} of attempts ({})",
+            c.cell,
+            e.total(),
+            units::percent(c.error_rate),
+            kinds.join(", ")
+        ));
+    }
+    if !c.failures.is_empty() {
+        flags.push(format!("{} failed", c.failures.len()));
+        // Which trials, and why: a dead server is named, never measured
+        // (docs/report.md, "Failed trials").
+        let mut which: Vec<&str> = c.failures.iter().take(3).map(String::as_str).collect();
+        if c.failures.len() > 3 {
+            which.push("...");
+        }
+        notes.add(format!(
+            "{}: {} of {} trials failed ({}); the statistics use the rest",
+            c.cell,
+            c.failures.len(),
+            c.trials,
+            which.join("; ")
+        ));
+    }
+    flags
+}
+
+/// The row of a cell none of whose trials has a result.
+fn failed_row(f: &FailedCell, cols: &Columns, notes: &mut Notes) -> Vec<String> {
+    let mut row: Vec<String> = if cols.order.is_empty() {
+        vec![f.cell.clone()]
+    } else {
+        (cols.order.iter())
+            .map(|k| f.factors.get(k).cloned().unwrap_or_else(|| "-".into()))
+            .collect()
+    };
+    row.push(format!("0/{}", f.trials));
+    if cols.per_rt {
+        row.push("-".into());
+    }
+    row.extend(["-", "", "-", "-", "-", "-"].map(String::from));
+    row.push("all trials failed".into());
+    notes.add(format!(
+        "{}: every trial failed (first: {})",
+        f.cell, f.error
+    ));
+    row
 }
 
 /// The cell's throughput as a ratio of the reference's: `1` for the

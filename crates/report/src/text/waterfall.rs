@@ -75,9 +75,49 @@ pub(super) fn section(r: &Report, notes: &mut Notes) -> String {
 fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     let order = factor_order(cells);
     let cell_of = |id: &str| cells.iter().find(|c| c.cell == id);
+    let mut out = title(a, notes);
+    // Round trips (tare net): each step's time per round trip and what the
+    // step adds to it ("+30.3 µs per round trip").
+    let rt: Vec<Option<f64>> = a
+        .steps
+        .iter()
+        .map(|s| {
+            cell_of(&s.cell)
+                .and_then(CellStats::round_trip_us)
+                .map(|m| m.median)
+        })
+        .collect();
+    out.push_str(&steps(a, cells, &order, &rt, notes).render(2));
+
+    // The waterfall on one line, as docs/studies.md writes seed 000's.
+    let line: Vec<String> = a
+        .steps
+        .iter()
+        .map(|s| {
+            let what = match &s.change {
+                None => cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, &order)),
+                Some(ch) => format!("{}={}", ch.factor, ch.to),
+            };
+            format!("{} ({what})", units::si(s.throughput_shown().median))
+        })
+        .collect();
+    out.push_str(&format!("  {}\n", line.join(" → ")));
+    if let (Some(Some(from)), Some(Some(to))) = (rt.first(), rt.last()) {
+        if rt.len() > 1 {
+            out.push_str(&format!(
+                "  per round trip: {from:.1} µs → {to:.1} µs ({:+.1} µs per round trip)\n",
+                to - from
+            ));
+        }
+    }
+    out
+}
+
+/// The table's title line: the gap from the first step to the last, with
+/// its change, interval and verdict.
+fn title(a: &Attribution, notes: &mut Notes) -> String {
     let first = &a.steps[0];
     let last = &a.steps[a.steps.len() - 1];
-
     let what = if a.metric == "throughput" {
         a.unit.clone()
     } else {
@@ -111,7 +151,19 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         }
     }
     out.push('\n');
+    out
+}
 
+/// One row per step: its level, what it changes and by how much, with
+/// its interval, detectable change, share of the gap and p-value.
+fn steps(
+    a: &Attribution,
+    cells: &[CellStats],
+    order: &[String],
+    rt: &[Option<f64>],
+    notes: &mut Notes,
+) -> Table {
+    let cell_of = |id: &str| cells.iter().find(|c| c.cell == id);
     let shares_mean_something = a.shares_mean_something();
     let tp_shown: Vec<MedianCi> = a.steps.iter().map(|s| s.throughput_shown()).collect();
     let p99_shown: Vec<MedianCi> = a.steps.iter().map(|s| s.p99_shown()).collect();
@@ -119,17 +171,6 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
     let p99: Vec<&MedianCi> = p99_shown.iter().collect();
     let tp_header = interval_header(&a.unit, &tp);
     let p99_header = interval_header("p99", &p99);
-    // Round trips (tare net): each step's time per round trip and what the
-    // step adds to it ("+30.3 µs per round trip").
-    let rt: Vec<Option<f64>> = a
-        .steps
-        .iter()
-        .map(|s| {
-            cell_of(&s.cell)
-                .and_then(CellStats::round_trip_us)
-                .map(|m| m.median)
-        })
-        .collect();
     let per_rt = rt.iter().any(Option::is_some);
     let mut columns = vec![
         ("#", Align::Right),
@@ -152,7 +193,7 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         let label = match &s.change {
             None => format!(
                 "baseline: {}",
-                cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, &order))
+                cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, order))
             ),
             Some(ch) => format!("{}: {} → {}", ch.factor, ch.from, ch.to),
         };
@@ -166,56 +207,46 @@ fn table(a: &Attribution, cells: &[CellStats], notes: &mut Notes) -> String {
         }
         row.push(with_interval(&p99_shown[i], units::latency_us));
         if let Some(v) = &s.vs_previous {
-            row.push(format!(
-                "{} {}",
-                units::si_signed(s.delta),
-                units::change(v.change())
-            ));
-            row.push(v.change_ci().map_or(String::new(), |(lo, hi)| {
-                format!("[{}, {}]", units::change(lo), units::change(hi))
-            }));
-            row.push(detectable(v, notes));
-            row.push(share(s, shares_mean_something));
-            row.push(verdict(v, notes));
-            if v.significance == Significance::NotSignificant {
-                notes.add(format!(
-                    "step {i} ({}): its {} change is within the noise (this run could only \
-                     detect ±{}); it cannot be told apart from no change",
-                    s.change.as_ref().map_or(String::new(), |c| format!(
-                        "{}: {} → {}",
-                        c.factor, c.from, c.to
-                    )),
-                    units::change(v.change()),
-                    v.detectable.map_or("-".into(), units::percent),
-                ));
-            }
+            change_cells(&mut row, i, s, v, shares_mean_something, notes);
         }
         t.row(row);
     }
-    out.push_str(&t.render(2));
+    t
+}
 
-    // The waterfall on one line, as docs/studies.md writes seed 000's.
-    let line: Vec<String> = a
-        .steps
-        .iter()
-        .map(|s| {
-            let what = match &s.change {
-                None => cell_of(&s.cell).map_or(s.cell.clone(), |c| levels(c, &order)),
-                Some(ch) => format!("{}={}", ch.factor, ch.to),
-            };
-            format!("{} ({what})", units::si(s.throughput_shown().median))
-        })
-        .collect();
-    out.push_str(&format!("  {}\n", line.join(" → ")));
-    if let (Some(Some(from)), Some(Some(to))) = (rt.first(), rt.last()) {
-        if rt.len() > 1 {
-            out.push_str(&format!(
-                "  per round trip: {from:.1} µs → {to:.1} µs ({:+.1} µs per round trip)\n",
-                to - from
-            ));
-        }
+/// A step's change from the one before: the change, its interval, the
+/// detectable change, its share of the gap and its p-value.
+fn change_cells(
+    row: &mut Vec<String>,
+    i: usize,
+    s: &Step,
+    v: &Contrast,
+    shares_mean_something: bool,
+    notes: &mut Notes,
+) {
+    row.push(format!(
+        "{} {}",
+        units::si_signed(s.delta),
+        units::change(v.change())
+    ));
+    row.push(v.change_ci().map_or(String::new(), |(lo, hi)| {
+        format!("[{}, {}]", units::change(lo), units::change(hi))
+    }));
+    row.push(detectable(v, notes));
+    row.push(share(s, shares_mean_something));
+    row.push(verdict(v, notes));
+    if v.significance == Significance::NotSignificant {
+        notes.add(format!(
+            "step {i} ({}): its {} change is within the noise (this run could only \
+             detect ±{}); it cannot be told apart from no change",
+            s.change.as_ref().map_or(String::new(), |c| format!(
+                "{}: {} → {}",
+                c.factor, c.from, c.to
+            )),
+            units::change(v.change()),
+            v.detectable.map_or("-".into(), units::percent),
+        ));
     }
-    out
 }
 
 /// The p column: the p-value when significant, `~ p` when not, `~ (n=3+3)`

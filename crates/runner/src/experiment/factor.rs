@@ -120,18 +120,7 @@ impl FactorKind {
             }
         };
         match self {
-            // Checked against the registry, so a typo fails at load time,
-            // not after an hour.
-            FactorKind::Placement => level
-                .parse::<PlacementKind>()
-                .map(|p| p.name().to_string())
-                .map_err(|_| {
-                    let names: Vec<&str> = PlacementKind::all().map(PlacementKind::name).collect();
-                    format!(
-                        "`{level}` is not a placement level (one of: {})",
-                        names.join(", ")
-                    )
-                }),
+            FactorKind::Placement => placement_level(level),
             FactorKind::Config => {
                 if configs.iter().any(|c| c == level) {
                     Ok(level.to_string())
@@ -159,17 +148,7 @@ impl FactorKind {
             FactorKind::Storage if level == "host" => Ok("host-path".into()),
             FactorKind::Storage => one_of(&["image", "volume", "host-path", "tmpfs"]),
             FactorKind::Seccomp => one_of(&["default", "unconfined"]),
-            FactorKind::Cpus => {
-                if level == "none" {
-                    return Ok(level.into());
-                }
-                match level.parse::<f64>() {
-                    Ok(c) if c > 0.0 && c.is_finite() => Ok(c.to_string()),
-                    _ => Err(format!(
-                        "`{level}` is not a CPU limit (a positive number, or none)"
-                    )),
-                }
-            }
+            FactorKind::Cpus => cpus_level(level),
             FactorKind::Memory => {
                 if level == "none" || parse_bytes(level).is_some() {
                     Ok(level.to_string())
@@ -183,41 +162,9 @@ impl FactorKind {
                 Ok(d) => Ok(format_delay(d)),
                 Err(_) => Err(format!("`{level}` is not a delay (e.g. 0ms, 500us, 2ms)")),
             },
-            FactorKind::VmCpus => match level.parse::<u32>() {
-                _ if level == "auto" => Ok(level.into()),
-                Ok(n) if (1..=bounds::MAX_VCPUS).contains(&n) => Ok(n.to_string()),
-                _ => Err(format!(
-                    "`{level}` is not a vCPU count (1 to {}, or auto)",
-                    bounds::MAX_VCPUS
-                )),
-            },
-            // The engine checks the words (`validate::check_workloads`);
-            // here only the spelling a cell id can carry.
-            FactorKind::Workload => {
-                let l = level.trim().to_ascii_lowercase();
-                let word = |w: &str| {
-                    !w.is_empty()
-                        && w.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                };
-                if l.split('+').all(word) {
-                    Ok(l)
-                } else {
-                    Err(format!(
-                        "`{level}` is not a workload level (a name such as get, or names joined by +)"
-                    ))
-                }
-            }
-            FactorKind::VmMemory => match parse_bytes(level) {
-                Some(b) if (bounds::MIN_GUEST_MEMORY..=bounds::MAX_GUEST_MEMORY).contains(&b) => {
-                    Ok(level.to_string())
-                }
-                _ => Err(format!(
-                    "`{level}` is not a guest memory size ({} to {}, e.g. 512m, 2g)",
-                    bounds::show_bytes(bounds::MIN_GUEST_MEMORY),
-                    bounds::show_bytes(bounds::MAX_GUEST_MEMORY)
-                )),
-            },
+            FactorKind::VmCpus => vm_cpus_level(level),
+            FactorKind::Workload => workload_level(level),
+            FactorKind::VmMemory => vm_memory_level(level),
             FactorKind::VmPin => match level {
                 "process" | "vcpu" => Ok(level.into()),
                 _ => Err(format!("`{level}` is not a vm_pin level (process or vcpu)")),
@@ -270,6 +217,78 @@ pub(crate) fn format_delay(d: Duration) -> String {
         format!("{ms}ms")
     } else {
         format!("{us}us")
+    }
+}
+
+/// A placement level, checked against the registry, so a typo fails at
+/// load time, not after an hour.
+fn placement_level(level: &str) -> Result<String, String> {
+    level
+        .parse::<PlacementKind>()
+        .map(|p| p.name().to_string())
+        .map_err(|_| {
+            let names: Vec<&str> = PlacementKind::all().map(PlacementKind::name).collect();
+            format!(
+                "`{level}` is not a placement level (one of: {})",
+                names.join(", ")
+            )
+        })
+}
+
+/// A CPU limit: a positive number, or none.
+fn cpus_level(level: &str) -> Result<String, String> {
+    if level == "none" {
+        return Ok(level.into());
+    }
+    match level.parse::<f64>() {
+        Ok(c) if c > 0.0 && c.is_finite() => Ok(c.to_string()),
+        _ => Err(format!(
+            "`{level}` is not a CPU limit (a positive number, or none)"
+        )),
+    }
+}
+
+/// A guest's vCPU count, or auto.
+fn vm_cpus_level(level: &str) -> Result<String, String> {
+    match level.parse::<u32>() {
+        _ if level == "auto" => Ok(level.into()),
+        Ok(n) if (1..=bounds::MAX_VCPUS).contains(&n) => Ok(n.to_string()),
+        _ => Err(format!(
+            "`{level}` is not a vCPU count (1 to {}, or auto)",
+            bounds::MAX_VCPUS
+        )),
+    }
+}
+
+/// A workload level: the engine checks the words
+/// (`validate::check_workloads`); here only the spelling a cell id can carry.
+fn workload_level(level: &str) -> Result<String, String> {
+    let l = level.trim().to_ascii_lowercase();
+    let word = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if l.split('+').all(word) {
+        Ok(l)
+    } else {
+        Err(format!(
+            "`{level}` is not a workload level (a name such as get, or names joined by +)"
+        ))
+    }
+}
+
+/// A guest's memory size, within the bounds.
+fn vm_memory_level(level: &str) -> Result<String, String> {
+    match parse_bytes(level) {
+        Some(b) if (bounds::MIN_GUEST_MEMORY..=bounds::MAX_GUEST_MEMORY).contains(&b) => {
+            Ok(level.to_string())
+        }
+        _ => Err(format!(
+            "`{level}` is not a guest memory size ({} to {}, e.g. 512m, 2g)",
+            bounds::show_bytes(bounds::MIN_GUEST_MEMORY),
+            bounds::show_bytes(bounds::MAX_GUEST_MEMORY)
+        )),
     }
 }
 

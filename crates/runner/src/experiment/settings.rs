@@ -10,12 +10,13 @@ use indexmap::IndexMap;
 use serde::de::IgnoredAny;
 use tare_engine::bounds;
 use tare_engine::load::LoadKey;
+use tare_engine::Load;
 use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
 use super::raw::{RawFraction, RawLoad, RawTrials, LOAD_KEYS};
 use super::{DeploymentPolicy, Focus, LoadSettings, TrialPolicy};
-use crate::engines::{self, Spans};
+use crate::engines::{self, ExperimentEngine, Spans};
 use tare_analysis::PrecisionUnit;
 
 type Result<T> = std::result::Result<T, ExperimentError>;
@@ -64,6 +65,35 @@ pub(super) fn load(
     target: &str,
 ) -> Result<LoadSettings> {
     check_keys(loc)?;
+    let engine = engine(loc, l, default_engine, target)?;
+    let mut shared = engine.defaults();
+    let mut spans = Spans::new(table.clone());
+    shared_settings(loc, l, table, &mut shared, &mut spans)?;
+    let table = engine.table(loc, &mut shared, &mut spans)?;
+    // As each run will have it: threads within a cell's connections.
+    let effective = engines::effective(&shared);
+    effective
+        .check(None)
+        .and_then(|()| effective.check_coalescing_closed_loop())
+        .map_err(|e| {
+            let (span, key) = spans.of(e.key);
+            loc.error(span, &key, e.message)
+        })?;
+    Ok(LoadSettings {
+        engine,
+        shared,
+        table,
+    })
+}
+
+/// `[load] engine`, else the target's own, when it can load a `target`
+/// target; no other engine's table may be written.
+fn engine(
+    loc: &Locator,
+    l: &RawLoad,
+    default_engine: &str,
+    target: &str,
+) -> Result<&'static dyn ExperimentEngine> {
     let natural = engines::by_name(default_engine).expect("targets name registered engines");
     let engine = match &l.engine {
         None => natural,
@@ -105,9 +135,18 @@ pub(super) fn load(
             ));
         }
     }
+    Ok(engine)
+}
 
-    let mut shared = engine.defaults();
-    let mut spans = Spans::new(table.clone());
+/// The settings every engine shares, over the engine's defaults in
+/// `shared`, each one's span noted for the checks that follow.
+fn shared_settings(
+    loc: &Locator,
+    l: &RawLoad,
+    table: std::ops::Range<usize>,
+    shared: &mut Load,
+    spans: &mut Spans,
+) -> Result<()> {
     if let Some(v) = &l.threads {
         shared.threads = positive(
             loc,
@@ -131,11 +170,7 @@ pub(super) fn load(
     let default_duration = shared.duration.unwrap_or(Duration::from_secs(3));
     let d = duration(loc, &l.duration, "load.duration", default_duration)?;
     if d < Duration::from_millis(100) {
-        let span = l
-            .duration
-            .as_ref()
-            .map(|d| d.span())
-            .unwrap_or(table.clone());
+        let span = l.duration.as_ref().map(|d| d.span()).unwrap_or(table);
         return Err(loc.error(span, "load.duration", "must be at least 100ms"));
     }
     shared.duration = Some(d);
@@ -161,22 +196,7 @@ pub(super) fn load(
             spans.set(key, span, format!("load.{}", key.name()));
         }
     }
-
-    let table = engine.table(loc, &mut shared, &mut spans)?;
-    // As each run will have it: threads within a cell's connections.
-    let effective = engines::effective(&shared);
-    effective
-        .check(None)
-        .and_then(|()| effective.check_coalescing_closed_loop())
-        .map_err(|e| {
-            let (span, key) = spans.of(e.key);
-            loc.error(span, &key, e.message)
-        })?;
-    Ok(LoadSettings {
-        engine,
-        shared,
-        table,
-    })
+    Ok(())
 }
 
 /// A key of `[load]` that is neither a shared setting nor a registered
@@ -266,52 +286,10 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
     let empty = RawTrials::default();
     let t = raw.map(|r| r.get_ref()).unwrap_or(&empty);
     let count = positive(loc, &t.count, "trials.count", 3, bounds::MAX_TRIALS)?;
-    let target = t
-        .precision
-        .as_ref()
-        .map(|p| {
-            precision_target(p.get_ref())
-                .filter(|(f, _)| *f > 0.0 && *f < 1.0)
-                .ok_or_else(|| {
-                    loc.error(
-                        p.span(),
-                        "trials.precision",
-                        "must be a percentage above 0 and below 100, e.g. \"3%\" (or 0.03), or points of the attribution gap, e.g. \"5 points\"",
-                    )
-                })
-        })
-        .transpose()?;
+    let target = precision(loc, t)?;
     let precision = target.map(|(f, _)| f);
     let precision_unit = target.map(|(_, u)| u).unwrap_or_default();
-    if let (Some(_), Some(rsd)) = (&precision, &t.max_rsd) {
-        return Err(loc.error(
-            rsd.span(),
-            "trials.max_rsd",
-            "trials.precision replaces the per-cell max_rsd rule: set one of them",
-        ));
-    }
-    let budget = match (&t.budget, precision) {
-        (Some(b), None) => {
-            return Err(loc.error(
-                b.span(),
-                "trials.budget",
-                "is the time limit of trials.precision: set a precision too",
-            ))
-        }
-        (Some(_), Some(_)) => {
-            let d = duration(loc, &t.budget, "trials.budget", Duration::ZERO)?;
-            let max = bounds::MAX_BUDGET;
-            Some(super::limits::duration(
-                loc,
-                &t.budget,
-                "trials.budget",
-                d,
-                max,
-            )?)
-        }
-        (None, Some(_)) => Some(DEFAULT_BUDGET),
-        (None, None) => None,
-    };
+    let budget = budget(loc, t, precision)?;
     // With a precision, `max` is only a backstop: the budget ends the run.
     let default_max = if precision.is_some() {
         bounds::MAX_TRIALS
@@ -351,26 +329,8 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
             _ => return Err(loc.error(d.span(), "trials.deployment", "must be per-trial or kept")),
         },
     };
-    let focus = match &t.focus {
-        None => Focus::All,
-        Some(f) => {
-            let focus = match f.get_ref().as_str() {
-                "all" => Focus::All,
-                "chain" => Focus::Chain,
-                _ => return Err(loc.error(f.span(), "trials.focus", "must be all or chain")),
-            };
-            if precision.is_none() {
-                return Err(loc.error(
-                    f.span(),
-                    "trials.focus",
-                    "chooses the cells of the rounds trials.precision adds: set a precision too",
-                ));
-            }
-            focus
-        }
-    };
     Ok(TrialPolicy {
-        focus,
+        focus: focus(loc, t, precision)?,
         precision_unit,
         count,
         max,
@@ -393,4 +353,78 @@ pub(super) fn trials(loc: &Locator, raw: Option<&Spanned<RawTrials>>) -> Result<
         deployment,
         exclude_disturbed: t.exclude_disturbed.as_ref().is_some_and(|b| *b.get_ref()),
     })
+}
+
+/// `[trials] precision`, its target and unit, which replaces `max_rsd`.
+fn precision(loc: &Locator, t: &RawTrials) -> Result<Option<(f64, PrecisionUnit)>> {
+    let target = t
+        .precision
+        .as_ref()
+        .map(|p| {
+            precision_target(p.get_ref())
+                .filter(|(f, _)| *f > 0.0 && *f < 1.0)
+                .ok_or_else(|| {
+                    loc.error(
+                        p.span(),
+                        "trials.precision",
+                        "must be a percentage above 0 and below 100, e.g. \"3%\" (or 0.03), or points of the attribution gap, e.g. \"5 points\"",
+                    )
+                })
+        })
+        .transpose()?;
+    if let (Some(_), Some(rsd)) = (&target, &t.max_rsd) {
+        return Err(loc.error(
+            rsd.span(),
+            "trials.max_rsd",
+            "trials.precision replaces the per-cell max_rsd rule: set one of them",
+        ));
+    }
+    Ok(target)
+}
+
+/// `[trials] budget`, the time limit of a precision (its default when
+/// the precision has none).
+fn budget(loc: &Locator, t: &RawTrials, precision: Option<f64>) -> Result<Option<Duration>> {
+    Ok(match (&t.budget, precision) {
+        (Some(b), None) => {
+            return Err(loc.error(
+                b.span(),
+                "trials.budget",
+                "is the time limit of trials.precision: set a precision too",
+            ))
+        }
+        (Some(_), Some(_)) => {
+            let d = duration(loc, &t.budget, "trials.budget", Duration::ZERO)?;
+            let max = bounds::MAX_BUDGET;
+            Some(super::limits::duration(
+                loc,
+                &t.budget,
+                "trials.budget",
+                d,
+                max,
+            )?)
+        }
+        (None, Some(_)) => Some(DEFAULT_BUDGET),
+        (None, None) => None,
+    })
+}
+
+/// `[trials] focus`: the cells of the rounds a precision adds.
+fn focus(loc: &Locator, t: &RawTrials, precision: Option<f64>) -> Result<Focus> {
+    let Some(f) = &t.focus else {
+        return Ok(Focus::All);
+    };
+    let focus = match f.get_ref().as_str() {
+        "all" => Focus::All,
+        "chain" => Focus::Chain,
+        _ => return Err(loc.error(f.span(), "trials.focus", "must be all or chain")),
+    };
+    if precision.is_none() {
+        return Err(loc.error(
+            f.span(),
+            "trials.focus",
+            "chooses the cells of the rounds trials.precision adds: set a precision too",
+        ));
+    }
+    Ok(focus)
 }

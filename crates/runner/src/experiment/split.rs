@@ -45,8 +45,6 @@ fn in_container(cell: &Cell) -> bool {
 /// intermediate cells after the container cell, and returns each chain's
 /// splits (aligned with `exp.attribution`). `Err` when no step can be split.
 pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String> {
-    let crosses = |a: &Cell, b: &Cell| in_container(a) != in_container(b);
-    let find = |exp: &Experiment, id: &str| exp.cells.iter().position(|c| c.id == id);
     if !exp.attribution.iter().any(|chain| {
         chain
             .windows(2)
@@ -60,9 +58,49 @@ pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String>
                 .into(),
         );
     }
+    name_parts(exp)?;
+    let mut splits = Vec::new();
+    for chain in exp.attribution.clone() {
+        let mut these = Vec::new();
+        for (i, w) in chain.windows(2).enumerate() {
+            let (Some(a), Some(b)) = (find(exp, &w[0]), find(exp, &w[1])) else {
+                continue;
+            };
+            if !crosses(&exp.cells[a], &exp.cells[b]) {
+                continue;
+            }
+            if let Some(parts) = split_step(exp, a, b, w)? {
+                these.push(StepSplit {
+                    step: i + 1,
+                    chain: parts,
+                });
+            }
+        }
+        splits.push(these);
+    }
+    for (kind, levels) in exp.factors.iter_mut() {
+        if let Some((_, level)) = PARTS.iter().find(|(k, _)| k == kind) {
+            if !levels.iter().any(|l| l == level) {
+                levels.push((*level).into());
+            }
+        }
+    }
+    Ok(splits)
+}
 
-    // Every container cell names the split factors, at their defaults
-    // unless set: the parts then read `seccomp: default → unconfined`.
+/// Whether a step from `a` to `b` goes between a container and a process.
+fn crosses(a: &Cell, b: &Cell) -> bool {
+    in_container(a) != in_container(b)
+}
+
+fn find(exp: &Experiment, id: &str) -> Option<usize> {
+    exp.cells.iter().position(|c| c.id == id)
+}
+
+/// Every container cell names the split factors, at their defaults
+/// unless set: the parts then read `seccomp: default → unconfined`. The
+/// chains follow the cells' new ids.
+fn name_parts(exp: &mut Experiment) -> Result<(), String> {
     for (kind, _) in PARTS {
         if !exp.factors.iter().any(|(k, _)| k == kind) {
             exp.factors
@@ -93,66 +131,53 @@ pub(super) fn split(exp: &mut Experiment) -> Result<Vec<Vec<StepSplit>>, String>
             }
         }
     }
+    Ok(())
+}
 
-    let mut splits = Vec::new();
-    for chain in exp.attribution.clone() {
-        let mut these = Vec::new();
-        for (i, w) in chain.windows(2).enumerate() {
-            let (Some(a), Some(b)) = (find(exp, &w[0]), find(exp, &w[1])) else {
-                continue;
-            };
-            if !crosses(&exp.cells[a], &exp.cells[b]) {
-                continue;
-            }
-            let (c, reversed) = if in_container(&exp.cells[a]) {
-                (a, false)
-            } else {
-                (b, true)
-            };
-            let mut parts = vec![exp.cells[c].id.clone()];
-            let mut levels = exp.cells[c].levels.clone();
-            let mut at = c;
-            for (kind, level) in PARTS {
-                let slot = levels
-                    .iter_mut()
-                    .find(|(k, _)| k == kind.name())
-                    .expect("filled above");
-                if slot.1 == *level {
-                    continue;
-                }
-                slot.1 = (*level).into();
-                let cell = Cell::new(levels.clone())?;
-                at = match find(exp, &cell.id) {
-                    Some(existing) => existing,
-                    None => {
-                        exp.cells.insert(at + 1, cell.clone());
-                        at + 1
-                    }
-                };
-                parts.push(cell.id);
-            }
-            if parts.len() == 1 {
-                continue;
-            }
-            parts.push(if reversed { w[0].clone() } else { w[1].clone() });
-            if reversed {
-                parts.reverse();
-            }
-            these.push(StepSplit {
-                step: i + 1,
-                chain: parts,
-            });
+/// The sub-chain of the step `w` between cells `a` and `b` (one in a
+/// container): from the container cell, one part changed at a time, each
+/// intermediate cell added after it. `None` when no part differs.
+fn split_step(
+    exp: &mut Experiment,
+    a: usize,
+    b: usize,
+    w: &[String],
+) -> Result<Option<Vec<String>>, String> {
+    let (c, reversed) = if in_container(&exp.cells[a]) {
+        (a, false)
+    } else {
+        (b, true)
+    };
+    let mut parts = vec![exp.cells[c].id.clone()];
+    let mut levels = exp.cells[c].levels.clone();
+    let mut at = c;
+    for (kind, level) in PARTS {
+        let slot = levels
+            .iter_mut()
+            .find(|(k, _)| k == kind.name())
+            .expect("filled above");
+        if slot.1 == *level {
+            continue;
         }
-        splits.push(these);
-    }
-    for (kind, levels) in exp.factors.iter_mut() {
-        if let Some((_, level)) = PARTS.iter().find(|(k, _)| k == kind) {
-            if !levels.iter().any(|l| l == level) {
-                levels.push((*level).into());
+        slot.1 = (*level).into();
+        let cell = Cell::new(levels.clone())?;
+        at = match find(exp, &cell.id) {
+            Some(existing) => existing,
+            None => {
+                exp.cells.insert(at + 1, cell.clone());
+                at + 1
             }
-        }
+        };
+        parts.push(cell.id);
     }
-    Ok(splits)
+    if parts.len() == 1 {
+        return Ok(None);
+    }
+    parts.push(if reversed { w[0].clone() } else { w[1].clone() });
+    if reversed {
+        parts.reverse();
+    }
+    Ok(Some(parts))
 }
 
 /// `levels` in the experiment's factor order.

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::error::{ExperimentError, Locator};
 use super::factor::FactorKind;
-use super::raw::{RawCell, RawExperiment, RawFactors, RawLoad};
+use super::raw::{RawCell, RawExperiment, RawFactors, RawLoad, RawTarget};
 use super::settings::{load, trials};
 use super::{
     Cell, ConfigSource, ConfigVariant, Experiment, Focus, PlacementKind, Target, TargetKind,
@@ -131,6 +131,54 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
         )
     })?;
     let mut server = kind.target();
+    let configs = configs(loc, t, kind, &server, source)?;
+    if let Some(b) = &t.binary {
+        server.binary = Some(b.get_ref().into());
+    }
+    if let Some(b) = &t.backend_binary {
+        if let Some(c) = server.companion.as_mut() {
+            c.binary = Some(b.get_ref().into());
+        } else {
+            let with: Vec<&str> = TargetKind::all()
+                .filter(|k| k.target().companion.is_some())
+                .map(TargetKind::name)
+                .collect();
+            return Err(loc.error(
+                b.span(),
+                "target.backend_binary",
+                format!(
+                    "`{kind}` has no backend (only {} do: their `tare serve`)",
+                    with.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(u) = &t.rootless_user {
+        rootless_user(loc, u)?;
+    }
+    let server = super::service::apply(loc, t, server, &base)?;
+    let server = super::image::apply(loc, t, server, source)?;
+    Ok(Target {
+        // A user's image is the target itself, not a container option.
+        image: match server.oci {
+            Some(_) => None,
+            None => t.image.as_ref().map(|i| i.get_ref().clone()),
+        },
+        server,
+        rootless_user: t.rootless_user.as_ref().map(|u| u.get_ref().clone()),
+        configs,
+    })
+}
+
+/// `[target.configs.NAME]`: each config's text, from its file or inline,
+/// for a target that takes config files.
+fn configs(
+    loc: &Locator,
+    t: &RawTarget,
+    kind: TargetKind,
+    server: &tare_deploy::Target,
+    source: &ConfigSource,
+) -> Result<Vec<ConfigVariant>> {
     let mut configs = Vec::new();
     for (name, cfg) in &t.configs {
         let key = format!("target.configs.{}", name.get_ref());
@@ -173,58 +221,27 @@ fn target(loc: &Locator, raw: &RawExperiment, source: &ConfigSource) -> Result<T
             text,
         });
     }
-    if let Some(b) = &t.binary {
-        server.binary = Some(b.get_ref().into());
+    Ok(configs)
+}
+
+/// `[target] rootless_user`: a login name (useradd's rule), so it can be
+/// passed on as is.
+fn rootless_user(loc: &Locator, u: &Spanned<String>) -> Result<()> {
+    let name = u.get_ref();
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        return Ok(());
     }
-    if let Some(b) = &t.backend_binary {
-        if let Some(c) = server.companion.as_mut() {
-            c.binary = Some(b.get_ref().into());
-        } else {
-            let with: Vec<&str> = TargetKind::all()
-                .filter(|k| k.target().companion.is_some())
-                .map(TargetKind::name)
-                .collect();
-            return Err(loc.error(
-                b.span(),
-                "target.backend_binary",
-                format!(
-                    "`{kind}` has no backend (only {} do: their `tare serve`)",
-                    with.join(", ")
-                ),
-            ));
-        }
-    }
-    if let Some(u) = &t.rootless_user {
-        let name = u.get_ref();
-        // A login name (useradd's rule), so it can be passed on as is.
-        let ok = !name.is_empty()
-            && name.len() <= 32
-            && !name.starts_with('-')
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !ok {
-            return Err(loc.error(
-                u.span(),
-                "target.rootless_user",
-                format!(
-                    "{name:?} is not a user name (1-32 of [A-Za-z0-9_.-], not starting with -)"
-                ),
-            ));
-        }
-    }
-    let server = super::service::apply(loc, t, server, &base)?;
-    let server = super::image::apply(loc, t, server, source)?;
-    Ok(Target {
-        // A user's image is the target itself, not a container option.
-        image: match server.oci {
-            Some(_) => None,
-            None => t.image.as_ref().map(|i| i.get_ref().clone()),
-        },
-        server,
-        rootless_user: t.rootless_user.as_ref().map(|u| u.get_ref().clone()),
-        configs,
-    })
+    Err(loc.error(
+        u.span(),
+        "target.rootless_user",
+        format!("{name:?} is not a user name (1-32 of [A-Za-z0-9_.-], not starting with -)"),
+    ))
 }
 
 type Factors = Vec<(FactorKind, Vec<String>)>;

@@ -58,69 +58,14 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         }
         match &section {
             Section::Requests if t.starts_with("Aggregated") => {
-                let parts: Vec<&str> = t.split('|').map(str::trim).collect();
-                let [counts, times, rates] = parts[..] else {
-                    return Err(bad(t));
-                };
-                let words: Vec<&str> = counts.split_whitespace().collect();
-                let [_, n, f] = words[..] else {
-                    return Err(bad(t));
-                };
-                reqs = Some(count(n).ok_or_else(|| bad(t))?);
-                fails = f.split('(').next().and_then(count).ok_or_else(|| bad(t))?;
-                let times: Vec<f64> = times.split_whitespace().filter_map(number).collect();
-                let [avg, min, max, med] = times[..] else {
-                    return Err(bad(t));
-                };
-                for (k, v) in [("mean", avg), ("min", min), ("max", max), ("p50", med)] {
-                    r.latency_us.insert(k.into(), v * 1e3);
-                }
-                r.rps = Some(
-                    rates
-                        .split_whitespace()
-                        .next()
-                        .and_then(number)
-                        .ok_or_else(|| bad(t))?,
-                );
+                let (n, f) = requests_row(t, &mut r)?;
+                (reqs, fails) = (Some(n), f);
             }
             Section::Percentiles(names) if t.starts_with("Aggregated") => {
-                let values: Vec<&str> = t.split_whitespace().skip(1).collect();
-                if values.len() < names.len() {
-                    return Err(bad(t));
-                }
-                for (k, v) in names.iter().zip(values) {
-                    if v == "N/A" {
-                        continue;
-                    }
-                    let ms = number(v).ok_or_else(|| bad(t))?;
-                    r.latency_us.insert(k.clone(), ms * 1e3);
-                }
+                percentiles_row(t, names, &mut r)?;
             }
-            Section::Errors => {
-                // A line that is not `N  error` ends the report.
-                let Some((n, what)) = t
-                    .split_once(char::is_whitespace)
-                    .and_then(|(n, w)| Some((count(n)?, w)))
-                else {
-                    section = Section::None;
-                    continue;
-                };
-                let what = what.trim();
-                let e = &mut r.errors;
-                let slot = if what.contains("BadStatusCode") || what.contains("HTTPError") {
-                    &mut e.status
-                } else if what.contains("ConnectionRefused") {
-                    &mut e.connect
-                } else if what.contains("Timeout") || what.contains("timed out") {
-                    &mut e.timeout
-                } else {
-                    &mut e.read
-                };
-                *slot = slot.saturating_add(n);
-                let key: String = what.chars().take(120).collect();
-                let k = r.errors_by_kind.entry(key).or_insert(0);
-                *k = k.saturating_add(n);
-            }
+            // A line that is not `N  error` ends the report.
+            Section::Errors if !error_line(t, &mut r) => section = Section::None,
             _ => {}
         }
     }
@@ -134,6 +79,79 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         r.requests = Some(n.saturating_sub(no_response));
     }
     Ok(r)
+}
+
+/// The request table's `Aggregated` row: its latencies and rate into
+/// `r`; returns `# reqs` and `# fails`.
+fn requests_row(t: &str, r: &mut Reported) -> Result<(u64, u64), ParseError> {
+    let parts: Vec<&str> = t.split('|').map(str::trim).collect();
+    let [counts, times, rates] = parts[..] else {
+        return Err(bad(t));
+    };
+    let words: Vec<&str> = counts.split_whitespace().collect();
+    let [_, n, f] = words[..] else {
+        return Err(bad(t));
+    };
+    let reqs = count(n).ok_or_else(|| bad(t))?;
+    let fails = f.split('(').next().and_then(count).ok_or_else(|| bad(t))?;
+    let times: Vec<f64> = times.split_whitespace().filter_map(number).collect();
+    let [avg, min, max, med] = times[..] else {
+        return Err(bad(t));
+    };
+    for (k, v) in [("mean", avg), ("min", min), ("max", max), ("p50", med)] {
+        r.latency_us.insert(k.into(), v * 1e3);
+    }
+    r.rps = Some(
+        rates
+            .split_whitespace()
+            .next()
+            .and_then(number)
+            .ok_or_else(|| bad(t))?,
+    );
+    Ok((reqs, fails))
+}
+
+/// The percentile table's `Aggregated` row, its columns `names`.
+fn percentiles_row(t: &str, names: &[String], r: &mut Reported) -> Result<(), ParseError> {
+    let values: Vec<&str> = t.split_whitespace().skip(1).collect();
+    if values.len() < names.len() {
+        return Err(bad(t));
+    }
+    for (k, v) in names.iter().zip(values) {
+        if v == "N/A" {
+            continue;
+        }
+        let ms = number(v).ok_or_else(|| bad(t))?;
+        r.latency_us.insert(k.clone(), ms * 1e3);
+    }
+    Ok(())
+}
+
+/// One line of the error report, `N  error`, counted by its kind; `false`
+/// when the line is not one.
+fn error_line(t: &str, r: &mut Reported) -> bool {
+    let Some((n, what)) = t
+        .split_once(char::is_whitespace)
+        .and_then(|(n, w)| Some((count(n)?, w)))
+    else {
+        return false;
+    };
+    let what = what.trim();
+    let e = &mut r.errors;
+    let slot = if what.contains("BadStatusCode") || what.contains("HTTPError") {
+        &mut e.status
+    } else if what.contains("ConnectionRefused") {
+        &mut e.connect
+    } else if what.contains("Timeout") || what.contains("timed out") {
+        &mut e.timeout
+    } else {
+        &mut e.read
+    };
+    *slot = slot.saturating_add(n);
+    let key: String = what.chars().take(120).collect();
+    let k = r.errors_by_kind.entry(key).or_insert(0);
+    *k = k.saturating_add(n);
+    true
 }
 
 /// `99.9%` as `p999`, `50%` as `p50`.

@@ -38,21 +38,9 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
             continue;
         }
         if section == "histogram" {
-            if t.starts_with("value ") {
-                continue;
-            }
-            // `0.954 |*     3`
-            let mut parts = t.split('|');
-            let value = parts.next().and_then(number);
-            let n = parts
-                .next()
-                .and_then(|rest| rest.split_whitespace().last())
-                .and_then(count);
-            let (Some(v), Some(n)) = (value, n) else {
-                return Err(bad(t));
-            };
+            let bucket = histogram_line(t)?;
             if histogram.len() < 100_000 {
-                histogram.push((v, n));
+                histogram.extend(bucket);
             }
             continue;
         }
@@ -61,19 +49,7 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         };
         let value = value.trim();
         if section == "latency" {
-            let key = key.trim();
-            let name = match key {
-                "min" => "min".to_string(),
-                "avg" => "mean".to_string(),
-                "max" => "max".to_string(),
-                "sum" => continue,
-                _ => match key.strip_suffix("th percentile").and_then(count) {
-                    Some(p) if (1..=100).contains(&p) => format!("p{p}"),
-                    _ => return Err(bad(t)),
-                },
-            };
-            let ms = number(value).ok_or_else(|| bad(t))?;
-            r.latency_us.insert(name, ms * 1e3);
+            latency_line(t, key.trim(), value, &mut r)?;
             continue;
         }
         match key.trim() {
@@ -109,6 +85,47 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         // over the time stands.
         r.rps = None;
     }
+    histogram_percentiles(&histogram, &mut r);
+    Ok(r)
+}
+
+/// A line of the latency histogram, `0.954 |*     3`: its value and
+/// count; `None` for its header.
+fn histogram_line(t: &str) -> Result<Option<(f64, u64)>, ParseError> {
+    if t.starts_with("value ") {
+        return Ok(None);
+    }
+    let mut parts = t.split('|');
+    let value = parts.next().and_then(number);
+    let n = parts
+        .next()
+        .and_then(|rest| rest.split_whitespace().last())
+        .and_then(count);
+    let (Some(v), Some(n)) = (value, n) else {
+        return Err(bad(t));
+    };
+    Ok(Some((v, n)))
+}
+
+/// A line of the `Latency (ms)` block (`key: value`) into `r`.
+fn latency_line(t: &str, key: &str, value: &str, r: &mut Reported) -> Result<(), ParseError> {
+    let name = match key {
+        "min" => "min".to_string(),
+        "avg" => "mean".to_string(),
+        "max" => "max".to_string(),
+        "sum" => return Ok(()),
+        _ => match key.strip_suffix("th percentile").and_then(count) {
+            Some(p) if (1..=100).contains(&p) => format!("p{p}"),
+            _ => return Err(bad(t)),
+        },
+    };
+    let ms = number(value).ok_or_else(|| bad(t))?;
+    r.latency_us.insert(name, ms * 1e3);
+    Ok(())
+}
+
+/// p50 to p99.99 from the histogram, where sysbench printed none of its own.
+fn histogram_percentiles(histogram: &[(f64, u64)], r: &mut Reported) {
     for (name, q) in [
         ("p50", 0.5),
         ("p75", 0.75),
@@ -120,13 +137,12 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
         // A bucket's value may lie above the largest latency in it:
         // clamped to the printed max.
         let max = r.latency_us.get("max").copied().unwrap_or(f64::INFINITY);
-        if let Some(v) = quantile(&histogram, q) {
+        if let Some(v) = quantile(histogram, q) {
             r.latency_us
                 .entry(name.into())
                 .or_insert((v * 1e3).min(max));
         }
     }
-    Ok(r)
 }
 
 /// The value of the bucket holding rank `ceil(q * total)`, as sysbench
