@@ -164,38 +164,11 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
             bytes = bytes.saturating_add(field(b).parse().unwrap_or(0));
         }
         let code = field(cols.code);
-        match code.parse::<u16>() {
-            Ok(status) => {
-                requests += 1;
-                latency.record_ns(elapsed.saturating_mul(1_000_000));
-                ends.push(end);
-                if status >= 400 {
-                    r.errors.status += 1;
-                    count(&mut r.errors_by_kind, code);
-                } else if !ok {
-                    let why = cols.failure.map_or("", field);
-                    count(&mut r.errors_by_kind, &format!("assertion: {why}"));
-                }
-            }
-            Err(_) => {
-                let text = format!("{code} {message}").to_ascii_lowercase();
-                if text.contains("timeout") || text.contains("timed out") {
-                    r.errors.timeout += 1;
-                } else if [
-                    "connectexception",
-                    "connection refused",
-                    "noroutetohost",
-                    "unknownhost",
-                ]
-                .iter()
-                .any(|k| text.contains(k))
-                {
-                    r.errors.connect += 1;
-                } else {
-                    r.errors.read += 1;
-                }
-                count(&mut r.errors_by_kind, code);
-            }
+        let failure = cols.failure.map_or("", field);
+        if outcome(&mut r, code, message, ok, failure) {
+            requests += 1;
+            latency.record_ns(elapsed.saturating_mul(1_000_000));
+            ends.push(end);
         }
     }
     if samples == 0 {
@@ -213,27 +186,66 @@ pub fn parse(text: &str) -> Result<Reported, ParseError> {
     if cols.bytes.is_some() {
         r.bytes_read = Some(bytes);
     }
-    if !latency.is_empty() {
-        let s = latency.summary();
-        for (k, v) in [
-            ("min", s.min),
-            ("mean", s.mean),
-            ("stdev", s.stdev),
-            ("max", s.max),
-            ("p50", s.p50),
-            ("p75", s.p75),
-            ("p90", s.p90),
-            ("p95", latency.quantile_us(0.95)),
-            ("p99", s.p99),
-            ("p999", s.p999),
-            ("p9999", s.p9999),
-        ] {
-            r.latency_us.insert(k.into(), v);
-        }
-        r.hdr = latency.encode().ok();
-    }
+    summarise(&mut r, &latency);
     r.timeline = timeline(first, window_ms, &ends);
     Ok(r)
+}
+
+/// Counts one sample's outcome into `r`; `true` when it got a response
+/// (a completed request): a numeric `responseCode`, an error from 400 up.
+/// Any other code is JMeter's `Non HTTP response code: <exception>`.
+fn outcome(r: &mut Reported, code: &str, message: &str, ok: bool, failure: &str) -> bool {
+    if let Ok(status) = code.parse::<u16>() {
+        if status >= 400 {
+            r.errors.status += 1;
+            count(&mut r.errors_by_kind, code);
+        } else if !ok {
+            count(&mut r.errors_by_kind, &format!("assertion: {failure}"));
+        }
+        return true;
+    }
+    let text = format!("{code} {message}").to_ascii_lowercase();
+    if text.contains("timeout") || text.contains("timed out") {
+        r.errors.timeout += 1;
+    } else if [
+        "connectexception",
+        "connection refused",
+        "noroutetohost",
+        "unknownhost",
+    ]
+    .iter()
+    .any(|k| text.contains(k))
+    {
+        r.errors.connect += 1;
+    } else {
+        r.errors.read += 1;
+    }
+    count(&mut r.errors_by_kind, code);
+    false
+}
+
+/// The histogram's summary and its serialized form, when a request completed.
+fn summarise(r: &mut Reported, latency: &Latency) {
+    if latency.is_empty() {
+        return;
+    }
+    let s = latency.summary();
+    for (k, v) in [
+        ("min", s.min),
+        ("mean", s.mean),
+        ("stdev", s.stdev),
+        ("max", s.max),
+        ("p50", s.p50),
+        ("p75", s.p75),
+        ("p90", s.p90),
+        ("p95", latency.quantile_us(0.95)),
+        ("p99", s.p99),
+        ("p999", s.p999),
+        ("p9999", s.p9999),
+    ] {
+        r.latency_us.insert(k.into(), v);
+    }
+    r.hdr = latency.encode().ok();
 }
 
 /// Completions in each second from `first` (ms); `None` past
