@@ -15,6 +15,9 @@ packages=(
   apache2-utils      # ab: the external engine's ApacheBench (docs/external.md)
   nghttp2-client     # h2load: the external engine's HTTP/2 load (docs/external.md)
   python3-locust     # locust: the external engine's Locust files (docs/external.md)
+  jmeter             # JMeter 2.13: the external engine's JMeter plans (docs/external.md)
+  jmeter-http        # JMeter's HTTP sampler (a Recommends of jmeter's, which --no-install-recommends leaves out)
+  default-jdk-headless # javac: compiles tare's launcher for Debian's JMeter 2.13 (docs/external.md, "JMeter")
   nftables           # lab-nat placements (DNAT without Docker)
   iproute2           # ip netns, veth, bridge, tc netem
   podman             # the podman-* placements (rootful; conmon and runc/crun come with it)

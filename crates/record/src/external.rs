@@ -22,8 +22,8 @@ const LATENCY: [&str; 10] = [
 /// One run of an external load tool.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExternalDetails {
-    /// `wrk`, `ab`, `h2load`, `pgbench`, `redis-benchmark`, `sysbench` or
-    /// `locust`.
+    /// `wrk`, `ab`, `h2load`, `pgbench`, `redis-benchmark`, `sysbench`,
+    /// `locust` or `jmeter`.
     pub tool: String,
     /// The command line as run, placeholders filled.
     pub command: Vec<String>,

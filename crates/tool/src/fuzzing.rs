@@ -60,3 +60,31 @@ pub fn external(data: &[u8]) {
         assert_eq!(again.as_ref(), Ok(&t), "{text:?}");
     }
 }
+
+/// A JMeter results file (JTL), read by its parser: never a panic; a
+/// parsed run's histogram holds each completed request once, its
+/// timeline adds up to them, and its numbers are finite.
+pub fn jtl(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let Ok(r) = crate::external::jmeter::parse(&text) else {
+        return;
+    };
+    let n = r.requests.expect("a parsed JTL counts its requests");
+    let recorded = r.encoded_hdr.as_deref().map_or(0, |h| {
+        tare_record::Latency::decode(h)
+            .expect("its histogram decodes")
+            .count()
+    });
+    assert_eq!(recorded, n);
+    if let Some(t) = &r.timeline {
+        assert_eq!(t.iter().sum::<u64>(), n);
+    }
+    for v in r
+        .latency_us
+        .values()
+        .chain(r.rps.iter())
+        .chain(r.duration_s.iter())
+    {
+        assert!(v.is_finite() && *v >= 0.0, "{v}");
+    }
+}

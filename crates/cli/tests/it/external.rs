@@ -324,3 +324,50 @@ fn locust_loads_nginx_natively_and_in_docker() {
         assert!(r["external"]["latency_us"]["p99"].is_number(), "{r}");
     }
 }
+
+const PLAN: &str = include_str!("../../../tool/tests/data/external/plan.jmx");
+
+/// A JMeter plan of the experiment's (threads asking for / and /missing
+/// at `${__P(host)}:${__P(port)}` for `${__P(duration)}` seconds) against
+/// the nginx target, natively and in docker-host: its results file read
+/// into the record, with the full histogram and the timeline.
+#[test]
+fn jmeter_loads_nginx_natively_and_in_docker() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three seconds: JMeter's duration runs from its thread group's
+    // start, and a new Java VM's first requests take a loaded machine's
+    // first second (docs/external.md, "JMeter").
+    let exp = nginx_experiment("tool = \"jmeter\"\nscripts = [\"plan.jmx\"]\n")
+        .replace("duration = \"1s\"", "duration = \"3s\"");
+    let trials = run(dir.path(), &exp, &[("plan.jmx", PLAN)]);
+    assert_eq!(trials.len(), if docker_ok() { 2 } else { 1 });
+    for t in &trials {
+        let r = &t["result"];
+        assert!(r.is_object(), "{}: {}", t["cell"], t["error"]);
+        crate::support::validate(r);
+        assert_eq!(r["external"]["tool"], "jmeter");
+        let (n, status) = (
+            r["requests"].as_u64().unwrap(),
+            r["errors"]["status"].as_u64().unwrap(),
+        );
+        assert!(n > 0 && status < n, "{r}");
+        // Every sample is in the JTL: the histogram and the timeline are there.
+        let hdr = tare_record::Latency::decode(r["hdr"].as_str().unwrap()).unwrap();
+        assert_eq!(hdr.count(), n);
+        let timeline: u64 = r["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(timeline, n);
+        let not = r["external"]["not_reported"].to_string();
+        assert!(
+            !not.contains("\"hdr\"") && !not.contains("timeline"),
+            "{not}"
+        );
+        if status > 0 {
+            assert_eq!(r["external"]["errors_by_kind"]["404"], status);
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! `engine = "external"`: the load people already have. `[load.external]`
-//! names a load tool (wrk, ab, h2load, pgbench, redis-benchmark), its arguments with placeholders
+//! names a load tool (wrk, ab, h2load, pgbench, redis-benchmark, sysbench,
+//! locust, jmeter), its arguments with placeholders
 //! filled per cell, and its script files; `tare_tool::external` runs it
 //! against each cell's address and reads its output into the same record
 //! every engine writes (docs/external.md).
@@ -11,11 +12,11 @@
 //! connections = 50         # {connections} (a cell's `connections` level wins)
 //! threads = 2              # {threads}
 //! [load.external]
-//! tool = "wrk"             # wrk, ab, h2load, pgbench or redis-benchmark
+//! tool = "wrk"             # wrk, ab, h2load, pgbench, redis-benchmark, sysbench, locust or jmeter
 //! args = ["-t{threads}", "-c{connections}", "-d{duration}s", "-s", "post.lua", "--latency", "{url}"]
 //! scripts = ["lua/post.lua"]   # copied into the run directory, hashed, written beside the tool
 //! binary = "/usr/bin/wrk"  # default: the tool on PATH
-//! grace = "5s"             # how long past its duration the tool may run
+//! grace = "5s"             # how long past its duration the tool may run (jmeter: 20s)
 //! ```
 //!
 //! The tool paces itself: `rate`, `slo`, `ramp` and `coalesce` are refused.
@@ -99,16 +100,19 @@ impl ExperimentEngine for ExternalEngine {
     ) -> Result<Arc<dyn Table>, ExperimentError> {
         let raw: RawExternal = table_of(loc, self.name())?.unwrap_or_default();
         refuse_pacing(loc, load, spans)?;
+        let names: Vec<&str> = LoadTool::ALL.iter().map(|t| t.name()).collect();
         let tool = match &raw.tool {
             None => {
                 return Err(loc.error(
                     0..0,
                     "load.external.tool",
-                    "is required with engine = \"external\" (wrk, ab, h2load, pgbench or redis-benchmark)",
+                    format!(
+                        "is required with engine = \"external\" ({})",
+                        names.join(", ")
+                    ),
                 ))
             }
             Some(t) => LoadTool::from_name(t.get_ref()).ok_or_else(|| {
-                let names: Vec<&str> = LoadTool::ALL.iter().map(|t| t.name()).collect();
                 loc.error(
                     t.span(),
                     "load.external.tool",
@@ -138,6 +142,9 @@ impl ExperimentEngine for ExternalEngine {
                 if out.is_empty() {
                     return Err(loc.error(list.span(), "load.external.args", "is empty"));
                 }
+                let written: Vec<String> = out.iter().map(ToString::to_string).collect();
+                tool.check_args(&written)
+                    .map_err(|e| loc.error(list.span(), "load.external.args", e))?;
                 out
             }
         };
@@ -147,7 +154,7 @@ impl ExperimentEngine for ExternalEngine {
             .as_ref()
             .map(|b| std::path::PathBuf::from(b.get_ref()));
         let grace = match &raw.grace {
-            None => Duration::from_secs(5),
+            None => tool.default_grace(),
             Some(g) => humantime::parse_duration(g.get_ref())
                 .ok()
                 .filter(|d| *d <= bounds::MAX_EXTERNAL_GRACE)
@@ -231,14 +238,18 @@ fn scripts(
 
 impl Table for ExternalTable {
     /// The tool's file name (`binary`'s when given: a wrk2 build runs as
-    /// `wrk2`), as the kernel names the process it starts.
+    /// `wrk2`; JMeter's is `java`), as the kernel names the process it starts.
     fn generator_process(&self) -> Option<String> {
+        // JMeter runs as `java`, whatever script or launcher starts it.
+        if self.tool.process_name() != self.tool.name() {
+            return Some(self.tool.process_name().to_string());
+        }
         let own = self
             .binary
             .as_ref()
             .and_then(|b| b.file_name())
             .and_then(|n| n.to_str());
-        Some(own.unwrap_or(self.tool.name()).to_string())
+        Some(own.unwrap_or(self.tool.process_name()).to_string())
     }
 
     fn inputs(&self) -> Vec<InputFile> {
@@ -314,7 +325,12 @@ mod tests {
         )
         .unwrap();
         for (load, table, want) in [
-            ("", "tool = \"jmeter\"\n", "load.external.tool"),
+            ("", "tool = \"gatling\"\n", "load.external.tool"),
+            (
+                "",
+                "tool = \"jmeter\"\nargs = [\"-n\", \"-l\", \"out.jtl\"]\n",
+                "tare has JMeter write its results file",
+            ),
             ("", "args = [\"{url}\"]\n", "load.external.tool"),
             (
                 "",

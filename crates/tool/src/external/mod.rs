@@ -1,12 +1,11 @@
 //! External load tools as a cell's load (docs/external.md): wrk (with its
-//! Lua scripts), ab, h2load (HTTP/2), pgbench, redis-benchmark, sysbench
-//! and locust run
-//! against the cell's address,
-//! their output read into the same [`LoadResult`] every engine writes.
+//! Lua scripts), ab, h2load (HTTP/2), pgbench, redis-benchmark, sysbench,
+//! locust and JMeter run against the cell's address, their output (JMeter's
+//! results file) read into the same [`LoadResult`] every engine writes.
 //!
 //! - [`LoadTool`]: which tools, their Debian packages, their default
 //!   arguments and their parsers ([`wrk`], [`ab`], [`h2load`], [`pgbench`],
-//!   [`redis_benchmark`], [`sysbench`], [`locust`]).
+//!   [`redis_benchmark`], [`sysbench`], [`locust`], [`jmeter`]).
 //! - [`args`]: the argument list's placeholders, filled per cell.
 //! - [`run`]: one run of a tool: pinned, in the client's namespace, killed
 //!   past its duration, its own CPU from its rusage.
@@ -18,6 +17,7 @@
 pub mod ab;
 pub mod args;
 pub mod h2load;
+pub mod jmeter;
 pub mod locust;
 pub mod pgbench;
 mod progress;
@@ -56,6 +56,7 @@ pub enum LoadTool {
     RedisBenchmark,
     Sysbench,
     Locust,
+    Jmeter,
 }
 
 impl LoadTool {
@@ -67,6 +68,7 @@ impl LoadTool {
         LoadTool::RedisBenchmark,
         LoadTool::Sysbench,
         LoadTool::Locust,
+        LoadTool::Jmeter,
     ];
 
     /// Its executable's name, as `[load.external] tool` spells it.
@@ -79,6 +81,25 @@ impl LoadTool {
             LoadTool::RedisBenchmark => "redis-benchmark",
             LoadTool::Sysbench => "sysbench",
             LoadTool::Locust => "locust",
+            LoadTool::Jmeter => "jmeter",
+        }
+    }
+
+    /// The process name the monitor watches: JMeter runs as `java`.
+    pub fn process_name(self) -> &'static str {
+        match self {
+            LoadTool::Jmeter => "java",
+            t => t.name(),
+        }
+    }
+
+    /// How long past its duration the tool may run when `grace` is not
+    /// given: JMeter starts a Java VM and loads its plan before its
+    /// duration starts (1.3 s unloaded here, docs/external.md).
+    pub fn default_grace(self) -> std::time::Duration {
+        match self {
+            LoadTool::Jmeter => std::time::Duration::from_secs(20),
+            _ => std::time::Duration::from_secs(5),
         }
     }
 
@@ -105,6 +126,9 @@ impl LoadTool {
             LoadTool::RedisBenchmark => "redis-tools",
             LoadTool::Sysbench => "sysbench",
             LoadTool::Locust => "python3-locust",
+            // Its HTTP sampler is a package of its own, which depends on
+            // `jmeter`.
+            LoadTool::Jmeter => "jmeter-http",
         }
     }
 
@@ -193,11 +217,34 @@ impl LoadTool {
                 "--exit-code-on-error",
                 "0",
             ],
+            // The plan is the experiment's (`scripts`); it reads the cell
+            // as JMeter properties: `${__P(host)}`, `${__P(port)}`,
+            // `${__P(threads)}`, `${__P(duration)}`. tare adds `-l` and
+            // the JTL's settings ([`jmeter::forced_args`]).
+            LoadTool::Jmeter => &[
+                "-n",
+                "-t",
+                "plan.jmx",
+                "-Jhost={host}",
+                "-Jport={port}",
+                "-Jthreads={connections}",
+                "-Jduration={duration}",
+            ],
+        }
+    }
+
+    /// Arguments the tool may not be given, checked when the experiment is
+    /// read: JMeter's results file and log are tare's.
+    pub fn check_args(self, args: &[String]) -> Result<(), String> {
+        match self {
+            LoadTool::Jmeter => jmeter::check_args(args),
+            _ => Ok(()),
         }
     }
 
     /// Which of a run's outputs [`LoadTool::parse`] reads: locust logs
-    /// its summary on stderr, the others print theirs on stdout.
+    /// its summary on stderr, the others print theirs on stdout (JMeter's
+    /// is its results file, which `run` reads instead).
     pub fn output<'a>(self, stdout: &'a str, stderr: &'a str) -> &'a str {
         match self {
             LoadTool::Locust => stderr,
@@ -215,6 +262,7 @@ impl LoadTool {
             LoadTool::RedisBenchmark => redis_benchmark::parse(output),
             LoadTool::Sysbench => sysbench::parse(output),
             LoadTool::Locust => locust::parse(output),
+            LoadTool::Jmeter => jmeter::parse(output),
         }?;
         r.check()?;
         Ok(r)
@@ -262,6 +310,15 @@ pub struct Reported {
     /// with tare's `done()`): each distinct value in microseconds and its
     /// count, in increasing order.
     pub histogram: Option<Vec<(u64, u64)>>,
+    /// The latency histogram already encoded as the record keeps it
+    /// (HdrHistogram V2 + DEFLATE, base64, in nanoseconds), where the
+    /// parser built it from every sample (JMeter's JTL).
+    pub encoded_hdr: Option<String>,
+    /// Completions in each second, where the tool's own output gives them
+    /// (pgbench's and sysbench's are read from their progress lines in `run`).
+    pub timeline: Option<Vec<u64>>,
+    /// When the tool's own window began (seconds since the epoch).
+    pub started_unix_s: Option<f64>,
 }
 
 impl Reported {

@@ -16,7 +16,7 @@ use tare_engine::load::Load;
 use tare_record::{ExternalDetails, LatencySummary, LoadResult, Unit};
 
 use super::args::{Template, Values};
-use super::{LoadTool, Reported};
+use super::{jmeter, LoadTool, Reported};
 
 /// The external engine's name, in records and `[load] engine`.
 pub const NAME: &str = "external";
@@ -63,6 +63,9 @@ struct Exit {
     cpu_user_s: f64,
     cpu_system_s: f64,
     started_unix_s: f64,
+    /// The results file the tool wrote (JMeter's JTL), read before its
+    /// working directory is removed; `None`: it wrote none.
+    results: Option<String>,
 }
 
 impl External {
@@ -87,11 +90,21 @@ impl External {
         let duration = config.load.duration.unwrap_or(Duration::from_secs(1));
         // Tools take whole seconds; a shorter window is one second.
         values.duration_s = duration.as_secs_f64().ceil().max(1.0) as u64;
-        let mut argv = vec![binary.display().to_string()];
+        let mut args = Vec::new();
         for a in &config.args {
-            argv.push(a.fill(&values).map_err(ExternalError)?);
+            args.push(a.fill(&values).map_err(ExternalError)?);
         }
         let dir = WorkDir::new(&config.scripts).map_err(ExternalError)?;
+        let mut argv = match tool {
+            // Debian's JMeter 2.13 through tare's launcher, any other as is.
+            LoadTool::Jmeter => jmeter::launcher::command(&binary).map_err(ExternalError)?,
+            _ => vec![binary.display().to_string()],
+        };
+        if tool == LoadTool::Jmeter {
+            let forced = jmeter::forced_args(dir.path(), &args);
+            args.extend(forced);
+        }
+        argv.extend(args);
         let limit = Duration::from_secs(values.duration_s) + config.grace;
         let setup = setup_commands(tool, &argv);
         if let Some((prepare, cleanup)) = &setup {
@@ -118,7 +131,7 @@ impl External {
                 )));
             }
         }
-        let exit = spawn_and_wait(&argv, dir.path(), &config.load, limit, stop);
+        let mut exit = spawn_and_wait(&argv, dir.path(), &config.load, limit, stop);
         if let Some((_, cleanup)) = &setup {
             let _ = spawn_and_wait(cleanup, dir.path(), &config.load, SETUP_LIMIT, stop);
         }
@@ -132,6 +145,9 @@ impl External {
             }),
             _ => None,
         };
+        if let (LoadTool::Jmeter, Ok(e)) = (tool, &mut exit) {
+            e.results = std::fs::read_to_string(dir.path().join(jmeter::RESULTS)).ok();
+        }
         drop(dir);
         record(config, exit?, log)
     }
@@ -262,6 +278,7 @@ fn spawn_and_wait(
         cpu_user_s: secs(ru.ru_utime),
         cpu_system_s: secs(ru.ru_stime),
         started_unix_s,
+        results: None,
     })
 }
 
@@ -365,9 +382,14 @@ fn record(
     if let Some(line) = script_error(config, &exit.stderr) {
         return Err(ExternalError(format!("{tool}'s script failed: {line}")));
     }
-    let parsed = config
-        .tool
-        .parse(config.tool.output(&exit.stdout, &exit.stderr));
+    if config.tool == LoadTool::Jmeter {
+        jmeter_failure(&exit)?;
+    }
+    let output = match &exit.results {
+        Some(jtl) => jtl.as_str(),
+        None => config.tool.output(&exit.stdout, &exit.stderr),
+    };
+    let parsed = config.tool.parse(output);
     if code != 0 {
         return Err(ExternalError(format!(
             "{tool} exited with status {code}{}",
@@ -387,6 +409,31 @@ fn record(
         parsed.histogram = Some(pairs);
     }
     Ok(result(config, exit, parsed))
+}
+
+/// JMeter exits 0 when it cannot run a plan (2.13, 5.x alike): its
+/// `Error in NonGUIDriver ...` line, or a results file it never wrote,
+/// fails the trial in one line.
+fn jmeter_failure(exit: &Exit) -> Result<(), ExternalError> {
+    let said = exit
+        .stdout
+        .lines()
+        .chain(exit.stderr.lines())
+        .map(str::trim)
+        .find(|l| l.starts_with("Error in NonGUIDriver"));
+    if let Some(line) = said {
+        let line: String = line.chars().take(300).collect();
+        return Err(ExternalError(format!(
+            "jmeter could not run the plan: {line}"
+        )));
+    }
+    if exit.results.is_none() {
+        return Err(ExternalError(format!(
+            "jmeter wrote no results file{}",
+            last_lines(exit, 3)
+        )));
+    }
+    Ok(())
 }
 
 /// A line of stderr that starts with one of the scripts' names: wrk
@@ -430,16 +477,16 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
     let timeline = match config.tool {
         LoadTool::Pgbench => super::pgbench::timeline(&exit.stderr),
         LoadTool::Sysbench => super::sysbench::timeline(&exit.stdout),
-        _ => Vec::new(),
+        _ => p.timeline.clone().unwrap_or_default(),
     };
     let mut not_reported: Vec<String> = ["in_flight", "thread_rate"]
         .into_iter()
         .map(String::from)
         .collect();
     // The whole distribution where the tool gave one (wrk with tare's
-    // `done()`, h2load's `--log-file`, sysbench's histogram), recorded as
+    // `done()`, h2load's `--log-file`, sysbench's histogram, JMeter's JTL), recorded as
     // tare's own engines record theirs.
-    let hdr = p.hdr();
+    let hdr = p.encoded_hdr.clone().or_else(|| p.hdr());
     if hdr.is_none() {
         not_reported.insert(0, "hdr".into());
     }
@@ -481,7 +528,7 @@ fn result(config: &ExternalConfig, exit: Exit, p: Reported) -> LoadResult {
         attempts: Some(attempts),
         target: config.target.clone(),
         transport: config.transport.clone(),
-        started_unix_s: exit.started_unix_s,
+        started_unix_s: p.started_unix_s.unwrap_or(exit.started_unix_s),
         duration_s: p.duration_s.unwrap_or(exit.wall_s),
         connections: config.load.connections as u64,
         threads: config.load.threads as u64,

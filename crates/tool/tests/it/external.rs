@@ -186,13 +186,20 @@ fn h2load_text_gives_counts_rate_errors_protocol_and_no_percentiles() {
 
 #[test]
 fn output_with_no_count_is_an_error_naming_what_is_missing() {
-    for tool in LoadTool::ALL {
+    // JMeter's is its results file, whose header line is read first.
+    for tool in LoadTool::ALL.iter().filter(|t| **t != LoadTool::Jmeter) {
         let e = tool.parse("Usage: something\n").unwrap_err().to_string();
         assert!(
             e.contains("no count of completed requests"),
             "{tool:?}: {e}"
         );
     }
+    let e = LoadTool::Jmeter.parse("Usage: something\n").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("jmeter: cannot read `Usage: something`"),
+        "{e}"
+    );
     let e = LoadTool::Wrk
         .parse("  12 requests in 1.00s, lots read\n")
         .unwrap_err()
@@ -342,4 +349,50 @@ fn locust_summary_gives_requests_status_errors_and_whole_ms_percentiles() {
     assert!(kind.starts_with("GET /missing: BadStatusCode("), "{kind}");
     assert_eq!(*n, 5797);
     assert!(!r.latency_us.contains_key("stdev"));
+}
+
+/// Debian 12's JMeter 2.13 (through tare's launcher), 2 threads for 2 s
+/// asking for / (200) and /missing (404) from a loopback nginx, with
+/// tare's JTL settings: every sample counted, the histogram and the
+/// timeline from them, the rate over the file's own window.
+#[test]
+fn jmeter_results_give_counts_the_histogram_and_the_timeline() {
+    let r = LoadTool::Jmeter.parse(&data("jmeter-404.jtl")).unwrap();
+    assert_eq!(r.requests, Some(1454), "a 404 is a completed request");
+    assert_eq!(r.errors.status, 726);
+    assert_eq!(r.errors.total(), 726);
+    assert_eq!(r.errors_by_kind.get("404"), Some(&726));
+    // First start 1796686495476, last end 1796686496563.
+    assert_eq!(r.duration_s, Some(1.087));
+    assert!((r.throughput() - 1454.0 / 1.087).abs() < 1e-6);
+    assert_eq!(r.bytes_read, Some(398_328));
+    let h = tare_record::Latency::decode(r.encoded_hdr.as_deref().unwrap()).unwrap();
+    assert_eq!(h.count(), 1454);
+    // 143 ms, the first request of a new Java VM.
+    assert!(
+        (r.latency_us["max"] - 143_000.0).abs() < 143.0,
+        "{:?}",
+        r.latency_us
+    );
+    assert!(r.latency_us["p50"] <= r.latency_us["p99"]);
+    let t = r.timeline.unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(t.iter().sum::<u64>(), 1454);
+}
+
+/// Nothing listening: JMeter's `Non HTTP response code:
+/// java.net.ConnectException` samples are connect errors, no request
+/// completed, no histogram.
+#[test]
+fn jmeter_samples_without_a_response_are_errors_by_kind() {
+    let r = LoadTool::Jmeter.parse(&data("jmeter-refused.jtl")).unwrap();
+    assert_eq!(r.requests, Some(0));
+    assert_eq!(r.errors.connect, 2);
+    assert_eq!(
+        r.errors_by_kind
+            .get("Non HTTP response code: java.net.ConnectException"),
+        Some(&2)
+    );
+    assert_eq!(r.encoded_hdr, None);
+    assert!(r.latency_us.is_empty());
 }

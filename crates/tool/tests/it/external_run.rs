@@ -311,3 +311,59 @@ fn a_broken_locustfile_is_one_line() {
     assert!(e.starts_with("locust exited with status 1: "), "{e}");
     assert!(e.contains("nosuchmodule"), "{e}");
 }
+
+/// A JMeter plan (a thread group asking for / and /missing) against a
+/// loopback nginx: Debian 12's JMeter 2.13 through tare's launcher, its
+/// results file read into the record with the full histogram.
+#[test]
+fn jmeter_runs_a_plan_against_nginx() {
+    let n = nginx();
+    let mut c = config(LoadTool::Jmeter, &defaults(LoadTool::Jmeter), n.port);
+    c.scripts = vec![("plan.jmx".into(), data("plan.jmx"))];
+    c.grace = LoadTool::Jmeter.default_grace();
+    // Three seconds: JMeter's duration runs from its thread group's start,
+    // and on a loaded machine its threads' first requests (a new Java VM's)
+    // took most of a 1 s run (4 requests, none of them the 404's).
+    c.load.duration = Some(Duration::from_secs(3));
+    let r = External::run(&c, &AtomicBool::new(false)).unwrap_or_else(|e| panic!("{e}"));
+    let d = r.external.as_ref().unwrap();
+    assert!(r.requests > 0 && r.rps.unwrap() > 0.0, "{r:?}");
+    assert!(r.errors.status < r.requests, "{r:?}");
+    assert_eq!(r.errors.total(), r.errors.status, "{:?}", d.errors_by_kind);
+    if r.errors.status > 0 {
+        assert_eq!(d.errors_by_kind.get("404"), Some(&r.errors.status));
+    }
+    let h = tare_record::Latency::decode(&r.hdr).unwrap();
+    assert_eq!(h.count(), r.requests);
+    assert_eq!(r.timeline.iter().sum::<u64>(), r.requests);
+    assert!(r.generator_cpu_s > 0.0);
+    assert!(
+        d.command.iter().any(|a| a == "-Jthreads=4"),
+        "{:?}",
+        d.command
+    );
+    // This project's machines run Debian's JMeter 2.13 (scripts/setup.sh),
+    // which only reads a plan through tare's launcher.
+    assert!(
+        d.command.iter().any(|a| a == "TareJMeter"),
+        "{:?}",
+        d.command
+    );
+}
+
+/// JMeter exits 0 when it cannot run a plan: its `Error in NonGUIDriver`
+/// line fails the run, in one line.
+#[test]
+fn a_plan_jmeter_cannot_read_is_one_line() {
+    let mut c = config(LoadTool::Jmeter, &defaults(LoadTool::Jmeter), 1);
+    c.scripts = vec![("plan.jmx".into(), "<jmeterTestPlan><nonsense/>\n".into())];
+    c.grace = LoadTool::Jmeter.default_grace();
+    let e = External::run(&c, &AtomicBool::new(false))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with("jmeter could not run the plan: Error in NonGUIDriver"),
+        "{e}"
+    );
+}

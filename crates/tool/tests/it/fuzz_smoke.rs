@@ -15,3 +15,8 @@ fn agent_wire_survives_bounded_fuzzing() {
 fn external_load_tool_parsers_survive_bounded_fuzzing() {
     tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "external", "seeds/external", 3);
 }
+
+#[test]
+fn jmeter_results_parser_survives_bounded_fuzzing() {
+    tare_testbed::fuzz::run(env!("CARGO_MANIFEST_DIR"), "jtl", "seeds/jtl", 3);
+}
