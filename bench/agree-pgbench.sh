@@ -8,7 +8,7 @@
 # percentiles, so the latency compared is the mean (pgbench's `latency
 # average`, tare's from its histogram); tare's p50 is printed beside it.
 #
-# Usage: bench/agree-pgbench.sh [ROUNDS] [DURATION]   (as root; needs postgresql)
+# Usage: [TARE=path] bench/agree-pgbench.sh [ROUNDS] [DURATION]   (as root; needs postgresql)
 # PROFILE=ci runs target/ci/tare (quicker to build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +16,10 @@ ROUNDS=${1:-5}
 DUR=${2:-3s}
 PROFILE=${PROFILE:-release}
 command -v pgbench >/dev/null || bash scripts/setup.sh
-cargo build --profile "$PROFILE" -q -p tare
-TARE=$PWD/target/$PROFILE/tare
+if [ -z "${TARE:-}" ]; then
+  cargo build --profile "$PROFILE" -q -p tare
+  TARE=$PWD/target/$PROFILE/tare
+fi
 
 dir=$(mktemp -d /tmp/tare-bench-XXXXXX)
 trap 'rm -rf "$dir"' EXIT

@@ -10,7 +10,7 @@
 # bias check users can read. redis-benchmark's p50 is its `latency
 # summary`'s (3 decimals of a millisecond), tare's from its histogram.
 #
-# Usage: bench/agree-redis-benchmark.sh [ROUNDS] [DURATION] [REQUESTS]
+# Usage: [TARE=path] bench/agree-redis-benchmark.sh [ROUNDS] [DURATION] [REQUESTS]
 # (as root; needs redis-server, redis-tools). PROFILE=ci runs target/ci/tare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +19,10 @@ DUR=${2:-3s}
 REQUESTS=${3:-200000}
 PROFILE=${PROFILE:-release}
 command -v redis-benchmark >/dev/null && command -v redis-server >/dev/null || bash scripts/setup.sh
-cargo build --profile "$PROFILE" -q -p tare
-TARE=$PWD/target/$PROFILE/tare
+if [ -z "${TARE:-}" ]; then
+  cargo build --profile "$PROFILE" -q -p tare
+  TARE=$PWD/target/$PROFILE/tare
+fi
 
 dir=$(mktemp -d /tmp/tare-bench-XXXXXX)
 trap 'rm -rf "$dir"' EXIT

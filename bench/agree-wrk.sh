@@ -7,7 +7,7 @@
 # `--latency` text (rounded to its printed digits), tare's from its HDR
 # histogram.
 #
-# Usage: bench/agree-wrk.sh [ROUNDS] [DURATION]   (as root; needs nginx, wrk)
+# Usage: [TARE=path] bench/agree-wrk.sh [ROUNDS] [DURATION]   (as root; needs nginx, wrk)
 # PROFILE=ci runs target/ci/tare (quicker to build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +15,10 @@ ROUNDS=${1:-5}
 DUR=${2:-3s}
 PROFILE=${PROFILE:-release}
 command -v nginx >/dev/null && command -v wrk >/dev/null || bash scripts/setup.sh
-cargo build --profile "$PROFILE" -q -p tare
-TARE=$PWD/target/$PROFILE/tare
+if [ -z "${TARE:-}" ]; then
+  cargo build --profile "$PROFILE" -q -p tare
+  TARE=$PWD/target/$PROFILE/tare
+fi
 
 dir=$(mktemp -d /tmp/tare-bench-XXXXXX)
 trap 'rm -rf "$dir"' EXIT

@@ -9,8 +9,9 @@
 //!    on), or, with an
 //!    open-loop rate, more than 5% of sends left late while a connection was
 //!    free for each (no `unsent` arrivals: the server's slowness would have
-//!    exhausted the pool instead). Its numbers then measure tare, not the
-//!    server: the run carries a warning.
+//!    exhausted the pool instead). Its numbers then measure the load
+//!    generator (tare, or an external tool), not the server: the run
+//!    carries a warning.
 //! 2. **network-bound**: the network path (softirq + user-space proxies such
 //!    as docker-proxy) cost at least as much CPU as the server itself, or the
 //!    path lost packets (retransmissions above 1% of requests, conntrack
@@ -276,7 +277,7 @@ pub fn run_warning(verdicts: &[Verdict]) -> Option<String> {
         .count();
     (n > 0).then(|| {
         format!(
-            "{n} of {} trials were generator-bound: their numbers measure tare, not the server (add generator threads or CPUs, or load from another machine)",
+            "{n} of {} trials were generator-bound: their numbers measure the load generator, not the server (add generator threads or CPUs, or load from another machine)",
             verdicts.len()
         )
     })
