@@ -335,7 +335,9 @@ mod tests {
         let v = verdict(&record(0.6, 0.97, 0.1, 0.0, 0.4), &load(1, 1.94));
         assert_eq!(v.bound, Bound::Generator, "{v:?}");
         assert!(v.reason.contains("97%"), "{}", v.reason);
-        assert!(run_warning(&[v]).unwrap().contains("measure tare"));
+        assert!(run_warning(&[v])
+            .unwrap()
+            .contains("measure the load generator"));
     }
 
     #[test]
