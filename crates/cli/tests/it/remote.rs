@@ -42,6 +42,20 @@ fn tare(args: &[&str], cwd: &Path) -> std::process::Output {
         .expect("tare runs")
 }
 
+/// `tare run -q EXP --out OUT` in `cwd`.
+fn run_quiet(exp: &Path, out: &Path, cwd: &Path) -> std::process::Output {
+    tare(
+        &[
+            "run",
+            exp.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+        cwd,
+    )
+}
+
 /// Files tare left in a host's directory, and processes running from it.
 fn left_on(dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir(dir)
@@ -215,16 +229,7 @@ fn generators_and_a_target_on_namespace_hosts_over_ssh() {
             .replace("hosts = [\"gen1\", \"gen2\"]", "hosts = [\"gen1\"]");
         let exp = s.write(&format!("bad{i}.toml"), &[], gen1, &body);
         let out_dir = s.work.join(format!("bad{i}"));
-        let out = tare(
-            &[
-                "run",
-                exp.to_str().unwrap(),
-                "--out",
-                out_dir.to_str().unwrap(),
-                "-q",
-            ],
-            &s.work,
-        );
+        let out = run_quiet(&exp, &out_dir, &s.work);
         let err = String::from_utf8_lossy(&out.stderr);
         let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
         assert!(!out.status.success(), "{what}: {err}");
@@ -530,16 +535,7 @@ cooldown = "0s"
 "#;
     let exp = s.write("external.toml", &names, "", body);
     let out_dir = s.work.join("external-run");
-    let out = tare(
-        &[
-            "run",
-            exp.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-            "-q",
-        ],
-        &s.work,
-    );
+    let out = run_quiet(&exp, &out_dir, &s.work);
     let err = String::from_utf8_lossy(&out.stderr);
     let recs = trials(&out_dir);
     assert_eq!(recs.len(), 1, "{err}");
